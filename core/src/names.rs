@@ -1,0 +1,242 @@
+//! Identifiers that reach SQL, object-store keys and file paths: they are
+//! validated on construction and on deserialization, so an unvalidated string
+//! never gets that far.
+
+use std::{fmt, str::FromStr};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Longest package name DESIGN.md allows.
+pub const MAX_NAME_LEN: usize = 64;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("name is empty")]
+    Empty,
+    #[error("name is {0} characters long; at most {MAX_NAME_LEN} are allowed")]
+    TooLong(usize),
+    #[error("name must start with an ASCII letter, found {0:?}")]
+    BadStart(char),
+    #[error("name may hold only ASCII letters, digits, '-' and '_', found {0:?}")]
+    BadChar(char),
+    #[error("{0:?} is not a valid SemVer 2.0 version: {1}")]
+    BadVersion(String, String),
+    #[error("{0:?} is not a package kind (expected \"agent\" or \"tool\")")]
+    BadKind(String),
+}
+
+/// A package name: ASCII letters, digits, `-`, `_`; starts with a letter; at
+/// most 64 characters. Two names with the same [`PackageName::normalized`]
+/// form are the same package.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PackageName(String);
+
+impl PackageName {
+    pub fn new(name: impl Into<String>) -> Result<Self, NameError> {
+        let name = name.into();
+        let mut chars = name.chars();
+        let first = chars.next().ok_or(NameError::Empty)?;
+        if name.len() > MAX_NAME_LEN {
+            return Err(NameError::TooLong(name.chars().count()));
+        }
+        if !first.is_ascii_alphabetic() {
+            return Err(NameError::BadStart(first));
+        }
+        if let Some(bad) = chars.find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_')) {
+            return Err(NameError::BadChar(bad));
+        }
+        Ok(Self(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Lowercase with `-` turned into `_`: the form uniqueness is judged on,
+    /// so `Web-Search` and `web_search` are one package.
+    pub fn normalized(&self) -> String {
+        self.0
+            .chars()
+            .map(|c| if c == '-' { '_' } else { c.to_ascii_lowercase() })
+            .collect()
+    }
+}
+
+impl fmt::Display for PackageName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for PackageName {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::new(s)
+    }
+}
+
+impl AsRef<str> for PackageName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for PackageName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for PackageName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::new(s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A strict SemVer 2.0 version (no `v` prefix, no missing components).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Version(semver::Version);
+
+impl Version {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        semver::Version::parse(s)
+            .map(Self)
+            .map_err(|e| NameError::BadVersion(s.to_owned(), e.to_string()))
+    }
+
+    pub fn semver(&self) -> &semver::Version {
+        &self.0
+    }
+
+    pub fn is_prerelease(&self) -> bool {
+        !self.0.pre.is_empty()
+    }
+}
+
+impl From<semver::Version> for Version {
+    fn from(v: semver::Version) -> Self {
+        Self(v)
+    }
+}
+
+impl From<Version> for semver::Version {
+    fn from(v: Version) -> Self {
+        v.0
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl FromStr for Version {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl Serialize for Version {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// What a package is. The set is closed in code but open in storage (a text
+/// column), so later kinds (protocols, skills) are a new variant, not a
+/// migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Agent,
+    Tool,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 2] = [Kind::Agent, Kind::Tool];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Agent => "agent",
+            Kind::Tool => "tool",
+        }
+    }
+
+    /// The plural used in URL paths: `/api/v1/agents/...`.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::Agent => "agents",
+            Kind::Tool => "tools",
+        }
+    }
+
+    /// The container file extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Kind {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "agent" | "agents" => Ok(Kind::Agent),
+            "tool" | "tools" => Ok(Kind::Tool),
+            other => Err(NameError::BadKind(other.to_owned())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_design_rules() {
+        for ok in ["a", "web_search", "Research-Assistant", "x1-2_3"] {
+            assert!(PackageName::new(ok).is_ok(), "{ok}");
+        }
+        assert_eq!(PackageName::new(""), Err(NameError::Empty));
+        assert_eq!(PackageName::new("1abc"), Err(NameError::BadStart('1')));
+        assert_eq!(PackageName::new("_abc"), Err(NameError::BadStart('_')));
+        assert_eq!(PackageName::new("a/b"), Err(NameError::BadChar('/')));
+        assert_eq!(PackageName::new("a.b"), Err(NameError::BadChar('.')));
+        assert_eq!(PackageName::new("café"), Err(NameError::BadChar('é')));
+        assert!(PackageName::new("a".repeat(64)).is_ok());
+        assert_eq!(PackageName::new("a".repeat(65)), Err(NameError::TooLong(65)));
+    }
+
+    #[test]
+    fn look_alike_names_normalize_together() {
+        let a = PackageName::new("Web-Search").unwrap();
+        let b = PackageName::new("web_search").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.normalized(), b.normalized());
+    }
+
+    #[test]
+    fn deserialize_validates() {
+        let bad: Result<PackageName, _> = serde_json::from_str("\"../etc\"");
+        assert!(bad.is_err());
+        let bad: Result<Version, _> = serde_json::from_str("\"1.0\"");
+        assert!(bad.is_err());
+        let v: Version = serde_json::from_str("\"1.2.3-rc.1+build\"").unwrap();
+        assert!(v.is_prerelease());
+    }
+}
