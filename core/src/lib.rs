@@ -6,7 +6,9 @@
 
 pub mod diagnostics;
 pub mod names;
+pub mod tree;
 pub mod yaml;
 
 pub use diagnostics::{Diagnostic, Diagnostics};
 pub use names::{Kind, NameError, PackageName, Version};
+pub use tree::{MemberPath, SourceTree};

@@ -57,7 +57,13 @@ impl PackageName {
     pub fn normalized(&self) -> String {
         self.0
             .chars()
-            .map(|c| if c == '-' { '_' } else { c.to_ascii_lowercase() })
+            .map(|c| {
+                if c == '-' {
+                    '_'
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
             .collect()
     }
 }
@@ -219,7 +225,10 @@ mod tests {
         assert_eq!(PackageName::new("a.b"), Err(NameError::BadChar('.')));
         assert_eq!(PackageName::new("café"), Err(NameError::BadChar('é')));
         assert!(PackageName::new("a".repeat(64)).is_ok());
-        assert_eq!(PackageName::new("a".repeat(65)), Err(NameError::TooLong(65)));
+        assert_eq!(
+            PackageName::new("a".repeat(65)),
+            Err(NameError::TooLong(65))
+        );
     }
 
     #[test]
