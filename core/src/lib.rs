@@ -12,3 +12,4 @@ pub mod yaml;
 pub use diagnostics::{Diagnostic, Diagnostics};
 pub use names::{Kind, NameError, PackageName, Version};
 pub use tree::{MemberPath, SourceTree};
+pub mod agent;
