@@ -13,3 +13,6 @@ pub use diagnostics::{Diagnostic, Diagnostics};
 pub use names::{Kind, NameError, PackageName, Version};
 pub use tree::{MemberPath, SourceTree};
 pub mod agent;
+pub mod package;
+pub mod skill;
+pub mod ux;

@@ -22,7 +22,8 @@ mod validate;
 
 pub use model::*;
 pub use parse::AgentRole;
-pub use patterns::PatternError;
+pub(crate) use parse::labels as read_labels;
+pub use patterns::{PatternError, check_path_pattern, check_url_pattern};
 pub use permissions::{
     Capability, CapabilityCategory, CronSchedule, PermissionError, PermissionMode, RiskLevel,
 };
