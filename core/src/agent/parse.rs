@@ -265,7 +265,8 @@ fn tools(r: &mut Reader, v: &Value, path: &str) -> Vec<ToolDecl> {
             r.error(
                 f.at("name"),
                 format!(
-                    "tool {name:?} is already declared (as {:?})",
+                    "tool {:?} is already declared (as {:?})",
+                    name.as_str(),
                     prev.name.as_str()
                 ),
             );
