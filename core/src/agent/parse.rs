@@ -45,8 +45,8 @@ const TOP_KEYS: &[&str] = &[
     "skills",
 ];
 
-/// Reads the whole document; `None` when a required part (the name) is
-/// unusable, in which case `r` holds why.
+/// Reads the whole document. The model is only meaningful when `r` recorded
+/// nothing; `None` when the document is not a mapping at all.
 pub(super) fn read_agent(r: &mut Reader, doc: &Value, role: AgentRole) -> Option<AgentSpec> {
     let f = r.fields(doc, "", TOP_KEYS)?;
     let name = r
@@ -81,10 +81,12 @@ pub(super) fn read_agent(r: &mut Reader, doc: &Value, role: AgentRole) -> Option
     let ui_components =
         section(&f, "ui_components", |v, p| ui_components(r, v, p)).unwrap_or_default();
     let skills = section(&f, "skills", |v, p| skills(r, v, p)).unwrap_or_default();
-    // Every section is read before giving up on a bad name, so one run
-    // reports everything.
+    // A bad or missing name has been reported already, so the result is an
+    // error either way; a stand-in name lets the cross-section rules run
+    // too, and one run reports everything.
+    let name = name.or_else(|| PackageName::new("unnamed").ok())?;
     let spec = AgentSpec {
-        name: name?,
+        name,
         version,
         title,
         subtitle,
