@@ -108,10 +108,7 @@ fn agent_actions_list_form_and_extensions_are_kept() {
         agent.extensions["x-protocols"]["acme-sync"]["schema"]["transport"],
         "websocket"
     );
-    assert_eq!(
-        agent.http_tools["twitter_post_tweet"].oauth_tokens["twitter_token"],
-        true
-    );
+    assert!(agent.http_tools["twitter_post_tweet"].oauth_tokens["twitter_token"]);
 }
 
 /// The model serializes (as the registry stores it) back into a document

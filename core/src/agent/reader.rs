@@ -151,6 +151,9 @@ impl Reader {
         Self::default()
     }
 
+    // Callers hand over temporaries (error values, `format!` strings), so
+    // taking them by value keeps every call site short.
+    #[allow(clippy::needless_pass_by_value)]
     pub fn error(&mut self, path: impl Into<String>, message: impl ToString) {
         self.diags.push(path, message.to_string());
     }
