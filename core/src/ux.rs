@@ -31,6 +31,8 @@ pub struct Integration {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub website: Option<String>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -39,6 +41,8 @@ pub struct ToolHints {
     pub labels: Option<Labels>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<String>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 /// A website must be a plain http(s) URL (no wildcards).
@@ -65,6 +69,7 @@ fn tool_hints(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, ToolHin
             ToolHints {
                 labels,
                 suggestions,
+                extensions: f.extensions,
             },
         );
     }
@@ -103,7 +108,11 @@ pub fn parse_ux(bytes: &[u8]) -> Result<UxHints, Diagnostics> {
                 r.error(inf.at("website"), e);
             }
             if let Some(name) = name {
-                integrations.push(Integration { name, website });
+                integrations.push(Integration {
+                    name,
+                    website,
+                    extensions: inf.extensions,
+                });
             }
         }
     }

@@ -119,6 +119,7 @@ fn model_round_trips_through_json() {
     let agent = parse_agent(tree.get("agent.yaml").unwrap()).unwrap();
     let json = serde_json::to_value(&agent).unwrap();
     assert!(json.get("x-protocols").is_some());
+    assert_eq!(json["constraints"]["budget"]["x-billing-owner"], "finance");
     let yaml = yaml_serde::to_string(&json).unwrap();
     let again: AgentSpec =
         parse_agent(yaml.as_bytes()).unwrap_or_else(|d| panic!("{}\n---\n{yaml}", messages(&d)));

@@ -274,6 +274,8 @@ pub struct Labels {
     pub running: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished: Option<String>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -283,6 +285,8 @@ pub struct BashDependency {
     pub check: Option<String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub install: BTreeMap<Os, String>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -302,6 +306,8 @@ pub struct Permissions {
     /// Per-capability settings, keyed by the capability.
     #[serde(flatten)]
     pub config: BTreeMap<Capability, CapabilityConfig>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 impl Permissions {
@@ -333,6 +339,8 @@ pub struct CapabilityConfig {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WakeTrigger {
     pub schedule: CronSchedule,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -353,6 +361,8 @@ pub struct ContextWindow {
     pub max_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<WindowStrategy>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -372,6 +382,8 @@ pub struct Compaction {
     pub trigger: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub preserve: Vec<String>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -408,6 +420,8 @@ pub struct CrewMember {
     pub task: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<String>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 impl CrewMember {
@@ -432,6 +446,8 @@ pub struct ProtocolDecl {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<VersionReq>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 impl ProtocolDecl {
@@ -464,6 +480,8 @@ pub struct Budget {
     pub input_1m_price: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_1m_price: Option<f64>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -476,6 +494,8 @@ pub struct Limits {
     /// Seconds per execution.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -490,6 +510,8 @@ pub struct Sandbox {
     pub allowed_paths: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_urls: Vec<String>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -514,6 +536,8 @@ pub struct SyncAction {
     pub tool: String,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     pub params: serde_json::Map<String, Json>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 /// Sends the action to the LLM.
@@ -521,11 +545,15 @@ pub struct SyncAction {
 pub struct AgentAction {
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     pub params: serde_json::Map<String, Json>,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkillRef {
     pub name: PackageName,
+    #[serde(flatten)]
+    pub extensions: Extensions,
 }
 
 impl AgentSpec {

@@ -655,6 +655,7 @@ pub(crate) fn labels(r: &mut Reader, v: &Value, path: &str) -> Option<Labels> {
     Some(Labels {
         running: r.opt_text(&f, "running"),
         finished: r.opt_text(&f, "finished"),
+        extensions: f.extensions,
     })
 }
 
@@ -691,6 +692,7 @@ fn bash_dependency(r: &mut Reader, v: &Value, path: &str) -> Option<BashDependen
         name: name?,
         check,
         install,
+        extensions: f.extensions,
     })
 }
 
@@ -764,6 +766,7 @@ fn permissions(r: &mut Reader, v: &Value, path: &str) -> Option<Permissions> {
         required,
         optional,
         config,
+        extensions: f.extensions,
     })
 }
 
@@ -809,7 +812,10 @@ fn capability_config(r: &mut Reader, v: &Value, path: &str) -> Option<Capability
                 .required(&tf, "schedule")
                 .and_then(|s| cron(r, s, &tf.at("schedule")))
             {
-                wake_triggers.push(WakeTrigger { schedule });
+                wake_triggers.push(WakeTrigger {
+                    schedule,
+                    extensions: tf.extensions,
+                });
             }
         }
     }
@@ -856,6 +862,7 @@ fn context(r: &mut Reader, v: &Value, path: &str) -> Option<ContextSpec> {
                     },
                 )
             }),
+            extensions: wf.extensions,
         })
     });
     let compaction = f.get("compaction").and_then(|c| {
@@ -892,6 +899,7 @@ fn context(r: &mut Reader, v: &Value, path: &str) -> Option<ContextSpec> {
             strategy,
             trigger,
             preserve: r.opt_string_list(&cf, "preserve"),
+            extensions: cf.extensions,
         })
     });
     Some(ContextSpec {
@@ -945,6 +953,7 @@ fn static_crew(r: &mut Reader, v: &Value, path: &str) -> Option<StaticCrew> {
                 path: member_path,
                 task: r.opt_text(&mf, "task"),
                 depends_on: r.opt_string_list(&mf, "depends_on"),
+                extensions: mf.extensions.clone(),
             };
             let file_ok = member.member_path().is_some_and(|p| {
                 let n = p.file_name();
@@ -995,7 +1004,11 @@ fn protocols(r: &mut Reader, v: &Value, path: &str) -> Vec<ProtocolDecl> {
         let version = f
             .get("version")
             .and_then(|v| version_req(r, v, &f.at("version")));
-        out.push(ProtocolDecl { name, version });
+        out.push(ProtocolDecl {
+            name,
+            version,
+            extensions: f.extensions,
+        });
     }
     out
 }
@@ -1038,6 +1051,7 @@ fn constraints(r: &mut Reader, v: &Value, path: &str) -> Option<Constraints> {
             tolerance: money("tolerance", Some(1.0)),
             input_1m_price: money("input_1m_price", None),
             output_1m_price: money("output_1m_price", None),
+            extensions: bf.extensions,
         })
     });
     let limits = f.get("limits").and_then(|l| {
@@ -1050,6 +1064,7 @@ fn constraints(r: &mut Reader, v: &Value, path: &str) -> Option<Constraints> {
             max_turns: r.opt_u64(&lf, "max_turns"),
             max_delegation_depth: r.opt_positive(&lf, "max_delegation_depth"),
             timeout: r.opt_positive(&lf, "timeout"),
+            extensions: lf.extensions,
         })
     });
     let sandbox = f.get("sandbox").and_then(|s| {
@@ -1080,6 +1095,7 @@ fn constraints(r: &mut Reader, v: &Value, path: &str) -> Option<Constraints> {
             max_exec_time: r.opt_positive(&sf, "max_exec_time"),
             allowed_paths,
             allowed_urls,
+            extensions: sf.extensions,
         })
     });
     Some(Constraints {
@@ -1116,7 +1132,14 @@ fn ui_actions(r: &mut Reader, v: &Value, path: &str) -> Option<UiComponent> {
             let tool = r.req_text(&af, "tool");
             let params = params(r, &af);
             if let Some(tool) = tool {
-                sync_actions.insert(name.to_owned(), SyncAction { tool, params });
+                sync_actions.insert(
+                    name.to_owned(),
+                    SyncAction {
+                        tool,
+                        params,
+                        extensions: af.extensions,
+                    },
+                );
             }
         }
     }
@@ -1133,6 +1156,7 @@ fn ui_actions(r: &mut Reader, v: &Value, path: &str) -> Option<UiComponent> {
                         name,
                         AgentAction {
                             params: serde_json::Map::new(),
+                            extensions: Extensions::new(),
                         },
                     );
                 }
@@ -1144,7 +1168,13 @@ fn ui_actions(r: &mut Reader, v: &Value, path: &str) -> Option<UiComponent> {
                     continue;
                 };
                 let params = params(r, &af);
-                agent_actions.insert(name.to_owned(), AgentAction { params });
+                agent_actions.insert(
+                    name.to_owned(),
+                    AgentAction {
+                        params,
+                        extensions: af.extensions,
+                    },
+                );
             }
         }
     }
@@ -1184,7 +1214,10 @@ fn skills(r: &mut Reader, v: &Value, path: &str) -> Vec<SkillRef> {
             r.error(f.at("name"), ShapeError::Duplicate(name.to_string()));
             continue;
         }
-        out.push(SkillRef { name });
+        out.push(SkillRef {
+            name,
+            extensions: f.extensions,
+        });
     }
     out
 }
