@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use semver::VersionReq;
 use serde::Serialize;
 
 use crate::agent::{AgentSpec, DELEGATE_TOOL, Discovery, ToolConfig, parse_agent, parse_subagent};
@@ -39,6 +40,32 @@ pub struct AgentPackage {
     pub skills: BTreeMap<PackageName, Skill>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ux: Option<UxHints>,
+}
+
+impl AgentPackage {
+    /// Registry tools the whole package needs (agent and subagents), each
+    /// with the conjunction of every requirement stated for it: `^1.2.0` in
+    /// one file and `<1.5.0` in another resolve as `^1.2.0, <1.5.0`. `None`
+    /// when no file constrains the version.
+    pub fn tool_requirements(&self) -> BTreeMap<PackageName, Option<VersionReq>> {
+        let mut merged: BTreeMap<PackageName, Option<VersionReq>> = BTreeMap::new();
+        let specs = std::iter::once(&self.agent).chain(self.subagents.values());
+        for (name, req) in specs.flat_map(AgentSpec::tool_requirements) {
+            let slot = merged.entry(name).or_default();
+            *slot = match (slot.take(), req) {
+                (Some(mut a), Some(b)) => {
+                    for c in b.comparators {
+                        if !a.comparators.contains(&c) {
+                            a.comparators.push(c);
+                        }
+                    }
+                    Some(a)
+                }
+                (a, b) => a.or(b),
+            };
+        }
+        merged
+    }
 }
 
 fn is_yaml(path: &MemberPath) -> bool {

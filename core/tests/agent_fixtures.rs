@@ -148,3 +148,51 @@ fn subagents_need_only_name_and_description() {
     let nameless = parse_subagent(b"description: Helps.\n").unwrap_err();
     assert_eq!(messages(&nameless), "missing required key \"name\"");
 }
+
+#[test]
+fn package_tool_requirements_merge_agent_and_subagents() {
+    let mut tree = load_fixture("research-assistant");
+    let analyst = String::from_utf8(
+        tree.get("specialists/market-analyst.yaml")
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap()
+    .replace(
+        "  - name: web_fetch\n",
+        "  - name: web_fetch\n    version: <1.0.5\n",
+    );
+    tree.insert(
+        agentlang_core::MemberPath::new("specialists/market-analyst.yaml").unwrap(),
+        analyst.into_bytes(),
+    );
+    let pkg = validate_agent_tree(&tree).unwrap_or_else(|d| panic!("{}", messages(&d)));
+    let reqs: Vec<(String, Option<String>)> = pkg
+        .tool_requirements()
+        .into_iter()
+        .map(|(n, r)| (n.to_string(), r.map(|r| r.to_string())))
+        .collect();
+    assert_eq!(
+        reqs,
+        [
+            ("artifacts".to_owned(), None),
+            ("sqlite".to_owned(), None),
+            ("web_fetch".to_owned(), Some("~1.0.0, <1.0.5".to_owned())),
+            ("web_search".to_owned(), Some("^1.2.0".to_owned())),
+        ]
+    );
+}
+
+#[test]
+fn yaml_under_context_and_skills_is_not_a_subagent() {
+    let mut tree = load_fixture("static-crew");
+    for path in ["context/templates/report.yaml", "skills/notes.yaml"] {
+        tree.insert(
+            agentlang_core::MemberPath::new(path).unwrap(),
+            b"not: an agent\n".to_vec(),
+        );
+    }
+    let pkg = validate_agent_tree(&tree).unwrap_or_else(|d| panic!("{}", messages(&d)));
+    let subagents: Vec<&str> = pkg.subagents.keys().map(|p| p.as_str()).collect();
+    assert_eq!(subagents, ["researcher.yaml", "writer.yaml"]);
+}
