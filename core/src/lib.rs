@@ -4,15 +4,15 @@
 //! readers and get typed, validated values back. The registry service and the
 //! CLI are thin shells around it.
 
+pub mod agent;
 pub mod diagnostics;
 pub mod names;
+pub mod package;
+pub mod skill;
 pub mod tree;
+pub mod ux;
 pub mod yaml;
 
 pub use diagnostics::{Diagnostic, Diagnostics};
 pub use names::{Kind, NameError, PackageName, Version};
 pub use tree::{MemberPath, SourceTree};
-pub mod agent;
-pub mod package;
-pub mod skill;
-pub mod ux;
