@@ -4,9 +4,13 @@
 //! readers and get typed, validated values back. The registry service and the
 //! CLI are thin shells around it.
 
+pub mod agent;
 pub mod diagnostics;
 pub mod names;
+pub mod package;
+pub mod skill;
 pub mod tree;
+pub mod ux;
 pub mod yaml;
 
 pub use diagnostics::{Diagnostic, Diagnostics};

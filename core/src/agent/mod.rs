@@ -1,0 +1,64 @@
+//! agent.yaml in code: the typed model ([`AgentSpec`]), the capability table
+//! ([`Capability`], [`CapabilityCategory`], [`RiskLevel`]) and validation
+//! that reports every problem at once, each with its path.
+//!
+//! Reading goes YAML bytes -> bounded generic value ([`crate::yaml`]) ->
+//! typed model built by a path-aware walker, so unknown keys, wrong types and
+//! out-of-range values all surface together instead of one per run. Unknown
+//! keys are errors (with a "did you mean" when one is close), except `x-`
+//! keys, which are kept as extensions.
+//!
+//! Required fields: a top-level agent needs `name`, `version` (strict
+//! SemVer) and `description`; a subagent needs `name` and `description`
+//! (everything else, tools included, is optional for both).
+
+mod model;
+mod parse;
+mod patterns;
+mod permissions;
+pub(crate) mod reader;
+mod template;
+mod validate;
+
+pub use model::*;
+pub use parse::AgentRole;
+pub(crate) use parse::labels as read_labels;
+pub use patterns::{PatternError, check_path_pattern, check_url_pattern};
+pub use permissions::{
+    Capability, CapabilityCategory, CronSchedule, PermissionError, PermissionMode, RiskLevel,
+};
+pub use template::{Placeholder, TemplateError, placeholders};
+
+use crate::diagnostics::Diagnostics;
+use crate::yaml::{YamlLimits, parse_value};
+
+/// Reads and validates a top-level agent.yaml: every single-file rule.
+pub fn parse_agent(bytes: &[u8]) -> Result<AgentSpec, Diagnostics> {
+    parse_with_role(bytes, AgentRole::TopLevel)
+}
+
+/// Reads and validates a co-located subagent file.
+pub fn parse_subagent(bytes: &[u8]) -> Result<AgentSpec, Diagnostics> {
+    parse_with_role(bytes, AgentRole::Subagent)
+}
+
+pub fn parse_with_role(bytes: &[u8], role: AgentRole) -> Result<AgentSpec, Diagnostics> {
+    let doc = match parse_value(bytes, &YamlLimits::default()) {
+        Ok(doc) => doc,
+        Err(e) => {
+            let mut diags = Diagnostics::new();
+            diags.push("", e.to_string());
+            return Err(diags);
+        }
+    };
+    let mut r = reader::Reader::new();
+    let spec = parse::read_agent(&mut r, &doc, role);
+    let mut diags = r.finish();
+    if let Some(spec) = &spec {
+        validate::cross_check(spec, &mut diags);
+    }
+    match spec {
+        Some(spec) if diags.is_empty() => Ok(spec),
+        _ => Err(diags),
+    }
+}
