@@ -60,6 +60,12 @@ pub enum Command {
     /// Manage the signing keys registered to your account
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Check a package directory; print every problem with its file and path
+    #[command(after_help = "Example:\n  agentlang validate ./my-agent")]
+    Validate {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Search the registry
     #[command(after_help = "Example:\n  agentlang search research --kind agent")]
     Search {

@@ -5,6 +5,7 @@ mod client;
 mod commands;
 mod config;
 mod output;
+mod source;
 
 use std::process::ExitCode;
 

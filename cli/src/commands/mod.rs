@@ -3,6 +3,7 @@
 mod account;
 mod keys;
 mod search;
+mod validate;
 mod yank;
 
 use std::process::ExitCode;
@@ -49,6 +50,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Register(c) => account::register(&env, &c),
         Command::Login(c) => account::login(&env, &c),
         Command::Keys(k) => keys::run(&env, k),
+        Command::Validate { dir } => validate::run(&env, &dir),
         Command::Search { query, kind, page } => search::run(&env, &query, kind, page),
         Command::Yank {
             spec,
