@@ -4,8 +4,10 @@
 //! readers and get typed, validated values back. The registry service and the
 //! CLI are thin shells around it.
 
+pub mod crypt;
 pub mod diagnostics;
 pub mod names;
+pub mod signing;
 pub mod tree;
 pub mod yaml;
 
