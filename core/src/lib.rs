@@ -4,6 +4,7 @@
 //! readers and get typed, validated values back. The registry service and the
 //! CLI are thin shells around it.
 
+pub mod container;
 pub mod crypt;
 pub mod diagnostics;
 pub mod names;
