@@ -31,7 +31,10 @@ fn golden_container_hash() {
 fn gzip_and_tar_headers_are_fixed() {
     let bytes = sample_container();
     assert_eq!(&bytes[..3], &[0x1f, 0x8b, 8], "gzip, deflate");
-    assert_eq!(bytes[3], 0, "no flags: no file name, comment or extra field");
+    assert_eq!(
+        bytes[3], 0,
+        "no flags: no file name, comment or extra field"
+    );
     assert_eq!(&bytes[4..8], &[0, 0, 0, 0], "mtime 0");
     assert_eq!(bytes[9], 255, "OS byte: unknown");
 
@@ -221,7 +224,10 @@ fn builder_refusals() {
     );
 
     let mut tree = sample_tree();
-    tree.insert(path("agent.yaml"), b"name: other\nversion: 1.0.0\n".to_vec());
+    tree.insert(
+        path("agent.yaml"),
+        b"name: other\nversion: 1.0.0\n".to_vec(),
+    );
     assert_eq!(
         build_with(&tree),
         Err(ContainerError::NameMismatch {

@@ -56,7 +56,10 @@ pub fn sample_tree() -> SourceTree {
         ("agent.lock", "version: \"1\"\n"),
         ("ux.yaml", "suggestions: [\"hi\"]\n"),
         ("academic-researcher.yaml", "name: academic-researcher\n"),
-        ("skills/search/SKILL.md", "---\nname: search\n---\n# Search\n"),
+        (
+            "skills/search/SKILL.md",
+            "---\nname: search\n---\n# Search\n",
+        ),
         ("context/templates/report.md", "# Report\n"),
     ]
     .into_iter()
