@@ -11,7 +11,7 @@ use std::{fmt, str::FromStr};
 use ed25519_dalek::{
     Signature, SigningKey, VerifyingKey,
     pkcs8::{
-        DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey,
+        DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey, KeypairBytes,
         spki::der::pem::LineEnding,
     },
 };
@@ -114,11 +114,18 @@ impl SecretKey {
             .map_err(|e| SigningError::PrivateKeyPem(e.to_string()))
     }
 
-    /// The key as a `BEGIN PRIVATE KEY` document (LF line endings).
+    /// The key as a `BEGIN PRIVATE KEY` document (LF line endings), in the
+    /// PKCS#8 v1 form `openssl genpkey` writes: seed only. The v2 form that
+    /// `SigningKey` writes (with the public key appended) is refused by
+    /// OpenSSL 3.0 (`openssl pkey`: "unsupported").
     pub fn to_pkcs8_pem(&self) -> Zeroizing<String> {
-        // Encoding a well-formed 32-byte seed into a fixed ASN.1 structure
-        // cannot fail; the library's Result covers other key types.
-        self.0
+        let seed_only = KeypairBytes {
+            secret_key: self.0.to_bytes(),
+            public_key: None,
+        };
+        // Encoding a 32-byte seed into a fixed ASN.1 structure cannot fail;
+        // the library's Result covers other key types.
+        seed_only
             .to_pkcs8_pem(LineEnding::LF)
             .expect("an Ed25519 seed always encodes as PKCS#8")
     }
