@@ -134,7 +134,7 @@ pub fn read<R: Read>(reader: R, limits: &Limits) -> Result<Container, ContainerE
         let n = (&mut tar_stream)
             .take(64 * 1024)
             .read_to_end(&mut rest)
-            .map_err(|e| state.classify(e))?;
+            .map_err(|e| state.classify(&e))?;
         if n == 0 {
             break;
         }
@@ -150,7 +150,7 @@ pub fn read<R: Read>(reader: R, limits: &Limits) -> Result<Container, ContainerE
     let mut after_gzip = tar_stream.inner.into_inner();
     if !after_gzip
         .fill_buf()
-        .map_err(|e| state.classify(e))?
+        .map_err(|e| state.classify(&e))?
         .is_empty()
     {
         return Err(ContainerError::TrailingGarbage);
@@ -199,9 +199,9 @@ fn read_members<R: Read>(
     let mut headers = 0usize;
     let mut buffer = vec![0u8; 64 * 1024];
 
-    let entries = archive.entries().map_err(|e| state.classify(e))?.raw(true);
+    let entries = archive.entries().map_err(|e| state.classify(&e))?.raw(true);
     for entry in entries {
-        let mut entry = entry.map_err(|e| state.classify(e))?;
+        let mut entry = entry.map_err(|e| state.classify(&e))?;
         headers += 1;
         if headers > limits.max_entries {
             return Err(ContainerError::TooManyEntries {
@@ -224,9 +224,9 @@ fn read_members<R: Read>(
                 )));
             }
             let mut data = Vec::new();
-            (&mut entry)
+            entry
                 .read_to_end(&mut data)
-                .map_err(|e| state.classify(e))?;
+                .map_err(|e| state.classify(&e))?;
             if data.len() as u64 != header_size {
                 return Err(ContainerError::TruncatedTar);
             }
@@ -279,7 +279,7 @@ fn read_members<R: Read>(
         let mut hasher = Sha256::new();
         let mut read = 0u64;
         loop {
-            let n = entry.read(&mut buffer).map_err(|e| state.classify(e))?;
+            let n = entry.read(&mut buffer).map_err(|e| state.classify(&e))?;
             if n == 0 {
                 break;
             }
@@ -481,7 +481,7 @@ impl State {
     /// Turns an I/O error from any layer into the refusal it stands for: a
     /// failure recorded below the tar reader wins; otherwise the tar reader
     /// itself found the archive malformed.
-    fn classify(&self, error: io::Error) -> ContainerError {
+    fn classify(&self, error: &io::Error) -> ContainerError {
         if let Some(failure) = self.failure.borrow_mut().take() {
             return failure;
         }
@@ -577,7 +577,7 @@ fn read_fully<R: Read>(
             Ok(0) => return Err(ContainerError::NotGzip),
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(state.classify(e)),
+            Err(e) => return Err(state.classify(&e)),
         }
     }
     Ok(())
