@@ -5,7 +5,7 @@ mod container_support;
 use agentlang_core::{
     Kind,
     container::{self, BuildInput, ContainerError, Limits},
-    crypt::{self, Aad},
+    crypt::{self, Aad, CryptError, PromptKey},
     signing::{SecretKey, SigningError},
 };
 use container_support::*;
@@ -115,6 +115,96 @@ fn round_trip_build_read_verify_decrypt() {
     assert_eq!(enc.size, envelope.len() as u64);
     let plain = crypt::open(&fixed_prompt_key(), &aad, envelope).unwrap();
     assert_eq!(plain.as_slice(), PROMPT_YAML.as_bytes());
+
+    // The same through the container, which takes the AAD from the manifest.
+    let plain = c
+        .open_encrypted("prompt.yaml.enc", &fixed_prompt_key())
+        .unwrap();
+    assert_eq!(plain.as_slice(), PROMPT_YAML.as_bytes());
+    assert_eq!(
+        c.open_encrypted("prompt.yaml.enc", &PromptKey::from_bytes([1; 32]))
+            .unwrap_err(),
+        ContainerError::Decrypt {
+            path: "prompt.yaml.enc".into(),
+            source: CryptError::Decrypt,
+        }
+    );
+    assert_eq!(
+        c.open_encrypted("agent.yaml", &fixed_prompt_key())
+            .unwrap_err(),
+        ContainerError::NotEncrypted("agent.yaml".into())
+    );
+}
+
+#[test]
+fn an_envelope_moved_into_another_package_does_not_open() {
+    // Same key, same prompt, but sealed for another package name: the
+    // manifest lists it correctly, so only the AAD can catch the move.
+    let foreign = crypt::seal(
+        &fixed_prompt_key(),
+        &Aad::new(
+            Kind::Agent,
+            &agentlang_core::PackageName::new("other-agent").unwrap(),
+            &version(),
+            &path("prompt.yaml"),
+        ),
+        PROMPT_YAML.as_bytes(),
+    )
+    .unwrap();
+    let bytes = signed_container(
+        Kind::Agent,
+        &[
+            ("agent.yaml", AGENT_YAML.as_bytes()),
+            ("prompt.yaml.enc", &foreign),
+        ],
+    );
+    let c = container::read(bytes.as_slice(), &Limits::default()).unwrap();
+    assert_eq!(
+        c.open_encrypted("prompt.yaml.enc", &fixed_prompt_key())
+            .unwrap_err(),
+        ContainerError::Decrypt {
+            path: "prompt.yaml.enc".into(),
+            source: CryptError::Decrypt,
+        }
+    );
+}
+
+#[test]
+fn containers_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<container::Container>();
+    send_sync::<ContainerError>();
+}
+
+#[test]
+fn system_tar_lists_our_container() {
+    // GNU tar (or bsdtar) reading our bytes shows the format is standard
+    // POSIX, PAX long paths included.
+    let Ok(probe) = std::process::Command::new("tar").arg("--version").output() else {
+        eprintln!("skipping: no tar binary");
+        return;
+    };
+    assert!(probe.status.success());
+    let mut tree = sample_tree();
+    let long = format!("context/{}/{}.md", "d".repeat(120), "f".repeat(110));
+    tree.insert(path(&long), b"deep".to_vec());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("demo.agent");
+    std::fs::write(&file, build_tree(&tree, Some(&fixed_prompt_key()))).unwrap();
+    let out = std::process::Command::new("tar")
+        .arg("-tzf")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listing = String::from_utf8(out.stdout).unwrap();
+    assert!(listing.lines().any(|l| l == long), "{listing}");
+    assert!(listing.lines().any(|l| l == "prompt.yaml.enc"));
+    assert_eq!(listing.lines().count(), 10);
 }
 
 #[test]

@@ -174,6 +174,10 @@ pub enum ContainerError {
     SignerMismatch { manifest: KeyId, key: KeyId },
     #[error("signature does not verify: {0}")]
     Signature(SigningError),
+    #[error("{0:?} is not an encrypted member kept in memory")]
+    NotEncrypted(String),
+    #[error("{path:?}: {source}")]
+    Decrypt { path: String, source: CryptError },
     #[error("encrypting {path:?} failed: {source}")]
     Encrypt { path: String, source: CryptError },
 }

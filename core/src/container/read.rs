@@ -16,6 +16,7 @@ use std::{
 };
 
 use sha2::{Digest, Sha256};
+use zeroize::Zeroizing;
 
 use super::{
     CaseIndex, ContainerError, Limits, check_definition, is_kept_member,
@@ -23,7 +24,7 @@ use super::{
 };
 use crate::{
     MemberPath,
-    crypt::{self, CryptError},
+    crypt::{self, Aad, CryptError, PromptKey},
     signing::{PublicKey, SIGNATURE_LEN},
     tree::PathError,
 };
@@ -78,6 +79,36 @@ impl Container {
     /// Length in bytes of the whole compressed container.
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// Decrypts a kept encrypted member (such as `prompt.yaml.enc`) with the
+    /// publisher's prompt key; the associated data comes from the manifest,
+    /// so an envelope moved from another package does not open.
+    pub fn open_encrypted(
+        &self,
+        path: &str,
+        key: &PromptKey,
+    ) -> Result<Zeroizing<Vec<u8>>, ContainerError> {
+        let entry = self
+            .manifest
+            .file(path)
+            .filter(|f| f.encrypted)
+            .ok_or_else(|| ContainerError::NotEncrypted(path.to_owned()))?;
+        let envelope = self
+            .member(path)
+            .ok_or_else(|| ContainerError::NotEncrypted(path.to_owned()))?;
+        let plain_path = entry
+            .path
+            .as_str()
+            .strip_suffix(crypt::ENCRYPTED_SUFFIX)
+            .and_then(|p| MemberPath::new(p).ok())
+            .ok_or_else(|| ContainerError::NotEncrypted(path.to_owned()))?;
+        let m = &self.manifest;
+        let aad = Aad::new(m.kind(), m.name(), m.version(), &plain_path);
+        crypt::open(key, &aad, envelope).map_err(|source| ContainerError::Decrypt {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// Checks that `key` is the manifest's signer and that `signature.sig`
