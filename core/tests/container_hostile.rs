@@ -646,3 +646,44 @@ fn encrypted_member_of_the_wrong_shape() {
         }
     );
 }
+
+/// A reader that fails after handing out `left` bytes, like a dropped
+/// upload.
+struct FailingReader<'a> {
+    bytes: &'a [u8],
+    left: usize,
+}
+
+impl std::io::Read for FailingReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "connection reset",
+            ));
+        }
+        let n = buf.len().min(self.left).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        self.left -= n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn input_errors_are_reported_as_io() {
+    let bytes = sample_container();
+    for left in [0, 1, 100, bytes.len() - 1] {
+        let reader = FailingReader {
+            bytes: &bytes,
+            left,
+        };
+        assert!(
+            matches!(
+                container::read(reader, &Limits::default()),
+                Err(ContainerError::Io(m)) if m.contains("connection reset")
+            ),
+            "failing after {left} bytes"
+        );
+    }
+}

@@ -564,10 +564,11 @@ impl<R: Read> Read for Decompressed<R> {
         let n = match self.inner.read(buf) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Err(e),
+            // A failure below (input error, compressed limit) is already
+            // recorded and wins.
+            Err(e) if self.state.failure.borrow().is_some() => return Err(e),
             Err(e) => {
-                let error = if self.state.failure.borrow().is_some() {
-                    ContainerError::Io(e.to_string())
-                } else if e.kind() == io::ErrorKind::UnexpectedEof {
+                let error = if e.kind() == io::ErrorKind::UnexpectedEof {
                     ContainerError::TruncatedGzip
                 } else {
                     ContainerError::Gzip(e.to_string())
