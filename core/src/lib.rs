@@ -5,9 +5,12 @@
 //! CLI are thin shells around it.
 
 pub mod agent;
+pub mod container;
+pub mod crypt;
 pub mod diagnostics;
 pub mod names;
 pub mod package;
+pub mod signing;
 pub mod skill;
 pub mod tree;
 pub mod ux;
