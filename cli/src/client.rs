@@ -89,8 +89,12 @@ impl Client {
 
     pub fn send_json<T: DeserializeOwned>(&self, rb: RequestBuilder) -> Result<T> {
         let resp = self.send(rb)?;
-        resp.json()
-            .with_context(|| format!("the registry at {} sent a response that is not the expected JSON", self.base))
+        resp.json().with_context(|| {
+            format!(
+                "the registry at {} sent a response that is not the expected JSON",
+                self.base
+            )
+        })
     }
 
     fn transport_error(&self, e: &reqwest::Error) -> anyhow::Error {
@@ -104,14 +108,39 @@ impl Client {
     }
 }
 
+/// An error answer from the registry. `Display` is the one line the CLI
+/// prints; callers that can say more (a resolution conflict's full
+/// explanation) downcast to it.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub detail: Option<String>,
+    line: String,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
 fn problem_error(resp: Response) -> anyhow::Error {
     let status = resp.status();
     let body = resp.text().unwrap_or_default();
-    let problem: Problem = serde_json::from_str(&body).unwrap_or_default();
-    let mut line = match (problem.title.is_empty(), problem.detail) {
-        (false, Some(detail)) if !detail.is_empty() => format!("{}: {detail}", problem.title),
-        (false, _) => problem.title,
-        (true, Some(detail)) => detail,
+    anyhow::Error::new(api_error(status, &body))
+}
+
+/// Builds the one line from a problem+json body (or from the status alone
+/// when the body is something else), with a hint where one helps.
+pub fn api_error(status: StatusCode, body: &str) -> ApiError {
+    let problem: Problem = serde_json::from_str(body).unwrap_or_default();
+    let detail = problem.detail.filter(|d| !d.is_empty());
+    let mut line = match (problem.title.is_empty(), &detail) {
+        (false, Some(detail)) => format!("{}: {detail}", problem.title),
+        (false, None) => problem.title.clone(),
+        (true, Some(detail)) => detail.clone(),
         (true, None) => fallback_message(status),
     };
     if !problem.errors.is_empty() {
@@ -128,7 +157,18 @@ fn problem_error(resp: Response) -> anyhow::Error {
             .collect();
         line = format!("{line} ({})", fields.join("; "));
     }
-    anyhow!("{} ({})", one_line(&line), status.as_u16())
+    let hint = match status {
+        StatusCode::UNAUTHORIZED => " — run `agentlang login` or set AGENTLANG_TOKEN",
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            " — the registry's upload limit is lower than this container"
+        }
+        _ => "",
+    };
+    ApiError {
+        status,
+        detail,
+        line: format!("{} ({}){hint}", one_line(&line), status.as_u16()),
+    }
 }
 
 fn fallback_message(status: StatusCode) -> String {
@@ -141,5 +181,84 @@ fn fallback_message(status: StatusCode) -> String {
 /// Errors are printed on one line; the registry's explanations (a resolution
 /// conflict, say) may span several, which we keep readable with `; `.
 pub fn one_line(s: &str) -> String {
-    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `GET /api/v1/keys/{key_id}` as the CLI needs it.
+#[derive(Debug, Deserialize)]
+struct KeyRecord {
+    public_key_pem: String,
+    #[serde(default)]
+    revoked_at: Option<String>,
+}
+
+/// A signer's key as the registry knows it.
+#[derive(Debug)]
+pub struct RegistryKey {
+    pub key: agentlang_core::signing::PublicKey,
+    pub revoked_at: Option<String>,
+}
+
+impl Client {
+    /// Fetches a signer's public key and checks that it is the key the id
+    /// names, so a confused (or hostile) registry cannot substitute another.
+    pub fn public_key(&self, key_id: &agentlang_core::signing::KeyId) -> Result<RegistryKey> {
+        let record: KeyRecord = self
+            .send_json(self.get(&format!("/api/v1/keys/{key_id}")))
+            .with_context(|| format!("fetching signing key {key_id} from the registry"))?;
+        let key = agentlang_core::signing::PublicKey::from_spki_pem(&record.public_key_pem)
+            .with_context(|| format!("the registry's key {key_id} is not an Ed25519 public key"))?;
+        if &key.key_id() != key_id {
+            anyhow::bail!(
+                "the registry answered key {} when asked for {key_id}",
+                key.key_id()
+            );
+        }
+        Ok(RegistryKey {
+            key,
+            revoked_at: record.revoked_at,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problem_title_detail_and_fields_make_one_line() {
+        let body = r#"{"title":"Invalid package","detail":"the upload was refused","errors":[{"field":"tools[0].version","message":"not a requirement"},{"field":"","message":"no prompt"}]}"#;
+        let e = api_error(StatusCode::UNPROCESSABLE_ENTITY, body);
+        assert_eq!(
+            e.to_string(),
+            "Invalid package: the upload was refused (tools[0].version: not a requirement; no prompt) (422)"
+        );
+        assert_eq!(e.detail.as_deref(), Some("the upload was refused"));
+    }
+
+    #[test]
+    fn multi_line_detail_is_joined_and_401_carries_a_hint() {
+        let body = r#"{"title":"Unauthorized","detail":"token expired\n  at 2025-01-01"}"#;
+        let e = api_error(StatusCode::UNAUTHORIZED, body);
+        assert_eq!(
+            e.to_string(),
+            "Unauthorized: token expired; at 2025-01-01 (401) — run `agentlang login` or set AGENTLANG_TOKEN"
+        );
+    }
+
+    #[test]
+    fn a_body_that_is_not_a_problem_falls_back_to_the_status() {
+        let e = api_error(StatusCode::CONFLICT, "<html>oops</html>");
+        assert_eq!(e.to_string(), "Conflict (409)");
+        assert_eq!(e.detail, None);
+    }
+
+    #[test]
+    fn one_line_drops_blank_lines() {
+        assert_eq!(one_line("a\n\n  b  \nc"), "a; b; c");
+    }
 }

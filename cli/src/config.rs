@@ -76,7 +76,10 @@ impl Settings {
             return Ok(Some(t.clone()));
         }
         let creds = read_toml::<CredentialsFile>(&self.credentials_path())?.unwrap_or_default();
-        Ok(creds.registries.get(&self.registry).map(|e| e.token.clone()))
+        Ok(creds
+            .registries
+            .get(&self.registry)
+            .map(|e| e.token.clone()))
     }
 
     pub fn require_token(&self) -> Result<String> {

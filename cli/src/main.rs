@@ -4,8 +4,14 @@ mod args;
 mod client;
 mod commands;
 mod config;
+mod container_file;
+mod keyfiles;
+mod lockdiff;
 mod output;
+mod package_dir;
+mod progress;
 mod source;
+mod spec;
 
 use std::process::ExitCode;
 

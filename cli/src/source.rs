@@ -45,12 +45,17 @@ fn walk(dir: &Path, prefix: &str, tree: &mut SourceTree, total: &mut u64) -> Res
         };
         let file_type = entry.file_type()?;
         if file_type.is_symlink() {
-            bail!("{} is a symbolic link; packages hold regular files only", entry.path().display());
+            bail!(
+                "{} is a symbolic link; packages hold regular files only",
+                entry.path().display()
+            );
         } else if file_type.is_dir() {
             walk(&entry.path(), &rel, tree, total)?;
         } else if file_type.is_file() {
-            let path = MemberPath::new(rel).with_context(|| format!("{}", entry.path().display()))?;
-            let bytes = fs::read(entry.path()).with_context(|| format!("reading {}", entry.path().display()))?;
+            let path =
+                MemberPath::new(rel).with_context(|| format!("{}", entry.path().display()))?;
+            let bytes = fs::read(entry.path())
+                .with_context(|| format!("reading {}", entry.path().display()))?;
             *total += bytes.len() as u64;
             if tree.len() >= MAX_FILES || *total > MAX_TOTAL_BYTES {
                 bail!(

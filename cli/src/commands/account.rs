@@ -84,7 +84,8 @@ fn read_password(from_stdin: bool, confirm: bool) -> Result<String> {
         let first = rpassword::prompt_password("Password: ")
             .context("reading the password (use --password-stdin when not on a terminal)")?;
         if confirm {
-            let again = rpassword::prompt_password("Password again: ").context("reading the password")?;
+            let again =
+                rpassword::prompt_password("Password again: ").context("reading the password")?;
             if again != first {
                 bail!("the passwords do not match");
             }

@@ -2,23 +2,30 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::Env;
-use crate::args::KeysCommand;
+use crate::{args::KeysCommand, keyfiles};
 
 pub fn run(env: &Env, cmd: KeysCommand) -> Result<ExitCode> {
     let client = env.authenticated()?;
     match cmd {
         KeysCommand::Register { pubkey } => {
-            let pem = std::fs::read_to_string(&pubkey).with_context(|| format!("reading {}", pubkey.display()))?;
-            let record: Value = client.send_json(client.post("/api/v1/keys").json(&json!({ "public_key_pem": pem })))?;
+            // Checked here first so a wrong file (the private key, say) is
+            // caught before anything leaves the machine.
+            let key = keyfiles::read_public_key(&pubkey)?;
+            let key_id = key.key_id();
+            let record: Value = client.send_json(
+                client
+                    .post("/api/v1/keys")
+                    .json(&json!({ "public_key_pem": key.to_spki_pem() })),
+            )?;
             env.out.emit(&record, || {
                 format!(
                     "{} registered key {}",
                     env.out.green("✓"),
-                    record["key_id"].as_str().unwrap_or_default()
+                    env.out.bold(key_id.as_str())
                 )
             });
         }
@@ -32,7 +39,11 @@ pub fn run(env: &Env, cmd: KeysCommand) -> Result<ExitCode> {
                 }
                 keys.iter()
                     .map(|k| {
-                        let revoked = if k["revoked_at"].is_null() { "" } else { " (revoked)" };
+                        let revoked = if k["revoked_at"].is_null() {
+                            ""
+                        } else {
+                            " (revoked)"
+                        };
                         format!("{}{revoked}", k["key_id"].as_str().unwrap_or_default())
                     })
                     .collect::<Vec<_>>()

@@ -1,7 +1,14 @@
 //! One module per command; `run` dispatches.
 
 mod account;
+mod build;
+mod inspect;
+mod keygen;
 mod keys;
+mod lock;
+mod prompt;
+mod publish;
+mod pull;
 mod search;
 mod validate;
 mod yank;
@@ -12,7 +19,7 @@ use anyhow::Result;
 use clap::CommandFactory;
 
 use crate::{
-    args::{Cli, Command, KindArg},
+    args::{Cli, Command, KindArg, PromptCommand},
     client::Client,
     config::Settings,
     output::Output,
@@ -38,9 +45,19 @@ impl Env {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let out = Output::new(cli.global.json);
-    if let Command::Completions { shell } = cli.command {
-        clap_complete::generate(shell, &mut Cli::command(), "agentlang", &mut std::io::stdout());
-        return Ok(ExitCode::SUCCESS);
+    match cli.command {
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "agentlang",
+                &mut std::io::stdout(),
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        // Needs no registry: works before any configuration exists.
+        Command::Keygen { output, force } => return keygen::run(&out, output, force),
+        _ => {}
     }
     let env = Env {
         ctx: Settings::load(cli.global.registry, cli.global.token)?,
@@ -58,6 +75,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             reason,
             undo,
         } => yank::run(&env, &spec, kind, reason.as_deref(), undo),
+        Command::Inspect { file, prompt_key } => {
+            inspect::inspect(&env, &file, prompt_key.as_deref())
+        }
+        Command::Verify { file, pubkey } => inspect::verify(&env, &file, pubkey.as_deref()),
+        Command::Pull { spec, kind, output } => pull::run(&env, &spec, kind, output),
+        Command::Lock { dir, update } => lock::run(&env, &dir, update),
+        Command::Build(args) => build::run(&env, &args),
+        Command::Publish { path, build } => publish::run(&env, &path, &build),
+        Command::Prompt(PromptCommand::Compile { file, format }) => {
+            prompt::compile(&env, &file, format)
+        }
         Command::Keygen { .. } | Command::Completions { .. } => unreachable!("handled above"),
     }
 }

@@ -24,7 +24,11 @@ pub fn run(env: &Env, query: &str, kind: Option<KindArg>, page: u32) -> Result<E
         let mut lines = Vec::new();
         for hit in hits {
             let s = |k: &str| hit[k].as_str().unwrap_or_default().to_owned();
-            let summary = if s("title").is_empty() { s("description") } else { s("title") };
+            let summary = if s("title").is_empty() {
+                s("description")
+            } else {
+                s("title")
+            };
             lines.push(format!(
                 "{:<6} {}@{}  {}",
                 s("kind"),

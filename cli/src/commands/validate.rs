@@ -41,7 +41,10 @@ pub fn run(env: &Env, dir: &Path) -> Result<ExitCode> {
         }
         Err(problems) => {
             if env.out.json {
-                env.out.emit(&json!({ "valid": false, "problems": problems }), String::new);
+                env.out.emit(
+                    &json!({ "valid": false, "problems": problems }),
+                    String::new,
+                );
             } else {
                 for p in problems.iter() {
                     eprintln!("{} {p}", env.out.red("error:"));

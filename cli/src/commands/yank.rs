@@ -2,18 +2,20 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::Env;
 use crate::args::KindArg;
 
-pub fn run(env: &Env, spec: &str, kind: KindArg, reason: Option<&str>, undo: bool) -> Result<ExitCode> {
-    let (name, version) = spec
-        .split_once('@')
-        .with_context(|| format!("{spec:?} must be NAME@VERSION"))?;
-    let name = agentlang_core::PackageName::new(name)?;
-    let version = agentlang_core::Version::parse(version)?;
+pub fn run(
+    env: &Env,
+    spec: &str,
+    kind: KindArg,
+    reason: Option<&str>,
+    undo: bool,
+) -> Result<ExitCode> {
+    let (name, version) = crate::spec::parse_exact(spec)?;
     let action = if undo { "unyank" } else { "yank" };
     let client = env.authenticated()?;
     let path = format!("/api/v1/{}/{name}/{version}/{action}", kind.plural());
