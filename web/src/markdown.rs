@@ -9,10 +9,9 @@ use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 /// referrer leak, and no search-ranking credit for whatever a publisher links.
 pub const LINK_REL: &str = "noopener noreferrer nofollow";
 
-/// How many levels markdown headings move down. Descriptions sit under the
-/// page's `h1` and a section `h2`, so a markdown `# Title` becomes `h3` and the
-/// page keeps one `h1` and no skipped levels.
-const HEADING_SHIFT: usize = 2;
+/// The heading level publisher content sits under: the page has its `h1`
+/// and a section `h2` ("Description"), so content headings start at `h3`.
+const CONTAINER_LEVEL: usize = 2;
 
 static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     let mut builder = ammonia::Builder::default();
@@ -26,15 +25,17 @@ static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     builder
 });
 
-/// Renders markdown to sanitized HTML. Headings move down two levels (`#`
-/// becomes `h3`), images become links to the image (no remote loads), raw HTML
-/// is filtered by ammonia's allow-list, and only `http`, `https` and `mailto`
-/// URLs survive.
+/// Renders markdown to sanitized HTML. Headings are renumbered to nest under
+/// the page's section heading (the outermost becomes `h3`, and no level is
+/// skipped even when the source skips one), images become links to the image
+/// (no remote loads), raw HTML is filtered by ammonia's allow-list, and only
+/// `http`, `https` and `mailto` URLs survive.
 pub fn render_markdown(source: &str) -> String {
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_FOOTNOTES;
+    let mut headings = HeadingNester::default();
     let events = Parser::new_ext(source, options).map(|event| match event {
         Event::Start(Tag::Heading {
             level,
@@ -42,12 +43,12 @@ pub fn render_markdown(source: &str) -> String {
             classes,
             attrs,
         }) => Event::Start(Tag::Heading {
-            level: shift_heading(level),
+            level: headings.open(level),
             id,
             classes,
             attrs,
         }),
-        Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(shift_heading(level))),
+        Event::End(TagEnd::Heading(_)) => Event::End(TagEnd::Heading(headings.close())),
         Event::Start(Tag::Image {
             link_type,
             dest_url,
@@ -67,17 +68,40 @@ pub fn render_markdown(source: &str) -> String {
     SANITIZER.clean(&unsafe_html).to_string()
 }
 
-fn shift_heading(level: HeadingLevel) -> HeadingLevel {
-    const LEVELS: [HeadingLevel; 6] = [
-        HeadingLevel::H1,
-        HeadingLevel::H2,
-        HeadingLevel::H3,
-        HeadingLevel::H4,
-        HeadingLevel::H5,
-        HeadingLevel::H6,
-    ];
-    let index = LEVELS.iter().position(|l| *l == level).unwrap_or(0);
-    LEVELS[(index + HEADING_SHIFT).min(LEVELS.len() - 1)]
+const LEVELS: [HeadingLevel; 6] = [
+    HeadingLevel::H1,
+    HeadingLevel::H2,
+    HeadingLevel::H3,
+    HeadingLevel::H4,
+    HeadingLevel::H5,
+    HeadingLevel::H6,
+];
+
+/// Maps source heading levels to output levels: a heading goes one level
+/// below the nearest enclosing (shallower) source heading, or directly under
+/// the container. Relative nesting is kept and no level is ever skipped.
+#[derive(Default)]
+struct HeadingNester {
+    /// (source level, output level) of the open enclosing headings.
+    open: Vec<(usize, usize)>,
+    current: usize,
+}
+
+impl HeadingNester {
+    fn open(&mut self, level: HeadingLevel) -> HeadingLevel {
+        let source = level as usize;
+        while self.open.last().is_some_and(|(s, _)| *s >= source) {
+            self.open.pop();
+        }
+        let parent = self.open.last().map_or(CONTAINER_LEVEL, |(_, out)| *out);
+        self.current = (parent + 1).min(LEVELS.len());
+        self.open.push((source, self.current));
+        LEVELS[self.current - 1]
+    }
+
+    fn close(&self) -> HeadingLevel {
+        LEVELS[self.current.clamp(1, LEVELS.len()) - 1]
+    }
 }
 
 #[cfg(test)]
@@ -134,34 +158,45 @@ mod tests {
         "<a href=\"vbscript:msgbox(1)\">vb</a>",
     ];
 
+    /// The tags of sanitized output (text cannot hold a raw `<`, ammonia
+    /// escapes it), lowercased.
+    fn tags(output: &str) -> Vec<String> {
+        output
+            .split('<')
+            .skip(1)
+            .map(|rest| rest.split('>').next().unwrap_or_default().to_ascii_lowercase())
+            .collect()
+    }
+
     fn assert_harmless(output: &str, payload: &str) {
-        let lower = output.to_ascii_lowercase();
-        for needle in [
-            "<script", "<iframe", "<style", "<svg", "<math", "<object", "<embed", "<form",
-            "<input", "<meta", "<base", "<link", "<img", "javascript:", "vbscript:", "data:",
-            "style=", "srcdoc",
-        ] {
+        for tag in tags(output) {
+            let name = tag.trim_start_matches('/').split([' ', '\t', '\n', '/']).next();
             assert!(
-                !lower.contains(needle),
-                "{needle:?} survived sanitizing {payload:?}: {output}"
+                !matches!(
+                    name,
+                    Some(
+                        "script" | "iframe" | "style" | "svg" | "math" | "object" | "embed"
+                            | "form" | "input" | "meta" | "base" | "link" | "img" | "noscript"
+                    )
+                ),
+                "<{tag}> survived sanitizing {payload:?}: {output}"
             );
-        }
-        // An event handler attribute is ` on<letters>=` inside a tag.
-        let bytes = lower.as_bytes();
-        let mut in_tag = false;
-        for (i, b) in bytes.iter().enumerate() {
-            match b {
-                b'<' => in_tag = true,
-                b'>' => in_tag = false,
-                b' ' | b'\t' | b'\n' | b'/' if in_tag && lower[i + 1..].starts_with("on") => {
-                    let rest = &lower[i + 3..];
-                    let name_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
-                    assert!(
-                        !(name_len > 0 && rest[name_len..].trim_start().starts_with('=')),
-                        "event handler survived sanitizing {payload:?}: {output}"
-                    );
-                }
-                _ => {}
+            for needle in ["javascript:", "vbscript:", "data:", "style=", "srcdoc"] {
+                assert!(
+                    !tag.contains(needle),
+                    "{needle:?} survived in <{tag}> sanitizing {payload:?}: {output}"
+                );
+            }
+            // An event handler attribute: whitespace, `on<letters>`, `=`.
+            let bytes = tag.as_bytes();
+            for (i, _) in tag.match_indices("on") {
+                let after_space = i > 0 && matches!(bytes[i - 1], b' ' | b'\t' | b'\n' | b'/');
+                let rest = &tag[i + 2..];
+                let letters = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+                assert!(
+                    !(after_space && letters > 0 && rest[letters..].trim_start().starts_with('=')),
+                    "event handler survived in <{tag}> sanitizing {payload:?}: {output}"
+                );
             }
         }
     }
@@ -182,8 +217,11 @@ mod tests {
         // above proves nothing.
         for live in [
             "<a onclick=\"x\">",
+            "<a title=\"t\" onmouseover = \"x\">",
             "<img src=x>",
+            "<SCRIPT>",
             "<a href=\"javascript:x\">",
+            "<a href=\"data:text/html,x\">",
         ] {
             let result = std::panic::catch_unwind(|| assert_harmless(live, live));
             assert!(result.is_err(), "checker missed {live}");
@@ -206,7 +244,7 @@ mod tests {
             "<ul>",
             "<li>one</li>",
             "<ol>",
-            "<pre><code class=\"language-rust\">fn main() {}",
+            "<pre><code>fn main() {}",
             "<a href=\"https://docs.example.com/guide\" rel=\"noopener noreferrer nofollow\">Docs</a>",
             "<a href=\"https://example.org\" rel=\"noopener noreferrer nofollow\">",
             "<table>",
@@ -229,8 +267,21 @@ mod tests {
     }
 
     #[test]
-    fn deep_headings_stop_at_h6() {
-        let html = render_markdown("##### five\n\n###### six");
-        assert_eq!(html.matches("<h6>").count(), 2, "{html}");
+    fn headings_nest_under_the_section_without_skipping() {
+        let levels = |source: &str| -> Vec<String> {
+            render_markdown(source)
+                .match_indices("<h")
+                .map(|(i, _)| render_markdown(source)[i + 1..i + 3].to_owned())
+                .collect()
+        };
+        assert_eq!(levels("## Sources\n\n#### Deep"), ["h3", "h4"]);
+        assert_eq!(
+            levels("# A\n## B\n### C\n## D\n# E\n### F"),
+            ["h3", "h4", "h5", "h4", "h3", "h4"]
+        );
+        assert_eq!(
+            levels("# 1\n## 2\n### 3\n#### 4\n##### 5\n###### 6"),
+            ["h3", "h4", "h5", "h6", "h6", "h6"]
+        );
     }
 }
