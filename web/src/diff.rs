@@ -131,7 +131,11 @@ pub fn diff_agents(from: &AgentVersionView, to: &AgentVersionView) -> AgentDiff 
             &from.protocols,
             &to.protocols,
             |p| p.name.clone(),
-            |p| p.requirement.clone().unwrap_or_else(|| "any version".to_owned()),
+            |p| {
+                p.requirement
+                    .clone()
+                    .unwrap_or_else(|| "any version".to_owned())
+            },
         ),
     }
 }
@@ -211,12 +215,18 @@ fn diff_permissions(
         kind,
         from,
         to,
-        raises_risk: kind == ChangeKind::Added && risk_before.is_none_or(|before| p.risk() > before),
+        raises_risk: kind == ChangeKind::Added
+            && risk_before.is_none_or(|before| p.risk() > before),
     };
     let mut changes = Vec::new();
     for new in to {
         match from.iter().find(|old| old.capability == new.capability) {
-            None => changes.push(change(new, ChangeKind::Added, None, Some(permission_label(new)))),
+            None => changes.push(change(
+                new,
+                ChangeKind::Added,
+                None,
+                Some(permission_label(new)),
+            )),
             Some(old) if permission_label(old) != permission_label(new) => changes.push(change(
                 new,
                 ChangeKind::Changed,
@@ -228,7 +238,12 @@ fn diff_permissions(
     }
     for old in from {
         if !to.iter().any(|new| new.capability == old.capability) {
-            changes.push(change(old, ChangeKind::Removed, Some(permission_label(old)), None));
+            changes.push(change(
+                old,
+                ChangeKind::Removed,
+                Some(permission_label(old)),
+                None,
+            ));
         }
     }
     changes
@@ -352,9 +367,24 @@ mod tests {
         assert_eq!(
             got,
             [
-                ("Web-Search".into(), ChangeKind::Upgraded, s("1.2.0 (^1.2.0)"), s("1.3.1 (^1.2.0)")),
-                ("web_fetch".into(), ChangeKind::Downgraded, s("1.0.3"), s("1.0.1")),
-                ("sqlite".into(), ChangeKind::Changed, s("1.4.0 (^1)"), s("1.4.0 (^1.4)")),
+                (
+                    "Web-Search".into(),
+                    ChangeKind::Upgraded,
+                    s("1.2.0 (^1.2.0)"),
+                    s("1.3.1 (^1.2.0)")
+                ),
+                (
+                    "web_fetch".into(),
+                    ChangeKind::Downgraded,
+                    s("1.0.3"),
+                    s("1.0.1")
+                ),
+                (
+                    "sqlite".into(),
+                    ChangeKind::Changed,
+                    s("1.4.0 (^1)"),
+                    s("1.4.0 (^1.4)")
+                ),
                 ("delegate".into(), ChangeKind::Added, None, s("0.3.0")),
                 ("legacy_tool".into(), ChangeKind::Removed, s("0.9.0"), None),
             ]
@@ -393,8 +423,14 @@ mod tests {
                 ("storage", ChangeKind::Removed, RiskLevel::Medium, false),
             ]
         );
-        assert_eq!(diff.permissions[0].from.as_deref(), Some("optional, on_demand"));
-        assert_eq!(diff.permissions[0].to.as_deref(), Some("required, continuous"));
+        assert_eq!(
+            diff.permissions[0].from.as_deref(),
+            Some("optional, on_demand")
+        );
+        assert_eq!(
+            diff.permissions[0].to.as_deref(),
+            Some("required, continuous")
+        );
         assert_eq!(diff.risk_before, Some(RiskLevel::High));
         assert_eq!(diff.risk_after, Some(RiskLevel::Critical));
         assert!(diff.risk_rose());
@@ -422,7 +458,10 @@ mod tests {
         let mut new = old.clone();
         new.constraints.budget.max_cost_usd = Some(5.0);
         new.constraints.limits.timeout_seconds = None;
-        new.constraints.sandbox.allowed_urls.push("https://arxiv.org".to_owned());
+        new.constraints
+            .sandbox
+            .allowed_urls
+            .push("https://arxiv.org".to_owned());
         new.models[0].options[0].value = "0.2".to_owned();
         new.models.push(ModelView {
             name: "claude-haiku-4".to_owned(),
@@ -459,7 +498,10 @@ mod tests {
         );
         assert_eq!(
             diff.protocols.iter().map(line).collect::<Vec<_>>(),
-            ["Changed a2a: ^1.0.0 -> ^2.0.0", "Removed mcp: ^2024.11 -> -"]
+            [
+                "Changed a2a: ^1.0.0 -> ^2.0.0",
+                "Removed mcp: ^2024.11 -> -"
+            ]
         );
     }
 }

@@ -40,8 +40,7 @@ pub fn signed_in_chrome() -> Chrome {
 }
 
 pub const KEY_ID: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
-pub const REVOKED_KEY_ID: &str =
-    "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752";
+pub const REVOKED_KEY_ID: &str = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752";
 pub const SHA256: &str = "e5f6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f80912";
 
 /// research-assistant 1.0.0 from the spec, every section filled.
@@ -51,10 +50,11 @@ pub fn research_assistant() -> AgentVersionView {
         version: version("1.0.0"),
         title: "Research Assistant".to_owned(),
         subtitle: Some("McKinsey-grade research".to_owned()),
-        description_markdown: "Deep research across academic papers, market reports, and web sources.\n\
+        description_markdown:
+            "Deep research across academic papers, market reports, and web sources.\n\
             Synthesizes findings into actionable reports.\n\n\
             ## Sources\n\n- arXiv\n- [Semantic Scholar](https://www.semanticscholar.org)\n"
-            .to_owned(),
+                .to_owned(),
         developer: Some("acme".to_owned()),
         category: Some("Business".to_owned()),
         tools: vec![
@@ -284,7 +284,9 @@ pub fn web_search_tool() -> ToolVersionView {
     ToolVersionView {
         name: name("web_search"),
         version: version("1.2.0"),
-        description_markdown: "Find current information across the web.\n\n```\nweb_search(query: \"rust\")\n```\n".to_owned(),
+        description_markdown:
+            "Find current information across the web.\n\n```\nweb_search(query: \"rust\")\n```\n"
+                .to_owned(),
         input_schema: Some(json!({
             "type": "object",
             "properties": {

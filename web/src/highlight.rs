@@ -31,7 +31,10 @@ fn push_escaped(out: &mut String, text: &str) {
 pub fn query_terms(query: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
     for word in query.split_whitespace() {
-        if !terms.iter().any(|t| t.to_lowercase() == word.to_lowercase()) {
+        if !terms
+            .iter()
+            .any(|t| t.to_lowercase() == word.to_lowercase())
+        {
             terms.push(word.to_owned());
         }
         if terms.len() == MAX_TERMS {
@@ -114,7 +117,10 @@ mod tests {
     #[test]
     fn regex_metacharacters_are_literal() {
         assert_eq!(highlight_terms("a.b axb", "a.b"), "<mark>a.b</mark> axb");
-        assert_eq!(highlight_terms("cost (usd)*", "(usd)*"), "cost <mark>(usd)*</mark>");
+        assert_eq!(
+            highlight_terms("cost (usd)*", "(usd)*"),
+            "cost <mark>(usd)*</mark>"
+        );
         assert_eq!(highlight_terms("anything", ".*"), "anything");
         assert_eq!(highlight_terms("x[y]z", "[y]"), "x<mark>[y]</mark>z");
     }
@@ -122,7 +128,10 @@ mod tests {
     #[test]
     fn never_matches_inside_an_entity() {
         assert_eq!(highlight_terms("R&D", "amp"), "R&amp;D");
-        assert_eq!(highlight_terms("a \"quote\"", "quot"), "a &quot;<mark>quot</mark>e&quot;");
+        assert_eq!(
+            highlight_terms("a \"quote\"", "quot"),
+            "a &quot;<mark>quot</mark>e&quot;"
+        );
     }
 
     #[test]
@@ -131,8 +140,14 @@ mod tests {
             highlight_terms("web_search tool", "web web_search"),
             "<mark>web_search</mark> tool"
         );
-        assert_eq!(highlight_terms("Größe GRÖSSE", "größe"), "<mark>Größe</mark> GRÖSSE");
-        assert_eq!(highlight_terms("日本語のテキスト", "のテ"), "日本語<mark>のテ</mark>キスト");
+        assert_eq!(
+            highlight_terms("Größe GRÖSSE", "größe"),
+            "<mark>Größe</mark> GRÖSSE"
+        );
+        assert_eq!(
+            highlight_terms("日本語のテキスト", "のテ"),
+            "日本語<mark>のテ</mark>キスト"
+        );
     }
 
     #[test]
@@ -143,7 +158,10 @@ mod tests {
     #[test]
     fn terms_are_deduplicated_and_capped() {
         assert_eq!(query_terms("Web web WEB fetch"), vec!["fetch", "Web"]);
-        let many = (0..40).map(|i| format!("t{i}")).collect::<Vec<_>>().join(" ");
+        let many = (0..40)
+            .map(|i| format!("t{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         assert_eq!(query_terms(&many).len(), MAX_TERMS);
     }
 }

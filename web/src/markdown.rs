@@ -164,19 +164,39 @@ mod tests {
         output
             .split('<')
             .skip(1)
-            .map(|rest| rest.split('>').next().unwrap_or_default().to_ascii_lowercase())
+            .map(|rest| {
+                rest.split('>')
+                    .next()
+                    .unwrap_or_default()
+                    .to_ascii_lowercase()
+            })
             .collect()
     }
 
     fn assert_harmless(output: &str, payload: &str) {
         for tag in tags(output) {
-            let name = tag.trim_start_matches('/').split([' ', '\t', '\n', '/']).next();
+            let name = tag
+                .trim_start_matches('/')
+                .split([' ', '\t', '\n', '/'])
+                .next();
             assert!(
                 !matches!(
                     name,
                     Some(
-                        "script" | "iframe" | "style" | "svg" | "math" | "object" | "embed"
-                            | "form" | "input" | "meta" | "base" | "link" | "img" | "noscript"
+                        "script"
+                            | "iframe"
+                            | "style"
+                            | "svg"
+                            | "math"
+                            | "object"
+                            | "embed"
+                            | "form"
+                            | "input"
+                            | "meta"
+                            | "base"
+                            | "link"
+                            | "img"
+                            | "noscript"
                     )
                 ),
                 "<{tag}> survived sanitizing {payload:?}: {output}"

@@ -31,9 +31,7 @@ pub struct Timestamp(pub OffsetDateTime);
 
 impl Timestamp {
     pub fn iso(&self) -> String {
-        self.0
-            .format(&Rfc3339)
-            .unwrap_or_else(|_| self.to_string())
+        self.0.format(&Rfc3339).unwrap_or_else(|_| self.to_string())
     }
 }
 
@@ -321,17 +319,30 @@ impl ConstraintsView {
             entries.push(KeyValue::new("Budget cap", money(v)));
         }
         if let Some(v) = b.tolerance {
-            entries.push(KeyValue::new("Budget tolerance", format!("{:.0}%", v * 100.0)));
+            entries.push(KeyValue::new(
+                "Budget tolerance",
+                format!("{:.0}%", v * 100.0),
+            ));
         }
         if let Some(v) = b.input_1m_price {
-            entries.push(KeyValue::new("Input price", format!("{} per 1M tokens", money(v))));
+            entries.push(KeyValue::new(
+                "Input price",
+                format!("{} per 1M tokens", money(v)),
+            ));
         }
         if let Some(v) = b.output_1m_price {
-            entries.push(KeyValue::new("Output price", format!("{} per 1M tokens", money(v))));
+            entries.push(KeyValue::new(
+                "Output price",
+                format!("{} per 1M tokens", money(v)),
+            ));
         }
         let l = &self.limits;
         if let Some(v) = l.max_turns {
-            let value = if v == 0 { "unlimited".to_owned() } else { v.to_string() };
+            let value = if v == 0 {
+                "unlimited".to_owned()
+            } else {
+                v.to_string()
+            };
             entries.push(KeyValue::new("Max turns", value));
         }
         if let Some(v) = l.max_delegation_depth {

@@ -211,12 +211,15 @@ pub struct AgentPage {
 
 impl AgentPage {
     pub fn meta_description(&self) -> String {
-        let lead = self
-            .agent
-            .subtitle
-            .clone()
-            .unwrap_or_else(|| plain_summary(&self.agent.description_markdown));
-        clip(&format!("{} {}: {lead}", self.agent.title, self.agent.version), 155)
+        let summary = plain_summary(&self.agent.description_markdown);
+        let lead = match &self.agent.subtitle {
+            Some(subtitle) => format!("{subtitle}. {summary}"),
+            None => summary,
+        };
+        clip(
+            &format!("{} {}: {lead}", self.agent.title, self.agent.version),
+            155,
+        )
     }
 
     pub fn description_html(&self) -> String {
@@ -235,7 +238,8 @@ impl AgentPage {
     }
 
     pub fn is_newest(&self) -> bool {
-        self.newest_version().is_none_or(|v| *v == self.agent.version)
+        self.newest_version()
+            .is_none_or(|v| *v == self.agent.version)
     }
 
     /// The version published just before this one, to compare against.
@@ -281,19 +285,24 @@ impl AgentPage {
     /// E.g. `1 Critical, 2 High, 1 Medium, 1 Low`: highest first, levels
     /// with no capability left out.
     pub fn risk_breakdown(&self) -> String {
-        [RiskLevel::Critical, RiskLevel::High, RiskLevel::Medium, RiskLevel::Low]
-            .into_iter()
-            .filter_map(|level| {
-                let count = self
-                    .agent
-                    .permissions
-                    .iter()
-                    .filter(|p| p.risk() == level)
-                    .count();
-                (count > 0).then(|| format!("{count} {}", level.label()))
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+        [
+            RiskLevel::Critical,
+            RiskLevel::High,
+            RiskLevel::Medium,
+            RiskLevel::Low,
+        ]
+        .into_iter()
+        .filter_map(|level| {
+            let count = self
+                .agent
+                .permissions
+                .iter()
+                .filter(|p| p.risk() == level)
+                .count();
+            (count > 0).then(|| format!("{count} {}", level.label()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
     }
 
     /// Required, then optional capabilities, each riskiest first; groups
@@ -373,11 +382,19 @@ impl ToolPage {
     }
 
     pub fn input_rows(&self) -> Vec<SchemaRow> {
-        self.tool.input_schema.as_ref().map(schema_rows).unwrap_or_default()
+        self.tool
+            .input_schema
+            .as_ref()
+            .map(schema_rows)
+            .unwrap_or_default()
     }
 
     pub fn output_rows(&self) -> Vec<SchemaRow> {
-        self.tool.output_schema.as_ref().map(schema_rows).unwrap_or_default()
+        self.tool
+            .output_schema
+            .as_ref()
+            .map(schema_rows)
+            .unwrap_or_default()
     }
 
     pub fn current_yank(&self) -> Option<&Yank> {
@@ -392,7 +409,8 @@ impl ToolPage {
     }
 
     pub fn is_newest(&self) -> bool {
-        self.newest_version().is_none_or(|v| *v == self.tool.version)
+        self.newest_version()
+            .is_none_or(|v| *v == self.tool.version)
     }
 
     pub fn version_href(&self, version: &Version) -> String {
@@ -661,7 +679,10 @@ mod tests {
                 })
                 .collect()
         };
-        assert_eq!(numbers(&search(40, 10)), ["1", "…", "8", "9", "[10]", "11", "12", "…", "20"]);
+        assert_eq!(
+            numbers(&search(40, 10)),
+            ["1", "…", "8", "9", "[10]", "11", "12", "…", "20"]
+        );
         assert_eq!(numbers(&search(6, 1)), ["[1]", "2", "3"]);
         assert_eq!(numbers(&search(0, 1)), ["[1]"]);
         assert_eq!(search(40, 1).prev_href(), None);
@@ -693,8 +714,18 @@ mod tests {
                 yanked: None,
             },
         );
-        assert_eq!(newest_unyanked(&versions).map(ToString::to_string).as_deref(), Some("1.1.0"));
+        assert_eq!(
+            newest_unyanked(&versions)
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("1.1.0")
+        );
         versions[1].yanked = Some(Yank { reason: None });
-        assert_eq!(newest_unyanked(&versions).map(ToString::to_string).as_deref(), Some("1.0.0"));
+        assert_eq!(
+            newest_unyanked(&versions)
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("1.0.0")
+        );
     }
 }

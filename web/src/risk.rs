@@ -109,7 +109,11 @@ mod tests {
             ("keychain", CapabilityCategory::Storage, RiskLevel::Medium),
             ("microphone", CapabilityCategory::Sensors, RiskLevel::High),
             ("camera", CapabilityCategory::Sensors, RiskLevel::High),
-            ("screen_capture", CapabilityCategory::Sensors, RiskLevel::High),
+            (
+                "screen_capture",
+                CapabilityCategory::Sensors,
+                RiskLevel::High,
+            ),
             ("location", CapabilityCategory::Sensors, RiskLevel::High),
             ("background", CapabilityCategory::System, RiskLevel::High),
             ("notifications", CapabilityCategory::System, RiskLevel::High),
@@ -120,14 +124,21 @@ mod tests {
             ("signing", CapabilityCategory::Identity, RiskLevel::Critical),
         ];
         for (capability, category, risk) in table {
-            assert_eq!(CapabilityCategory::of(capability), *category, "{capability}");
+            assert_eq!(
+                CapabilityCategory::of(capability),
+                *category,
+                "{capability}"
+            );
             assert_eq!(category.risk(), *risk, "{capability}");
         }
     }
 
     #[test]
     fn unlisted_capabilities_are_rated_high() {
-        assert_eq!(CapabilityCategory::of("teleport"), CapabilityCategory::Unlisted);
+        assert_eq!(
+            CapabilityCategory::of("teleport"),
+            CapabilityCategory::Unlisted
+        );
         assert_eq!(CapabilityCategory::Unlisted.risk(), RiskLevel::High);
     }
 

@@ -51,7 +51,10 @@ pub fn schema_rows(schema: &Value) -> Vec<SchemaRow> {
     if rows.len() > MAX_SCHEMA_ROWS {
         let hidden = rows.len() - MAX_SCHEMA_ROWS;
         rows.truncate(MAX_SCHEMA_ROWS);
-        rows.push(marker_row(0, format!("at least {hidden} more fields not shown")));
+        rows.push(marker_row(
+            0,
+            format!("at least {hidden} more fields not shown"),
+        ));
     }
     rows
 }
@@ -199,8 +202,14 @@ mod tests {
                     r.name,
                     r.type_label,
                     if r.required { " [required]" } else { "" },
-                    r.default.as_deref().map(|d| format!(" = {d}")).unwrap_or_default(),
-                    r.description.as_deref().map(|d| format!(" -- {d}")).unwrap_or_default(),
+                    r.default
+                        .as_deref()
+                        .map(|d| format!(" = {d}"))
+                        .unwrap_or_default(),
+                    r.description
+                        .as_deref()
+                        .map(|d| format!(" -- {d}"))
+                        .unwrap_or_default(),
                 )
             })
             .collect()
@@ -295,7 +304,9 @@ mod tests {
     #[test]
     fn scalar_and_empty_schemas() {
         assert_eq!(
-            summary(&schema_rows(&json!({"type": "string", "description": "Plain text"}))),
+            summary(&schema_rows(
+                &json!({"type": "string", "description": "Plain text"})
+            )),
             ["(value) : string -- Plain text"]
         );
         assert!(schema_rows(&json!({})).is_empty());

@@ -72,7 +72,10 @@ fn diff_page() -> AgentDiffPage {
         chrome(),
         &from,
         &fixtures::research_assistant_1_1(),
-        fixtures::versions().into_iter().map(|v| v.version).collect(),
+        fixtures::versions()
+            .into_iter()
+            .map(|v| v.version)
+            .collect(),
     )
 }
 
@@ -144,8 +147,14 @@ fn all_pages() -> Vec<(&'static str, String)> {
             .render()
             .unwrap(),
         ),
-        ("search", search_page("research web", true).render().unwrap()),
-        ("search-empty", search_page("nothing", false).render().unwrap()),
+        (
+            "search",
+            search_page("research web", true).render().unwrap(),
+        ),
+        (
+            "search-empty",
+            search_page("nothing", false).render().unwrap(),
+        ),
         ("agent", agent_page(false).render().unwrap()),
         ("agent-owner", agent_page(true).render().unwrap()),
         ("tool", tool_page().render().unwrap()),
@@ -179,7 +188,10 @@ fn all_pages() -> Vec<(&'static str, String)> {
             .render()
             .unwrap(),
         ),
-        ("not-found", NotFoundPage { chrome: chrome() }.render().unwrap()),
+        (
+            "not-found",
+            NotFoundPage { chrome: chrome() }.render().unwrap(),
+        ),
         (
             "error",
             ErrorPage::new(Chrome::default(), 500, Some("req-7f3a".to_owned()))
@@ -206,19 +218,36 @@ fn every_page_is_a_complete_document() {
     let title = Regex::new(r"<title>([^<]+)</title>").unwrap();
     let description = Regex::new(r#"<meta name="description" content="([^"]*)">"#).unwrap();
     for (name, html) in all_pages() {
-        assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"), "{name}");
         assert!(
-            html.contains(r#"<meta name="viewport" content="width=device-width, initial-scale=1">"#),
+            html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"),
             "{name}"
         );
-        let title = &title.captures(&html).unwrap_or_else(|| panic!("{name}: no title"))[1];
-        assert!(title.ends_with(" · AgentLang Registry") && title.len() > 25, "{name}: {title}");
-        let description =
-            &description.captures(&html).unwrap_or_else(|| panic!("{name}: no description"))[1];
+        assert!(
+            html.contains(
+                r#"<meta name="viewport" content="width=device-width, initial-scale=1">"#
+            ),
+            "{name}"
+        );
+        let title = &title
+            .captures(&html)
+            .unwrap_or_else(|| panic!("{name}: no title"))[1];
+        assert!(
+            title.ends_with(" · AgentLang Registry") && title.len() > 25,
+            "{name}: {title}"
+        );
+        let description = &description
+            .captures(&html)
+            .unwrap_or_else(|| panic!("{name}: no description"))[1];
         assert!(description.trim().len() >= 30, "{name}: {description:?}");
-        assert!(html.contains(r##"<a class="skip-link" href="#main">"##), "{name}");
+        assert!(
+            html.contains(r##"<a class="skip-link" href="#main">"##),
+            "{name}"
+        );
         assert!(html.contains(r#"<main id="main""#), "{name}");
-        assert!(html.contains(r#"<form class="header-search" role="search""#), "{name}");
+        assert!(
+            html.contains(r#"<form class="header-search" role="search""#),
+            "{name}"
+        );
         assert_eq!(html.matches("<h1").count(), 1, "{name}: one h1");
     }
 }
@@ -231,9 +260,18 @@ fn headings_never_skip_a_level() {
             .captures_iter(&html)
             .map(|c| c[1].parse().unwrap())
             .collect();
-        assert_eq!(levels.first(), Some(&1), "{name}: first heading is h1: {levels:?}");
+        assert_eq!(
+            levels.first(),
+            Some(&1),
+            "{name}: first heading is h1: {levels:?}"
+        );
         for pair in levels.windows(2) {
-            assert!(pair[1] <= pair[0] + 1, "{name}: h{} after h{}: {levels:?}", pair[1], pair[0]);
+            assert!(
+                pair[1] <= pair[0] + 1,
+                "{name}: h{} after h{}: {levels:?}",
+                pair[1],
+                pair[0]
+            );
         }
     }
 }
@@ -241,15 +279,18 @@ fn headings_never_skip_a_level() {
 #[test]
 fn every_post_form_carries_a_csrf_token() {
     let form = Regex::new(r#"(?s)<form method="post"[^>]*>(.*?)</form>"#).unwrap();
+    let csrf =
+        Regex::new(r#"<input type="hidden" name="csrf_token" value="csrf-[a-z]+-token">"#).unwrap();
     let mut forms = 0;
     for (name, html) in all_pages() {
-        assert!(!html.contains("method=\"POST\""), "{name}: lower-case method only");
+        assert!(
+            !html.contains("method=\"POST\""),
+            "{name}: lower-case method only"
+        );
         for caps in form.captures_iter(&html) {
             forms += 1;
             assert!(
-                Regex::new(r#"<input type="hidden" name="csrf_token" value="csrf-[a-z]+-token">"#)
-                    .unwrap()
-                    .is_match(&caps[1]),
+                csrf.is_match(&caps[1]),
                 "{name}: form without csrf_token: {}",
                 &caps[0]
             );
@@ -257,7 +298,11 @@ fn every_post_form_carries_a_csrf_token() {
         // Every form is either a POST (counted above) or the GET search forms.
         let all_forms = html.matches("<form").count();
         let get_forms = html.matches(r#"method="get""#).count();
-        assert_eq!(all_forms, form.captures_iter(&html).count() + get_forms, "{name}");
+        assert_eq!(
+            all_forms,
+            form.captures_iter(&html).count() + get_forms,
+            "{name}"
+        );
     }
     assert!(forms >= 15, "only {forms} post forms seen");
 }
@@ -285,21 +330,25 @@ fn every_control_has_a_label() {
 
 #[test]
 fn no_inline_script_or_style_and_no_other_origin() {
+    let absolute = Regex::new(r#"(src|href)="(https?:)?//"#).unwrap();
     for (name, html) in all_pages() {
         assert_eq!(html.matches("<script").count(), 1, "{name}");
-        assert!(html.contains(r#"<script src="/static/copy.js" defer></script>"#), "{name}");
+        assert!(
+            html.contains(r#"<script src="/static/copy.js" defer></script>"#),
+            "{name}"
+        );
         assert!(!html.contains("<style"), "{name}");
         assert!(!html.contains(" style="), "{name}");
-        assert!(!Regex::new(r#"(src|href)="(https?:)?//"#)
-            .unwrap()
-            .find_iter(&html)
-            .any(|m| {
+        assert!(
+            !absolute.find_iter(&html).any(|m| {
                 // Publisher links in content are allowed; assets are not.
                 let before = &html[..m.start()];
                 let tag_start = before.rfind('<').unwrap();
                 let tag = &html[tag_start..m.end()];
                 tag.starts_with("<link") || tag.starts_with("<script") || tag.starts_with("<img")
-            }), "{name}");
+            }),
+            "{name}"
+        );
     }
 }
 
@@ -372,7 +421,9 @@ fn agent_page_shows_risk_and_every_section() {
 #[test]
 fn owners_get_yank_and_unyank_forms() {
     let html = agent_page(true).render().unwrap();
-    assert!(html.contains(r#"<form method="post" action="/agents/research-assistant/1.0.0/yank" class="yank-form">"#));
+    assert!(html.contains(
+        r#"<form method="post" action="/agents/research-assistant/1.0.0/yank" class="yank-form">"#
+    ));
     assert!(html.contains(r#"<form method="post" action="/agents/research-assistant/1.0.1/unyank" class="inline-form">"#));
     assert!(html.contains(r#"<label for="yank-reason-1.1.0">Reason for yanking 1.1.0</label>"#));
     assert_eq!(html.matches("/yank\"").count(), 2);
@@ -400,7 +451,11 @@ fn newest_version_links_to_its_diff() {
     let html = page.render().unwrap();
     assert!(html.contains(r#"<a href="/agents/research-assistant/diff?from=1.0.1&#38;to=1.1.0">Compare with 1.0.1</a>"#), "{html}");
     assert!(!html.contains("This is not the newest version"));
-    assert!(html.contains(r#"<a href="/agents/research-assistant/1.1.0" aria-current="page">1.1.0</a>"#));
+    assert!(
+        html.contains(
+            r#"<a href="/agents/research-assistant/1.1.0" aria-current="page">1.1.0</a>"#
+        )
+    );
 }
 
 #[test]
@@ -461,9 +516,15 @@ fn search_highlights_escapes_and_paginates() {
         .render()
         .unwrap();
     assert!(!html.contains("<script>alert"), "query must be escaped");
-    assert!(html.contains("Results for “research &#60;script&#62;alert(1)&#60;/script&#62; (web)*”"));
+    assert!(
+        html.contains("Results for “research &#60;script&#62;alert(1)&#60;/script&#62; (web)*”")
+    );
     assert!(html.contains("Deep <mark>research</mark> across academic papers"));
-    assert!(html.contains(r#"<a href="/agents/research-assistant"><mark>Research</mark> Assistant</a>"#));
+    assert!(
+        html.contains(
+            r#"<a href="/agents/research-assistant"><mark>Research</mark> Assistant</a>"#
+        )
+    );
     // Labelled GET filters keep their state.
     assert!(html.contains(r#"<form class="filters" method="get" action="/search""#));
     assert!(html.contains(r#"<option value="agent" selected>Agents</option>"#));
@@ -483,7 +544,9 @@ fn search_highlights_escapes_and_paginates() {
 fn empty_search_helps() {
     let html = search_page("nothing", false).render().unwrap();
     assert!(html.contains("No agents or tools match “nothing”"));
-    assert!(html.contains(r#"<a href="/search?q=nothing">Search again without the kind and category filters</a>"#));
+    assert!(html.contains(
+        r#"<a href="/search?q=nothing">Search again without the kind and category filters</a>"#
+    ));
     assert!(html.contains(r#"<a href="/search?kind=agent">all agents</a>"#));
     assert!(html.contains("Learn how to publish"));
     assert!(!html.contains("Pages of results"));
@@ -512,17 +575,29 @@ fn diff_page_flags_rising_risk() {
 fn account_page_shows_the_new_token_once_and_every_form() {
     let html = account_page().render().unwrap();
     assert!(html.contains(r#"<section class="new-token" aria-labelledby="new-token-heading">"#));
-    assert!(html.contains("<strong>This is the only time the token “CI publish” is shown.</strong>"));
-    assert!(html.contains(r#"<code id="new-token-secret" class="hash">agl_secret_token_value_0123456789</code>"#));
+    assert!(
+        html.contains("<strong>This is the only time the token “CI publish” is shown.</strong>")
+    );
+    assert!(html.contains(
+        r#"<code id="new-token-secret" class="hash">agl_secret_token_value_0123456789</code>"#
+    ));
     assert!(html.contains(r#"<form method="post" action="/account/tokens/tok_1/revoke""#));
     assert!(html.contains(r#"<form method="post" action="/account/tokens""#));
-    assert!(html.contains(r#"<input id="scope-publish" type="checkbox" name="scopes" value="publish">"#));
+    assert!(
+        html.contains(
+            r#"<input id="scope-publish" type="checkbox" name="scopes" value="publish">"#
+        )
+    );
     assert!(html.contains(r#"<option value="90" selected>90 days</option>"#));
     assert!(html.contains(r#"<textarea id="key-pem" name="public_key_pem""#));
-    assert!(html.contains(&format!(r#"<form method="post" action="/account/keys/{KEY_ID}/revoke""#)));
+    assert!(html.contains(&format!(
+        r#"<form method="post" action="/account/keys/{KEY_ID}/revoke""#
+    )));
     // A revoked key has no revoke button.
     assert!(!html.contains(&format!("/account/keys/{REVOKED_KEY_ID}/revoke")));
-    assert!(html.contains(r#"<form method="post" action="/account/agents/research-assistant/owners/remove""#));
+    assert!(html.contains(
+        r#"<form method="post" action="/account/agents/research-assistant/owners/remove""#
+    ));
     assert!(html.contains(r#"<form method="post" action="/account/agents/research-assistant/owners" class="inline-form add-owner">"#));
     assert!(html.contains(r#"<div class="notice notice-error" role="alert"><ul><li>That key is already registered.</li></ul></div>"#));
 
@@ -535,16 +610,24 @@ fn account_page_shows_the_new_token_once_and_every_form() {
 
 #[test]
 fn login_and_error_pages() {
-    let (_, login) = all_pages().into_iter().find(|(n, _)| *n == "login").unwrap();
+    let (_, login) = all_pages()
+        .into_iter()
+        .find(|(n, _)| *n == "login")
+        .unwrap();
     assert!(login.contains(r#"<div class="notice notice-error" role="alert" id="login-error"><p>The username or password is not right.</p></div>"#));
     assert!(login.contains(r#"autocomplete="current-password""#));
     assert!(login.contains(r#"value="acme" aria-describedby="login-error""#));
     assert!(login.contains(r#"<a href="/login">Sign in</a>"#));
 
-    let (_, error) = all_pages().into_iter().find(|(n, _)| *n == "error").unwrap();
+    let (_, error) = all_pages()
+        .into_iter()
+        .find(|(n, _)| *n == "error")
+        .unwrap();
     assert!(error.contains("<h1>Something went wrong on our side</h1>"));
     assert!(error.contains("Error 500 · reference <code>req-7f3a</code>"));
-    let not_allowed = ErrorPage::new(Chrome::default(), 403, None).render().unwrap();
+    let not_allowed = ErrorPage::new(Chrome::default(), 403, None)
+        .render()
+        .unwrap();
     assert!(not_allowed.contains("<h1>You do not have access to this</h1>"));
 }
 
