@@ -4,7 +4,8 @@
 //! Paths the pages link to and post to (the server routes them):
 //! `GET /`, `/search`, `/agents/{name}[/{version}]`,
 //! `/agents/{name}/diff?from=&to=`, `/tools/{name}[/{version}]`,
-//! `/publishers/{name}`, `/keys/{key_id}`, `/login`, `/account`, `/docs`;
+//! `/publishers/{name}`, `/keys/{key_id}`, `/login`, `/account`, `/docs`,
+//! `/static/{style.css,copy.js}` (see [`crate::assets`]);
 //! `POST /login`, `/logout`, `/account/tokens`, `/account/tokens/{id}/revoke`,
 //! `/account/keys`, `/account/keys/{key_id}/revoke`,
 //! `/account/{agents|tools}/{name}/owners` (field `username`),
@@ -529,6 +530,17 @@ impl KeyPage {
     pub fn owner_href(&self) -> String {
         publisher_href(&self.owner)
     }
+}
+
+// ---------------------------------------------------------------- docs
+
+/// `/docs`: how to publish, install and verify.
+#[derive(Template)]
+#[template(path = "docs.html")]
+pub struct DocsPage {
+    pub chrome: Chrome,
+    /// The registry's public URL, for the copyable commands.
+    pub registry_url: String,
 }
 
 // ---------------------------------------------------------------- errors

@@ -189,6 +189,15 @@ fn all_pages() -> Vec<(&'static str, String)> {
             .unwrap(),
         ),
         (
+            "docs",
+            DocsPage {
+                chrome: Chrome::default(),
+                registry_url: "https://registry.example.com".to_owned(),
+            }
+            .render()
+            .unwrap(),
+        ),
+        (
             "not-found",
             NotFoundPage { chrome: chrome() }.render().unwrap(),
         ),
