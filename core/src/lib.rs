@@ -6,6 +6,7 @@
 
 pub mod diagnostics;
 pub mod names;
+pub mod protocol;
 pub mod tree;
 pub mod yaml;
 

@@ -1,0 +1,96 @@
+//! RFC 8785 JSON Canonicalization Scheme (JCS): the byte form MoltSpeak
+//! signatures are computed over.
+//!
+//! The canonicalization itself is `serde_json_canonicalizer`'s (sorted keys by
+//! UTF-16 code units, ECMAScript number forms, minimal string escapes). This
+//! module adds the I-JSON guard RFC 8785 relies on: JCS treats every number
+//! as an IEEE 754 double, so an integer beyond ±(2^53 − 1) would canonicalize
+//! differently here (exactly) and in a JavaScript implementation (rounded).
+//! Such values are refused rather than signed ambiguously.
+
+use serde_json::Value;
+
+/// The largest integer every JCS implementation represents exactly.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CanonicalError {
+    #[error("{path}: integer {value} is outside ±(2^53 − 1) and has no exact JCS form")]
+    UnsafeInteger { path: String, value: String },
+    #[error("JCS serialization failed: {0}")]
+    Serialize(String),
+}
+
+/// The JCS bytes of `value`.
+pub fn to_jcs_bytes(value: &Value) -> Result<Vec<u8>, CanonicalError> {
+    check_safe_numbers(value, "$")?;
+    serde_json_canonicalizer::to_vec(value).map_err(|e| CanonicalError::Serialize(e.to_string()))
+}
+
+/// The JCS text of `value`.
+pub fn to_jcs_string(value: &Value) -> Result<String, CanonicalError> {
+    let bytes = to_jcs_bytes(value)?;
+    // The canonicalizer writes UTF-8 only; a failure here would be its bug.
+    String::from_utf8(bytes).map_err(|e| CanonicalError::Serialize(e.to_string()))
+}
+
+fn check_safe_numbers(value: &Value, path: &str) -> Result<(), CanonicalError> {
+    match value {
+        Value::Number(n) => {
+            let unsafe_int = match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => u > MAX_SAFE_INTEGER,
+                (None, Some(i)) => i.unsigned_abs() > MAX_SAFE_INTEGER,
+                // Floats are doubles already: JCS formats them exactly.
+                (None, None) => false,
+            };
+            if unsafe_int {
+                return Err(CanonicalError::UnsafeInteger {
+                    path: path.to_owned(),
+                    value: n.to_string(),
+                });
+            }
+            Ok(())
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, v)| check_safe_numbers(v, &format!("{path}[{i}]"))),
+        Value::Object(map) => map
+            .iter()
+            .try_for_each(|(k, v)| check_safe_numbers(v, &format!("{path}.{k}"))),
+        Value::Null | Value::Bool(_) | Value::String(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn keys_are_sorted_and_whitespace_dropped() {
+        let v: Value = serde_json::from_str(r#"{ "b": 1, "a": { "d": [1, 2], "c": null } }"#)
+            .expect("valid JSON");
+        assert_eq!(
+            to_jcs_string(&v).unwrap(),
+            r#"{"a":{"c":null,"d":[1,2]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn unsafe_integers_are_refused_with_their_path() {
+        let v = json!({"p": {"n": [1, 9_007_199_254_740_992_u64]}});
+        assert_eq!(
+            to_jcs_bytes(&v),
+            Err(CanonicalError::UnsafeInteger {
+                path: "$.p.n[1]".into(),
+                value: "9007199254740992".into()
+            })
+        );
+        let max = json!({"n": MAX_SAFE_INTEGER, "m": -(MAX_SAFE_INTEGER as i64)});
+        assert_eq!(
+            to_jcs_string(&max).unwrap(),
+            r#"{"m":-9007199254740991,"n":9007199254740991}"#
+        );
+    }
+}
