@@ -140,7 +140,7 @@ fn pii_example_needs_its_consent() {
     );
 
     // A kind of PII the consent does not declare.
-    let mut phone = with_consent.clone();
+    let mut phone = with_consent;
     phone["p"]["params"]["dial_in"] = json!("+1 415 555 0123");
     let err = validate(&phone).unwrap_err();
     assert_eq!(

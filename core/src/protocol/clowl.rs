@@ -266,9 +266,9 @@ impl ClowlError {
         Self::new(ErrorCode::E008, msg, Some(field))
     }
 
-    /// The ERR body reporting this error; the field, when known, is named in
-    /// `msg` since the spec's ERR body has no field of its own.
-    pub fn to_body(&self) -> Body {
+    /// The ERR `body.d` reporting this error; the field, when known, is
+    /// named in `msg` since the spec's ERR body has no field of its own.
+    pub fn to_error_body(&self) -> ErrorBody {
         let msg = match &self.field {
             Some(field) => format!("{field}: {}", self.msg),
             None => self.msg.clone(),
@@ -278,7 +278,6 @@ impl ClowlError {
             msg,
             retry: self.code.retryable(),
         }
-        .to_body()
     }
 }
 
@@ -791,12 +790,9 @@ impl Message {
                 .and_then(Value::as_str)
                 .and_then(|s| Id::new(s).ok())
         };
-        let body = error.to_body();
-        let kind = BodyKind::Error(ErrorBody {
-            code: error.code,
-            msg: body.d["msg"].as_str().unwrap_or_default().to_owned(),
-            retry: error.code.retryable(),
-        });
+        let error_body = error.to_error_body();
+        let body = error_body.to_body();
+        let kind = BodyKind::Error(error_body);
         Self::from_parts_unchecked(
             MessageParts {
                 tid: field("tid"),

@@ -379,21 +379,23 @@ impl fmt::Display for Op {
     }
 }
 
+/// Why a `ed25519:<base64>` key did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct KeyFormatError(String);
+
 /// An Ed25519 public key in the `ed25519:<base64>` form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PublicKey(VerifyingKey);
 
 impl PublicKey {
     /// Refuses malformed and weak (small-order) keys.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let bytes = decode_prefixed(s, "ed25519:", 32)?;
-        let bytes: [u8; 32] = bytes
-            .try_into()
-            .map_err(|_| "expected 32 bytes".to_owned())?;
-        let key =
-            VerifyingKey::from_bytes(&bytes).map_err(|_| "not an Ed25519 point".to_owned())?;
+    pub fn parse(s: &str) -> Result<Self, KeyFormatError> {
+        let bytes = decode_prefixed::<32>(s, "ed25519:").map_err(KeyFormatError)?;
+        let key = VerifyingKey::from_bytes(&bytes)
+            .map_err(|_| KeyFormatError("not an Ed25519 point".into()))?;
         if key.is_weak() {
-            return Err("a weak (small-order) Ed25519 key".into());
+            return Err(KeyFormatError("a weak (small-order) Ed25519 key".into()));
         }
         Ok(Self(key))
     }
@@ -421,17 +423,17 @@ impl Serialize for PublicKey {
     }
 }
 
-fn decode_prefixed(s: &str, prefix: &str, len: usize) -> Result<Vec<u8>, String> {
+fn decode_prefixed<const N: usize>(s: &str, prefix: &str) -> Result<[u8; N], String> {
     let body = s
         .strip_prefix(prefix)
         .ok_or_else(|| format!("must start with {prefix:?}"))?;
     let bytes = B64_LENIENT
         .decode(body)
         .map_err(|_| format!("must be {prefix} followed by standard base64"))?;
-    if bytes.len() != len {
-        return Err(format!("must encode {len} bytes, not {}", bytes.len()));
-    }
-    Ok(bytes)
+    let len = bytes.len();
+    bytes
+        .try_into()
+        .map_err(|_| format!("must encode {N} bytes, not {len}"))
 }
 
 /// `from` / `to`: an agent, its organization and its keys.
@@ -569,11 +571,13 @@ impl Message {
     }
     /// `p`.
     pub fn payload(&self) -> &Map<String, Value> {
-        match self.raw.get("p") {
-            Some(Value::Object(p)) => p,
-            // Parsing guarantees `p` is an object.
-            _ => unreachable_payload(),
-        }
+        // Parsing guarantees `p` is an object; the fallback is never taken.
+        static NO_PAYLOAD: std::sync::LazyLock<Map<String, Value>> =
+            std::sync::LazyLock::new(Map::new);
+        self.raw
+            .get("p")
+            .and_then(Value::as_object)
+            .unwrap_or(&NO_PAYLOAD)
     }
     /// `enc`, kept opaque.
     pub fn enc(&self) -> Option<&Map<String, Value>> {
@@ -756,12 +760,6 @@ impl Message {
             })?;
         self.verify(key.verifying_key())
     }
-}
-
-#[cold]
-fn unreachable_payload() -> &'static Map<String, Value> {
-    static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
-    &EMPTY
 }
 
 fn describe(report: &PiiReport) -> String {
@@ -966,7 +964,7 @@ pub fn salvage_id(bytes: &[u8]) -> Option<String> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Envelope {
     /// `encrypted: false`: the message travels as JSON.
-    Plain(Message),
+    Plain(Box<Message>),
     Encrypted(EncryptedEnvelope),
 }
 
@@ -977,8 +975,8 @@ pub struct EncryptedEnvelope {
     pub algorithm: String,
     /// Raw X25519 public key of the sender.
     pub sender_public: [u8; 32],
-    /// 24 bytes for XSalsa20.
-    pub nonce: Vec<u8>,
+    /// XSalsa20's 24-byte nonce.
+    pub nonce: [u8; 24],
     pub ciphertext: Vec<u8>,
 }
 
@@ -989,7 +987,7 @@ pub const ENCRYPTION_ALGORITHM: &str = "x25519-xsalsa20-poly1305";
 /// apart by the envelope's `moltspeak` key).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transmission {
-    Message(Message),
+    Message(Box<Message>),
     Envelope(Envelope),
 }
 
@@ -1004,7 +1002,7 @@ impl Transmission {
         if value.get("moltspeak").is_some() {
             parse_envelope(value).map(Self::Envelope)
         } else {
-            Message::from_value(value).map(Self::Message)
+            Message::from_value(value).map(|m| Self::Message(Box::new(m)))
         }
     }
 
@@ -1119,7 +1117,7 @@ fn parse_envelope(value: Value) -> Result<Envelope, MoltError> {
             .remove("message")
             .ok_or_else(|| MoltError::missing("message"))?;
         return Message::from_value(message)
-            .map(Envelope::Plain)
+            .map(|m| Envelope::Plain(Box::new(m)))
             .map_err(|e| MoltError {
                 field: Some(match &e.field {
                     Some(f) => format!("message.{f}"),
@@ -1148,13 +1146,13 @@ fn parse_envelope(value: Value) -> Result<Envelope, MoltError> {
     let sender_public = env_str("sender_public")?
         .ok_or_else(|| MoltError::missing("envelope.sender_public"))
         .and_then(|s| {
-            decode_prefixed(s, "x25519:", 32)
+            decode_prefixed::<32>(s, "x25519:")
                 .map_err(|e| MoltError::invalid("envelope.sender_public", e))
         })?;
     let nonce = env_str("nonce")?
         .ok_or_else(|| MoltError::missing("envelope.nonce"))
         .and_then(|s| {
-            decode_prefixed(s, "base64:", 24).map_err(|e| MoltError::invalid("envelope.nonce", e))
+            decode_prefixed::<24>(s, "base64:").map_err(|e| MoltError::invalid("envelope.nonce", e))
         })?;
     let ciphertext = match m.get("ciphertext") {
         None => return Err(MoltError::missing("ciphertext")),
@@ -1168,7 +1166,7 @@ fn parse_envelope(value: Value) -> Result<Envelope, MoltError> {
     };
     Ok(Envelope::Encrypted(EncryptedEnvelope {
         algorithm: algorithm.to_owned(),
-        sender_public: sender_public.try_into().unwrap_or([0; 32]),
+        sender_public,
         nonce,
         ciphertext,
     }))
@@ -1247,9 +1245,8 @@ fn parse_message(raw: Map<String, Value>) -> Result<Message, MoltError> {
     let sig = match raw.get("sig") {
         None => None,
         Some(Value::String(s)) => {
-            let bytes = decode_prefixed(s, "ed25519:", 64)
+            let bytes = decode_prefixed::<64>(s, "ed25519:")
                 .map_err(|e| MoltError::new(ErrorCode::Signature, e, Some("sig")))?;
-            let bytes: [u8; 64] = bytes.try_into().unwrap_or([0; 64]);
             Some(Signature::from_bytes(&bytes))
         }
         Some(_) => return Err(MoltError::schema("sig", "must be a string")),
@@ -1391,11 +1388,11 @@ fn parse_party(v: &Value, field: &str) -> Result<Party, MoltError> {
     let agent = string("agent")?.ok_or_else(|| MoltError::missing(&path("agent")))?;
     non_empty(agent, &path("agent"))?;
     let key = string("key")?
-        .map(|k| PublicKey::parse(k).map_err(|e| MoltError::invalid(&path("key"), e)))
+        .map(|k| PublicKey::parse(k).map_err(|e| MoltError::invalid(&path("key"), e.to_string())))
         .transpose()?;
     let enc_key = string("enc_key")?
         .map(|k| {
-            decode_prefixed(k, "x25519:", 32)
+            decode_prefixed::<32>(k, "x25519:")
                 .map(|_| k.to_owned())
                 .map_err(|e| MoltError::invalid(&path("enc_key"), e))
         })
