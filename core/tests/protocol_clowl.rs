@@ -557,6 +557,14 @@ fn oversized_and_non_json_input_is_e001() {
 }
 
 #[test]
+fn duplicate_keys_are_e001() {
+    let text = br#"{"clowl":"0.2","mid":"m1","mid":"m2","ts":1,"p":"REQ","from":"a","to":"b","cid":"c","body":{"t":"x","d":{}}}"#;
+    let err = Message::from_slice(text).unwrap_err();
+    assert_eq!(err.code, ErrorCode::E001);
+    assert!(err.msg.contains("duplicate key \"mid\""), "{err}");
+}
+
+#[test]
 fn deserialize_validates_too() {
     let mut v = base();
     v["p"] = json!("DLGT");

@@ -532,6 +532,14 @@ fn size_limits_are_checked_before_parsing() {
 }
 
 #[test]
+fn duplicate_keys_are_refused_so_signer_and_reader_agree() {
+    let text = r#"{"v":"0.1","id":"d-1","op":"query","p":{},"cls":"pub","cls":"pii"}"#;
+    let err = Message::from_slice(text.as_bytes()).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Parse);
+    assert!(err.message.contains("duplicate key \"cls\""), "{err}");
+}
+
+#[test]
 fn both_classification_spellings_normalize() {
     for (given, expected) in [
         ("pub", Classification::Public),

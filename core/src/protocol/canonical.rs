@@ -8,7 +8,11 @@
 //! differently here (exactly) and in a JavaScript implementation (rounded).
 //! Such values are refused rather than signed ambiguously.
 
-use serde_json::Value;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
 
 /// The largest integer every JCS implementation represents exactly.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -62,6 +66,77 @@ fn check_safe_numbers(value: &Value, path: &str) -> Result<(), CanonicalError> {
     }
 }
 
+/// Parses JSON refusing duplicate object keys. RFC 8785 is defined over
+/// I-JSON, which forbids them, and they are a signature hazard: parsers
+/// disagree on which duplicate wins, so a signer and a reader could see
+/// different messages in the same bytes. Nesting depth stays bounded by
+/// serde_json's recursion limit.
+pub fn from_slice_strict(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let StrictValue(value) = StrictValue::deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+struct StrictValue(Value);
+
+impl<'de> Deserialize<'de> for StrictValue {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        // serde_json never hands over a non-finite float.
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrictValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            let StrictValue(value) = access.next_value()?;
+            if map.contains_key(&key) {
+                return Err(de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            map.insert(key, value);
+        }
+        Ok(Value::Object(map))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +149,21 @@ mod tests {
         assert_eq!(
             to_jcs_string(&v).unwrap(),
             r#"{"a":{"c":null,"d":[1,2]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn strict_parsing_refuses_duplicate_keys_at_any_depth() {
+        let err = from_slice_strict(br#"{"a": {"b": 1, "b": 2}}"#).unwrap_err();
+        assert!(err.to_string().contains("duplicate key \"b\""), "{err}");
+        assert!(from_slice_strict(br#"{"cls": "pub", "cls": "pii"}"#).is_err());
+        assert!(from_slice_strict(br#"{"a": 1} x"#).is_err());
+        let ok = from_slice_strict(br#"{"b": [1, -2, 2.5, "s", null, true], "a": {}}"#).unwrap();
+        assert_eq!(ok, json!({"b": [1, -2, 2.5, "s", null, true], "a": {}}));
+        // Key order as written is kept, like serde_json with preserve_order.
+        assert_eq!(
+            ok.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["b", "a"]
         );
     }
 

@@ -919,8 +919,8 @@ fn parse_bounded(bytes: &[u8], max_bytes: usize) -> Result<Value, ClowlError> {
             None,
         ));
     }
-    // serde_json bounds nesting depth (128) itself.
-    serde_json::from_slice(bytes)
+    // Duplicate keys are refused: receivers must agree on what was sent.
+    super::canonical::from_slice_strict(bytes)
         .map_err(|e| ClowlError::new(ErrorCode::E001, format!("not valid JSON: {e}"), None))
 }
 

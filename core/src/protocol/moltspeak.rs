@@ -1187,8 +1187,8 @@ fn check_size(len: usize, limit: usize, what: &str) -> Result<(), MoltError> {
 }
 
 fn parse_json(bytes: &[u8]) -> Result<Value, MoltError> {
-    // serde_json bounds nesting depth (128) itself.
-    serde_json::from_slice(bytes)
+    // Duplicate keys would let signer and reader see different messages.
+    canonical::from_slice_strict(bytes)
         .map_err(|e| MoltError::new(ErrorCode::Parse, format!("not valid JSON: {e}"), None))
 }
 
