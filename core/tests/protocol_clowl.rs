@@ -665,6 +665,15 @@ fn error_reply_has_the_spec_shape() {
     );
     // The message it builds is one the parser accepts as is.
     assert_eq!(Message::from_slice(&err.to_vec()), Ok(err));
+
+    for code in ErrorCode::ALL {
+        let reply = Message::error(&req, id("radar"), code, code.meaning(), id("m010"), 1);
+        let reparsed = Message::from_slice(&reply.to_vec()).unwrap();
+        match reparsed.body_kind() {
+            BodyKind::Error(body) => assert_eq!((body.code, body.retry), (code, code.retryable())),
+            other => panic!("{code}: {other:?}"),
+        }
+    }
 }
 
 #[test]
