@@ -763,6 +763,15 @@ fn envelopes_wrap_messages() {
         Some("a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d")
     );
 
+    let mut expired = plain.clone();
+    expired["message"]["exp"] = json!(NOW);
+    let bytes = serde_json::to_vec(&expired).unwrap();
+    assert!(Transmission::from_slice(&bytes).is_ok(), "shape only");
+    assert_eq!(
+        Transmission::validate(&bytes, NOW).unwrap_err().code,
+        ErrorCode::Timeout
+    );
+
     let mut bad_inner = plain.clone();
     bad_inner["message"]["cls"] = json!("top-secret");
     let err = Transmission::from_value(bad_inner).unwrap_err();

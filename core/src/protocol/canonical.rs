@@ -4,9 +4,12 @@
 //! The canonicalization itself is `serde_json_canonicalizer`'s (sorted keys by
 //! UTF-16 code units, ECMAScript number forms, minimal string escapes). This
 //! module adds the I-JSON guard RFC 8785 relies on: JCS treats every number
-//! as an IEEE 754 double, so an integer beyond ±(2^53 − 1) would canonicalize
-//! differently here (exactly) and in a JavaScript implementation (rounded).
-//! Such values are refused rather than signed ambiguously.
+//! as an IEEE 754 double, so an integer beyond ±(2^53 − 1) that no double
+//! spells the same way (`9007199254740993`) would canonicalize differently
+//! here (exactly) and in a JavaScript implementation (rounded). Such values
+//! are refused rather than signed ambiguously; large integers a double does
+//! spell identically (`214674745213530620`, which JCS itself emits for
+//! large doubles) pass.
 
 use std::fmt;
 
@@ -19,7 +22,9 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CanonicalError {
-    #[error("{path}: integer {value} is outside ±(2^53 − 1) and has no exact JCS form")]
+    #[error(
+        "{path}: integer {value} has no exact IEEE 754 double form, so its JCS form is ambiguous"
+    )]
     UnsafeInteger { path: String, value: String },
     #[error("JCS serialization failed: {0}")]
     Serialize(String),
@@ -41,13 +46,13 @@ pub fn to_jcs_string(value: &Value) -> Result<String, CanonicalError> {
 fn check_safe_numbers(value: &Value, path: &str) -> Result<(), CanonicalError> {
     match value {
         Value::Number(n) => {
-            let unsafe_int = match (n.as_u64(), n.as_i64()) {
+            let beyond_safe = match (n.as_u64(), n.as_i64()) {
                 (Some(u), _) => u > MAX_SAFE_INTEGER,
                 (None, Some(i)) => i.unsigned_abs() > MAX_SAFE_INTEGER,
                 // Floats are doubles already: JCS formats them exactly.
                 (None, None) => false,
             };
-            if unsafe_int {
+            if beyond_safe && !spelled_alike_as_double(n) {
                 return Err(CanonicalError::UnsafeInteger {
                     path: path.to_owned(),
                     value: n.to_string(),
@@ -137,6 +142,14 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
+/// Whether reading `n` as a double and writing it back the ECMAScript way
+/// (as a JavaScript JCS implementation would) gives the same digits.
+fn spelled_alike_as_double(n: &serde_json::Number) -> bool {
+    n.as_f64()
+        .and_then(|f| serde_json_canonicalizer::to_string(&f).ok())
+        .is_some_and(|text| text == n.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,14 +182,20 @@ mod tests {
 
     #[test]
     fn unsafe_integers_are_refused_with_their_path() {
-        let v = json!({"p": {"n": [1, 9_007_199_254_740_992_u64]}});
+        let v = json!({"p": {"n": [1, 9_007_199_254_740_993_u64]}});
         assert_eq!(
             to_jcs_bytes(&v),
             Err(CanonicalError::UnsafeInteger {
                 path: "$.p.n[1]".into(),
-                value: "9007199254740992".into()
+                value: "9007199254740993".into()
             })
         );
+        let negative = json!({"n": -9_007_199_254_740_993_i64});
+        assert!(to_jcs_bytes(&negative).is_err());
+        // Beyond 2^53 but spelled the same by a double: unambiguous.
+        for n in [9_007_199_254_740_992_u64, 214_674_745_213_530_620] {
+            assert_eq!(to_jcs_string(&json!(n)).unwrap(), n.to_string());
+        }
         let max = json!({"n": MAX_SAFE_INTEGER, "m": -(MAX_SAFE_INTEGER as i64)});
         assert_eq!(
             to_jcs_string(&max).unwrap(),

@@ -1006,6 +1006,16 @@ impl Transmission {
         }
     }
 
+    /// Parses and applies [`Message::check`] at `now_ms` to the plain
+    /// message carried; an encrypted envelope is checked for shape only.
+    pub fn validate(bytes: &[u8], now_ms: u64) -> Result<Self, MoltError> {
+        let transmission = Self::from_slice(bytes)?;
+        if let Some(message) = transmission.message() {
+            message.check(now_ms)?;
+        }
+        Ok(transmission)
+    }
+
     /// The plain message carried, if any.
     pub fn message(&self) -> Option<&Message> {
         match self {
