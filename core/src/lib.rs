@@ -10,6 +10,7 @@ pub mod crypt;
 pub mod diagnostics;
 pub mod names;
 pub mod package;
+pub mod protocol;
 pub mod signing;
 pub mod skill;
 pub mod tree;
