@@ -5,7 +5,9 @@
 //! CLI are thin shells around it.
 
 pub mod diagnostics;
+pub mod keys;
 pub mod names;
+pub mod prompt;
 pub mod tree;
 pub mod yaml;
 
