@@ -8,6 +8,7 @@ pub mod diagnostics;
 pub mod keys;
 pub mod names;
 pub mod prompt;
+pub mod tool;
 pub mod tree;
 pub mod yaml;
 
