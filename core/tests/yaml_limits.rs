@@ -185,3 +185,43 @@ fn empty_document_is_null() {
     let value = parse_value(b"", &YamlLimits::default()).unwrap();
     assert!(value.is_null());
 }
+
+#[test]
+fn ordinary_yaml_features_pass_the_scan() {
+    // The pre-scan uses a different parser than yaml_serde: everyday
+    // documents must get through it unchanged.
+    let doc = br#"%YAML 1.1
+---
+name: research-assistant   # a comment
+version: 1.0.0
+description: |
+  Deep research across academic papers.
+  Synthesizes findings.
+folded: >
+  one
+  two
+plain: multi
+  line plain
+quoted: "tab\tand \u00e9"
+single: 'it''s'
+tagged: !!str 123
+flow: { id: { type: integer, primary_key: true }, list: [a, "b", 'c'] }
+? complex key
+: complex value
+base: &base { temperature: 0.7 }
+merged:
+  <<: *base
+  max_tokens: 8192
+empty:
+nulls: ~
+...
+"#;
+    let value = parse_value(doc, &YamlLimits::default()).unwrap();
+    assert_eq!(value["name"].as_str(), Some("research-assistant"));
+    assert_eq!(value["quoted"].as_str(), Some("tab\tand é"));
+    assert_eq!(value["single"].as_str(), Some("it's"));
+    assert_eq!(value["plain"].as_str(), Some("multi line plain"));
+    assert_eq!(value["flow"]["list"][2].as_str(), Some("c"));
+    assert_eq!(value["complex key"].as_str(), Some("complex value"));
+    assert!(value["empty"].is_null());
+}
