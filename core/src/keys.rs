@@ -1,0 +1,95 @@
+//! Walking a YAML mapping whose keys are a closed set plus `x-` extensions:
+//! every unknown key is reported, with the nearest known key as a hint.
+
+use yaml_serde::{Mapping, Value};
+
+use crate::diagnostics::{Diagnostics, join};
+
+/// Prefix of extension keys that every format accepts and ignores.
+pub const EXTENSION_PREFIX: &str = "x-";
+
+/// Reports every key of `map` that is not in `known`, not an `x-` key, or
+/// not a string. `path` is the mapping's own path.
+pub fn check_keys(map: &Mapping, known: &[&str], path: &str, diags: &mut Diagnostics) {
+    for key in map.keys() {
+        match key.as_str() {
+            Some(k) if known.contains(&k) || k.starts_with(EXTENSION_PREFIX) => {}
+            Some(k) => diags.push(join(path, k), unknown_key_message(k, known)),
+            None => diags.push(
+                path,
+                format!("keys must be strings, found {}", kind_of(key)),
+            ),
+        }
+    }
+}
+
+/// "unknown key; did you mean `sections`?" when a known key is close enough
+/// to be a typo, else the list of known keys.
+pub fn unknown_key_message(key: &str, known: &[&str]) -> String {
+    let nearest = known
+        .iter()
+        .map(|k| (strsim::jaro_winkler(key, k), *k))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match nearest {
+        Some((_, k)) => format!("unknown key; did you mean `{k}`?"),
+        None => format!(
+            "unknown key; expected one of {} (or an `x-` extension key)",
+            known
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// The YAML type of a value, for messages like "expected a string, found a
+/// sequence".
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Sequence(_) => "a sequence",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typo_gets_a_suggestion() {
+        assert_eq!(
+            unknown_key_message("sectons", &["version", "role", "sections"]),
+            "unknown key; did you mean `sections`?"
+        );
+    }
+
+    #[test]
+    fn unrelated_key_lists_the_known_ones() {
+        assert_eq!(
+            unknown_key_message("zzz", &["role", "version"]),
+            "unknown key; expected one of `role`, `version` (or an `x-` extension key)"
+        );
+    }
+
+    #[test]
+    fn extension_and_non_string_keys() {
+        let map: Mapping = yaml_serde::from_str("x-note: 1\nrole: a\nrol: b\n7: c\n").unwrap();
+        let mut diags = Diagnostics::new();
+        check_keys(&map, &["role"], "top", &mut diags);
+        let rendered: Vec<String> = diags.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            rendered,
+            [
+                "top.rol: unknown key; did you mean `role`?",
+                "top: keys must be strings, found a number",
+            ]
+        );
+    }
+}

@@ -1,0 +1,439 @@
+//! PromptLang (`prompt.yaml`): a role and named sections, compiled to
+//! markdown headings or XML-style tags for the target runtime.
+//!
+//! Trailing newlines: a section's content is stored without its trailing
+//! line breaks (a `|` block ends with one, `|+` may keep several, `|-` and
+//! quoted strings have none), so every style compiles the same way. The
+//! compiled text puts exactly one line break after each section and ends
+//! with a single `\n`.
+//!
+//! Content is inserted verbatim, not XML-escaped: the tags frame text for a
+//! language model, they do not make an XML document, and escaping would
+//! change what the model reads. A section whose content contains its own
+//! closing tag is refused instead, since it would end the section early.
+
+use std::{fmt, str::FromStr};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use yaml_serde::{Mapping, Value};
+
+use crate::{
+    diagnostics::{Diagnostics, index, join},
+    keys::{check_keys, kind_of},
+    yaml::{YamlLimits, parse_value},
+};
+
+/// The PromptLang version this module reads.
+pub const PROMPT_VERSION: u64 = 2;
+
+const TOP_KEYS: &[&str] = &["version", "role", "sections"];
+const SECTION_KEYS: &[&str] = &["name", "content"];
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    #[error("section name is empty")]
+    EmptyName,
+    #[error("section name {0:?} must start with a letter or `_`")]
+    BadNameStart(String),
+    #[error("section name {name:?} may hold only letters, digits, `_`, `.` and `-`, found {bad:?}")]
+    BadNameChar { name: String, bad: char },
+    #[error("section name {0:?} must not start with `xml` (reserved in XML)")]
+    ReservedName(String),
+    #[error("unknown role {0:?}; expected system, user or assistant")]
+    UnknownRole(String),
+    #[error("unknown output format {0:?}; expected markdown or xml")]
+    UnknownFormat(String),
+}
+
+/// Who speaks the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Role {
+    type Err = PromptError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "system" => Ok(Role::System),
+            "user" => Ok(Role::User),
+            "assistant" => Ok(Role::Assistant),
+            other => Err(PromptError::UnknownRole(other.to_owned())),
+        }
+    }
+}
+
+/// A section name that is also a valid XML tag name:
+/// `^[A-Za-z_][A-Za-z0-9_.-]*$`, not starting with `xml` in any case.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SectionName(String);
+
+impl SectionName {
+    pub fn new(name: impl Into<String>) -> Result<Self, PromptError> {
+        let name = name.into();
+        let mut chars = name.chars();
+        let first = chars.next().ok_or(PromptError::EmptyName)?;
+        if !(first.is_ascii_alphabetic() || first == '_') {
+            return Err(PromptError::BadNameStart(name));
+        }
+        if let Some(bad) =
+            chars.find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+        {
+            return Err(PromptError::BadNameChar { name, bad });
+        }
+        if name.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("xml")) {
+            return Err(PromptError::ReservedName(name));
+        }
+        Ok(Self(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SectionName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for SectionName {
+    type Err = PromptError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::new(s)
+    }
+}
+
+impl Serialize for SectionName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for SectionName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Self::new(String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Section {
+    pub name: SectionName,
+    /// Without trailing line breaks; never blank.
+    pub content: String,
+}
+
+/// A validated prompt.yaml. Section names are unique.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Prompt {
+    role: Role,
+    sections: Vec<Section>,
+}
+
+/// What a prompt compiles to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Markdown,
+    Xml,
+}
+
+impl FromStr for Format {
+    type Err = PromptError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "markdown" => Ok(Format::Markdown),
+            "xml" => Ok(Format::Xml),
+            other => Err(PromptError::UnknownFormat(other.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Markdown => "markdown",
+            Format::Xml => "xml",
+        })
+    }
+}
+
+impl Prompt {
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    pub fn sections(&self) -> &[Section] {
+        &self.sections
+    }
+
+    /// Markdown: `## name`, the content, a blank line between sections.
+    /// XML: `<name>`, the content, `</name>`, each on its own lines, one
+    /// section after the other.
+    pub fn compile(&self, format: Format) -> String {
+        let rendered: Vec<String> = self
+            .sections
+            .iter()
+            .map(|s| match format {
+                Format::Markdown => format!("## {}\n{}\n", s.name, s.content),
+                Format::Xml => format!("<{0}>\n{1}\n</{0}>\n", s.name, s.content),
+            })
+            .collect();
+        match format {
+            Format::Markdown => rendered.join("\n"),
+            Format::Xml => rendered.concat(),
+        }
+    }
+}
+
+/// Parses and validates prompt.yaml with the default YAML limits.
+pub fn parse_prompt(bytes: &[u8]) -> Result<Prompt, Diagnostics> {
+    parse_prompt_with(bytes, &YamlLimits::default())
+}
+
+/// Parses and validates prompt.yaml, reporting every problem with its path.
+pub fn parse_prompt_with(bytes: &[u8], limits: &YamlLimits) -> Result<Prompt, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let value = match parse_value(bytes, limits) {
+        Ok(v) => v,
+        Err(e) => {
+            diags.push("", e.to_string());
+            return Err(diags);
+        }
+    };
+    let Value::Mapping(top) = &value else {
+        diags.push(
+            "",
+            format!("prompt.yaml must be a mapping, found {}", kind_of(&value)),
+        );
+        return Err(diags);
+    };
+    check_keys(top, TOP_KEYS, "", &mut diags);
+
+    match top.get("version") {
+        None => diags.push("version", "missing required key"),
+        Some(v) if v.as_u64() == Some(PROMPT_VERSION) => {}
+        Some(v) => diags.push(
+            "version",
+            format!("must be the number {PROMPT_VERSION}, found {}", describe(v)),
+        ),
+    }
+
+    let role = match top.get("role") {
+        None => {
+            diags.push("role", "missing required key");
+            None
+        }
+        Some(Value::String(s)) => s
+            .parse::<Role>()
+            .map_err(|e| diags.push("role", e.to_string()))
+            .ok(),
+        Some(v) => {
+            diags.push("role", format!("expected a string, found {}", kind_of(v)));
+            None
+        }
+    };
+
+    let sections = match top.get("sections") {
+        None => {
+            diags.push("sections", "missing required key");
+            None
+        }
+        Some(Value::Sequence(items)) if items.is_empty() => {
+            diags.push("sections", "must list at least one section");
+            None
+        }
+        Some(Value::Sequence(items)) => Some(parse_sections(items, &mut diags)),
+        Some(v) => {
+            diags.push(
+                "sections",
+                format!("expected a sequence, found {}", kind_of(v)),
+            );
+            None
+        }
+    };
+
+    match (role, sections) {
+        (Some(role), Some(sections)) if diags.is_empty() => Ok(Prompt { role, sections }),
+        _ => Err(diags),
+    }
+}
+
+fn parse_sections(items: &[Value], diags: &mut Diagnostics) -> Vec<Section> {
+    let mut sections: Vec<Section> = Vec::with_capacity(items.len());
+    // (name, path of its first use) for the duplicate message.
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let path = index("sections", i);
+        let Value::Mapping(map) = item else {
+            diags.push(
+                &path,
+                format!(
+                    "expected a mapping with `name` and `content`, found {}",
+                    kind_of(item)
+                ),
+            );
+            continue;
+        };
+        if let Some(section) = parse_section(map, &path, &mut seen, diags) {
+            sections.push(section);
+        }
+    }
+    sections
+}
+
+fn parse_section(
+    map: &Mapping,
+    path: &str,
+    seen: &mut Vec<(String, String)>,
+    diags: &mut Diagnostics,
+) -> Option<Section> {
+    check_keys(map, SECTION_KEYS, path, diags);
+    let name_path = join(path, "name");
+    let name = match map.get("name") {
+        None => {
+            diags.push(&name_path, "missing required key");
+            None
+        }
+        Some(Value::String(s)) => match SectionName::new(s.as_str()) {
+            Ok(name) => {
+                if let Some((_, first)) = seen.iter().find(|(n, _)| n == s) {
+                    diags.push(
+                        &name_path,
+                        format!("duplicate section name {s:?} (first used at {first})"),
+                    );
+                } else {
+                    seen.push((s.clone(), name_path.clone()));
+                }
+                Some(name)
+            }
+            Err(e) => {
+                diags.push(&name_path, e.to_string());
+                None
+            }
+        },
+        Some(v) => {
+            diags.push(
+                &name_path,
+                format!("expected a string, found {}", kind_of(v)),
+            );
+            None
+        }
+    };
+
+    let content_path = join(path, "content");
+    let content = match map.get("content") {
+        None => {
+            diags.push(&content_path, "missing required key");
+            None
+        }
+        Some(Value::String(s)) if s.trim().is_empty() => {
+            diags.push(&content_path, "must not be empty");
+            None
+        }
+        Some(Value::String(s)) => Some(s.trim_end_matches(['\n', '\r']).to_owned()),
+        Some(v) => {
+            diags.push(
+                &content_path,
+                format!("expected a string, found {}", kind_of(v)),
+            );
+            None
+        }
+    };
+
+    let (name, content) = (name?, content?);
+    let closing = format!("</{name}>");
+    if content.contains(&closing) {
+        diags.push(
+            &content_path,
+            format!("contains `{closing}`, which would end the section early in XML output"),
+        );
+        return None;
+    }
+    Some(Section { name, content })
+}
+
+/// A short rendering of a scalar for messages; collections by their type.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        other => kind_of(other).to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_names_follow_xml_rules() {
+        for ok in ["mindset", "who_you_are", "_x", "a.b-c", "xm", "x_ml"] {
+            assert!(SectionName::new(ok).is_ok(), "{ok}");
+        }
+        assert_eq!(SectionName::new(""), Err(PromptError::EmptyName));
+        assert_eq!(
+            SectionName::new("1st"),
+            Err(PromptError::BadNameStart("1st".into()))
+        );
+        assert_eq!(
+            SectionName::new("-x"),
+            Err(PromptError::BadNameStart("-x".into()))
+        );
+        assert_eq!(
+            SectionName::new("a b"),
+            Err(PromptError::BadNameChar {
+                name: "a b".into(),
+                bad: ' '
+            })
+        );
+        assert_eq!(
+            SectionName::new("XmLdata"),
+            Err(PromptError::ReservedName("XmLdata".into()))
+        );
+        assert_eq!(
+            SectionName::new("héllo"),
+            Err(PromptError::BadNameChar {
+                name: "héllo".into(),
+                bad: 'é'
+            })
+        );
+    }
+
+    #[test]
+    fn section_name_deserialize_validates() {
+        assert!(serde_json::from_str::<SectionName>("\"xml_stuff\"").is_err());
+        assert!(serde_json::from_str::<SectionName>("\"ok\"").is_ok());
+    }
+
+    #[test]
+    fn format_parses() {
+        assert_eq!("markdown".parse::<Format>(), Ok(Format::Markdown));
+        assert_eq!("xml".parse::<Format>(), Ok(Format::Xml));
+        assert_eq!(
+            "html".parse::<Format>(),
+            Err(PromptError::UnknownFormat("html".into()))
+        );
+    }
+}

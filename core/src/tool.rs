@@ -1,0 +1,529 @@
+//! tool.yaml: what a `.tool` package provides (name, version, how a runtime
+//! reaches it, its JSON Schemas), what it needs (other tools, capabilities),
+//! and nothing else besides `x-` extension keys.
+
+use std::{collections::BTreeMap, fmt, str::FromStr};
+
+use jsonschema::paths::LocationSegment;
+use semver::VersionReq;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value as Json;
+use yaml_serde::{Mapping, Value};
+
+use crate::{
+    diagnostics::{Diagnostics, index, join},
+    keys::{EXTENSION_PREFIX, check_keys, kind_of},
+    names::{PackageName, Version},
+    tree::MemberPath,
+    yaml::{YamlLimits, parse_value},
+};
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "version",
+    "description",
+    "kind",
+    "input_schema",
+    "output_schema",
+    "dependencies",
+    "permissions",
+    "readme",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("unknown tool kind {0:?}; expected builtin, mcp, http or bash")]
+    UnknownKind(String),
+    #[error("unknown capability {0:?}")]
+    UnknownCapability(String),
+}
+
+/// How a runtime provides the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolKind {
+    Builtin,
+    Mcp,
+    Http,
+    Bash,
+}
+
+impl ToolKind {
+    pub const ALL: [ToolKind; 4] = [
+        ToolKind::Builtin,
+        ToolKind::Mcp,
+        ToolKind::Http,
+        ToolKind::Bash,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::Builtin => "builtin",
+            ToolKind::Mcp => "mcp",
+            ToolKind::Http => "http",
+            ToolKind::Bash => "bash",
+        }
+    }
+}
+
+impl fmt::Display for ToolKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ToolKind {
+    type Err = ToolError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| ToolError::UnknownKind(s.to_owned()))
+    }
+}
+
+/// A capability from the spec's table of categories. Hosts decide what to
+/// grant; a tool lists what it cannot work without.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    Network,
+    Websocket,
+    P2p,
+    Storage,
+    Filesystem,
+    Keychain,
+    Microphone,
+    Camera,
+    ScreenCapture,
+    Location,
+    Background,
+    Notifications,
+    Clipboard,
+    Shell,
+    Oauth,
+    Wallet,
+    Signing,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 17] = [
+        Capability::Network,
+        Capability::Websocket,
+        Capability::P2p,
+        Capability::Storage,
+        Capability::Filesystem,
+        Capability::Keychain,
+        Capability::Microphone,
+        Capability::Camera,
+        Capability::ScreenCapture,
+        Capability::Location,
+        Capability::Background,
+        Capability::Notifications,
+        Capability::Clipboard,
+        Capability::Shell,
+        Capability::Oauth,
+        Capability::Wallet,
+        Capability::Signing,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Network => "network",
+            Capability::Websocket => "websocket",
+            Capability::P2p => "p2p",
+            Capability::Storage => "storage",
+            Capability::Filesystem => "filesystem",
+            Capability::Keychain => "keychain",
+            Capability::Microphone => "microphone",
+            Capability::Camera => "camera",
+            Capability::ScreenCapture => "screen_capture",
+            Capability::Location => "location",
+            Capability::Background => "background",
+            Capability::Notifications => "notifications",
+            Capability::Clipboard => "clipboard",
+            Capability::Shell => "shell",
+            Capability::Oauth => "oauth",
+            Capability::Wallet => "wallet",
+            Capability::Signing => "signing",
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Capability {
+    type Err = ToolError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| ToolError::UnknownCapability(s.to_owned()))
+    }
+}
+
+/// A validated tool.yaml. Fields are private so that every `ToolSpec` has
+/// passed validation; the registry stores it as JSON and reads it back
+/// through the same checks (`Deserialize`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    name: PackageName,
+    version: Version,
+    description: String,
+    kind: ToolKind,
+    input_schema: Json,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_schema: Option<Json>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    dependencies: BTreeMap<PackageName, VersionReq>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    permissions: Vec<Capability>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    readme: Option<MemberPath>,
+    /// `x-` keys, kept as written.
+    #[serde(flatten)]
+    extensions: BTreeMap<String, Json>,
+}
+
+impl ToolSpec {
+    pub fn name(&self) -> &PackageName {
+        &self.name
+    }
+    pub fn version(&self) -> &Version {
+        &self.version
+    }
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+    pub fn kind(&self) -> ToolKind {
+        self.kind
+    }
+    /// A JSON Schema (object) valid against its metaschema.
+    pub fn input_schema(&self) -> &Json {
+        &self.input_schema
+    }
+    pub fn output_schema(&self) -> Option<&Json> {
+        self.output_schema.as_ref()
+    }
+    /// Required capabilities, in the order written, without duplicates.
+    pub fn permissions(&self) -> &[Capability] {
+        &self.permissions
+    }
+    /// The README member of the container, when tool.yaml names one.
+    pub fn readme(&self) -> Option<&MemberPath> {
+        self.readme.as_ref()
+    }
+    pub fn extensions(&self) -> &BTreeMap<String, Json> {
+        &self.extensions
+    }
+    /// Other tools this one needs, with Cargo-style requirements (a bare
+    /// `1.2.0` means `^1.2.0`). Names are unique after normalization.
+    pub fn dependency_requirements(&self) -> BTreeMap<PackageName, VersionReq> {
+        self.dependencies.clone()
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let json = Json::deserialize(d)?;
+        let value = yaml_serde::to_value(&json).map_err(serde::de::Error::custom)?;
+        validate(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Parses and validates tool.yaml with the default YAML limits.
+pub fn parse_tool(bytes: &[u8]) -> Result<ToolSpec, Diagnostics> {
+    parse_tool_with(bytes, &YamlLimits::default())
+}
+
+/// Parses and validates tool.yaml, reporting every problem with its path.
+pub fn parse_tool_with(bytes: &[u8], limits: &YamlLimits) -> Result<ToolSpec, Diagnostics> {
+    match parse_value(bytes, limits) {
+        Ok(value) => validate(&value),
+        Err(e) => {
+            let mut diags = Diagnostics::new();
+            diags.push("", e.to_string());
+            Err(diags)
+        }
+    }
+}
+
+fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let Value::Mapping(top) = value else {
+        diags.push(
+            "",
+            format!("tool.yaml must be a mapping, found {}", kind_of(value)),
+        );
+        return Err(diags);
+    };
+    check_keys(top, TOP_KEYS, "", &mut diags);
+
+    let name = required_str(top, "name", &mut diags).and_then(|s| {
+        PackageName::new(s)
+            .map_err(|e| diags.push("name", e.to_string()))
+            .ok()
+    });
+    let version = required_str(top, "version", &mut diags).and_then(|s| {
+        Version::parse(s)
+            .map_err(|e| diags.push("version", e.to_string()))
+            .ok()
+    });
+    let description = required_str(top, "description", &mut diags).and_then(|s| {
+        if s.trim().is_empty() {
+            diags.push("description", "must not be empty");
+            None
+        } else {
+            Some(s.to_owned())
+        }
+    });
+    let kind = required_str(top, "kind", &mut diags).and_then(|s| {
+        s.parse::<ToolKind>()
+            .map_err(|e| diags.push("kind", e.to_string()))
+            .ok()
+    });
+
+    let input_schema = match top.get("input_schema") {
+        None => {
+            diags.push("input_schema", "missing required key");
+            None
+        }
+        Some(v) => schema(v, "input_schema", true, &mut diags),
+    };
+    let output_schema = top
+        .get("output_schema")
+        .map(|v| schema(v, "output_schema", false, &mut diags));
+
+    let dependencies = match top.get("dependencies") {
+        None => BTreeMap::new(),
+        Some(Value::Mapping(map)) => dependencies(map, name.as_ref(), &mut diags),
+        Some(v) => {
+            diags.push(
+                "dependencies",
+                format!(
+                    "expected a mapping of tool name to version requirement, found {}",
+                    kind_of(v)
+                ),
+            );
+            BTreeMap::new()
+        }
+    };
+
+    let permissions = match top.get("permissions") {
+        None => Vec::new(),
+        Some(Value::Sequence(items)) => permissions(items, &mut diags),
+        Some(v) => {
+            diags.push(
+                "permissions",
+                format!("expected a list of capability names, found {}", kind_of(v)),
+            );
+            Vec::new()
+        }
+    };
+
+    let readme = match top.get("readme") {
+        None => None,
+        Some(Value::String(s)) => MemberPath::new(s.as_str())
+            .map_err(|e| diags.push("readme", e.to_string()))
+            .ok(),
+        Some(v) => {
+            diags.push(
+                "readme",
+                format!("expected a file path, found {}", kind_of(v)),
+            );
+            None
+        }
+    };
+
+    let mut extensions = BTreeMap::new();
+    for (key, value) in top {
+        if let Some(k) = key.as_str().filter(|k| k.starts_with(EXTENSION_PREFIX))
+            && let Some(json) = to_json(value, k, &mut diags)
+        {
+            extensions.insert(k.to_owned(), json);
+        }
+    }
+
+    match (name, version, description, kind, input_schema) {
+        (Some(name), Some(version), Some(description), Some(kind), Some(input_schema))
+            if diags.is_empty() =>
+        {
+            Ok(ToolSpec {
+                name,
+                version,
+                description,
+                kind,
+                input_schema,
+                output_schema: output_schema.flatten(),
+                dependencies,
+                permissions,
+                readme,
+                extensions,
+            })
+        }
+        _ => Err(diags),
+    }
+}
+
+fn required_str<'a>(map: &'a Mapping, key: &str, diags: &mut Diagnostics) -> Option<&'a str> {
+    match map.get(key) {
+        None => {
+            diags.push(key, "missing required key");
+            None
+        }
+        Some(Value::String(s)) => Some(s),
+        Some(v) => {
+            diags.push(key, format!("expected a string, found {}", kind_of(v)));
+            None
+        }
+    }
+}
+
+fn to_json(value: &Value, path: &str, diags: &mut Diagnostics) -> Option<Json> {
+    serde_json::to_value(value)
+        .map_err(|e| diags.push(path, format!("cannot be represented as JSON: {e}")))
+        .ok()
+}
+
+/// Checks a schema against its JSON Schema metaschema (the draft its
+/// `$schema` names, 2020-12 when absent), then compiles it, which also
+/// catches references that do not resolve. MCP requires an input schema to
+/// describe an object.
+fn schema(value: &Value, path: &str, is_input: bool, diags: &mut Diagnostics) -> Option<Json> {
+    let json = to_json(value, path, diags)?;
+    let Json::Object(object) = &json else {
+        diags.push(
+            path,
+            format!("expected a JSON Schema mapping, found {}", kind_of(value)),
+        );
+        return None;
+    };
+    if is_input && object.get("type").and_then(Json::as_str) != Some("object") {
+        diags.push(
+            join(path, "type"),
+            "an MCP input schema must have `type: object`",
+        );
+    }
+    let meta = match jsonschema::meta::validator_for(&json) {
+        Ok(meta) => meta,
+        Err(e) => {
+            diags.push(
+                join(path, "$schema"),
+                format!("unsupported metaschema: {e}"),
+            );
+            return None;
+        }
+    };
+    let before = diags.len();
+    for error in meta.iter_errors(&json) {
+        diags.push(
+            schema_path(path, error.instance_path().segments()),
+            format!("not a valid JSON Schema: {error}"),
+        );
+    }
+    if diags.len() > before {
+        return None;
+    }
+    if let Err(e) = jsonschema::validator_for(&json) {
+        diags.push(path, format!("JSON Schema does not compile: {e}"));
+        return None;
+    }
+    Some(json)
+}
+
+/// `input_schema` plus a JSON Pointer's segments, in our dotted form.
+fn schema_path<'a>(base: &str, segments: impl Iterator<Item = LocationSegment<'a>>) -> String {
+    segments.fold(base.to_owned(), |path, segment| match segment {
+        LocationSegment::Property(key) => join(&path, &key),
+        LocationSegment::Index(i) => index(&path, i),
+    })
+}
+
+fn dependencies(
+    map: &Mapping,
+    own_name: Option<&PackageName>,
+    diags: &mut Diagnostics,
+) -> BTreeMap<PackageName, VersionReq> {
+    let mut deps = BTreeMap::new();
+    // normalized name -> name as first written, to catch look-alikes.
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for (key, value) in map {
+        let Some(key) = key.as_str() else {
+            diags.push(
+                "dependencies",
+                format!("tool names must be strings, found {}", kind_of(key)),
+            );
+            continue;
+        };
+        let path = join("dependencies", key);
+        let name = match PackageName::new(key) {
+            Ok(name) => Some(name),
+            Err(e) => {
+                diags.push(&path, e.to_string());
+                None
+            }
+        };
+        let requirement = match value {
+            Value::String(s) => VersionReq::parse(s)
+                .map_err(|e| diags.push(&path, format!("{s:?} is not a version requirement: {e}")))
+                .ok(),
+            other => {
+                diags.push(
+                    &path,
+                    format!("expected a version requirement string such as \"^1.2.0\", found {} (quote it)", kind_of(other)),
+                );
+                None
+            }
+        };
+        let Some(name) = name else { continue };
+        if own_name.is_some_and(|own| own.normalized() == name.normalized()) {
+            diags.push(&path, "a tool cannot depend on itself");
+            continue;
+        }
+        if let Some(first) = seen.get(&name.normalized()) {
+            diags.push(&path, format!("names the same tool as `{first}`"));
+            continue;
+        }
+        seen.insert(name.normalized(), key.to_owned());
+        if let Some(requirement) = requirement {
+            deps.insert(name, requirement);
+        }
+    }
+    deps
+}
+
+fn permissions(items: &[Value], diags: &mut Diagnostics) -> Vec<Capability> {
+    let mut capabilities: Vec<Capability> = Vec::new();
+    let names: Vec<&str> = Capability::ALL.iter().map(|c| c.as_str()).collect();
+    for (i, item) in items.iter().enumerate() {
+        let path = index("permissions", i);
+        let Value::String(s) = item else {
+            diags.push(
+                &path,
+                format!("expected a capability name, found {}", kind_of(item)),
+            );
+            continue;
+        };
+        match s.parse::<Capability>() {
+            Ok(c) if capabilities.contains(&c) => {
+                diags.push(&path, format!("`{c}` is listed twice"))
+            }
+            Ok(c) => capabilities.push(c),
+            Err(e) => {
+                let hint = names
+                    .iter()
+                    .map(|n| (strsim::jaro_winkler(s, n), *n))
+                    .filter(|(score, _)| *score >= 0.8)
+                    .max_by(|a, b| a.0.total_cmp(&b.0))
+                    .map(|(_, n)| format!("; did you mean `{n}`?"))
+                    .unwrap_or_else(|| format!("; expected one of {}", names.join(", ")));
+                diags.push(&path, format!("{e}{hint}"));
+            }
+        }
+    }
+    capabilities
+}

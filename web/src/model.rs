@@ -1,0 +1,672 @@
+//! View models: plain data the registry service fills from its database and
+//! hands to the page structs in [`crate::pages`]. They hold validated names and
+//! versions, never raw request text, and carry the small presentation helpers
+//! (links, labels) the templates call.
+
+use std::fmt;
+
+use agentlang_core::{Kind, PackageName, Version};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use time::{OffsetDateTime, format_description::well_known::Rfc3339, macros::format_description};
+
+use crate::risk::{CapabilityCategory, RiskLevel};
+
+/// Characters left alone in a URL path segment: unreserved ones (RFC 3986).
+const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// Percent-encodes one path segment (publisher names, key ids, token ids),
+/// so no stored string can add a `/` or `?` to a link.
+pub fn path_segment(segment: &str) -> String {
+    utf8_percent_encode(segment, PATH_SEGMENT).to_string()
+}
+
+/// A point in time, shown as a date (`2025-01-29`) inside a `<time>` element
+/// whose `datetime` carries the full RFC 3339 instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp(pub OffsetDateTime);
+
+impl Timestamp {
+    pub fn iso(&self) -> String {
+        self.0.format(&Rfc3339).unwrap_or_else(|_| self.to_string())
+    }
+}
+
+impl From<OffsetDateTime> for Timestamp {
+    fn from(at: OffsetDateTime) -> Self {
+        Self(at)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let date = self
+            .0
+            .format(format_description!("[year]-[month]-[day]"))
+            .map_err(|_| fmt::Error)?;
+        f.write_str(&date)
+    }
+}
+
+/// Human-readable byte count (`812 B`, `2.0 KiB`, `1.0 GiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// Keeps publisher-supplied URLs to `http`/`https`, so a `javascript:` link
+/// never reaches an `href`.
+pub fn web_url(url: &str) -> Option<&str> {
+    let lower = url.trim_start().to_ascii_lowercase();
+    (lower.starts_with("https://") || lower.starts_with("http://")).then_some(url)
+}
+
+/// What every page's header needs: who is signed in (for the nav and the
+/// sign-out form) and the text to keep in the search box.
+#[derive(Debug, Clone, Default)]
+pub struct Chrome {
+    pub user: Option<SessionUser>,
+    pub search_query: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct SessionUser {
+    pub username: String,
+    /// The session's CSRF token, for the header's sign-out form.
+    pub csrf_token: String,
+}
+
+/// A package named in a list or link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageRef {
+    pub kind: Kind,
+    pub name: PackageName,
+}
+
+impl PackageRef {
+    pub fn href(&self) -> String {
+        format!("/{}/{}", self.kind.plural(), self.name)
+    }
+}
+
+/// One version of a package named in a list or link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionRef {
+    pub kind: Kind,
+    pub name: PackageName,
+    pub version: Version,
+}
+
+impl VersionRef {
+    pub fn href(&self) -> String {
+        format!("/{}/{}/{}", self.kind.plural(), self.name, self.version)
+    }
+}
+
+/// A package in the home page lists, search results and publisher pages.
+#[derive(Debug, Clone)]
+pub struct PackageSummary {
+    pub kind: Kind,
+    pub name: PackageName,
+    /// The newest version.
+    pub version: Version,
+    pub title: Option<String>,
+    /// Plain text (not markdown), one or two sentences.
+    pub summary: String,
+    pub category: Option<String>,
+    pub downloads: u64,
+    pub published_at: Timestamp,
+}
+
+impl PackageSummary {
+    pub fn href(&self) -> String {
+        format!("/{}/{}", self.kind.plural(), self.name)
+    }
+
+    pub fn display_title(&self) -> &str {
+        self.title.as_deref().unwrap_or(self.name.as_str())
+    }
+}
+
+/// Registry-wide counts for the home page.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RegistryStats {
+    pub agents: u64,
+    pub tools: u64,
+    pub versions: u64,
+    pub publishers: u64,
+}
+
+/// A key/value line in a details list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    pub key: String,
+    pub value: String,
+}
+
+impl KeyValue {
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// One published version in a version list.
+#[derive(Debug, Clone)]
+pub struct VersionSummary {
+    pub version: Version,
+    pub published_at: Timestamp,
+    pub yanked: Option<Yank>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Yank {
+    pub reason: Option<String>,
+}
+
+/// The stored artifact of one version: what was signed, by which key.
+#[derive(Debug, Clone)]
+pub struct ArtifactView {
+    /// Lowercase hex SHA-256 of the container.
+    pub sha256: String,
+    pub size_bytes: u64,
+    /// Downloads of this version.
+    pub downloads: u64,
+    pub published_at: Timestamp,
+    pub signer: SignerView,
+}
+
+impl ArtifactView {
+    pub fn size_label(&self) -> String {
+        human_bytes(self.size_bytes)
+    }
+}
+
+/// The key that signed a version. The registry verified the signature at
+/// publish time; the key may have been revoked since.
+#[derive(Debug, Clone)]
+pub struct SignerView {
+    /// Lowercase hex SHA-256 of the raw public key.
+    pub key_id: String,
+    pub key_owner: String,
+    pub key_revoked_at: Option<Timestamp>,
+}
+
+impl SignerView {
+    pub fn href(&self) -> String {
+        format!("/keys/{}", path_segment(&self.key_id))
+    }
+
+    pub fn owner_href(&self) -> String {
+        publisher_href(&self.key_owner)
+    }
+}
+
+pub fn publisher_href(name: &str) -> String {
+    format!("/publishers/{}", path_segment(name))
+}
+
+/// Present on version pages when the signed-in user owns the package: shows
+/// the yank and unyank forms.
+#[derive(Debug, Clone)]
+pub struct OwnerControls {
+    pub csrf_token: String,
+}
+
+/// A tool an agent uses: its `agent.yaml` requirement and the version its
+/// `agent.lock` pins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolPin {
+    pub name: PackageName,
+    pub requirement: Option<String>,
+    pub locked: Option<Version>,
+}
+
+impl ToolPin {
+    pub fn href(&self) -> String {
+        match &self.locked {
+            Some(version) => format!("/tools/{}/{version}", self.name),
+            None => format!("/tools/{}", self.name),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelView {
+    pub name: String,
+    pub provider: Option<String>,
+    /// Options as `key = value` lines (values as compact JSON).
+    pub options: Vec<KeyValue>,
+}
+
+/// One capability from `permissions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionView {
+    pub capability: String,
+    pub required: bool,
+    /// `user_triggered`, `on_demand`, `continuous` or `scheduled`.
+    pub mode: Option<String>,
+    pub reason: Option<String>,
+    /// Further capability config (schedule, channels, max_runtime…).
+    pub details: Vec<KeyValue>,
+}
+
+impl PermissionView {
+    pub fn category(&self) -> CapabilityCategory {
+        CapabilityCategory::of(&self.capability)
+    }
+
+    pub fn risk(&self) -> RiskLevel {
+        self.category().risk()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BudgetView {
+    pub max_cost_usd: Option<f64>,
+    /// Fraction allowed over the cap before cutoff (0.2 = 20 %).
+    pub tolerance: Option<f64>,
+    pub input_1m_price: Option<f64>,
+    pub output_1m_price: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LimitsView {
+    /// 0 means unlimited, as in the spec.
+    pub max_turns: Option<u64>,
+    pub max_delegation_depth: Option<u64>,
+    pub timeout_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxView {
+    pub disk_quota_bytes: Option<u64>,
+    pub max_exec_time_seconds: Option<u64>,
+    pub allowed_paths: Vec<String>,
+    pub allowed_urls: Vec<String>,
+}
+
+/// The agent's `constraints` section.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConstraintsView {
+    pub budget: BudgetView,
+    pub limits: LimitsView,
+    pub sandbox: SandboxView,
+}
+
+impl ConstraintsView {
+    /// Every declared constraint as a labelled value, in a fixed order; the
+    /// page lists these and the diff compares them.
+    pub fn entries(&self) -> Vec<KeyValue> {
+        let mut entries = Vec::new();
+        let b = &self.budget;
+        let money = |v: f64| format!("${v:.2}");
+        if let Some(v) = b.max_cost_usd {
+            entries.push(KeyValue::new("Budget cap", money(v)));
+        }
+        if let Some(v) = b.tolerance {
+            entries.push(KeyValue::new(
+                "Budget tolerance",
+                format!("{:.0}%", v * 100.0),
+            ));
+        }
+        if let Some(v) = b.input_1m_price {
+            entries.push(KeyValue::new(
+                "Input price",
+                format!("{} per 1M tokens", money(v)),
+            ));
+        }
+        if let Some(v) = b.output_1m_price {
+            entries.push(KeyValue::new(
+                "Output price",
+                format!("{} per 1M tokens", money(v)),
+            ));
+        }
+        let l = &self.limits;
+        if let Some(v) = l.max_turns {
+            let value = if v == 0 {
+                "unlimited".to_owned()
+            } else {
+                v.to_string()
+            };
+            entries.push(KeyValue::new("Max turns", value));
+        }
+        if let Some(v) = l.max_delegation_depth {
+            entries.push(KeyValue::new("Max delegation depth", v.to_string()));
+        }
+        if let Some(v) = l.timeout_seconds {
+            entries.push(KeyValue::new("Timeout", format!("{v} s")));
+        }
+        let s = &self.sandbox;
+        if let Some(v) = s.disk_quota_bytes {
+            entries.push(KeyValue::new("Disk quota", human_bytes(v)));
+        }
+        if let Some(v) = s.max_exec_time_seconds {
+            entries.push(KeyValue::new("Max time per tool call", format!("{v} s")));
+        }
+        if !s.allowed_paths.is_empty() {
+            entries.push(KeyValue::new("Allowed paths", s.allowed_paths.join(", ")));
+        }
+        if !s.allowed_urls.is_empty() {
+            entries.push(KeyValue::new("Allowed URLs", s.allowed_urls.join(", ")));
+        }
+        entries
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries().is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolView {
+    pub name: String,
+    pub requirement: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillView {
+    pub name: String,
+    pub description: Option<String>,
+    pub allowed_tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncActionView {
+    pub name: String,
+    pub tool: String,
+}
+
+/// A generative-UI component and how its actions route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UiComponentView {
+    pub name: String,
+    /// Run a tool directly, no LLM round trip.
+    pub sync_actions: Vec<SyncActionView>,
+    /// Routed to the LLM.
+    pub agent_actions: Vec<String>,
+}
+
+/// A co-located subagent shipped inside the container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentView {
+    pub name: String,
+    pub description: Option<String>,
+    pub locked_version: Option<Version>,
+    /// `sha256:<hex>` from the lockfile.
+    pub hash: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntegrationView {
+    pub name: String,
+    pub website: Option<String>,
+}
+
+impl IntegrationView {
+    pub fn safe_website(&self) -> Option<&str> {
+        self.website.as_deref().and_then(web_url)
+    }
+}
+
+/// `ux.yaml` hints.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UxView {
+    pub suggestions: Vec<String>,
+    pub integrations: Vec<IntegrationView>,
+}
+
+/// What one agent version declares, as read from its `agent.yaml`,
+/// `agent.lock`, skills and `ux.yaml`. The agent page shows it and
+/// [`crate::diff::diff_agents`] compares two of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentVersionView {
+    pub name: PackageName,
+    pub version: Version,
+    pub title: String,
+    pub subtitle: Option<String>,
+    pub description_markdown: String,
+    pub developer: Option<String>,
+    pub category: Option<String>,
+    pub tools: Vec<ToolPin>,
+    pub models: Vec<ModelView>,
+    pub permissions: Vec<PermissionView>,
+    pub constraints: ConstraintsView,
+    pub protocols: Vec<ProtocolView>,
+    pub skills: Vec<SkillView>,
+    pub ui_components: Vec<UiComponentView>,
+    pub subagents: Vec<SubagentView>,
+    pub ux: UxView,
+}
+
+impl AgentVersionView {
+    /// The highest risk among the requested capabilities, required or not.
+    pub fn max_risk(&self) -> Option<RiskLevel> {
+        self.permissions.iter().map(PermissionView::risk).max()
+    }
+
+    pub fn required_permissions(&self) -> Vec<&PermissionView> {
+        self.permissions.iter().filter(|p| p.required).collect()
+    }
+
+    pub fn optional_permissions(&self) -> Vec<&PermissionView> {
+        self.permissions.iter().filter(|p| !p.required).collect()
+    }
+}
+
+/// A tool's dependency on another tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolDependencyView {
+    pub name: PackageName,
+    pub requirement: String,
+}
+
+impl ToolDependencyView {
+    pub fn href(&self) -> String {
+        format!("/tools/{}", self.name)
+    }
+}
+
+/// What one tool version declares, from its `tool.yaml` and README.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolVersionView {
+    pub name: PackageName,
+    pub version: Version,
+    pub description_markdown: String,
+    pub input_schema: Option<serde_json::Value>,
+    pub output_schema: Option<serde_json::Value>,
+    pub dependencies: Vec<ToolDependencyView>,
+}
+
+/// A package version that depends on the tool on the page.
+#[derive(Debug, Clone)]
+pub struct DependentView {
+    pub package: VersionRef,
+    /// The requirement it declares (`^1.2.0`).
+    pub requirement: String,
+}
+
+/// Who uses a tool. The counts cover every dependent; `items` may be the
+/// first page of them.
+#[derive(Debug, Clone, Default)]
+pub struct ReverseDependencies {
+    pub agent_count: u64,
+    pub tool_count: u64,
+    pub items: Vec<DependentView>,
+}
+
+impl ReverseDependencies {
+    pub fn total(&self) -> u64 {
+        self.agent_count + self.tool_count
+    }
+
+    /// True when `items` is only part of the dependents.
+    pub fn is_partial(&self) -> bool {
+        (self.items.len() as u64) < self.total()
+    }
+}
+
+/// A signing key as listed on publisher, key and account pages.
+#[derive(Debug, Clone)]
+pub struct KeySummary {
+    pub key_id: String,
+    pub created_at: Timestamp,
+    pub revoked_at: Option<Timestamp>,
+}
+
+impl KeySummary {
+    pub fn href(&self) -> String {
+        format!("/keys/{}", path_segment(&self.key_id))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PublisherView {
+    pub name: String,
+    pub joined_at: Timestamp,
+}
+
+/// An API token as the account page lists it (never its secret).
+#[derive(Debug, Clone)]
+pub struct ApiTokenView {
+    pub id: String,
+    pub name: String,
+    pub scopes: Vec<String>,
+    pub created_at: Timestamp,
+    pub expires_at: Option<Timestamp>,
+    pub last_used_at: Option<Timestamp>,
+}
+
+impl ApiTokenView {
+    pub fn revoke_action(&self) -> String {
+        format!("/account/tokens/{}/revoke", path_segment(&self.id))
+    }
+}
+
+/// A token just created: its secret is shown this once and never again.
+#[derive(Debug, Clone)]
+pub struct NewTokenView {
+    pub name: String,
+    pub secret: String,
+}
+
+/// A scope the token form offers as a checkbox.
+#[derive(Debug, Clone)]
+pub struct ScopeOption {
+    pub value: String,
+    pub description: String,
+}
+
+/// A package the signed-in user owns, with its co-owners.
+#[derive(Debug, Clone)]
+pub struct OwnedPackage {
+    pub package: PackageRef,
+    pub owners: Vec<String>,
+}
+
+impl OwnedPackage {
+    pub fn owners_action(&self) -> String {
+        format!(
+            "/account/{}/{}/owners",
+            self.package.kind.plural(),
+            self.package.name
+        )
+    }
+
+    pub fn remove_owner_action(&self) -> String {
+        format!("{}/remove", self.owners_action())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_segments_cannot_add_structure() {
+        assert_eq!(path_segment("a/b?c#d e"), "a%2Fb%3Fc%23d%20e");
+        assert_eq!(path_segment("acme-dev_1.x~"), "acme-dev_1.x~");
+        assert_eq!(publisher_href("../admin"), "/publishers/..%2Fadmin");
+    }
+
+    #[test]
+    fn human_bytes_picks_a_unit() {
+        assert_eq!(human_bytes(812), "812 B");
+        assert_eq!(human_bytes(2048), "2.0 KiB");
+        assert_eq!(human_bytes(1_073_741_824), "1.0 GiB");
+    }
+
+    #[test]
+    fn only_web_urls_pass() {
+        assert_eq!(web_url("https://gmail.com"), Some("https://gmail.com"));
+        assert_eq!(web_url("HTTP://x.example"), Some("HTTP://x.example"));
+        assert_eq!(web_url("javascript:alert(1)"), None);
+        assert_eq!(web_url("data:text/html,x"), None);
+        assert_eq!(web_url("//evil.example"), None);
+    }
+
+    #[test]
+    fn timestamps_show_a_date_and_carry_the_instant() {
+        let at = Timestamp(time::macros::datetime!(2025-01-29 10:30:00 UTC));
+        assert_eq!(at.to_string(), "2025-01-29");
+        assert_eq!(at.iso(), "2025-01-29T10:30:00Z");
+    }
+
+    #[test]
+    fn constraint_entries_follow_the_spec_example() {
+        let constraints = ConstraintsView {
+            budget: BudgetView {
+                max_cost_usd: Some(2.0),
+                tolerance: Some(0.2),
+                input_1m_price: Some(3.0),
+                output_1m_price: Some(15.0),
+            },
+            limits: LimitsView {
+                max_turns: Some(0),
+                max_delegation_depth: Some(3),
+                timeout_seconds: Some(300),
+            },
+            sandbox: SandboxView {
+                disk_quota_bytes: Some(1_073_741_824),
+                max_exec_time_seconds: Some(60),
+                allowed_paths: vec!["./output".into(), "./data".into()],
+                allowed_urls: vec![],
+            },
+        };
+        let lines: Vec<String> = constraints
+            .entries()
+            .into_iter()
+            .map(|kv| format!("{}: {}", kv.key, kv.value))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "Budget cap: $2.00",
+                "Budget tolerance: 20%",
+                "Input price: $3.00 per 1M tokens",
+                "Output price: $15.00 per 1M tokens",
+                "Max turns: unlimited",
+                "Max delegation depth: 3",
+                "Timeout: 300 s",
+                "Disk quota: 1.0 GiB",
+                "Max time per tool call: 60 s",
+                "Allowed paths: ./output, ./data",
+            ]
+        );
+        assert!(ConstraintsView::default().is_empty());
+    }
+}

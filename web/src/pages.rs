@@ -1,0 +1,743 @@
+//! One askama template struct per page. Each renders a complete HTML document
+//! through `templates/base.html`; the server sets the status code.
+//!
+//! Paths the pages link to and post to (the server routes them):
+//! `GET /`, `/search`, `/agents/{name}[/{version}]`,
+//! `/agents/{name}/diff?from=&to=`, `/tools/{name}[/{version}]`,
+//! `/publishers/{name}`, `/keys/{key_id}`, `/login`, `/account`, `/docs`,
+//! `/static/{style.css,copy.js}` (see [`crate::assets`]);
+//! `POST /login`, `/logout`, `/account/tokens`, `/account/tokens/{id}/revoke`,
+//! `/account/keys`, `/account/keys/{key_id}/revoke`,
+//! `/account/{agents|tools}/{name}/owners` (field `username`),
+//! `/account/{agents|tools}/{name}/owners/remove` (field `username`),
+//! `/{agents|tools}/{name}/{version}/yank` (field `reason`) and `/unyank`.
+//! Every POST form carries a hidden `csrf_token`.
+
+use agentlang_core::{Kind, PackageName, Version};
+use askama::Template;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+use crate::{
+    diff::{AgentDiff, diff_agents},
+    highlight::highlight_terms,
+    markdown::render_markdown,
+    model::*,
+    risk::RiskLevel,
+    schema::{SchemaRow, schema_rows},
+};
+
+/// Characters left alone in a query-string value.
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+fn query_value(value: &str) -> String {
+    utf8_percent_encode(value, QUERY_VALUE).to_string()
+}
+
+/// Cuts text to at most `max` characters at a word boundary, for meta
+/// descriptions.
+fn clip(text: &str, max: usize) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() <= max {
+        return text;
+    }
+    let cut: String = text.chars().take(max).collect();
+    let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(head, _)| head);
+    format!("{cut}…")
+}
+
+/// The first paragraph of markdown as plain text, for meta descriptions.
+fn plain_summary(markdown: &str) -> String {
+    let first = markdown.split("\n\n").next().unwrap_or_default();
+    let plain: String = first
+        .chars()
+        .filter(|c| !matches!(c, '#' | '*' | '_' | '`' | '[' | ']' | '<' | '>'))
+        .collect();
+    clip(&plain, 155)
+}
+
+fn newest_unyanked(versions: &[VersionSummary]) -> Option<&Version> {
+    versions
+        .iter()
+        .filter(|v| v.yanked.is_none() && !v.version.is_prerelease())
+        .map(|v| &v.version)
+        .max()
+        .or_else(|| versions.iter().map(|v| &v.version).max())
+}
+
+// ---------------------------------------------------------------- home
+
+#[derive(Template)]
+#[template(path = "home.html")]
+pub struct HomePage {
+    pub chrome: Chrome,
+    pub stats: RegistryStats,
+    pub recently_published: Vec<PackageSummary>,
+    pub most_downloaded: Vec<PackageSummary>,
+}
+
+// ---------------------------------------------------------------- search
+
+/// A numbered link in the pagination bar; `None` stands for a gap (…).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageLink {
+    pub number: Option<u64>,
+    pub href: String,
+    pub current: bool,
+}
+
+#[derive(Template)]
+#[template(path = "search.html")]
+pub struct SearchPage {
+    pub chrome: Chrome,
+    pub query: String,
+    pub kind: Option<Kind>,
+    pub category: Option<String>,
+    /// Categories offered in the filter (e.g. the ones in use).
+    pub categories: Vec<String>,
+    pub results: Vec<PackageSummary>,
+    /// Matches over all pages.
+    pub total: u64,
+    /// 1-based.
+    pub page: u64,
+    pub per_page: u64,
+}
+
+impl SearchPage {
+    pub fn total_pages(&self) -> u64 {
+        self.total.div_ceil(self.per_page.max(1)).max(1)
+    }
+
+    pub fn has_filters(&self) -> bool {
+        self.kind.is_some() || self.category.is_some()
+    }
+
+    pub fn kind_is(&self, kind: &str) -> bool {
+        self.kind.map(Kind::as_str) == Some(kind)
+    }
+
+    pub fn category_is(&self, category: &str) -> bool {
+        self.category.as_deref() == Some(category)
+    }
+
+    fn href(&self, kind: Option<Kind>, category: Option<&str>, page: u64) -> String {
+        let mut params = vec![format!("q={}", query_value(&self.query))];
+        if let Some(kind) = kind {
+            params.push(format!("kind={kind}"));
+        }
+        if let Some(category) = category {
+            params.push(format!("category={}", query_value(category)));
+        }
+        if page > 1 {
+            params.push(format!("page={page}"));
+        }
+        format!("/search?{}", params.join("&"))
+    }
+
+    pub fn page_href(&self, page: u64) -> String {
+        self.href(self.kind, self.category.as_deref(), page)
+    }
+
+    pub fn without_filters_href(&self) -> String {
+        self.href(None, None, 1)
+    }
+
+    pub fn prev_href(&self) -> Option<String> {
+        (self.page > 1).then(|| self.page_href(self.page - 1))
+    }
+
+    pub fn next_href(&self) -> Option<String> {
+        (self.page < self.total_pages()).then(|| self.page_href(self.page + 1))
+    }
+
+    /// First, last, and two either side of the current page, with gaps.
+    pub fn page_links(&self) -> Vec<PageLink> {
+        let last = self.total_pages();
+        let mut links = Vec::new();
+        let mut previous = 0;
+        for n in 1..=last {
+            let near = n.abs_diff(self.page) <= 2;
+            if n == 1 || n == last || near {
+                if n > previous + 1 {
+                    links.push(PageLink {
+                        number: None,
+                        href: String::new(),
+                        current: false,
+                    });
+                }
+                links.push(PageLink {
+                    number: Some(n),
+                    href: self.page_href(n),
+                    current: n == self.page,
+                });
+                previous = n;
+            }
+        }
+        links
+    }
+
+    /// `text` escaped, with the query's terms in `<mark>`.
+    pub fn highlight(&self, text: &str) -> String {
+        highlight_terms(text, &self.query)
+    }
+
+    pub fn first_shown(&self) -> u64 {
+        (self.page - 1) * self.per_page + 1
+    }
+
+    pub fn last_shown(&self) -> u64 {
+        self.first_shown() + self.results.len() as u64 - 1
+    }
+}
+
+// ---------------------------------------------------------------- agent
+
+/// `/agents/{name}` (newest version) and `/agents/{name}/{version}`.
+#[derive(Template)]
+#[template(path = "agent.html")]
+pub struct AgentPage {
+    pub chrome: Chrome,
+    pub agent: AgentVersionView,
+    /// Every version of the agent, newest first.
+    pub versions: Vec<VersionSummary>,
+    pub artifact: ArtifactView,
+    pub owners: Vec<String>,
+    /// Downloads over all versions.
+    pub total_downloads: u64,
+    pub owner_controls: Option<OwnerControls>,
+}
+
+impl AgentPage {
+    pub fn meta_description(&self) -> String {
+        let summary = plain_summary(&self.agent.description_markdown);
+        let lead = match &self.agent.subtitle {
+            Some(subtitle) => format!("{subtitle}. {summary}"),
+            None => summary,
+        };
+        clip(
+            &format!("{} {}: {lead}", self.agent.title, self.agent.version),
+            155,
+        )
+    }
+
+    pub fn description_html(&self) -> String {
+        render_markdown(&self.agent.description_markdown)
+    }
+
+    pub fn current_yank(&self) -> Option<&Yank> {
+        self.versions
+            .iter()
+            .find(|v| v.version == self.agent.version)
+            .and_then(|v| v.yanked.as_ref())
+    }
+
+    pub fn newest_version(&self) -> Option<&Version> {
+        newest_unyanked(&self.versions)
+    }
+
+    pub fn is_newest(&self) -> bool {
+        self.newest_version()
+            .is_none_or(|v| *v == self.agent.version)
+    }
+
+    /// The version published just before this one, to compare against.
+    pub fn previous_version(&self) -> Option<&Version> {
+        self.versions
+            .iter()
+            .map(|v| &v.version)
+            .filter(|v| **v < self.agent.version)
+            .max()
+    }
+
+    pub fn diff_href(&self, from: &Version) -> String {
+        format!(
+            "/agents/{}/diff?from={from}&to={}",
+            self.agent.name, self.agent.version
+        )
+    }
+
+    pub fn version_href(&self, version: &Version) -> String {
+        format!("/agents/{}/{version}", self.agent.name)
+    }
+
+    pub fn yank_action(&self, version: &Version) -> String {
+        format!("/agents/{}/{version}/yank", self.agent.name)
+    }
+
+    pub fn unyank_action(&self, version: &Version) -> String {
+        format!("/agents/{}/{version}/unyank", self.agent.name)
+    }
+
+    pub fn pull_command(&self) -> String {
+        format!("agentlang pull {}@{}", self.agent.name, self.agent.version)
+    }
+
+    /// How this agent appears in a parent's `agent.lock`.
+    pub fn lock_snippet(&self) -> String {
+        format!(
+            "agents:\n  {}:\n    version: {}\n    hash: sha256:{}",
+            self.agent.name, self.agent.version, self.artifact.sha256
+        )
+    }
+
+    /// E.g. `1 Critical, 2 High, 1 Medium, 1 Low`: highest first, levels
+    /// with no capability left out.
+    pub fn risk_breakdown(&self) -> String {
+        [
+            RiskLevel::Critical,
+            RiskLevel::High,
+            RiskLevel::Medium,
+            RiskLevel::Low,
+        ]
+        .into_iter()
+        .filter_map(|level| {
+            let count = self
+                .agent
+                .permissions
+                .iter()
+                .filter(|p| p.risk() == level)
+                .count();
+            (count > 0).then(|| format!("{count} {}", level.label()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+
+    /// Required, then optional capabilities, each riskiest first; groups
+    /// with nothing in them are left out.
+    pub fn permission_groups(&self) -> Vec<PermissionGroup<'_>> {
+        let group = |id, heading, required: bool| {
+            let mut permissions: Vec<&PermissionView> = self
+                .agent
+                .permissions
+                .iter()
+                .filter(|p| p.required == required)
+                .collect();
+            permissions.sort_by_key(|p| std::cmp::Reverse(p.risk()));
+            PermissionGroup {
+                id,
+                heading,
+                permissions,
+            }
+        };
+        [
+            group("required-permissions", "Required", true),
+            group("optional-permissions", "Optional", false),
+        ]
+        .into_iter()
+        .filter(|g| !g.permissions.is_empty())
+        .collect()
+    }
+
+    pub fn is_current(&self, version: &Version) -> bool {
+        *version == self.agent.version
+    }
+
+    pub fn owner_href(&self, owner: &str) -> String {
+        publisher_href(owner)
+    }
+}
+
+/// Required or optional capabilities, as one table on the agent page.
+#[derive(Debug)]
+pub struct PermissionGroup<'a> {
+    pub id: &'static str,
+    pub heading: &'static str,
+    pub permissions: Vec<&'a PermissionView>,
+}
+
+// ---------------------------------------------------------------- tool
+
+/// `/tools/{name}` (newest version) and `/tools/{name}/{version}`.
+#[derive(Template)]
+#[template(path = "tool.html")]
+pub struct ToolPage {
+    pub chrome: Chrome,
+    pub tool: ToolVersionView,
+    pub versions: Vec<VersionSummary>,
+    pub artifact: ArtifactView,
+    pub owners: Vec<String>,
+    pub total_downloads: u64,
+    pub used_by: ReverseDependencies,
+    pub owner_controls: Option<OwnerControls>,
+}
+
+impl ToolPage {
+    pub fn meta_description(&self) -> String {
+        clip(
+            &format!(
+                "{} {}: {}",
+                self.tool.name,
+                self.tool.version,
+                plain_summary(&self.tool.description_markdown)
+            ),
+            155,
+        )
+    }
+
+    pub fn description_html(&self) -> String {
+        render_markdown(&self.tool.description_markdown)
+    }
+
+    pub fn input_rows(&self) -> Vec<SchemaRow> {
+        self.tool
+            .input_schema
+            .as_ref()
+            .map(schema_rows)
+            .unwrap_or_default()
+    }
+
+    pub fn output_rows(&self) -> Vec<SchemaRow> {
+        self.tool
+            .output_schema
+            .as_ref()
+            .map(schema_rows)
+            .unwrap_or_default()
+    }
+
+    pub fn current_yank(&self) -> Option<&Yank> {
+        self.versions
+            .iter()
+            .find(|v| v.version == self.tool.version)
+            .and_then(|v| v.yanked.as_ref())
+    }
+
+    pub fn newest_version(&self) -> Option<&Version> {
+        newest_unyanked(&self.versions)
+    }
+
+    pub fn is_newest(&self) -> bool {
+        self.newest_version()
+            .is_none_or(|v| *v == self.tool.version)
+    }
+
+    pub fn version_href(&self, version: &Version) -> String {
+        format!("/tools/{}/{version}", self.tool.name)
+    }
+
+    pub fn is_current(&self, version: &Version) -> bool {
+        *version == self.tool.version
+    }
+
+    pub fn owner_href(&self, owner: &str) -> String {
+        publisher_href(owner)
+    }
+
+    pub fn yank_action(&self, version: &Version) -> String {
+        format!("/tools/{}/{version}/yank", self.tool.name)
+    }
+
+    pub fn unyank_action(&self, version: &Version) -> String {
+        format!("/tools/{}/{version}/unyank", self.tool.name)
+    }
+
+    pub fn pull_command(&self) -> String {
+        format!(
+            "agentlang pull {}@{} --kind tool",
+            self.tool.name, self.tool.version
+        )
+    }
+
+    /// The `agent.yaml` lines that require this tool.
+    pub fn requirement_snippet(&self) -> String {
+        format!(
+            "tools:\n  - name: {}\n    version: ^{}",
+            self.tool.name, self.tool.version
+        )
+    }
+
+    /// How this tool appears in an `agent.lock`.
+    pub fn lock_snippet(&self) -> String {
+        format!(
+            "tools:\n  {}:\n    version: {}\n    hash: sha256:{}",
+            self.tool.name, self.tool.version, self.artifact.sha256
+        )
+    }
+}
+
+// ---------------------------------------------------------------- diff
+
+/// `/agents/{name}/diff?from=1.0.0&to=1.1.0`.
+#[derive(Template)]
+#[template(path = "diff.html")]
+pub struct AgentDiffPage {
+    pub chrome: Chrome,
+    pub diff: AgentDiff,
+    /// Every version of the agent, for the from/to pickers.
+    pub versions: Vec<Version>,
+}
+
+impl AgentDiffPage {
+    pub fn new(
+        chrome: Chrome,
+        from: &AgentVersionView,
+        to: &AgentVersionView,
+        versions: Vec<Version>,
+    ) -> Self {
+        Self {
+            chrome,
+            diff: diff_agents(from, to),
+            versions,
+        }
+    }
+
+    pub fn name(&self) -> &PackageName {
+        &self.diff.name
+    }
+
+    pub fn action(&self) -> String {
+        format!("/agents/{}/diff", self.diff.name)
+    }
+
+    pub fn agent_href(&self, version: &Version) -> String {
+        format!("/agents/{}/{version}", self.diff.name)
+    }
+
+    pub fn is_from(&self, version: &Version) -> bool {
+        *version == self.diff.from_version
+    }
+
+    pub fn is_to(&self, version: &Version) -> bool {
+        *version == self.diff.to_version
+    }
+}
+
+// ---------------------------------------------------------------- publisher, key
+
+#[derive(Template)]
+#[template(path = "publisher.html")]
+pub struct PublisherPage {
+    pub chrome: Chrome,
+    pub publisher: PublisherView,
+    pub packages: Vec<PackageSummary>,
+    pub keys: Vec<KeySummary>,
+}
+
+#[derive(Template)]
+#[template(path = "key.html")]
+pub struct KeyPage {
+    pub chrome: Chrome,
+    pub key: KeySummary,
+    pub owner: String,
+    /// Versions signed with this key, newest first.
+    pub signed: Vec<VersionRef>,
+}
+
+impl KeyPage {
+    pub fn owner_href(&self) -> String {
+        publisher_href(&self.owner)
+    }
+}
+
+// ---------------------------------------------------------------- docs
+
+/// `/docs`: how to publish, install and verify.
+#[derive(Template)]
+#[template(path = "docs.html")]
+pub struct DocsPage {
+    pub chrome: Chrome,
+    /// The registry's public URL, for the copyable commands.
+    pub registry_url: String,
+}
+
+// ---------------------------------------------------------------- errors
+
+#[derive(Template)]
+#[template(path = "not_found.html")]
+pub struct NotFoundPage {
+    pub chrome: Chrome,
+}
+
+/// Any other failure. It shows a fixed message chosen by status code and
+/// has no free-text field, so internal error text cannot reach the page.
+#[derive(Template)]
+#[template(path = "error.html")]
+pub struct ErrorPage {
+    pub chrome: Chrome,
+    status: u16,
+    /// An opaque id the server also logs, so a report can be matched up.
+    request_id: Option<String>,
+}
+
+impl ErrorPage {
+    pub fn new(chrome: Chrome, status: u16, request_id: Option<String>) -> Self {
+        Self {
+            chrome,
+            status,
+            request_id,
+        }
+    }
+
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    pub fn heading(&self) -> &'static str {
+        match self.status {
+            400 | 422 => "That request could not be understood",
+            401 => "Please sign in",
+            403 => "You do not have access to this",
+            404 | 410 => "Page not found",
+            405 => "That action is not allowed here",
+            409 => "That conflicts with what is already there",
+            413 => "That upload is too large",
+            429 => "Too many requests",
+            500..=599 => "Something went wrong on our side",
+            _ => "Something went wrong",
+        }
+    }
+
+    pub fn advice(&self) -> &'static str {
+        match self.status {
+            401 => "Your session may have expired. Sign in and try again.",
+            403 => "If you think you should have access, ask an owner of the package.",
+            429 => "Wait a minute, then try again.",
+            500..=599 => "The error has been logged. Try again in a moment.",
+            _ => "Go back and check what you entered, or start again from the home page.",
+        }
+    }
+}
+
+// ---------------------------------------------------------------- signed in
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginError {
+    InvalidCredentials,
+    TooManyAttempts,
+    SessionExpired,
+}
+
+impl LoginError {
+    pub fn message(self) -> &'static str {
+        match self {
+            LoginError::InvalidCredentials => "The username or password is not right.",
+            LoginError::TooManyAttempts => "Too many attempts. Wait a few minutes and try again.",
+            LoginError::SessionExpired => "The form expired. Please sign in again.",
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "login.html")]
+pub struct LoginPage {
+    pub chrome: Chrome,
+    pub csrf_token: String,
+    /// Kept after a failed attempt; the password never is.
+    pub username: String,
+    pub error: Option<LoginError>,
+}
+
+/// Token lifetimes the create form offers, in days.
+pub const TOKEN_EXPIRY_DAYS: [u32; 4] = [7, 30, 90, 365];
+
+#[derive(Template)]
+#[template(path = "account.html")]
+pub struct AccountPage {
+    pub chrome: Chrome,
+    pub csrf_token: String,
+    pub username: String,
+    /// Present only on the response that created it.
+    pub new_token: Option<NewTokenView>,
+    pub tokens: Vec<ApiTokenView>,
+    pub scopes: Vec<ScopeOption>,
+    pub keys: Vec<KeySummary>,
+    pub packages: Vec<OwnedPackage>,
+    /// User-facing messages about the last form (e.g. "That key is already
+    /// registered"). Never internal error text.
+    pub errors: Vec<String>,
+}
+
+impl AccountPage {
+    pub fn expiry_options(&self) -> [u32; 4] {
+        TOKEN_EXPIRY_DAYS
+    }
+
+    pub fn revoke_key_action(&self, key: &KeySummary) -> String {
+        format!("/account/keys/{}/revoke", path_segment(&key.key_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    fn search(total: u64, page: u64) -> SearchPage {
+        SearchPage {
+            chrome: Chrome::default(),
+            query: "web search & <b>".to_owned(),
+            kind: Some(Kind::Tool),
+            category: None,
+            categories: vec![],
+            results: fixtures::package_summaries(),
+            total,
+            page,
+            per_page: 2,
+        }
+    }
+
+    #[test]
+    fn pagination_shows_ends_neighbours_and_gaps() {
+        let numbers = |p: &SearchPage| -> Vec<String> {
+            p.page_links()
+                .iter()
+                .map(|l| match (l.number, l.current) {
+                    (Some(n), true) => format!("[{n}]"),
+                    (Some(n), false) => n.to_string(),
+                    (None, _) => "…".to_owned(),
+                })
+                .collect()
+        };
+        assert_eq!(
+            numbers(&search(40, 10)),
+            ["1", "…", "8", "9", "[10]", "11", "12", "…", "20"]
+        );
+        assert_eq!(numbers(&search(6, 1)), ["[1]", "2", "3"]);
+        assert_eq!(numbers(&search(0, 1)), ["[1]"]);
+        assert_eq!(search(40, 1).prev_href(), None);
+        assert_eq!(search(40, 20).next_href(), None);
+        assert_eq!(
+            search(40, 2).next_href().as_deref(),
+            Some("/search?q=web%20search%20%26%20%3Cb%3E&kind=tool&page=3")
+        );
+        assert_eq!(
+            search(40, 2).without_filters_href(),
+            "/search?q=web%20search%20%26%20%3Cb%3E"
+        );
+    }
+
+    #[test]
+    fn clip_cuts_at_a_word() {
+        assert_eq!(clip("one two three", 9), "one two…");
+        assert_eq!(clip("  short\n text ", 20), "short text");
+    }
+
+    #[test]
+    fn newest_skips_yanked_and_prereleases() {
+        let mut versions = fixtures::versions();
+        versions.insert(
+            0,
+            VersionSummary {
+                version: Version::parse("2.0.0-rc.1").unwrap(),
+                published_at: fixtures::jan(21),
+                yanked: None,
+            },
+        );
+        assert_eq!(
+            newest_unyanked(&versions)
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("1.1.0")
+        );
+        versions[1].yanked = Some(Yank { reason: None });
+        assert_eq!(
+            newest_unyanked(&versions)
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("1.0.0")
+        );
+    }
+}

@@ -1,0 +1,653 @@
+//! Every page rendered from the research-assistant fixtures, checked for the
+//! content that matters and for the structure every page must have.
+
+use agentlang_core::{Kind, PackageName, Version};
+use agentlang_web::{
+    Template,
+    fixtures::{self, KEY_ID, REVOKED_KEY_ID, SHA256},
+    model::*,
+    pages::*,
+};
+use regex::Regex;
+
+fn chrome() -> Chrome {
+    fixtures::signed_in_chrome()
+}
+
+fn agent_page(owner: bool) -> AgentPage {
+    AgentPage {
+        chrome: chrome(),
+        agent: fixtures::research_assistant(),
+        versions: fixtures::versions(),
+        artifact: fixtures::artifact(),
+        owners: vec!["acme".to_owned(), "dana".to_owned()],
+        total_downloads: 5_310,
+        owner_controls: owner.then(|| OwnerControls {
+            csrf_token: "csrf-session-token".to_owned(),
+        }),
+    }
+}
+
+fn tool_page() -> ToolPage {
+    ToolPage {
+        chrome: Chrome::default(),
+        tool: fixtures::web_search_tool(),
+        versions: fixtures::versions(),
+        artifact: fixtures::artifact(),
+        owners: vec!["acme".to_owned()],
+        total_downloads: 98_310,
+        used_by: fixtures::reverse_dependencies(),
+        owner_controls: Some(OwnerControls {
+            csrf_token: "csrf-session-token".to_owned(),
+        }),
+    }
+}
+
+fn search_page(query: &str, results: bool) -> SearchPage {
+    SearchPage {
+        chrome: Chrome {
+            user: None,
+            search_query: query.to_owned(),
+        },
+        query: query.to_owned(),
+        kind: Some(Kind::Agent),
+        category: Some("Business".to_owned()),
+        categories: vec!["Business".to_owned(), "Developer tools".to_owned()],
+        results: if results {
+            fixtures::package_summaries()
+        } else {
+            vec![]
+        },
+        total: if results { 45 } else { 0 },
+        page: if results { 3 } else { 1 },
+        per_page: 2,
+    }
+}
+
+fn diff_page() -> AgentDiffPage {
+    // 1.0.0 without its Identity capability, so 1.1.0's wallet raises the risk.
+    let mut from = fixtures::research_assistant();
+    from.permissions.retain(|p| p.capability != "oauth");
+    AgentDiffPage::new(
+        chrome(),
+        &from,
+        &fixtures::research_assistant_1_1(),
+        fixtures::versions()
+            .into_iter()
+            .map(|v| v.version)
+            .collect(),
+    )
+}
+
+fn account_page() -> AccountPage {
+    AccountPage {
+        chrome: chrome(),
+        csrf_token: "csrf-session-token".to_owned(),
+        username: "acme".to_owned(),
+        new_token: Some(NewTokenView {
+            name: "CI publish".to_owned(),
+            secret: "agl_secret_token_value_0123456789".to_owned(),
+        }),
+        tokens: vec![
+            ApiTokenView {
+                id: "tok_1".to_owned(),
+                name: "CI publish".to_owned(),
+                scopes: vec!["publish".to_owned(), "yank".to_owned()],
+                created_at: fixtures::jan(20),
+                expires_at: Some(fixtures::jan(30)),
+                last_used_at: None,
+            },
+            ApiTokenView {
+                id: "tok_2".to_owned(),
+                name: "laptop".to_owned(),
+                scopes: vec!["publish".to_owned()],
+                created_at: fixtures::jan(2),
+                expires_at: None,
+                last_used_at: Some(fixtures::jan(19)),
+            },
+        ],
+        scopes: vec![
+            ScopeOption {
+                value: "publish".to_owned(),
+                description: "upload new versions".to_owned(),
+            },
+            ScopeOption {
+                value: "yank".to_owned(),
+                description: "yank and unyank versions".to_owned(),
+            },
+        ],
+        keys: fixtures::keys(),
+        packages: vec![OwnedPackage {
+            package: PackageRef {
+                kind: Kind::Agent,
+                name: PackageName::new("research-assistant").unwrap(),
+            },
+            owners: vec!["acme".to_owned(), "dana".to_owned()],
+        }],
+        errors: vec!["That key is already registered.".to_owned()],
+    }
+}
+
+/// Every page, rendered, with a name for failure messages.
+fn all_pages() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "home",
+            HomePage {
+                chrome: Chrome::default(),
+                stats: RegistryStats {
+                    agents: 12,
+                    tools: 40,
+                    versions: 310,
+                    publishers: 9,
+                },
+                recently_published: fixtures::package_summaries(),
+                most_downloaded: fixtures::package_summaries(),
+            }
+            .render()
+            .unwrap(),
+        ),
+        (
+            "search",
+            search_page("research web", true).render().unwrap(),
+        ),
+        (
+            "search-empty",
+            search_page("nothing", false).render().unwrap(),
+        ),
+        ("agent", agent_page(false).render().unwrap()),
+        ("agent-owner", agent_page(true).render().unwrap()),
+        ("tool", tool_page().render().unwrap()),
+        ("diff", diff_page().render().unwrap()),
+        (
+            "publisher",
+            PublisherPage {
+                chrome: chrome(),
+                publisher: PublisherView {
+                    name: "acme".to_owned(),
+                    joined_at: fixtures::jan(1),
+                },
+                packages: fixtures::package_summaries(),
+                keys: fixtures::keys(),
+            }
+            .render()
+            .unwrap(),
+        ),
+        (
+            "key",
+            KeyPage {
+                chrome: chrome(),
+                key: fixtures::keys().remove(1),
+                owner: "acme".to_owned(),
+                signed: vec![VersionRef {
+                    kind: Kind::Agent,
+                    name: PackageName::new("research-assistant").unwrap(),
+                    version: Version::parse("1.0.0").unwrap(),
+                }],
+            }
+            .render()
+            .unwrap(),
+        ),
+        (
+            "docs",
+            DocsPage {
+                chrome: Chrome::default(),
+                registry_url: "https://registry.example.com".to_owned(),
+            }
+            .render()
+            .unwrap(),
+        ),
+        (
+            "not-found",
+            NotFoundPage { chrome: chrome() }.render().unwrap(),
+        ),
+        (
+            "error",
+            ErrorPage::new(Chrome::default(), 500, Some("req-7f3a".to_owned()))
+                .render()
+                .unwrap(),
+        ),
+        (
+            "login",
+            LoginPage {
+                chrome: Chrome::default(),
+                csrf_token: "csrf-login-token".to_owned(),
+                username: "acme".to_owned(),
+                error: Some(LoginError::InvalidCredentials),
+            }
+            .render()
+            .unwrap(),
+        ),
+        ("account", account_page().render().unwrap()),
+    ]
+}
+
+#[test]
+fn every_page_is_a_complete_document() {
+    let title = Regex::new(r"<title>([^<]+)</title>").unwrap();
+    let description = Regex::new(r#"<meta name="description" content="([^"]*)">"#).unwrap();
+    for (name, html) in all_pages() {
+        assert!(
+            html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"),
+            "{name}"
+        );
+        assert!(
+            html.contains(
+                r#"<meta name="viewport" content="width=device-width, initial-scale=1">"#
+            ),
+            "{name}"
+        );
+        let title = &title
+            .captures(&html)
+            .unwrap_or_else(|| panic!("{name}: no title"))[1];
+        assert!(
+            title.ends_with(" · AgentLang Registry") && title.len() > 25,
+            "{name}: {title}"
+        );
+        let description = &description
+            .captures(&html)
+            .unwrap_or_else(|| panic!("{name}: no description"))[1];
+        assert!(description.trim().len() >= 30, "{name}: {description:?}");
+        assert!(
+            html.contains(r##"<a class="skip-link" href="#main">"##),
+            "{name}"
+        );
+        assert!(html.contains(r#"<main id="main""#), "{name}");
+        assert!(
+            html.contains(r#"<form class="header-search" role="search""#),
+            "{name}"
+        );
+        assert_eq!(html.matches("<h1").count(), 1, "{name}: one h1");
+    }
+}
+
+#[test]
+fn headings_never_skip_a_level() {
+    let heading = Regex::new(r"<h([1-6])[ >]").unwrap();
+    for (name, html) in all_pages() {
+        let levels: Vec<u32> = heading
+            .captures_iter(&html)
+            .map(|c| c[1].parse().unwrap())
+            .collect();
+        assert_eq!(
+            levels.first(),
+            Some(&1),
+            "{name}: first heading is h1: {levels:?}"
+        );
+        for pair in levels.windows(2) {
+            assert!(
+                pair[1] <= pair[0] + 1,
+                "{name}: h{} after h{}: {levels:?}",
+                pair[1],
+                pair[0]
+            );
+        }
+    }
+}
+
+#[test]
+fn every_post_form_carries_a_csrf_token() {
+    let form = Regex::new(r#"(?s)<form method="post"[^>]*>(.*?)</form>"#).unwrap();
+    let csrf =
+        Regex::new(r#"<input type="hidden" name="csrf_token" value="csrf-[a-z]+-token">"#).unwrap();
+    let mut forms = 0;
+    for (name, html) in all_pages() {
+        assert!(
+            !html.contains("method=\"POST\""),
+            "{name}: lower-case method only"
+        );
+        for caps in form.captures_iter(&html) {
+            forms += 1;
+            assert!(
+                csrf.is_match(&caps[1]),
+                "{name}: form without csrf_token: {}",
+                &caps[0]
+            );
+        }
+        // Every form is either a POST (counted above) or the GET search forms.
+        let all_forms = html.matches("<form").count();
+        let get_forms = html.matches(r#"method="get""#).count();
+        assert_eq!(
+            all_forms,
+            form.captures_iter(&html).count() + get_forms,
+            "{name}"
+        );
+    }
+    assert!(forms >= 15, "only {forms} post forms seen");
+}
+
+#[test]
+fn every_control_has_a_label() {
+    let control = Regex::new(r#"<(input|select|textarea)\b([^>]*)>"#).unwrap();
+    let id = Regex::new(r#"\bid="([^"]+)""#).unwrap();
+    for (name, html) in all_pages() {
+        for caps in control.captures_iter(&html) {
+            let attrs = &caps[2];
+            if attrs.contains(r#"type="hidden""#) {
+                continue;
+            }
+            let id = &id
+                .captures(attrs)
+                .unwrap_or_else(|| panic!("{name}: control without id: {}", &caps[0]))[1];
+            assert!(
+                html.contains(&format!(r#"<label for="{id}""#)),
+                "{name}: no label for #{id}"
+            );
+        }
+    }
+}
+
+#[test]
+fn no_inline_script_or_style_and_no_other_origin() {
+    let absolute = Regex::new(r#"(src|href)="(https?:)?//"#).unwrap();
+    for (name, html) in all_pages() {
+        assert_eq!(html.matches("<script").count(), 1, "{name}");
+        assert!(
+            html.contains(r#"<script src="/static/copy.js" defer></script>"#),
+            "{name}"
+        );
+        assert!(!html.contains("<style"), "{name}");
+        assert!(!html.contains(" style="), "{name}");
+        assert!(
+            !absolute.find_iter(&html).any(|m| {
+                // Publisher links in content are allowed; assets are not.
+                let before = &html[..m.start()];
+                let tag_start = before.rfind('<').unwrap();
+                let tag = &html[tag_start..m.end()];
+                tag.starts_with("<link") || tag.starts_with("<script") || tag.starts_with("<img")
+            }),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn agent_page_shows_risk_and_every_section() {
+    let html = agent_page(false).render().unwrap();
+    for expected in [
+        // Summary badge: colour class plus the words.
+        r#"<p class="risk-summary risk risk-critical"><strong>Highest permission risk: Critical</strong>"#,
+        "(1 Critical, 2 High, 1 Medium, 1 Low)",
+        // Per-capability risk levels, category and mode.
+        r#"<th scope="row"><code>oauth</code></th>
+<td>Identity</td>
+<td><span class="risk risk-critical">Critical</span></td>
+<td><code>user_triggered</code></td>"#,
+        r#"<td><span class="risk risk-low">Low</span></td>"#,
+        r#"<td><span class="risk risk-medium">Medium</span></td>"#,
+        r#"<td><span class="risk risk-high">High</span></td>"#,
+        r#"<h3 id="required-permissions">Required</h3>"#,
+        r#"<h3 id="optional-permissions">Optional</h3>"#,
+        "Voice commands and meeting transcription",
+        "schedule: <code>0 * * * *</code>",
+        // Header facts.
+        "McKinsey-grade research",
+        "By acme",
+        "Category: <a href=\"/search?kind=agent&amp;category=Business\">Business</a>",
+        "<h3>Sources</h3>",
+        // Tools with their locked versions, linked.
+        r#"<a href="/tools/web_search/1.2.0"><code>web_search</code></a>"#,
+        "<code>^1.2.0</code>",
+        // Models, constraints, protocols, skills, ui, subagents, ux.
+        "<code>claude-sonnet-4</code> from anthropic",
+        "<dt>Budget cap</dt><dd>$2.00</dd>",
+        "<dt>Allowed URLs</dt><dd>https://api.example.com, https://*.googleapis.com</dd>",
+        "<dt>Disk quota</dt><dd>1.0 GiB</dd>",
+        "<code>a2a</code> <code>^1.0.0</code>",
+        "Restricts the agent to: <code>sqlite</code>, <code>delegate</code>",
+        "<code>archive</code> runs <code>gmail_modify_labels</code>",
+        "Agent actions (go to the model): <code>reply</code>, <code>summarize</code>",
+        "<code>academic-researcher</code> 1.0.0",
+        "“Help me catch up on emails”",
+        r#"<a href="https://gmail.com" rel="noopener noreferrer nofollow">Gmail</a>"#,
+        // Versions with yanked markers and reasons.
+        r#"<span class="badge badge-yanked">Yanked</span><span class="yank-reason">Reason: Leaked a test API key in context/</span>"#,
+        // Signer, verified and since revoked, linked.
+        "Verified at publish, key since revoked",
+        &format!(r#"<a class="hash" href="/keys/{REVOKED_KEY_ID}">{REVOKED_KEY_ID}</a>"#),
+        &format!(r#"<code class="hash">{SHA256}</code>"#),
+        "1204 of this version, 5310 in all",
+        r#"<a href="/publishers/acme">acme</a>"#,
+        r#"<a href="/publishers/dana">dana</a>"#,
+        // Copyable snippets.
+        r#"<code id="pull-command">agentlang pull research-assistant@1.0.0</code>"#,
+        r#"data-copy="pull-command" hidden>"#,
+        "agents:\n  research-assistant:\n    version: 1.0.0\n    hash: sha256:",
+        // Not the newest: points at 1.1.0; no earlier version to compare with.
+        r#"<a href="/agents/research-assistant/1.1.0">See 1.1.0</a>"#,
+    ] {
+        assert!(html.contains(expected), "missing {expected:?}");
+    }
+    // The size is shown human-readably.
+    assert!(html.contains("47.1 KiB"));
+    // The `javascript:` integration website is shown as text, never linked.
+    assert!(html.contains("<li>Stripe</li>"));
+    assert!(!html.contains("javascript:"));
+    // Not an owner: no yank forms.
+    assert!(!html.contains("/yank\""));
+}
+
+#[test]
+fn owners_get_yank_and_unyank_forms() {
+    let html = agent_page(true).render().unwrap();
+    assert!(html.contains(
+        r#"<form method="post" action="/agents/research-assistant/1.0.0/yank" class="yank-form">"#
+    ));
+    assert!(html.contains(r#"<form method="post" action="/agents/research-assistant/1.0.1/unyank" class="inline-form">"#));
+    assert!(html.contains(r#"<label for="yank-reason-1.1.0">Reason for yanking 1.1.0</label>"#));
+    assert_eq!(html.matches("/yank\"").count(), 2);
+    assert_eq!(html.matches("/unyank\"").count(), 1);
+}
+
+#[test]
+fn risk_badge_is_high_without_identity_and_absent_without_permissions() {
+    let mut page = agent_page(false);
+    page.agent.permissions.retain(|p| p.capability != "oauth");
+    let html = page.render().unwrap();
+    assert!(html.contains("<strong>Highest permission risk: High</strong>"));
+    assert!(!html.contains("risk-critical"));
+
+    page.agent.permissions.clear();
+    let html = page.render().unwrap();
+    assert!(html.contains("<strong>Requests no permissions</strong>"));
+    assert!(html.contains("This agent requests no capabilities from its host."));
+}
+
+#[test]
+fn newest_version_links_to_its_diff() {
+    let mut page = agent_page(false);
+    page.agent = fixtures::research_assistant_1_1();
+    let html = page.render().unwrap();
+    assert!(html.contains(r#"<a href="/agents/research-assistant/diff?from=1.0.1&#38;to=1.1.0">Compare with 1.0.1</a>"#), "{html}");
+    assert!(!html.contains("This is not the newest version"));
+    assert!(
+        html.contains(
+            r#"<a href="/agents/research-assistant/1.1.0" aria-current="page">1.1.0</a>"#
+        )
+    );
+}
+
+#[test]
+fn yanked_version_page_says_so() {
+    let mut page = agent_page(false);
+    page.agent.version = Version::parse("1.0.1").unwrap();
+    let html = page.render().unwrap();
+    assert!(html.contains("<strong>Yanked.</strong> This version is hidden from new resolutions; existing lockfiles still get it. Reason: Leaked a test API key in context/"));
+}
+
+#[test]
+fn tool_page_shows_schemas_dependencies_and_users() {
+    let html = tool_page().render().unwrap();
+    for expected in [
+        "<h1><code>web_search</code> <span class=\"version\">1.2.0</span></h1>",
+        r#"<th scope="row" class="depth-0"><code>query</code></th>
+<td><code>string</code></td>
+<td><strong>Required</strong></td>
+<td>Search query</td>"#,
+        r#"<th scope="row" class="depth-0"><code>max_results</code></th>
+<td><code>integer</code></td>
+<td>Optional</td>
+<td></td>
+<td><code>10</code></td>"#,
+        r#"<code>results</code></th>
+<td><code>array of object</code></td>"#,
+        r#"<th scope="row" class="depth-1"><code>snippet</code><span class="visually-hidden"> in results[]</span></th>"#,
+        r#"<a href="/tools/web_fetch"><code>web_fetch</code></a> <code>~1.0.0</code>"#,
+        "12 agents and 1 tool depend on <code>web_search</code>; the first 2 are listed.",
+        r#"<span class="tag">agent</span> <a href="/agents/research-assistant/1.1.0"><code>research-assistant</code> 1.1.0</a> requires <code>^1.2.0</code>"#,
+        r#"<span class="tag">tool</span> <a href="/tools/deep_search/0.2.0">"#,
+        "agentlang pull web_search@1.2.0 --kind tool",
+        "tools:\n  - name: web_search\n    version: ^1.2.0",
+        r#"<form method="post" action="/tools/web_search/1.0.0/yank" class="yank-form">"#,
+        r#"<pre><code>web_search(query: "rust")"#,
+    ] {
+        assert!(html.contains(expected), "missing {expected:?}");
+    }
+}
+
+#[test]
+fn tool_without_schemas_or_users_says_so() {
+    let mut page = tool_page();
+    page.tool.input_schema = None;
+    page.tool.output_schema = None;
+    page.tool.dependencies.clear();
+    page.used_by = ReverseDependencies::default();
+    let html = page.render().unwrap();
+    assert!(html.contains("This tool declares no input schema."));
+    assert!(html.contains("This tool declares no output schema."));
+    assert!(html.contains("Depends on no other tools."));
+    assert!(html.contains("Nothing published depends on this tool yet."));
+}
+
+#[test]
+fn search_highlights_escapes_and_paginates() {
+    let html = search_page("research <script>alert(1)</script> (web)*", true)
+        .render()
+        .unwrap();
+    assert!(!html.contains("<script>alert"), "query must be escaped");
+    assert!(
+        html.contains("Results for “research &#60;script&#62;alert(1)&#60;/script&#62; (web)*”")
+    );
+    assert!(html.contains("Deep <mark>research</mark> across academic papers"));
+    assert!(
+        html.contains(
+            r#"<a href="/agents/research-assistant"><mark>Research</mark> Assistant</a>"#
+        )
+    );
+    // Labelled GET filters keep their state.
+    assert!(html.contains(r#"<form class="filters" method="get" action="/search""#));
+    assert!(html.contains(r#"<option value="agent" selected>Agents</option>"#));
+    assert!(html.contains(r#"<option value="Business" selected>Business</option>"#));
+    // 45 results, 2 per page, on page 3 of 23.
+    assert!(html.contains("45 results<span class=\"muted\">, showing 5–6</span>"));
+    assert!(html.contains(r#"aria-current="page">3</a>"#));
+    assert!(html.contains(r#"rel="prev">Previous</a>"#));
+    assert!(html.contains(r#"rel="next">Next</a>"#));
+    assert!(html.contains(r#"aria-label="Page 23">23</a>"#));
+    assert!(html.contains(
+        "/search?q=research%20%3Cscript%3Ealert%281%29%3C%2Fscript%3E%20%28web%29%2A&#38;kind=agent&#38;category=Business&#38;page=4"
+    ));
+}
+
+#[test]
+fn empty_search_helps() {
+    let html = search_page("nothing", false).render().unwrap();
+    assert!(html.contains("No agents or tools match “nothing”"));
+    assert!(html.contains(
+        r#"<a href="/search?q=nothing">Search again without the kind and category filters</a>"#
+    ));
+    assert!(html.contains(r#"<a href="/search?kind=agent">all agents</a>"#));
+    assert!(html.contains("Learn how to publish"));
+    assert!(!html.contains("Pages of results"));
+}
+
+#[test]
+fn diff_page_flags_rising_risk() {
+    let html = diff_page().render().unwrap();
+    for expected in [
+        "<strong>Risk rises to Critical</strong> (was High)",
+        r#"<span class="change change-added">Added</span> <strong class="badge badge-risk-up">Risk rises</strong></td><th scope="row"><code>wallet</code>"#,
+        r#"<span class="change change-upgraded">Upgraded</span></td><th scope="row"><a href="/tools/web_search"><code>web_search</code></a></th><td>1.2.0 (^1.2.0)</td><td>1.3.0 (^1.2.0)</td>"#,
+        r#"<span class="change change-added">Added</span></td><th scope="row"><a href="/tools/pdf_reader">"#,
+        r#"<span class="change change-removed">Removed</span></td><th scope="row"><a href="/tools/delegate">"#,
+        r#"<option value="1.0.0" selected>1.0.0</option>"#,
+        r#"<option value="1.1.0" selected>1.1.0</option>"#,
+        "<th scope=\"row\">Budget cap</th><td>$2.00</td><td>$5.00</td>",
+        "<th scope=\"row\">a2a</th><td>^1.0.0</td><td>^2.0.0</td>",
+    ] {
+        assert!(html.contains(expected), "missing {expected:?}");
+    }
+    assert!(html.contains(r#"<code>wallet</code> <span class="small-text">(Identity)</span>"#));
+}
+
+#[test]
+fn account_page_shows_the_new_token_once_and_every_form() {
+    let html = account_page().render().unwrap();
+    assert!(html.contains(r#"<section class="new-token" aria-labelledby="new-token-heading">"#));
+    assert!(
+        html.contains("<strong>This is the only time the token “CI publish” is shown.</strong>")
+    );
+    assert!(html.contains(
+        r#"<code id="new-token-secret" class="hash">agl_secret_token_value_0123456789</code>"#
+    ));
+    assert!(html.contains(r#"<form method="post" action="/account/tokens/tok_1/revoke""#));
+    assert!(html.contains(r#"<form method="post" action="/account/tokens""#));
+    assert!(
+        html.contains(
+            r#"<input id="scope-publish" type="checkbox" name="scopes" value="publish">"#
+        )
+    );
+    assert!(html.contains(r#"<option value="90" selected>90 days</option>"#));
+    assert!(html.contains(r#"<textarea id="key-pem" name="public_key_pem""#));
+    assert!(html.contains(&format!(
+        r#"<form method="post" action="/account/keys/{KEY_ID}/revoke""#
+    )));
+    // A revoked key has no revoke button.
+    assert!(!html.contains(&format!("/account/keys/{REVOKED_KEY_ID}/revoke")));
+    assert!(html.contains(
+        r#"<form method="post" action="/account/agents/research-assistant/owners/remove""#
+    ));
+    assert!(html.contains(r#"<form method="post" action="/account/agents/research-assistant/owners" class="inline-form add-owner">"#));
+    assert!(html.contains(r#"<div class="notice notice-error" role="alert"><ul><li>That key is already registered.</li></ul></div>"#));
+
+    let mut later = account_page();
+    later.new_token = None;
+    let html = later.render().unwrap();
+    assert!(!html.contains("agl_secret_token_value"));
+    assert!(!html.contains("new-token"));
+}
+
+#[test]
+fn login_and_error_pages() {
+    let (_, login) = all_pages()
+        .into_iter()
+        .find(|(n, _)| *n == "login")
+        .unwrap();
+    assert!(login.contains(r#"<div class="notice notice-error" role="alert" id="login-error"><p>The username or password is not right.</p></div>"#));
+    assert!(login.contains(r#"autocomplete="current-password""#));
+    assert!(login.contains(r#"value="acme" aria-describedby="login-error""#));
+    assert!(login.contains(r#"<a href="/login">Sign in</a>"#));
+
+    let (_, error) = all_pages()
+        .into_iter()
+        .find(|(n, _)| *n == "error")
+        .unwrap();
+    assert!(error.contains("<h1>Something went wrong on our side</h1>"));
+    assert!(error.contains("Error 500 · reference <code>req-7f3a</code>"));
+    let not_allowed = ErrorPage::new(Chrome::default(), 403, None)
+        .render()
+        .unwrap();
+    assert!(not_allowed.contains("<h1>You do not have access to this</h1>"));
+}
+
+#[test]
+fn signed_in_header_has_a_sign_out_form() {
+    let html = agent_page(false).render().unwrap();
+    assert!(html.contains(r#"<li><a href="/account">acme</a></li>"#));
+    assert!(html.contains(r#"<form method="post" action="/logout" class="inline-form"><input type="hidden" name="csrf_token" value="csrf-session-token">"#));
+}
+
+#[test]
+fn agent_page_snapshot() {
+    insta::assert_snapshot!(agent_page(true).render().unwrap());
+}
