@@ -232,7 +232,9 @@ pub enum KeysCommand {
     )]
     Register { pubkey: PathBuf },
     /// List your keys
+    #[command(after_help = "Example:\n  agentlang keys list --json")]
     List,
     /// Revoke a key: later uploads signed with it are refused
+    #[command(after_help = "Example:\n  agentlang keys revoke 09385a0393711259...")]
     Revoke { key_id: String },
 }

@@ -40,32 +40,61 @@ pub fn bins() -> &'static Bins {
             .and_then(Path::parent)
             .expect("test binaries live in target/<profile>/deps")
             .to_path_buf();
-        let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug").to_owned();
-        let target_dir = profile_dir.parent().expect("profile folder has a parent").to_path_buf();
+        let profile = profile_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("debug")
+            .to_owned();
+        let target_dir = profile_dir
+            .parent()
+            .expect("profile folder has a parent")
+            .to_path_buf();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "-p", "agentlang", "-p", "agentlang-registry"])
-            .arg("--target-dir")
-            .arg(&target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        cmd.args([
+            "build",
+            "--quiet",
+            "-p",
+            "agentlang",
+            "-p",
+            "agentlang-registry",
+        ])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
         if profile == "release" {
             cmd.arg("--release");
         }
-        let status = cmd.status().expect("running cargo build for the binaries under test");
-        assert!(status.success(), "cargo build of agentlang and agentlang-registry failed");
+        let status = cmd
+            .status()
+            .expect("running cargo build for the binaries under test");
+        assert!(
+            status.success(),
+            "cargo build of agentlang and agentlang-registry failed"
+        );
         let bins = Bins {
             cli: profile_dir.join(format!("agentlang{}", std::env::consts::EXE_SUFFIX)),
-            registry: profile_dir.join(format!("agentlang-registry{}", std::env::consts::EXE_SUFFIX)),
+            registry: profile_dir.join(format!(
+                "agentlang-registry{}",
+                std::env::consts::EXE_SUFFIX
+            )),
         };
         assert!(bins.cli.exists(), "{} was not built", bins.cli.display());
-        assert!(bins.registry.exists(), "{} was not built", bins.registry.display());
+        assert!(
+            bins.registry.exists(),
+            "{} was not built",
+            bins.registry.display()
+        );
         bins
     })
 }
 
 /// The workspace root, for fixtures under `core/tests/fixtures`.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .to_path_buf()
 }
 
 /// A running registry with its own data folder; stopped on drop.
@@ -93,8 +122,14 @@ impl Registry {
             .expect("starting agentlang-registry");
         let (tx, rx) = mpsc::channel::<String>();
         for stream in [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
         ]
         .into_iter()
         .flatten()
@@ -120,7 +155,10 @@ impl Registry {
                 }
                 Err(_) => {
                     let _ = child.kill();
-                    panic!("the registry did not report its address; it said:\n{}", seen.join("\n"));
+                    panic!(
+                        "the registry did not report its address; it said:\n{}",
+                        seen.join("\n")
+                    );
                 }
             }
         };
@@ -183,7 +221,8 @@ impl Run {
 
     /// Parses stdout as JSON (for `--json` runs).
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
     }
 }
 
@@ -237,15 +276,30 @@ impl User {
     /// Runs and insists on success.
     pub fn ok(&self, args: &[&str]) -> Run {
         let run = self.run(args);
-        assert_eq!(run.code, Some(0), "agentlang {args:?} failed:\n{}\n{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "agentlang {args:?} failed:\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
         run
     }
 
     /// Runs and insists on failure with exactly one `error:` line.
     pub fn fails(&self, args: &[&str]) -> String {
         let run = self.run(args);
-        assert_ne!(run.code, Some(0), "agentlang {args:?} should have failed:\n{}", run.stdout);
-        let errors: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("error: ")).collect();
+        assert_ne!(
+            run.code,
+            Some(0),
+            "agentlang {args:?} should have failed:\n{}",
+            run.stdout
+        );
+        let errors: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .collect();
         assert_eq!(errors.len(), 1, "want one error line, got:\n{}", run.stderr);
         assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
         errors[0].trim_start_matches("error: ").to_owned()
@@ -254,9 +308,17 @@ impl User {
     /// register + login, password on stdin.
     pub fn sign_up(&self, username: &str, password: &str) {
         let stdin = format!("{password}\n");
-        let run = self.run_with(&["register", "--username", username, "--password-stdin"], &[], &stdin);
+        let run = self.run_with(
+            &["register", "--username", username, "--password-stdin"],
+            &[],
+            &stdin,
+        );
         assert_eq!(run.code, Some(0), "register failed:\n{}", run.stderr);
-        let run = self.run_with(&["login", "--username", username, "--password-stdin"], &[], &stdin);
+        let run = self.run_with(
+            &["login", "--username", username, "--password-stdin"],
+            &[],
+            &stdin,
+        );
         assert_eq!(run.code, Some(0), "login failed:\n{}", run.stderr);
     }
 }
@@ -279,7 +341,11 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub fn write_tool(dir: &Path, tool_yaml: &str) {
     std::fs::create_dir_all(dir).expect("tool folder");
     std::fs::write(dir.join("tool.yaml"), tool_yaml).expect("tool.yaml");
-    std::fs::write(dir.join("README.md"), "# A tool\n\nUsed by the end-to-end tests.\n").expect("README.md");
+    std::fs::write(
+        dir.join("README.md"),
+        "# A tool\n\nUsed by the end-to-end tests.\n",
+    )
+    .expect("README.md");
 }
 
 /// A minimal valid tool.yaml.

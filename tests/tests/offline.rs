@@ -34,7 +34,11 @@ fn keygen_writes_a_private_and_a_public_key_and_never_overwrites() {
 
     let err = user.fails(&["keygen"]);
     assert!(err.contains("already exists; pass --force"), "{err}");
-    assert_eq!(fs::read_to_string(&private).unwrap(), pem, "the key was replaced");
+    assert_eq!(
+        fs::read_to_string(&private).unwrap(),
+        pem,
+        "the key was replaced"
+    );
     user.ok(&["keygen", "--force"]);
     assert_ne!(fs::read_to_string(&private).unwrap(), pem);
 }
@@ -46,19 +50,46 @@ fn tool_build_is_reproducible_and_verifies_with_the_public_key() {
     write_tool(&user.path("echo"), &simple_tool("echo", "1.0.0", &[]));
     fs::write(user.path("echo/scratch.txt"), "not for shipping").unwrap();
     let env = [("SOURCE_DATE_EPOCH", "1700000000")];
-    let a = user.run_with(&["--json", "build", "echo", "--key", "key.pem", "-o", "a.tool"], &env, "");
+    let a = user.run_with(
+        &[
+            "--json", "build", "echo", "--key", "key.pem", "-o", "a.tool",
+        ],
+        &env,
+        "",
+    );
     assert_eq!(a.code, Some(0), "{}", a.stderr);
     assert_eq!(a.json()["left_out"], serde_json::json!(["scratch.txt"]));
     assert_eq!(a.json()["created"], "2023-11-14T22:13:20Z");
-    let b = user.run_with(&["build", "echo", "--key", "key.pem", "-o", "b.tool"], &env, "");
+    let b = user.run_with(
+        &["build", "echo", "--key", "key.pem", "-o", "b.tool"],
+        &env,
+        "",
+    );
     assert_eq!(b.code, Some(0), "{}", b.stderr);
-    assert_eq!(fs::read(user.path("a.tool")).unwrap(), fs::read(user.path("b.tool")).unwrap());
+    assert_eq!(
+        fs::read(user.path("a.tool")).unwrap(),
+        fs::read(user.path("b.tool")).unwrap()
+    );
 
-    let v = user.ok(&["--json", "verify", "a.tool", "--pubkey", "key.pem.pub"]).json();
+    let v = user
+        .ok(&["--json", "verify", "a.tool", "--pubkey", "key.pem.pub"])
+        .json();
     assert_eq!(v["valid"], true);
     let i = user.ok(&["--json", "inspect", "a.tool"]).json();
-    assert_eq!((i["kind"].as_str(), i["name"].as_str(), i["version"].as_str()), (Some("tool"), Some("echo"), Some("1.0.0")));
-    let members: Vec<&str> = i["members"].as_array().unwrap().iter().map(|m| m["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        (
+            i["kind"].as_str(),
+            i["name"].as_str(),
+            i["version"].as_str()
+        ),
+        (Some("tool"), Some("echo"), Some("1.0.0"))
+    );
+    let members: Vec<&str> = i["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap())
+        .collect();
     assert_eq!(members, ["README.md", "tool.yaml"]);
 }
 
@@ -83,7 +114,13 @@ fn an_openssl_key_signs_and_a_different_key_does_not_verify() {
     let checks = &run.json()["checks"];
     assert_eq!(checks[0]["ok"], true);
     assert_eq!(checks[1]["ok"], false);
-    assert!(checks[1]["detail"].as_str().unwrap().contains("not by the given key"), "{checks}");
+    assert!(
+        checks[1]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not by the given key"),
+        "{checks}"
+    );
 }
 
 #[test]
@@ -97,7 +134,10 @@ fn a_tampered_container_fails_verification() {
     bytes[middle] ^= 0x55;
     fs::write(user.path("bad.tool"), &bytes).unwrap();
     let err = user.fails(&["verify", "bad.tool", "--pubkey", "key.pem.pub"]);
-    assert!(err.contains("failed verification: structure and hashes"), "{err}");
+    assert!(
+        err.contains("failed verification: structure and hashes"),
+        "{err}"
+    );
     let err = user.fails(&["inspect", "bad.tool"]);
     assert!(err.contains("bad.tool is not a valid container"), "{err}");
 }
@@ -111,7 +151,12 @@ fn validate_reports_every_problem_and_exits_1() {
     let run = user.run(&["validate", "bad"]);
     assert_eq!(run.code, Some(1));
     assert!(run.stderr.contains("tool.yaml: name:"), "{}", run.stderr);
-    assert!(run.stderr.contains("tool.yaml: input_schema: missing required key"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("tool.yaml: input_schema: missing required key"),
+        "{}",
+        run.stderr
+    );
     let json = user.run(&["--json", "validate", "bad"]).json();
     assert_eq!(json["valid"], false);
     assert!(json["problems"].as_array().unwrap().len() >= 4, "{json}");
@@ -122,8 +167,18 @@ fn prompt_compile_renders_markdown_and_xml() {
     let user = User::new(&dead_registry());
     let prompt = workspace_root().join("core/tests/fixtures/agents/research-assistant/prompt.yaml");
     let md = user.ok(&["prompt", "compile", prompt.to_str().unwrap()]);
-    assert!(md.stdout.contains("mindset") || md.stdout.contains("Mindset"), "{}", md.stdout);
-    let xml = user.ok(&["prompt", "compile", prompt.to_str().unwrap(), "--format", "xml"]);
+    assert!(
+        md.stdout.contains("mindset") || md.stdout.contains("Mindset"),
+        "{}",
+        md.stdout
+    );
+    let xml = user.ok(&[
+        "prompt",
+        "compile",
+        prompt.to_str().unwrap(),
+        "--format",
+        "xml",
+    ]);
     assert!(xml.stdout.contains('<'), "{}", xml.stdout);
     assert_ne!(md.stdout, xml.stdout);
 }
@@ -133,7 +188,10 @@ fn commands_that_need_the_registry_say_it_is_down_in_one_line() {
     let registry = dead_registry();
     let user = User::new(&registry);
     let err = user.fails(&["search", "anything"]);
-    assert_eq!(err, format!("cannot reach the registry at {registry}: is it running?"));
+    assert_eq!(
+        err,
+        format!("cannot reach the registry at {registry}: is it running?")
+    );
     let err = user.fails(&["pull", "research-assistant"]);
     assert!(err.contains("cannot reach the registry"), "{err}");
     // An agent with registry tools and no lock needs the registry to build.
@@ -157,7 +215,158 @@ fn bad_specs_and_missing_logins_fail_before_any_request() {
     assert!(err.contains("not logged in"), "{err}");
     let private = user.path("k.pem");
     user.ok(&["keygen", "--output", private.to_str().unwrap()]);
-    let run = user.run_with(&["keys", "register", "k.pem"], &[("AGENTLANG_TOKEN", "x")], "");
+    let run = user.run_with(
+        &["keys", "register", "k.pem"],
+        &[("AGENTLANG_TOKEN", "x")],
+        "",
+    );
     assert_eq!(run.code, Some(1));
-    assert!(run.stderr.contains("k.pem is not an Ed25519 public key"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("k.pem is not an Ed25519 public key"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// An agent with no registry tools and no models: its lock is only
+/// hashes, so it builds with no registry at all.
+fn write_mini_agent(user: &User) {
+    let dir = user.path("mini");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("agent.yaml"),
+        "name: mini\nversion: 0.1.0\ndescription: A tiny agent.\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("prompt.yaml"),
+        "version: 2\nrole: user\nsections:\n  - name: task\n    content: |\n      Say hello to the secret garden.\n",
+    )
+    .unwrap();
+    fs::write(dir.join("NOTES.md"), "private notes").unwrap();
+}
+
+#[test]
+fn agent_build_locks_encrypts_and_inspects_with_and_without_the_prompt_key() {
+    let user = User::new(&dead_registry());
+    user.ok(&["keygen"]);
+    write_mini_agent(&user);
+    let built = user.ok(&["--json", "build", "mini"]).json();
+    assert_eq!(built["path"], "mini@0.1.0.agent");
+    assert_eq!(built["left_out"], serde_json::json!(["NOTES.md"]));
+    assert_eq!(built["prompt_key_created"], true);
+    let key = user.config.path().join("mini.prompt.key");
+    assert_eq!(built["prompt_key"], key.to_str().unwrap());
+    assert_eq!(mode(&key), 0o600);
+    let lock = fs::read_to_string(user.path("mini/agent.lock")).unwrap();
+    assert!(lock.contains("prompt.yaml: sha256:"), "{lock}");
+
+    // The prompt is sealed: not readable without the key, readable with it.
+    let bytes = fs::read(user.path("mini@0.1.0.agent")).unwrap();
+    let closed = user.ok(&["--json", "inspect", "mini@0.1.0.agent"]).json();
+    assert_eq!(closed["prompt"], serde_json::Value::Null);
+    assert_eq!(closed["prompt_encrypted"], true);
+    let open = user.ok(&[
+        "inspect",
+        "mini@0.1.0.agent",
+        "--prompt-key",
+        key.to_str().unwrap(),
+    ]);
+    assert!(
+        open.stdout.contains("Say hello to the secret garden."),
+        "{}",
+        open.stdout
+    );
+    let members: Vec<String> = closed["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(members, ["agent.lock", "agent.yaml", "prompt.yaml.enc"]);
+
+    // A second build reuses the key, and a wrong key does not open it.
+    let again = user
+        .ok(&["--json", "build", "mini", "-o", "again.agent"])
+        .json();
+    assert_eq!(again["prompt_key_created"], false);
+    let other = user.path("other.key");
+    fs::write(&other, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n").unwrap();
+    let err = user.fails(&[
+        "inspect",
+        "mini@0.1.0.agent",
+        "--prompt-key",
+        other.to_str().unwrap(),
+    ]);
+    assert!(err.contains("does not open"), "{err}");
+    assert!(!bytes.is_empty());
+
+    // --no-encrypt ships the prompt as written.
+    let plain = user
+        .ok(&[
+            "--json",
+            "build",
+            "mini",
+            "--no-encrypt",
+            "-o",
+            "plain.agent",
+        ])
+        .json();
+    assert_eq!(plain["prompt_key"], serde_json::Value::Null);
+    let shown = user.ok(&["--json", "inspect", "plain.agent"]).json();
+    assert!(shown["prompt"].as_str().unwrap().contains("secret garden"));
+}
+
+#[test]
+fn agent_builds_are_byte_identical_with_source_date_epoch() {
+    let user = User::new(&dead_registry());
+    user.ok(&["keygen"]);
+    write_mini_agent(&user);
+    let env = [("SOURCE_DATE_EPOCH", "1700000000")];
+    for out in ["a.agent", "b.agent"] {
+        let run = user.run_with(&["build", "mini", "-o", out], &env, "");
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+    }
+    assert_eq!(
+        fs::read(user.path("a.agent")).unwrap(),
+        fs::read(user.path("b.agent")).unwrap()
+    );
+    assert!(
+        fs::read_to_string(user.path("mini/agent.lock"))
+            .unwrap()
+            .contains("resolved_at: 2023-11-14T22:13:20Z")
+    );
+}
+
+#[test]
+fn build_refuses_a_lock_that_no_longer_matches_the_files() {
+    let user = User::new(&dead_registry());
+    user.ok(&["keygen"]);
+    write_mini_agent(&user);
+    user.ok(&["build", "mini"]);
+    fs::write(
+        user.path("mini/prompt.yaml"),
+        "version: 2\nrole: user\nsections:\n  - name: task\n    content: Changed.\n",
+    )
+    .unwrap();
+    let err = user.fails(&["build", "mini"]);
+    assert_eq!(
+        err,
+        "mini/agent.lock is out of date (prompt.yaml changed); run `agentlang lock mini`"
+    );
+    let relock = user.ok(&["--json", "lock", "mini"]).json();
+    assert_eq!(relock["written"], true);
+    user.ok(&["build", "mini"]);
+}
+
+#[test]
+fn a_missing_signing_key_is_reported_before_anything_else() {
+    let user = User::new(&dead_registry());
+    write_mini_agent(&user);
+    let err = user.fails(&["build", "mini"]);
+    assert!(
+        err.contains("signing.pem (create one with `agentlang keygen`)"),
+        "{err}"
+    );
+    assert!(!user.path("mini/agent.lock").exists(), "nothing was locked");
 }

@@ -12,7 +12,9 @@ fn publisher(registry: &Registry, name: &str) -> User {
     user.sign_up(name, "correct horse battery staple");
     user.ok(&["keygen"]);
     let pubkey = user.config.path().join("signing.pem.pub");
-    let run = user.ok(&["--json", "keys", "register", pubkey.to_str().unwrap()]).json();
+    let run = user
+        .ok(&["--json", "keys", "register", pubkey.to_str().unwrap()])
+        .json();
     assert_eq!(run["key_id"].as_str().map(str::len), Some(64), "{run}");
     user
 }
@@ -21,16 +23,28 @@ fn publisher(registry: &Registry, name: &str) -> User {
 /// which needs web_fetch), web_fetch (~1.0.0), artifacts and sqlite.
 fn publish_research_tools(user: &User) {
     let fixtures = workspace_root().join("core/tests/fixtures/tools");
-    for (dir, fixture) in [("web_fetch", "web_fetch.tool.yaml"), ("web_search", "web_search.tool.yaml")] {
+    for (dir, fixture) in [
+        ("web_fetch", "web_fetch.tool.yaml"),
+        ("web_search", "web_search.tool.yaml"),
+    ] {
         let yaml = fs::read_to_string(fixtures.join(fixture)).unwrap();
         write_tool(&user.path(dir), &yaml);
     }
-    write_tool(&user.path("artifacts"), &simple_tool("artifacts", "0.4.0", &[]));
+    write_tool(
+        &user.path("artifacts"),
+        &simple_tool("artifacts", "0.4.0", &[]),
+    );
     write_tool(&user.path("sqlite"), &simple_tool("sqlite", "1.0.0", &[]));
     for dir in ["web_fetch", "artifacts", "sqlite", "web_search"] {
         let run = user.ok(&["--json", "publish", dir]).json();
         assert_eq!(run["kind"], "tool");
-        assert!(run["url"].as_str().unwrap().starts_with(&format!("{}/tools/", user.registry)), "{run}");
+        assert!(
+            run["url"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{}/tools/", user.registry)),
+            "{run}"
+        );
     }
 }
 
@@ -45,58 +59,127 @@ fn publish_lock_pull_verify_inspect_and_yank() {
     assert!(err.contains("(409)"), "{err}");
 
     // The agent: lock, then build and publish (the lock is reused).
-    copy_dir(&workspace_root().join("core/tests/fixtures/agents/research-assistant"), &alice.path("ra"));
+    copy_dir(
+        &workspace_root().join("core/tests/fixtures/agents/research-assistant"),
+        &alice.path("ra"),
+    );
     let lock = alice.ok(&["--json", "lock", "ra"]).json();
     assert_eq!(lock["written"], true);
     let tools = &lock["lock"]["tools"];
     assert_eq!(tools["web_search"]["version"], "1.2.0", "{lock}");
     assert_eq!(tools["web_fetch"]["version"], "1.0.3");
-    assert!(lock["lock"]["files"]["agent.yaml"].as_str().unwrap().starts_with("sha256:"));
-    assert_eq!(lock["lock"]["agents"].as_object().unwrap().len(), 2, "{lock}");
-    assert!(fs::read_to_string(alice.path("ra/agent.lock")).unwrap().contains("web_search"));
+    assert!(
+        lock["lock"]["files"]["agent.yaml"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert_eq!(
+        lock["lock"]["agents"].as_object().unwrap().len(),
+        2,
+        "{lock}"
+    );
+    assert!(
+        fs::read_to_string(alice.path("ra/agent.lock"))
+            .unwrap()
+            .contains("web_search")
+    );
     let again = alice.ok(&["--json", "lock", "ra"]).json();
     assert_eq!(again["written"], false, "an unchanged lock is left alone");
 
     let built = alice.ok(&["--json", "build", "ra"]).json();
     let prompt_key = built["prompt_key"].as_str().unwrap().to_owned();
     assert_eq!(built["prompt_key_created"], true);
-    let published = alice.ok(&["--json", "publish", "research-assistant@1.0.0.agent"]).json();
-    assert_eq!(published["url"], format!("{}/agents/research-assistant/1.0.0", registry.url));
+    let published = alice
+        .ok(&["--json", "publish", "research-assistant@1.0.0.agent"])
+        .json();
+    assert_eq!(
+        published["url"],
+        format!("{}/agents/research-assistant/1.0.0", registry.url)
+    );
 
     // Someone else pulls, verifies against the registry's key, inspects.
     let bob = User::new(&registry.url);
     let pulled = bob.ok(&["--json", "pull", "research-assistant@^1"]).json();
     assert_eq!(pulled["version"], "1.0.0");
     assert_eq!(pulled["sha256"], built["sha256"]);
-    let verified = bob.ok(&["--json", "verify", "research-assistant@1.0.0.agent"]).json();
+    let verified = bob
+        .ok(&["--json", "verify", "research-assistant@1.0.0.agent"])
+        .json();
     assert_eq!(verified["valid"], true);
-    let shown = bob.ok(&["--json", "inspect", "research-assistant@1.0.0.agent"]).json();
+    let shown = bob
+        .ok(&["--json", "inspect", "research-assistant@1.0.0.agent"])
+        .json();
     assert_eq!(shown["prompt"], serde_json::Value::Null);
     assert_eq!(shown["prompt_encrypted"], true);
-    assert!(shown["permissions"].as_array().unwrap().iter().any(|p| p["capability"] == "camera" && p["risk"] == "High"));
+    assert!(
+        shown["permissions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["capability"] == "camera" && p["risk"] == "High")
+    );
     assert_eq!(shown["lock"]["tools"]["web_search"]["version"], "1.2.0");
-    let opened = bob.ok(&["--json", "inspect", "research-assistant@1.0.0.agent", "--prompt-key", &prompt_key]).json();
-    assert!(opened["prompt"].as_str().unwrap().contains("mindset"), "{opened}");
-    let tool = bob.ok(&["--json", "pull", "web_search", "--kind", "tool", "-o", "tools/ws.tool"]).json();
+    let opened = bob
+        .ok(&[
+            "--json",
+            "inspect",
+            "research-assistant@1.0.0.agent",
+            "--prompt-key",
+            &prompt_key,
+        ])
+        .json();
+    assert!(
+        opened["prompt"].as_str().unwrap().contains("mindset"),
+        "{opened}"
+    );
+    let tool = bob
+        .ok(&[
+            "--json",
+            "pull",
+            "web_search",
+            "--kind",
+            "tool",
+            "-o",
+            "tools/ws.tool",
+        ])
+        .json();
     assert_eq!(tool["version"], "1.2.0");
     assert!(bob.path("tools/ws.tool").exists());
 
     // A newer web_search is picked by --update; yanked, resolution moves back.
-    write_tool(&alice.path("web_search_13"), &fs::read_to_string(alice.path("web_search/tool.yaml")).unwrap().replace("version: 1.2.0", "version: 1.3.0"));
+    write_tool(
+        &alice.path("web_search_13"),
+        &fs::read_to_string(alice.path("web_search/tool.yaml"))
+            .unwrap()
+            .replace("version: 1.2.0", "version: 1.3.0"),
+    );
     alice.ok(&["publish", "web_search_13"]);
     let kept = alice.ok(&["--json", "lock", "ra"]).json();
-    assert_eq!(kept["lock"]["tools"]["web_search"]["version"], "1.2.0", "pins are kept without --update");
+    assert_eq!(
+        kept["lock"]["tools"]["web_search"]["version"], "1.2.0",
+        "pins are kept without --update"
+    );
     let updated = alice.ok(&["--json", "lock", "ra", "--update"]).json();
     assert_eq!(updated["lock"]["tools"]["web_search"]["version"], "1.3.0");
     assert_eq!(updated["changes"][0]["change"], "upgraded", "{updated}");
-    alice.ok(&["yank", "web_search@1.3.0", "--kind", "tool", "--reason", "broken"]);
+    alice.ok(&[
+        "yank",
+        "web_search@1.3.0",
+        "--kind",
+        "tool",
+        "--reason",
+        "broken",
+    ]);
     let moved = alice.ok(&["--json", "lock", "ra", "--update"]).json();
     assert_eq!(moved["lock"]["tools"]["web_search"]["version"], "1.2.0");
     assert_eq!(moved["changes"][0]["change"], "downgraded", "{moved}");
     let err = bob.fails(&["pull", "web_search@>=1.3", "--kind", "tool"]);
     assert!(err.contains("yanked"), "{err}");
     alice.ok(&["yank", "web_search@1.3.0", "--kind", "tool", "--undo"]);
-    let back = bob.ok(&["--json", "pull", "web_search@>=1.3", "--kind", "tool"]).json();
+    let back = bob
+        .ok(&["--json", "pull", "web_search@>=1.3", "--kind", "tool"])
+        .json();
     assert_eq!(back["version"], "1.3.0");
 
     // search finds the agent.
@@ -104,12 +187,20 @@ fn publish_lock_pull_verify_inspect_and_yank() {
     assert!(found.to_string().contains("research-assistant"), "{found}");
 
     // Unsatisfiable requirements: the registry's explanation, in one line.
-    let yaml = fs::read_to_string(alice.path("ra/agent.yaml")).unwrap().replace("version: ^1.2.0", "version: ^9.0.0");
+    let yaml = fs::read_to_string(alice.path("ra/agent.yaml"))
+        .unwrap()
+        .replace("version: ^1.2.0", "version: ^9.0.0");
     fs::write(alice.path("ra/agent.yaml"), yaml).unwrap();
     let err = alice.fails(&["lock", "ra"]);
-    assert!(err.contains("no set of tool versions satisfies") && err.contains("web_search"), "{err}");
+    assert!(
+        err.contains("no set of tool versions satisfies") && err.contains("web_search"),
+        "{err}"
+    );
     let err = alice.fails(&["build", "ra"]);
-    assert!(err.contains("agent.lock is out of date") && err.contains("agent.yaml changed"), "{err}");
+    assert!(
+        err.contains("agent.lock is out of date") && err.contains("agent.yaml changed"),
+        "{err}"
+    );
 
     // The registry goes away: one clear line.
     let mut registry = registry;
@@ -143,8 +234,16 @@ fn uploads_signed_with_an_unregistered_key_or_without_login_are_refused() {
     assert_ne!(run.code, Some(0));
     assert!(run.stderr.contains("not logged in"), "{}", run.stderr);
     fs::copy(carol.path("echo.tool"), dave.path("echo.tool")).unwrap();
-    let run = dave.run_with(&["publish", "echo.tool"], &[("AGENTLANG_TOKEN", "not-a-token")], "");
-    assert!(run.stderr.contains("(401)") && run.stderr.contains("agentlang login"), "{}", run.stderr);
+    let run = dave.run_with(
+        &["publish", "echo.tool"],
+        &[("AGENTLANG_TOKEN", "not-a-token")],
+        "",
+    );
+    assert!(
+        run.stderr.contains("(401)") && run.stderr.contains("agentlang login"),
+        "{}",
+        run.stderr
+    );
 
     // Keys can be listed and revoked.
     let keys = carol.ok(&["--json", "keys", "list"]).json();

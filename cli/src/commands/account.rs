@@ -67,7 +67,11 @@ fn finish_login(env: &Env, c: &Credentials, password: &str, verb: &str) -> Resul
 
 fn token_name() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "cli".to_owned());
+    // The registry takes names of at most 64 characters.
     format!("agentlang CLI on {host}")
+        .chars()
+        .take(64)
+        .collect()
 }
 
 /// From standard input (first line) or an interactive prompt; asked twice

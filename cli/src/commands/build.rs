@@ -45,16 +45,18 @@ pub fn build_dir(
 ) -> Result<PathBuf> {
     let tree = source::read_dir(dir)?;
     let shown = dir.display().to_string();
-    let checked = match package_dir::detect_kind(&tree, &shown)? {
-        Kind::Agent => check_agent(env, dir, &tree, &shown)?,
-        Kind::Tool => check_tool(env, &tree, &shown)?,
-    };
-
+    let kind = package_dir::detect_kind(&tree, &shown)?;
+    // The key first: a missing key should not cost a lock round trip.
     let key_path = match &keys.key {
         Some(p) => p.clone(),
         None => keyfiles::default_signing_key_path()?,
     };
     let signing_key = keyfiles::read_secret_key(&key_path)?;
+    let checked = match kind {
+        Kind::Agent => check_agent(env, dir, &tree, &shown)?,
+        Kind::Tool => check_tool(env, &tree, &shown)?,
+    };
+
     let prompt = if checked.members.contains(PROMPT_PATH) && !keys.no_encrypt {
         Some(prompt_key(keys, &key_path, &checked.name)?)
     } else {

@@ -7,6 +7,7 @@ use agentlang_core::{
     Kind,
     agent::{Capability, parse_agent},
     container::{Container, ENCRYPTED_PROMPT_PATH, PROMPT_PATH},
+    prompt::{Format, parse_prompt},
     yaml::{YamlLimits, from_slice},
 };
 use anyhow::{Context, Result, bail};
@@ -61,10 +62,11 @@ pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<Exit
         .transpose()
         .context("agent.lock in the container is not readable YAML")?;
     let prompt = match prompt_key {
-        Some(path) => Some(compiled_prompt(&c, &keyfiles::read_prompt_key(path)?)?),
-        None => c
-            .member(PROMPT_PATH)
-            .map(|b| String::from_utf8_lossy(b).into_owned()),
+        Some(path) => Some(compile(&decrypted_prompt(
+            &c,
+            &keyfiles::read_prompt_key(path)?,
+        )?)),
+        None => c.member(PROMPT_PATH).map(compile),
     };
     let summary = json!({
         "file": file,
@@ -86,15 +88,25 @@ pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// Decrypts `prompt.yaml.enc` and shows it as the model would see it.
-fn compiled_prompt(c: &Container, key: &agentlang_core::crypt::PromptKey) -> Result<String> {
-    let Some(_) = c.manifest().file(ENCRYPTED_PROMPT_PATH) else {
+/// Decrypts `prompt.yaml.enc`.
+fn decrypted_prompt(
+    c: &Container,
+    key: &agentlang_core::crypt::PromptKey,
+) -> Result<zeroize::Zeroizing<Vec<u8>>> {
+    if c.manifest().file(ENCRYPTED_PROMPT_PATH).is_none() {
         bail!("this container has no encrypted prompt");
-    };
-    let plain = c
-        .open_encrypted(ENCRYPTED_PROMPT_PATH, key)
-        .context("the prompt key does not open this container's prompt")?;
-    Ok(String::from_utf8_lossy(&plain).into_owned())
+    }
+    c.open_encrypted(ENCRYPTED_PROMPT_PATH, key)
+        .context("the prompt key does not open this container's prompt")
+}
+
+/// The prompt as the model sees it (PromptLang compiled to Markdown); the
+/// YAML as written if it does not compile, so inspect still shows it.
+fn compile(prompt_yaml: &[u8]) -> String {
+    match parse_prompt(prompt_yaml) {
+        Ok(p) => p.compile(Format::Markdown),
+        Err(_) => String::from_utf8_lossy(prompt_yaml).into_owned(),
+    }
 }
 
 /// The human form of `inspect`'s summary.
@@ -126,7 +138,7 @@ pub fn render_inspect(out: &Output, s: &Value) -> String {
         ));
     }
     if let Some(lock) = s["lock"].as_object() {
-        lines.push("lock:".to_owned());
+        let mut locked = Vec::new();
         for (section, label) in [
             ("tools", "tool"),
             ("agents", "subagent"),
@@ -142,8 +154,12 @@ pub fn render_inspect(out: &Output, s: &Value) -> String {
                     .as_str()
                     .map(|v| format!("@{v}"))
                     .unwrap_or_default();
-                lines.push(format!("  {label:<8}  {name}{version}"));
+                locked.push(format!("  {label:<8}  {name}{version}"));
             }
+        }
+        if !locked.is_empty() {
+            lines.push("lock:".to_owned());
+            lines.extend(locked);
         }
     }
     let perms = s["permissions"].as_array().cloned().unwrap_or_default();
@@ -276,5 +292,69 @@ pub fn verify(env: &Env, file: &Path, pubkey: Option<&Path>) -> Result<ExitCode>
             file.display(),
             failed.join(", ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../core/tests/fixtures/agents/research-assistant/agent.yaml"
+    );
+
+    #[test]
+    fn permissions_come_with_their_risk_required_first() {
+        let lines = permission_lines(&std::fs::read(FIXTURE).unwrap());
+        let shown: Vec<(&str, &str, bool)> = lines
+            .iter()
+            .map(|l| (l.capability.as_str(), l.risk.as_str(), l.required))
+            .collect();
+        assert_eq!(shown[0], ("network", "Low", true));
+        assert!(shown.contains(&("camera", "High", true)));
+        assert!(shown.contains(&("location", "High", false)));
+        assert_eq!(shown.iter().filter(|l| l.2).count(), 5);
+        assert_eq!(shown.len(), 9);
+    }
+
+    #[test]
+    fn permissions_of_an_unreadable_agent_are_empty() {
+        assert!(permission_lines(b"name: [").is_empty());
+    }
+
+    #[test]
+    fn inspect_renders_for_a_terminal_without_colour() {
+        let out = Output {
+            json: false,
+            color: false,
+            interactive: false,
+        };
+        let summary = json!({
+            "kind": "agent",
+            "name": "research-assistant",
+            "version": "1.0.0",
+            "created": "2023-11-14T22:13:20Z",
+            "signer": "ab".repeat(32),
+            "sha256": "cd".repeat(32),
+            "size": 4242,
+            "members": [
+                {"path": "agent.lock", "size": 700, "sha256": "00"},
+                {"path": "agent.yaml", "size": 5120, "sha256": "00"},
+                {"path": "prompt.yaml.enc", "size": 2048, "sha256": "00", "encrypted": true},
+            ],
+            "lock": {
+                "tools": {"web_search": {"version": "1.2.0"}},
+                "agents": {"market-analyst": {"version": "1.0.0"}},
+                "models": {"claude-sonnet-4": {"context_window": 200000}},
+            },
+            "permissions": [
+                {"capability": "network", "risk": "Low", "required": true},
+                {"capability": "camera", "risk": "High", "required": false},
+            ],
+            "prompt": null,
+            "prompt_encrypted": true,
+        });
+        insta::assert_snapshot!(render_inspect(&out, &summary));
     }
 }

@@ -132,6 +132,14 @@ fn resolve(
         .chain(pkg.subagents.values())
         .flat_map(|a| a.model_names())
         .collect();
+    if tools.is_empty() && models.is_empty() {
+        // Nothing the registry knows about: the lock is only hashes, made
+        // here, so such an agent builds offline.
+        return Ok(Lockfile::new(
+            resolved_at_now_or_source_date_epoch(None)?,
+            None,
+        ));
+    }
     let mut body = json!({ "tools": tools, "models": models });
     if let Some(lock) = keep {
         body["lock"] = serde_json::to_value(lock).context("serializing the existing lock")?;

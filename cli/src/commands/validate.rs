@@ -70,15 +70,23 @@ pub fn run(env: &Env, dir: &Path) -> Result<ExitCode> {
     report(env, &shown, outcome)
 }
 
-fn report(env: &Env, shown: &str, outcome: Result<(Value, String), Diagnostics>) -> Result<ExitCode> {
+fn report(
+    env: &Env,
+    shown: &str,
+    outcome: Result<(Value, String), Diagnostics>,
+) -> Result<ExitCode> {
     match outcome {
         Ok((summary, line)) => {
-            env.out.emit(&summary, || format!("{} {line}", env.out.green("✓")));
+            env.out
+                .emit(&summary, || format!("{} {line}", env.out.green("✓")));
             Ok(ExitCode::SUCCESS)
         }
         Err(problems) => {
             if env.out.json {
-                env.out.emit(&json!({ "valid": false, "problems": problems }), String::new);
+                env.out.emit(
+                    &json!({ "valid": false, "problems": problems }),
+                    String::new,
+                );
             } else {
                 for p in problems.iter() {
                     eprintln!("{} {p}", env.out.red("error:"));
