@@ -5,6 +5,7 @@
 //! CLI are thin shells around it.
 
 pub mod diagnostics;
+pub mod lockfile;
 pub mod names;
 pub mod tree;
 pub mod yaml;
