@@ -7,6 +7,7 @@
 pub mod diagnostics;
 pub mod lockfile;
 pub mod names;
+pub mod resolve;
 pub mod tree;
 pub mod yaml;
 
