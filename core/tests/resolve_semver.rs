@@ -258,7 +258,10 @@ fn look_alike_names_are_one_package_with_one_version() {
     let ResolveError::Unsatisfiable { explanation, .. } = err else {
         panic!("expected a conflict, got {err:?}");
     };
-    assert!(explanation.contains("Web-Search ^2 and ^1, which no usable version matches"), "{explanation}");
+    assert!(
+        explanation.contains("Web-Search ^2 and ^1, which no usable version matches"),
+        "{explanation}"
+    );
 }
 
 #[test]

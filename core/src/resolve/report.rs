@@ -91,13 +91,18 @@ impl<S: PackageSource> Words<'_, '_, S> {
         let name = self.name(pkg);
         let versions = self.concrete(pkg, set);
         let all = self.info(pkg).map_or(0, |i| i.candidates.len());
-        if versions.is_empty() {
-            format!("{name} (no usable version)")
-        } else if versions.len() == all {
-            format!("every version of {name}")
-        } else {
-            format!("{name} {}", Self::list(&versions))
+        match versions.as_slice() {
+            [] => format!("{name} (no usable version)"),
+            [only] => format!("{name} {only}"),
+            _ if versions.len() == all => format!("every version of {name}"),
+            _ => format!("{name} {}", Self::list(&versions)),
         }
+    }
+
+    /// Whether [`Words::subject`] names several versions, for the verb.
+    fn plural(&self, pkg: &Pkg, set: &CandidateSet) -> bool {
+        let count = self.concrete(pkg, set).len();
+        *pkg != Pkg::Root && count > 1 && count < self.info(pkg).map_or(0, |i| i.candidates.len())
     }
 
     /// The requirement `from` states on `to` whose candidates are `set`, as
@@ -143,13 +148,19 @@ impl<S: PackageSource> Words<'_, '_, S> {
         to_set: &CandidateSet,
     ) -> String {
         let subject = self.subject(from, from_set);
-        let verb = if matches!(from, Pkg::Root) || self.concrete(from, from_set).len() == 1 {
-            "requires"
-        } else {
+        let verb = if self.plural(from, from_set) {
             "require"
+        } else {
+            "requires"
         };
         let req = self.requirement(Some(from), to, to_set);
         let to_name = self.name(to);
+        // No requirement was written: say so rather than print `*`.
+        let req = if req == "*" {
+            "(any version)".to_owned()
+        } else {
+            req
+        };
         if self.concrete(to, to_set).is_empty() {
             format!(
                 "{subject} {verb} {to_name} {req}, which no usable version matches ({})",
@@ -250,7 +261,12 @@ impl<S: PackageSource> ReportFormatter<Pkg, CandidateSet, String> for Words<'_, 
                         ),
                     })
                     .collect();
-                format!("{} cannot be used together", parts.join(", "))
+                match parts.split_last() {
+                    Some((last, rest)) if !rest.is_empty() => {
+                        format!("{} and {last} cannot be used together", rest.join(", "))
+                    }
+                    _ => format!("{} cannot be used", parts.concat()),
+                }
             }
         }
     }
