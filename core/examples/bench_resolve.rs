@@ -7,7 +7,9 @@
 //! - "conflict-heavy": ten tools whose versions each pin a different major
 //!   of one shared tool, plus a requirement on that tool only a few versions
 //!   meet, so the solver must backtrack through many combinations;
-//! - "unsatisfiable": the same shape with no solution, explanation included.
+//! - "unsatisfiable": the same shape with no solution, explanation included;
+//! - "deep": the same registry size with chains thousands deep, run once
+//!   under a 30 s deadline.
 
 use std::time::{Duration, Instant};
 
@@ -59,8 +61,10 @@ const PACKAGES: u64 = 10_000;
 /// chains are at most four deep, as in real registries.
 const TIER: u64 = PACKAGES / 4;
 
-/// 20 versions per package: majors 1-4, minors 0-4.
-fn typical_registry() -> MemorySource {
+/// 20 versions per package: majors 1-4, minors 0-4. `tiered = false` lets a
+/// version depend on any of the next 500 packages instead, which builds
+/// dependency chains thousands deep (the "deep" stress case).
+fn typical_registry(tiered: bool) -> MemorySource {
     let mut rng = Rng(42);
     let mut source = MemorySource::new();
     for p in 0..PACKAGES {
@@ -70,7 +74,11 @@ fn typical_registry() -> MemorySource {
             for minor in 0..5 {
                 let deps = (0..rng.below(4))
                     .filter_map(|_| {
-                        let target = next_tier + rng.below(TIER);
+                        let target = if tiered {
+                            next_tier + rng.below(TIER)
+                        } else {
+                            p + 1 + rng.below(500)
+                        };
                         (target < PACKAGES).then(|| {
                             let requirement = match rng.below(3) {
                                 0 => format!("^{}", 1 + rng.below(4)),
@@ -88,13 +96,14 @@ fn typical_registry() -> MemorySource {
     source
 }
 
-fn typical_request() -> Request {
+fn typical_request(tiered: bool) -> Request {
     let mut rng = Rng(7);
+    let span = if tiered { TIER } else { PACKAGES };
     Request {
         requirements: (0..10)
             .map(|_| {
                 // Agents require top-tier tools.
-                let p = rng.below(TIER);
+                let p = rng.below(span);
                 (
                     name(&format!("tool{p}")),
                     Some(req(&format!("^{}", 1 + rng.below(4)))),
@@ -147,12 +156,19 @@ fn conflict_request() -> Request {
     }
 }
 
-fn measure(label: &str, runs: usize, source: &MemorySource, request: &Request) {
+fn measure(
+    label: &str,
+    runs: usize,
+    source: &MemorySource,
+    request: &Request,
+    budget: Option<Duration>,
+) {
     let mut times = Vec::with_capacity(runs);
     let mut outcome = String::new();
     for _ in 0..runs {
         let start = Instant::now();
-        let result = resolve(source, request, &Cancel::new());
+        let cancel = budget.map_or_else(Cancel::new, |b| Cancel::with_deadline(start + b));
+        let result = resolve(source, request, &cancel);
         times.push(start.elapsed());
         outcome = match result {
             Ok(resolution) => format!("solved, {} tools locked", resolution.tools.len()),
@@ -186,22 +202,35 @@ fn main() {
         .unwrap_or(200);
 
     let start = Instant::now();
-    let typical = typical_registry();
+    let typical = typical_registry(true);
     println!(
         "built synthetic registry: {PACKAGES} packages x 20 versions in {:.2?}",
         start.elapsed()
     );
-    measure("typical", runs, &typical, &typical_request());
+    measure("typical", runs, &typical, &typical_request(true), None);
+    let conflict_request = conflict_request();
     measure(
         "conflict-heavy",
         runs,
         &conflict_registry(true),
-        &conflict_request(),
+        &conflict_request,
+        None,
     );
     measure(
         "unsatisfiable",
         runs,
         &conflict_registry(false),
-        &conflict_request(),
+        &conflict_request,
+        None,
+    );
+    // One run under a deadline: shows what the server's resolve timeout is for.
+    let deep = typical_registry(false);
+    let budget = Duration::from_secs(30);
+    measure(
+        "deep (30s cap)",
+        1,
+        &deep,
+        &typical_request(false),
+        Some(budget),
     );
 }

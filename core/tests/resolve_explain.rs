@@ -123,6 +123,18 @@ fn the_error_message_carries_the_explanation() {
     let err = run(&source, &request(&[("t", Some("^2"))], &[])).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "the tool requirements cannot be met:\nthe agent requires t ^2, which no usable version matches (available: 1.0.0)"
+        "the tool requirements cannot be met: the agent requires t ^2, which no usable version matches (available: 1.0.0)"
     );
+
+    // Several sentences still make one line.
+    let source = registry(&[
+        ("a", "1.0.0", false, &[("c", "^1")]),
+        ("b", "1.0.0", false, &[("c", "^2")]),
+        ("c", "1.0.0", false, &[]),
+        ("c", "2.0.0", false, &[]),
+    ]);
+    let err = run(&source, &request(&[("a", None), ("b", None)], &[])).unwrap_err();
+    let message = err.to_string();
+    assert!(!message.contains('\n'), "{message}");
+    assert!(message.contains("a 1.0.0 requires c ^1"), "{message}");
 }

@@ -302,7 +302,9 @@ impl PackageSource for Failing {
 
 #[test]
 fn source_failures_are_reported_with_the_package() {
-    let err = resolve(&Failing, &request(&[("t", None)], &[]), &Cancel::new()).unwrap_err();
+    // Callers may hold their source as a trait object.
+    let source: &dyn PackageSource = &Failing;
+    let err = resolve(source, &request(&[("t", None)], &[]), &Cancel::new()).unwrap_err();
     assert!(matches!(err, ResolveError::Source { .. }), "{err:?}");
     assert_eq!(err.to_string(), "looking up t failed: database is down");
 }

@@ -46,9 +46,9 @@ use crate::{
 /// CLI answers from the index endpoint, fetching each package once.
 pub trait PackageSource {
     /// Every published version of `name`, yanked ones included, or `Ok(None)`
-    /// when no package has that name. Names arrive in the normalized form
-    /// ([`PackageName::normalized`]) or as written; a source should look them
-    /// up by their normalized form.
+    /// when no package has that name. Names arrive as the agent or a tool
+    /// spelled them; a source looks them up by [`PackageName::normalized`].
+    /// Called at most once per package and resolution.
     fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError>;
 }
 
@@ -194,20 +194,26 @@ pub enum Conflict {
         requirement: String,
         satisfied_by: Vec<Version>,
     },
-    /// No usable version of `package` is left in `versions`.
+    /// No usable version of `package` meets `requirement` (as written, or
+    /// the list of versions the solver had left).
     NoVersion {
         package: PackageName,
-        versions: String,
+        requirement: String,
     },
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
-    #[error("the tool requirements cannot be met:\n{explanation}")]
+    /// The explanation keeps one sentence per line; the message puts them on
+    /// one line.
+    #[error("the tool requirements cannot be met: {}", explanation.replace('\n', " "))]
     Unsatisfiable {
         explanation: String,
         conflicts: Vec<Conflict>,
     },
+    /// A requirement names a tool the source does not know. This stops the
+    /// resolution even when another version of the dependent would avoid it:
+    /// the registry refuses such publishes, so it means a broken index.
     #[error("no tool named {name} exists (required by {required_by})")]
     UnknownPackage {
         name: PackageName,
@@ -226,7 +232,7 @@ pub enum ResolveError {
 }
 
 /// Resolves `request` against `source`.
-pub fn resolve<S: PackageSource>(
+pub fn resolve<S: PackageSource + ?Sized>(
     source: &S,
     request: &Request,
     cancel: &Cancel,

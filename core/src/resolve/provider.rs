@@ -76,7 +76,7 @@ impl RequirementTexts {
     }
 }
 
-pub(super) struct Provider<'a, S> {
+pub(super) struct Provider<'a, S: ?Sized> {
     source: &'a S,
     cancel: &'a Cancel,
     /// Root requirements grouped by normalized name, in the request's order.
@@ -86,7 +86,7 @@ pub(super) struct Provider<'a, S> {
     pub(super) texts: RefCell<RequirementTexts>,
 }
 
-impl<'a, S: PackageSource> Provider<'a, S> {
+impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
     pub(super) fn new(source: &'a S, request: &Request, cancel: &'a Cancel) -> Self {
         let mut root: Vec<(PackageName, Vec<Option<VersionReq>>)> = Vec::new();
         for (name, req) in &request.requirements {
@@ -276,7 +276,7 @@ fn combined_requirement(reqs: &[Option<VersionReq>]) -> VersionReq {
     VersionReq { comparators }
 }
 
-impl<S: PackageSource> DependencyProvider for Provider<'_, S> {
+impl<S: PackageSource + ?Sized> DependencyProvider for Provider<'_, S> {
     type P = Pkg;
     type V = semver::Version;
     type VS = CandidateSet;

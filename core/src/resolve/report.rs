@@ -21,7 +21,7 @@ type Terms = Map<Pkg, Term<CandidateSet>>;
 /// At most this many versions are listed in one phrase of an explanation.
 const MAX_LISTED: usize = 5;
 
-pub(super) fn explain<S: PackageSource>(
+pub(super) fn explain<S: PackageSource + ?Sized>(
     tree: &Tree,
     provider: &Provider<'_, S>,
 ) -> (String, Vec<Conflict>) {
@@ -32,11 +32,11 @@ pub(super) fn explain<S: PackageSource>(
     (explanation, conflicts)
 }
 
-struct Words<'p, 'a, S> {
+struct Words<'p, 'a, S: ?Sized> {
     provider: &'p Provider<'a, S>,
 }
 
-impl<S: PackageSource> Words<'_, '_, S> {
+impl<S: PackageSource + ?Sized> Words<'_, '_, S> {
     fn info(&self, pkg: &Pkg) -> Option<std::rc::Rc<PackageInfo>> {
         self.provider.info(pkg)
     }
@@ -198,7 +198,7 @@ impl<S: PackageSource> Words<'_, '_, S> {
                 };
                 Conflict::NoVersion {
                     package,
-                    versions: self.requirement(None, pkg, set),
+                    requirement: self.requirement(None, pkg, set),
                 }
             }
             DerivationTree::External(External::NotRoot(..) | External::Custom(..)) => return,
@@ -213,7 +213,7 @@ fn versions(vs: Vec<semver::Version>) -> Vec<Version> {
     vs.into_iter().map(Version::from).collect()
 }
 
-impl<S: PackageSource> ReportFormatter<Pkg, CandidateSet, String> for Words<'_, '_, S> {
+impl<S: PackageSource + ?Sized> ReportFormatter<Pkg, CandidateSet, String> for Words<'_, '_, S> {
     type Output = String;
 
     fn format_external(&self, external: &Ext) -> String {
