@@ -132,10 +132,13 @@ impl ResolvedAt {
         Ok(Self::truncated(t))
     }
 
-    /// Seconds since the Unix epoch.
+    /// Seconds since the Unix epoch. Only years 0000-9999 are accepted,
+    /// the range RFC 3339 can write.
     pub fn from_unix(seconds: i64) -> Result<Self, LockfileError> {
         let t = OffsetDateTime::from_unix_timestamp(seconds)
-            .map_err(|_| LockfileError::BadSourceDateEpoch(seconds.to_string()))?;
+            .ok()
+            .filter(|t| (0..=9999).contains(&t.year()))
+            .ok_or_else(|| LockfileError::BadSourceDateEpoch(seconds.to_string()))?;
         Ok(Self::truncated(t))
     }
 
@@ -433,6 +436,10 @@ mod tests {
         ));
         assert!(matches!(
             resolved_at_now_or_source_date_epoch(Some("99999999999999999")),
+            Err(LockfileError::BadSourceDateEpoch(_))
+        ));
+        assert!(matches!(
+            resolved_at_now_or_source_date_epoch(Some("-62200000000")),
             Err(LockfileError::BadSourceDateEpoch(_))
         ));
         let now = resolved_at_now_or_source_date_epoch(None).unwrap();
