@@ -40,6 +40,8 @@ pub(super) struct PackageInfo {
     pub(super) candidates: Vec<Candidate>,
     /// The lock's version, when it is among the candidates.
     pub(super) pinned: Option<semver::Version>,
+    /// How many packages were loaded before this one: the decision order.
+    pub(super) order: usize,
 }
 
 impl PackageInfo {
@@ -209,7 +211,9 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
         let pinned = pin
             .filter(|p| candidates.iter().any(|c| &c.version == *p))
             .cloned();
+        let order = self.packages.borrow().len();
         let info = Rc::new(PackageInfo {
+            order,
             display: name.clone(),
             candidates,
             pinned,
@@ -283,7 +287,10 @@ impl<S: PackageSource + ?Sized> DependencyProvider for Provider<'_, S> {
     type M = String;
     type Err = ResolveError;
     /// Packages that already caused conflicts first, then pinned ones (so a
-    /// lock is kept where it can be), then the most constrained.
+    /// lock is kept where it can be), then in the order they were discovered
+    /// (breadth first, as uv does). Discovery order beat "fewest versions
+    /// left first" on deep graphs: 3,320 tools in 5.8 s instead of no answer
+    /// within 30 s (see `examples/bench_resolve.rs`).
     type Priority = (u32, bool, Reverse<usize>);
 
     fn prioritize(
@@ -295,16 +302,12 @@ impl<S: PackageSource + ?Sized> DependencyProvider for Provider<'_, S> {
         let Some(info) = self.info(package) else {
             return (u32::MAX, true, Reverse(0));
         };
-        let count = info
-            .candidates
-            .iter()
-            .filter(|c| range.contains(&c.version))
-            .count();
-        if count == 0 {
+        // No version left: decide it now, so the conflict surfaces at once.
+        if !info.candidates.iter().any(|c| range.contains(&c.version)) {
             return (u32::MAX, true, Reverse(0));
         }
         let pinned = info.pinned.as_ref().is_some_and(|p| range.contains(p));
-        (stats.conflict_count(), pinned, Reverse(count))
+        (stats.conflict_count(), pinned, Reverse(info.order))
     }
 
     fn choose_version(
