@@ -1,0 +1,467 @@
+//! `agent.lock`: the resolved tools, subagents, models and file hashes of an
+//! agent, in the shape DESIGN.md fixes.
+//!
+//! Every map is a `BTreeMap`, so the same value always serializes to the same
+//! bytes (only `resolved_at` varies between runs, and it honours
+//! `SOURCE_DATE_EPOCH`). Parsing is strict: unknown keys, malformed hashes,
+//! versions, names or timestamps are errors, and the bytes pass the bounded
+//! [`crate::yaml::from_slice`] first.
+
+use std::{collections::BTreeMap, collections::BTreeSet, fmt, str::FromStr};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use time::{OffsetDateTime, UtcOffset, format_description::well_known::Rfc3339};
+
+use crate::{
+    names::{PackageName, Version},
+    tree::MemberPath,
+    yaml::{YamlError, YamlLimits},
+};
+
+/// The file name inside an agent directory and container.
+pub const LOCKFILE_NAME: &str = "agent.lock";
+
+/// Longest model identifier accepted.
+pub const MAX_MODEL_ID_LEN: usize = 128;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockfileError {
+    #[error("agent.lock: {0}")]
+    Yaml(#[from] YamlError),
+    #[error("agent.lock could not be written: {0}")]
+    Write(String),
+    #[error("{0:?} is not a hash of the form sha256:<64 lowercase hex digits>")]
+    BadHash(String),
+    #[error("{0:?} is not an RFC 3339 UTC timestamp like 2025-01-29T10:30:00Z")]
+    BadTimestamp(String),
+    #[error("SOURCE_DATE_EPOCH={0:?} is not a whole number of seconds in the supported range")]
+    BadSourceDateEpoch(String),
+    #[error(
+        "{0:?} is not a model id (1 to {MAX_MODEL_ID_LEN} printable ASCII characters, no spaces)"
+    )]
+    BadModelId(String),
+    #[error("{0} is not a price (a finite, non-negative number)")]
+    BadPrice(f64),
+}
+
+/// A SHA-256 digest spelled `sha256:` followed by 64 lowercase hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sha256Hash([u8; 32]);
+
+impl Sha256Hash {
+    pub const PREFIX: &'static str = "sha256:";
+
+    pub fn from_bytes(digest: [u8; 32]) -> Self {
+        Self(digest)
+    }
+
+    /// The digest of `data`.
+    pub fn digest(data: &[u8]) -> Self {
+        use sha2::Digest;
+        Self(sha2::Sha256::digest(data).into())
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The 64 lowercase hex digits without the `sha256:` prefix (the form
+    /// `manifest.json` and the `ETag` use).
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// Parses `sha256:<hex>`. Uppercase hex is refused: one digest must have
+    /// one spelling, or byte-identical lockfiles stop being a thing.
+    pub fn parse(s: &str) -> Result<Self, LockfileError> {
+        let bad = || LockfileError::BadHash(s.to_owned());
+        let hex_part = s.strip_prefix(Self::PREFIX).ok_or_else(bad)?;
+        if hex_part.len() != 64
+            || !hex_part
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Err(bad());
+        }
+        let mut digest = [0u8; 32];
+        hex::decode_to_slice(hex_part, &mut digest).map_err(|_| bad())?;
+        Ok(Self(digest))
+    }
+}
+
+impl fmt::Display for Sha256Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", Self::PREFIX, self.to_hex())
+    }
+}
+
+impl FromStr for Sha256Hash {
+    type Err = LockfileError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl Serialize for Sha256Hash {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Sha256Hash {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A UTC instant with whole seconds, written `2025-01-29T10:30:00Z`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResolvedAt(OffsetDateTime);
+
+impl ResolvedAt {
+    /// Parses an RFC 3339 timestamp whose offset is UTC (`Z` or `+00:00`).
+    /// Fractions of a second are dropped, so that writing it back gives the
+    /// canonical form.
+    pub fn parse(s: &str) -> Result<Self, LockfileError> {
+        let t = OffsetDateTime::parse(s, &Rfc3339)
+            .map_err(|_| LockfileError::BadTimestamp(s.to_owned()))?;
+        if t.offset() != UtcOffset::UTC {
+            return Err(LockfileError::BadTimestamp(s.to_owned()));
+        }
+        Ok(Self::truncated(t))
+    }
+
+    /// Seconds since the Unix epoch. Only years 0000-9999 are accepted,
+    /// the range RFC 3339 can write.
+    pub fn from_unix(seconds: i64) -> Result<Self, LockfileError> {
+        let t = OffsetDateTime::from_unix_timestamp(seconds)
+            .ok()
+            .filter(|t| (0..=9999).contains(&t.year()))
+            .ok_or_else(|| LockfileError::BadSourceDateEpoch(seconds.to_string()))?;
+        Ok(Self::truncated(t))
+    }
+
+    pub fn unix_timestamp(&self) -> i64 {
+        self.0.unix_timestamp()
+    }
+
+    fn truncated(t: OffsetDateTime) -> Self {
+        let t = t.to_offset(UtcOffset::UTC);
+        Self(t.replace_nanosecond(0).unwrap_or(t))
+    }
+}
+
+impl fmt::Display for ResolvedAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        write!(
+            f,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            d.year(),
+            u8::from(d.month()),
+            d.day(),
+            d.hour(),
+            d.minute(),
+            d.second()
+        )
+    }
+}
+
+impl Serialize for ResolvedAt {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ResolvedAt {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The `resolved_at` to write: `SOURCE_DATE_EPOCH` when the caller read one
+/// from the environment (reproducible builds), else the current time. The
+/// environment read stays in the CLI so this crate does no IO.
+pub fn resolved_at_now_or_source_date_epoch(
+    source_date_epoch: Option<&str>,
+) -> Result<ResolvedAt, LockfileError> {
+    match source_date_epoch {
+        Some(raw) => {
+            let seconds: i64 = raw
+                .trim()
+                .parse()
+                .map_err(|_| LockfileError::BadSourceDateEpoch(raw.to_owned()))?;
+            ResolvedAt::from_unix(seconds)
+                .map_err(|_| LockfileError::BadSourceDateEpoch(raw.to_owned()))
+        }
+        None => Ok(ResolvedAt::truncated(OffsetDateTime::now_utc())),
+    }
+}
+
+/// The only lockfile format version so far; written as the string `"1"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum LockfileVersion {
+    #[default]
+    #[serde(rename = "1")]
+    V1,
+}
+
+/// A model identifier such as `claude-sonnet-4` or `gpt-4.1`: model names are
+/// the providers', not ours, so they follow looser rules than package names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModelId(String);
+
+impl ModelId {
+    pub fn new(id: impl Into<String>) -> Result<Self, LockfileError> {
+        let id = id.into();
+        let ok = !id.is_empty()
+            && id.len() <= MAX_MODEL_ID_LEN
+            && id.bytes().all(|b| b.is_ascii_graphic());
+        if ok {
+            Ok(Self(id))
+        } else {
+            Err(LockfileError::BadModelId(id))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ModelId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for ModelId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ModelId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Self::new(String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Dollars per million tokens: finite and non-negative.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Price(f64);
+
+impl Price {
+    pub fn new(dollars: f64) -> Result<Self, LockfileError> {
+        if dollars.is_finite() && dollars >= 0.0 {
+            Ok(Self(dollars))
+        } else {
+            Err(LockfileError::BadPrice(dollars))
+        }
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl Serialize for Price {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Price {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Self::new(f64::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One resolved tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedTool {
+    pub version: Version,
+    /// Of the `.tool` container.
+    pub hash: Sha256Hash,
+    /// The requirement it was resolved against, as the agent wrote it; absent
+    /// for tools that only other tools depend on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requirement: Option<semver::VersionReq>,
+    /// Names of the locked tools this one depends on.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub dependencies: BTreeSet<PackageName>,
+}
+
+/// One co-located subagent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedAgent {
+    pub version: Version,
+    /// Of the subagent file.
+    pub hash: Sha256Hash,
+}
+
+/// What the agent was resolved against for one model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedModel {
+    pub context_window: u64,
+    pub supports_tools: bool,
+    /// Dollars per million input tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_1m_price: Option<Price>,
+    /// Dollars per million output tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_1m_price: Option<Price>,
+}
+
+/// A whole `agent.lock`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lockfile {
+    pub version: LockfileVersion,
+    pub resolved_at: ResolvedAt,
+    /// The registry the tools were resolved from. The spec's example omits
+    /// it, so reading tolerates its absence; the CLI always writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<String>,
+    #[serde(default)]
+    pub tools: BTreeMap<PackageName, LockedTool>,
+    #[serde(default)]
+    pub agents: BTreeMap<PackageName, LockedAgent>,
+    #[serde(default)]
+    pub models: BTreeMap<ModelId, LockedModel>,
+    #[serde(default)]
+    pub files: BTreeMap<MemberPath, Sha256Hash>,
+}
+
+impl Lockfile {
+    /// An empty lockfile resolved at `resolved_at`.
+    pub fn new(resolved_at: ResolvedAt, registry: Option<String>) -> Self {
+        Self {
+            version: LockfileVersion::V1,
+            resolved_at,
+            registry,
+            tools: BTreeMap::new(),
+            agents: BTreeMap::new(),
+            models: BTreeMap::new(),
+            files: BTreeMap::new(),
+        }
+    }
+
+    /// Parses untrusted bytes with the default [`YamlLimits`].
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, LockfileError> {
+        Self::from_slice_with_limits(bytes, &YamlLimits::default())
+    }
+
+    pub fn from_slice_with_limits(
+        bytes: &[u8],
+        limits: &YamlLimits,
+    ) -> Result<Self, LockfileError> {
+        Ok(crate::yaml::from_slice(bytes, limits)?)
+    }
+
+    /// The canonical YAML text: equal values give identical bytes.
+    pub fn to_yaml(&self) -> Result<String, LockfileError> {
+        yaml_serde::to_string(self).map_err(|e| LockfileError::Write(e.to_string()))
+    }
+
+    /// The locked versions of tools, the pins a re-resolution keeps while
+    /// they still satisfy every requirement.
+    pub fn tool_pins(&self) -> BTreeMap<PackageName, Version> {
+        self.tools
+            .iter()
+            .map(|(name, tool)| (name.clone(), tool.version.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_round_trips_and_rejects_other_spellings() {
+        let h = Sha256Hash::digest(b"abc");
+        let s = h.to_string();
+        assert_eq!(
+            s,
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(Sha256Hash::parse(&s).unwrap(), h);
+        for bad in [
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD",
+            "sha256:ba7816bf",
+            "sha512:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015az",
+        ] {
+            assert!(
+                matches!(Sha256Hash::parse(bad), Err(LockfileError::BadHash(s)) if s == bad),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn timestamps_are_utc_and_canonical() {
+        let t = ResolvedAt::parse("2025-01-29T10:30:00.123Z").unwrap();
+        assert_eq!(t.to_string(), "2025-01-29T10:30:00Z");
+        assert_eq!(
+            ResolvedAt::parse("2025-01-29T10:30:00+00:00")
+                .unwrap()
+                .to_string(),
+            "2025-01-29T10:30:00Z"
+        );
+        assert!(matches!(
+            ResolvedAt::parse("2025-01-29T10:30:00+01:00"),
+            Err(LockfileError::BadTimestamp(_))
+        ));
+        assert!(matches!(
+            ResolvedAt::parse("yesterday"),
+            Err(LockfileError::BadTimestamp(_))
+        ));
+    }
+
+    #[test]
+    fn source_date_epoch_wins_over_the_clock() {
+        let t = resolved_at_now_or_source_date_epoch(Some("1738146600")).unwrap();
+        assert_eq!(t.to_string(), "2025-01-29T10:30:00Z");
+        assert!(matches!(
+            resolved_at_now_or_source_date_epoch(Some("soon")),
+            Err(LockfileError::BadSourceDateEpoch(s)) if s == "soon"
+        ));
+        assert!(matches!(
+            resolved_at_now_or_source_date_epoch(Some("99999999999999999")),
+            Err(LockfileError::BadSourceDateEpoch(_))
+        ));
+        assert!(matches!(
+            resolved_at_now_or_source_date_epoch(Some("-62200000000")),
+            Err(LockfileError::BadSourceDateEpoch(_))
+        ));
+        let now = resolved_at_now_or_source_date_epoch(None).unwrap();
+        assert!(now.unix_timestamp() > 1_738_146_600);
+    }
+
+    #[test]
+    fn model_ids_and_prices_are_validated() {
+        assert!(ModelId::new("gpt-4.1").is_ok());
+        assert!(matches!(
+            ModelId::new(""),
+            Err(LockfileError::BadModelId(_))
+        ));
+        assert!(matches!(
+            ModelId::new("two words"),
+            Err(LockfileError::BadModelId(_))
+        ));
+        assert!(Price::new(3.0).is_ok());
+        assert!(matches!(Price::new(-1.0), Err(LockfileError::BadPrice(_))));
+        assert!(matches!(
+            Price::new(f64::NAN),
+            Err(LockfileError::BadPrice(_))
+        ));
+    }
+}

@@ -1,0 +1,291 @@
+//! Tool version resolution: requirements (plus an optional existing lock) in,
+//! one version per tool out, or an explanation of why none exists.
+//!
+//! Semantics (DESIGN.md, "Resolution semantics"):
+//! - requirements follow Cargo's rules through `semver::VersionReq` (a bare
+//!   `1.2.0` means `^1.2.0`; no requirement means the newest release);
+//! - newest version first, one version per (normalized) name;
+//! - yanked versions are never chosen, unless the given lock pins exactly that
+//!   version;
+//! - prereleases only when a requirement names one (`VersionReq::matches`);
+//! - a pinned version is kept while it satisfies every requirement on it;
+//! - tool dependencies are followed transitively.
+//!
+//! The solver is pubgrub. Its version sets are explicit sets of published
+//! versions (see [`candidates`]), which keeps `VersionReq::matches` the only
+//! judge of what a requirement accepts. Failures are explained with
+//! pubgrub's derivation tree, worded with the requirements as written.
+
+mod candidates;
+mod provider;
+mod report;
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fmt,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Instant,
+};
+
+use semver::VersionReq;
+use serde::Serialize;
+
+use crate::{
+    lockfile::{LockedTool, Sha256Hash},
+    names::{PackageName, Version},
+};
+
+/// Where the resolver learns which versions exist.
+///
+/// Synchronous on purpose: pubgrub calls back into its provider from a tight
+/// loop that cannot await. The server answers from its database (prefetching
+/// or caching index rows, and running the resolver on a blocking thread); the
+/// CLI answers from the index endpoint, fetching each package once.
+pub trait PackageSource {
+    /// Every published version of `name`, yanked ones included, or `Ok(None)`
+    /// when no package has that name. Names arrive as the agent or a tool
+    /// spelled them; a source looks them up by [`PackageName::normalized`].
+    /// Called at most once per package and resolution.
+    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError>;
+}
+
+impl<T: PackageSource + ?Sized> PackageSource for &T {
+    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError> {
+        (**self).versions(name)
+    }
+}
+
+/// One published version, as the index lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionEntry {
+    pub version: Version,
+    pub yanked: bool,
+    /// Of the container.
+    pub hash: Sha256Hash,
+    pub dependencies: BTreeMap<PackageName, VersionReq>,
+}
+
+/// A failure of the [`PackageSource`] (database, network).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SourceError(Box<dyn std::error::Error + Send + Sync>);
+
+impl SourceError {
+    pub fn new(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self(error.into())
+    }
+}
+
+/// What to resolve.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Request {
+    /// The agent's tool requirements; `None` means the newest release.
+    pub requirements: BTreeMap<PackageName, Option<VersionReq>>,
+    /// Versions from an existing lock, kept while they still satisfy every
+    /// requirement on them (and allowed even when yanked).
+    pub pins: BTreeMap<PackageName, Version>,
+}
+
+/// Stops a resolution from another thread or at a deadline. Clones share
+/// the flag.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel {
+    flag: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+}
+
+impl Cancel {
+    /// Never cancelled unless [`Cancel::cancel`] is called.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancelled at `deadline` too.
+    pub fn with_deadline(deadline: Instant) -> Self {
+        Self {
+            flag: Arc::default(),
+            deadline: Some(deadline),
+        }
+    }
+
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// One resolved tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedTool {
+    pub version: Version,
+    pub hash: Sha256Hash,
+    /// The agent's requirement as written (`*` when it named no version);
+    /// `None` for tools only other tools depend on.
+    pub requirement: Option<VersionReq>,
+    /// What this version requires of other tools.
+    pub dependencies: BTreeMap<PackageName, VersionReq>,
+}
+
+/// A successful resolution: one version per tool, keyed by the name as the
+/// agent (or, for transitive tools, the first dependent) spelled it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolution {
+    pub tools: BTreeMap<PackageName, ResolvedTool>,
+}
+
+impl Resolution {
+    /// The `tools:` section of an `agent.lock`.
+    pub fn into_lock_tools(self) -> BTreeMap<PackageName, LockedTool> {
+        // Dependencies are listed by the name their tool is locked under, so
+        // a reader can follow them inside the lockfile.
+        let locked_name: BTreeMap<String, PackageName> = self
+            .tools
+            .keys()
+            .map(|name| (name.normalized(), name.clone()))
+            .collect();
+        self.tools
+            .into_iter()
+            .map(|(name, tool)| {
+                let dependencies: BTreeSet<PackageName> = tool
+                    .dependencies
+                    .keys()
+                    .map(|dep| {
+                        locked_name
+                            .get(&dep.normalized())
+                            .cloned()
+                            .unwrap_or_else(|| dep.clone())
+                    })
+                    .collect();
+                let locked = LockedTool {
+                    version: tool.version,
+                    hash: tool.hash,
+                    requirement: tool.requirement,
+                    dependencies,
+                };
+                (name, locked)
+            })
+            .collect()
+    }
+}
+
+/// Who stated a requirement in a [`Conflict`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequiredBy {
+    pub name: PackageName,
+    /// The versions of `name` that state it.
+    pub versions: Vec<Version>,
+}
+
+/// One fact behind an unsatisfiable resolution, for the HTTP layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Conflict {
+    /// `required_by` (the agent itself when `None`) requires `package` at
+    /// `requirement`, which the versions in `satisfied_by` meet.
+    Requirement {
+        required_by: Option<RequiredBy>,
+        package: PackageName,
+        requirement: String,
+        satisfied_by: Vec<Version>,
+    },
+    /// No usable version of `package` meets `requirement` (as written, or
+    /// the list of versions the solver had left).
+    NoVersion {
+        package: PackageName,
+        requirement: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The explanation keeps one sentence per line; the message puts them on
+    /// one line.
+    #[error("the tool requirements cannot be met: {}", explanation.replace('\n', " "))]
+    Unsatisfiable {
+        explanation: String,
+        conflicts: Vec<Conflict>,
+    },
+    /// A requirement names a tool the source does not know. This stops the
+    /// resolution even when another version of the dependent would avoid it:
+    /// the registry refuses such publishes, so it means a broken index.
+    #[error("no tool named {name} exists (required by {required_by})")]
+    UnknownPackage {
+        name: PackageName,
+        required_by: String,
+    },
+    #[error("the index lists version {version} of {name} twice")]
+    DuplicateVersion { name: PackageName, version: Version },
+    #[error("looking up {name} failed: {source}")]
+    Source {
+        name: PackageName,
+        #[source]
+        source: SourceError,
+    },
+    #[error("resolution was cancelled")]
+    Cancelled,
+}
+
+/// Resolves `request` against `source`.
+pub fn resolve<S: PackageSource + ?Sized>(
+    source: &S,
+    request: &Request,
+    cancel: &Cancel,
+) -> Result<Resolution, ResolveError> {
+    provider::Provider::new(source, request, cancel).solve()
+}
+
+/// The name pubgrub knows a package by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Pkg {
+    /// The agent being resolved.
+    Root,
+    /// A tool, by its normalized name, so look-alike spellings are one
+    /// package with one version.
+    Tool(String),
+}
+
+impl fmt::Display for Pkg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pkg::Root => f.write_str("the agent"),
+            Pkg::Tool(name) => f.write_str(name),
+        }
+    }
+}
+
+/// A [`PackageSource`] held in memory: for callers that fetched the index
+/// up front (the CLI's cache, tests, benchmarks).
+#[derive(Debug, Clone, Default)]
+pub struct MemorySource {
+    packages: BTreeMap<String, Vec<VersionEntry>>,
+}
+
+impl MemorySource {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Declares a package with no versions yet (so it is known, not missing).
+    pub fn add_package(&mut self, name: &PackageName) {
+        self.packages.entry(name.normalized()).or_default();
+    }
+
+    pub fn add_version(&mut self, name: &PackageName, entry: VersionEntry) {
+        self.packages
+            .entry(name.normalized())
+            .or_default()
+            .push(entry);
+    }
+}
+
+impl PackageSource for MemorySource {
+    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError> {
+        Ok(self.packages.get(&name.normalized()).cloned())
+    }
+}

@@ -1,0 +1,92 @@
+//! A resolution can be stopped from outside, even on a registry where it
+//! would never finish.
+
+use std::{
+    sync::atomic::{AtomicU64, Ordering},
+    thread,
+    time::{Duration, Instant},
+};
+
+use agentlang_core::{
+    PackageName, Version,
+    lockfile::Sha256Hash,
+    resolve::{Cancel, PackageSource, Request, ResolveError, SourceError, VersionEntry, resolve},
+};
+
+/// An endless chain: `p<n>` has ten versions, each depending on `p<n+1>`.
+/// Without cancellation the solver keeps walking it; the lookup count guards
+/// the test from running forever if cancellation were broken.
+struct Endless {
+    lookups: AtomicU64,
+}
+
+const LOOKUP_LIMIT: u64 = 5_000_000;
+
+impl PackageSource for Endless {
+    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError> {
+        if self.lookups.fetch_add(1, Ordering::Relaxed) > LOOKUP_LIMIT {
+            return Err(SourceError::new("cancellation never came"));
+        }
+        let n: u64 = name.as_str()[1..].parse().map_err(SourceError::new)?;
+        let next = PackageName::new(format!("p{}", n + 1)).map_err(SourceError::new)?;
+        let versions = (0..10)
+            .map(|minor| VersionEntry {
+                version: Version::parse(&format!("1.{minor}.0")).unwrap(),
+                yanked: false,
+                hash: Sha256Hash::digest(name.as_str().as_bytes()),
+                dependencies: [(next.clone(), semver::VersionReq::parse("^1").unwrap())].into(),
+            })
+            .collect();
+        Ok(Some(versions))
+    }
+}
+
+fn endless_request() -> Request {
+    Request {
+        requirements: [(PackageName::new("p0").unwrap(), None)].into(),
+        pins: Default::default(),
+    }
+}
+
+#[test]
+fn cancelling_from_another_thread_stops_the_solver() {
+    let source = Endless {
+        lookups: AtomicU64::new(0),
+    };
+    let cancel = Cancel::new();
+    let trigger = cancel.clone();
+    let canceller = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(100));
+        trigger.cancel();
+    });
+    let result = resolve(&source, &endless_request(), &cancel);
+    canceller.join().unwrap();
+    assert!(matches!(result, Err(ResolveError::Cancelled)), "{result:?}");
+    assert!(
+        source.lookups.load(Ordering::Relaxed) > 1,
+        "the solver did run"
+    );
+}
+
+#[test]
+fn a_passed_deadline_stops_the_solver() {
+    let source = Endless {
+        lookups: AtomicU64::new(0),
+    };
+    let cancel = Cancel::with_deadline(Instant::now() + Duration::from_millis(50));
+    let result = resolve(&source, &endless_request(), &cancel);
+    assert!(matches!(result, Err(ResolveError::Cancelled)), "{result:?}");
+}
+
+#[test]
+fn an_already_cancelled_resolution_does_not_start() {
+    let source = Endless {
+        lookups: AtomicU64::new(0),
+    };
+    let cancel = Cancel::new();
+    cancel.cancel();
+    assert!(cancel.is_cancelled());
+    let result = resolve(&source, &endless_request(), &cancel);
+    assert!(matches!(result, Err(ResolveError::Cancelled)), "{result:?}");
+    assert_eq!(source.lookups.load(Ordering::Relaxed), 0);
+}
