@@ -211,7 +211,7 @@ pub struct Run {
 }
 
 impl Run {
-    fn from(out: Output) -> Self {
+    fn from(out: &Output) -> Self {
         Self {
             code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -266,7 +266,7 @@ impl User {
         if let Some(mut input) = child.stdin.take() {
             input.write_all(stdin.as_bytes()).expect("writing stdin");
         }
-        Run::from(child.wait_with_output().expect("waiting for agentlang"))
+        Run::from(&child.wait_with_output().expect("waiting for agentlang"))
     }
 
     pub fn run(&self, args: &[&str]) -> Run {
