@@ -128,9 +128,17 @@ impl std::error::Error for ApiError {}
 
 fn problem_error(resp: Response) -> anyhow::Error {
     let status = resp.status();
+    // A 401 from the token endpoint is a wrong password, not a missing login.
+    let is_login = resp.url().path().ends_with("/api/v1/tokens");
     let body = resp.text().unwrap_or_default();
-    anyhow::Error::new(api_error(status, &body))
+    let mut error = api_error(status, &body);
+    if is_login && status == StatusCode::UNAUTHORIZED {
+        error.line = error.line.replace(LOGIN_HINT, "");
+    }
+    anyhow::Error::new(error)
 }
+
+const LOGIN_HINT: &str = " — run `agentlang login` or set AGENTLANG_TOKEN";
 
 /// Builds the one line from a problem+json body (or from the status alone
 /// when the body is something else), with a hint where one helps.
@@ -143,22 +151,24 @@ pub fn api_error(status: StatusCode, body: &str) -> ApiError {
         (true, Some(detail)) => detail.clone(),
         (true, None) => fallback_message(status),
     };
-    if !problem.errors.is_empty() {
-        let fields: Vec<String> = problem
-            .errors
-            .iter()
-            .map(|e| {
-                if e.field.is_empty() {
-                    e.message.clone()
-                } else {
-                    format!("{}: {}", e.field, e.message)
-                }
-            })
-            .collect();
+    // Field errors the detail does not already spell out.
+    let fields: Vec<String> = problem
+        .errors
+        .iter()
+        .map(|e| {
+            if e.field.is_empty() {
+                e.message.clone()
+            } else {
+                format!("{}: {}", e.field, e.message)
+            }
+        })
+        .filter(|f| !line.contains(f.as_str()))
+        .collect();
+    if !fields.is_empty() {
         line = format!("{line} ({})", fields.join("; "));
     }
     let hint = match status {
-        StatusCode::UNAUTHORIZED => " — run `agentlang login` or set AGENTLANG_TOKEN",
+        StatusCode::UNAUTHORIZED => LOGIN_HINT,
         StatusCode::PAYLOAD_TOO_LARGE => {
             " — the registry's upload limit is lower than this container"
         }
@@ -247,6 +257,16 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "Unauthorized: token expired; at 2025-01-01 (401) — run `agentlang login` or set AGENTLANG_TOKEN"
+        );
+    }
+
+    #[test]
+    fn field_errors_the_detail_already_names_are_not_repeated() {
+        let body = r#"{"title":"The request failed validation","detail":"password: must be at least 8 bytes","errors":[{"field":"password","message":"must be at least 8 bytes"},{"field":"username","message":"taken"}]}"#;
+        let e = api_error(StatusCode::UNPROCESSABLE_ENTITY, body);
+        assert_eq!(
+            e.to_string(),
+            "The request failed validation: password: must be at least 8 bytes (username: taken) (422)"
         );
     }
 
