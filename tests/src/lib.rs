@@ -22,6 +22,8 @@ use std::{
 
 use tempfile::TempDir;
 
+pub mod mock;
+
 /// Paths of the two binaries under test.
 #[derive(Debug)]
 pub struct Bins {
