@@ -134,6 +134,13 @@ fn publish_sends_the_container_with_the_token_and_reports_refusals_in_one_line()
     assert_eq!(sent.headers["content-type"], "application/octet-stream");
     assert_eq!(sent.headers["authorization"], "Bearer tok-123");
 
+    // Publishing a directory builds it first; --json is still one document.
+    let run = user.run_with(&["--json", "publish", "echo"], &env, "");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let both = run.json();
+    assert_eq!(both["build"]["path"], "echo@1.0.0.tool");
+    assert_eq!(both["build"]["sha256"], both["sha256"]);
+
     // --token wins over AGENTLANG_TOKEN.
     user.run_with(
         &["publish", "echo@1.0.0.tool", "--token", "flag-tok"],

@@ -107,6 +107,47 @@ fn an_openssl_key_signs_and_a_different_key_does_not_verify() {
     user.ok(&["keygen", "--output", "other.pem"]);
     write_tool(&user.path("echo"), &simple_tool("echo", "1.0.0", &[]));
     user.ok(&["build", "echo", "--key", "ossl.pem", "-o", "echo.tool"]);
+    // OpenSSL's own public half verifies, and OpenSSL verifies our
+    // signature over manifest.json as DESIGN.md promises.
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(user.work.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    openssl(&["pkey", "-in", "ossl.pem", "-pubout", "-out", "ossl.pub"]);
+    let v = user
+        .ok(&["--json", "verify", "echo.tool", "--pubkey", "ossl.pub"])
+        .json();
+    assert_eq!(v["valid"], true);
+    fs::create_dir(user.path("unpacked")).unwrap();
+    let tar = std::process::Command::new("tar")
+        .args(["-xzf", "../echo.tool"])
+        .current_dir(user.path("unpacked"))
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let said = openssl(&[
+        "pkeyutl",
+        "-verify",
+        "-pubin",
+        "-inkey",
+        "ossl.pub",
+        "-rawin",
+        "-in",
+        "unpacked/manifest.json",
+        "-sigfile",
+        "unpacked/signature.sig",
+    ]);
+    assert!(said.contains("Signature Verified Successfully"), "{said}");
+
     let err = user.fails(&["verify", "echo.tool", "--pubkey", "other.pem.pub"]);
     assert!(err.contains("failed verification: signature"), "{err}");
     let run = user.run(&["--json", "verify", "echo.tool", "--pubkey", "other.pem.pub"]);

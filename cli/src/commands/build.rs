@@ -23,8 +23,18 @@ use crate::{
 };
 
 pub fn run(env: &Env, args: &BuildArgs) -> Result<ExitCode> {
-    build_dir(env, &args.dir, &args.keys, args.output.as_deref())?;
+    let built = build_dir(env, &args.dir, &args.keys, args.output.as_deref())?;
+    env.out.emit(&built.summary, || built.human.clone());
     Ok(ExitCode::SUCCESS)
+}
+
+/// A finished build: where it went and what to tell the user (`publish DIR`
+/// folds this into its own report, so `--json` stays one document).
+#[derive(Debug)]
+pub struct Built {
+    pub path: PathBuf,
+    pub summary: serde_json::Value,
+    pub human: String,
 }
 
 /// What goes into the container once the package is checked.
@@ -36,13 +46,8 @@ struct Checked {
     left_out: Vec<String>,
 }
 
-/// Builds `dir` and returns the container's path; `publish DIR` uses it too.
-pub fn build_dir(
-    env: &Env,
-    dir: &Path,
-    keys: &BuildKeys,
-    output: Option<&Path>,
-) -> Result<PathBuf> {
+/// Builds `dir` into a container file; `publish DIR` uses it too.
+pub fn build_dir(env: &Env, dir: &Path, keys: &BuildKeys, output: Option<&Path>) -> Result<Built> {
     let tree = source::read_dir(dir)?;
     let shown = dir.display().to_string();
     let kind = package_dir::detect_kind(&tree, &shown)?;
@@ -88,8 +93,7 @@ pub fn build_dir(
     container_file::write_atomic(&path, &bytes)?;
 
     let m = container.manifest();
-    env.out.emit(
-        &json!({
+    let summary = json!({
             "path": path,
             "kind": m.kind(),
             "name": m.name(),
@@ -102,17 +106,17 @@ pub fn build_dir(
             "left_out": checked.left_out,
             "prompt_key": prompt.as_ref().map(|(_, p, _)| p),
             "prompt_key_created": prompt.as_ref().is_some_and(|(_, _, c)| *c),
-        }),
-        || {
-            let mut lines = vec![format!(
-                "{} built {} ({} members, {} bytes, signed by {})",
-                env.out.green("✓"),
-                env.out.bold(&path.display().to_string()),
-                m.files().len(),
-                container.size(),
-                m.signer()
-            )];
-            match &prompt {
+    });
+    let human = {
+        let mut lines = vec![format!(
+            "{} built {} ({} members, {} bytes, signed by {})",
+            env.out.green("✓"),
+            env.out.bold(&path.display().to_string()),
+            m.files().len(),
+            container.size(),
+            m.signer()
+        )];
+        match &prompt {
                 Some((_, p, true)) => lines.push(format!(
                     "  prompt encrypted with a new key, saved to {} — keep it: without it nobody can read the prompt",
                     p.display()
@@ -123,13 +127,16 @@ pub fn build_dir(
                 }
                 None => {}
             }
-            if !checked.left_out.is_empty() {
-                lines.push(format!("  not packed: {}", checked.left_out.join(", ")));
-            }
-            lines.join("\n")
-        },
-    );
-    Ok(path)
+        if !checked.left_out.is_empty() {
+            lines.push(format!("  not packed: {}", checked.left_out.join(", ")));
+        }
+        lines.join("\n")
+    };
+    Ok(Built {
+        path,
+        summary,
+        human,
+    })
 }
 
 fn check_agent(env: &Env, dir: &Path, tree: &SourceTree, shown: &str) -> Result<Checked> {

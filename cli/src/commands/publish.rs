@@ -11,11 +11,18 @@ use super::{Env, build};
 use crate::{args::BuildKeys, container_file, progress};
 
 pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
-    let file = if path.is_dir() {
-        build::build_dir(env, path, keys, None)?
+    let built = if path.is_dir() {
+        let built = build::build_dir(env, path, keys, None)?;
+        if !env.out.json {
+            eprintln!("{}", built.human);
+        }
+        Some(built)
     } else {
-        path.to_owned()
+        None
     };
+    let file = built
+        .as_ref()
+        .map_or_else(|| path.to_owned(), |b| b.path.clone());
     // Checked locally first: a broken file fails here, with the reason,
     // instead of after an upload.
     let container = container_file::read(&file)?;
@@ -54,6 +61,7 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
             "sha256": container.sha256().to_hex(),
             "url": url,
             "record": record,
+            "build": built.as_ref().map(|b| &b.summary),
         }),
         || {
             format!(
