@@ -125,6 +125,12 @@ impl ApiError {
             Self::Internal(_) => {
                 "the registry failed to handle this request; it has been logged".to_owned()
             }
+            // The title already says what kind of failure it is; the detail
+            // says which.
+            Self::BadRequest(detail)
+            | Self::Unauthenticated(detail)
+            | Self::Forbidden(detail)
+            | Self::Unavailable(detail) => detail.clone(),
             other => other.to_string(),
         };
         Problem {
@@ -243,10 +249,18 @@ pub fn json_error(err: JsonPayloadError, _req: &HttpRequest) -> actix_web::Error
     .into()
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the signature actix's error_handler takes"
+)]
 pub fn path_error(err: PathError, _req: &HttpRequest) -> actix_web::Error {
     ApiError::BadRequest(format!("invalid path: {err}")).into()
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the signature actix's error_handler takes"
+)]
 pub fn query_error(err: QueryPayloadError, _req: &HttpRequest) -> actix_web::Error {
     ApiError::BadRequest(format!("invalid query string: {err}")).into()
 }

@@ -45,9 +45,7 @@ pub async fn assign_request_id(
     req.extensions_mut().insert(id);
     let mut response = next.call(req).await?;
     if let Some(value) = header {
-        response
-            .headers_mut()
-            .insert(REQUEST_ID_HEADER.clone(), value);
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
     }
     Ok(response)
 }

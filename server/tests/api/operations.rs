@@ -23,7 +23,7 @@ async fn health_and_readiness(backend: Backend) {
     app.state.db.close().await;
     let res = app.get("/readyz").await;
     let body = crate::harness::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
-    assert_eq!(body["detail"], "not ready: the database is unreachable");
+    assert_eq!(body["detail"], "the database is unreachable");
 }
 
 async fn metrics_count_requests_by_route(backend: Backend) {
