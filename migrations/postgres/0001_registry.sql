@@ -46,11 +46,13 @@ CREATE TABLE packages (
     keywords        TEXT   NOT NULL DEFAULT '', -- space-separated, for the search index
     created_at      BIGINT NOT NULL,
     updated_at      BIGINT NOT NULL,
-    -- the search index: name weighs most, then keywords, then description
+    -- the search index: name weighs most, then keywords, then description.
+    -- The 'simple' configuration (no stemming) matches SQLite's unicode61
+    -- tokenizer, so both backends find the same packages.
     search_document TSVECTOR GENERATED ALWAYS AS (
         setweight(to_tsvector('simple', replace(name, '_', ' ')), 'A')
         || setweight(to_tsvector('simple', keywords), 'B')
-        || setweight(to_tsvector('english', description), 'C')
+        || setweight(to_tsvector('simple', description), 'C')
     ) STORED,
     -- a look-alike of an existing name is the same package: refused to others
     UNIQUE (kind, normalized_name)

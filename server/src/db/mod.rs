@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod keys;
 pub mod models;
 pub mod packages;
+pub mod search;
 pub mod tokens;
 
 use std::{str::FromStr, time::Duration};

@@ -21,6 +21,26 @@ pub struct PackageRecord {
     pub updated_at: i64,
 }
 
+/// One stored version, as the read endpoints serve it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct VersionRecord {
+    pub id: i64,
+    pub package_id: i64,
+    pub version: String,
+    pub sha256: String,
+    pub size: i64,
+    pub signer_key_id: Option<String>,
+    pub manifest: Json<Value>,
+    pub spec: Json<Value>,
+    pub lockfile: Option<Json<Value>>,
+    pub yanked: bool,
+    pub yank_reason: Option<String>,
+    pub published_by: i64,
+    pub published_at: i64,
+    pub deleted_at: Option<i64>,
+    pub downloads: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct OwnerRecord {
     pub account_id: i64,
@@ -452,6 +472,120 @@ impl Db {
                 })
             })
             .collect()
+    }
+
+    /// One version by precedence (build metadata aside), deleted or not.
+    pub async fn find_version(
+        &self,
+        package_id: i64,
+        version: &Version,
+    ) -> Result<Option<VersionRecord>, sqlx::Error> {
+        let (major, minor, patch, pre) = precedence(version);
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, VersionRecord>(
+                "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
+                        lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
+                        downloads
+                 FROM versions
+                 WHERE package_id = $1 AND major = $2 AND minor = $3 AND patch = $4
+                   AND prerelease = $5",
+            )
+            .bind(package_id)
+            .bind(major)
+            .bind(minor)
+            .bind(patch)
+            .bind(pre)
+            .fetch_optional(pool)
+            .await
+        })
+    }
+
+    /// The package's live versions, newest first by SemVer precedence.
+    pub async fn list_versions(&self, package_id: i64) -> Result<Vec<VersionRecord>, sqlx::Error> {
+        let mut versions: Vec<VersionRecord> = with_pool!(self, pool => {
+            sqlx::query_as::<_, VersionRecord>(
+                "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
+                        lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
+                        downloads
+                 FROM versions WHERE package_id = $1 AND deleted_at IS NULL",
+            )
+            .bind(package_id)
+            .fetch_all(pool)
+            .await
+        })?;
+        // SQL cannot order prerelease identifiers (`rc.10` after `rc.9`);
+        // semver can.
+        versions.sort_by(|a, b| {
+            let parse = |v: &str| semver::Version::parse(v).ok();
+            parse(&b.version).cmp(&parse(&a.version))
+        });
+        Ok(versions)
+    }
+
+    /// Yanks or unyanks a live version. Returns false when there is none.
+    pub async fn set_yanked(
+        &self,
+        package_id: i64,
+        version: &Version,
+        yanked: bool,
+        reason: Option<&str>,
+    ) -> Result<bool, sqlx::Error> {
+        let (major, minor, patch, pre) = precedence(version);
+        let affected = with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE versions SET yanked = $1, yank_reason = $2
+                 WHERE package_id = $3 AND major = $4 AND minor = $5 AND patch = $6
+                   AND prerelease = $7 AND deleted_at IS NULL",
+            )
+            .bind(yanked)
+            .bind(if yanked { reason } else { None })
+            .bind(package_id)
+            .bind(major)
+            .bind(minor)
+            .bind(patch)
+            .bind(pre)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        })?;
+        Ok(affected > 0)
+    }
+
+    /// Counts one download: the version's total and its UTC day's bucket,
+    /// in one transaction.
+    pub async fn record_download(&self, version_id: i64) -> Result<(), sqlx::Error> {
+        let today = time::OffsetDateTime::now_utc().date().to_string();
+        with_pool!(self, pool => {
+            let mut tx = pool.begin_write().await?;
+            sqlx::query("UPDATE versions SET downloads = downloads + 1 WHERE id = $1")
+                .bind(version_id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO download_counts (version_id, day, count) VALUES ($1, $2, 1)
+                 ON CONFLICT (version_id, day) DO UPDATE SET count = download_counts.count + 1",
+            )
+            .bind(version_id)
+            .bind(&today)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await
+        })
+    }
+
+    /// Downloads per UTC day (`YYYY-MM-DD`), oldest first.
+    pub async fn downloads_by_day(
+        &self,
+        version_id: i64,
+    ) -> Result<Vec<(String, i64)>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT day, count FROM download_counts WHERE version_id = $1 ORDER BY day",
+            )
+            .bind(version_id)
+            .fetch_all(pool)
+            .await
+        })
     }
 
     /// The SHA-256 of every container a live (not deleted) version refers

@@ -18,6 +18,9 @@ backend_tests!(
     look_alike_names_are_refused,
     dependencies_are_stored_with_the_version,
     blobs_are_create_only_and_swept_when_unreferenced,
+    search_finds_packages_by_name_keyword_and_description,
+    versions_list_in_semver_order_and_yank,
+    downloads_are_counted_per_day,
 );
 
 async fn publish_creates_the_package_with_its_owner(backend: Backend) {
@@ -286,4 +289,244 @@ async fn sweep_keeps_referenced(app: &TestApp, kept: Sha256Digest, orphan: Sha25
     assert_eq!(report.deleted, vec![orphan]);
     assert!(app.state.blobs.exists(&kept).await.unwrap());
     assert!(!app.state.blobs.exists(&orphan).await.unwrap());
+}
+
+async fn publish_described(
+    app: &TestApp,
+    kind: Kind,
+    name: &str,
+    description: &str,
+    keywords: &[&str],
+) {
+    let alice = app.account_id("alice").await;
+    let name = PackageName::new(name).unwrap();
+    let version = Version::parse("1.0.0").unwrap();
+    let digest = Sha256Digest::of(name.as_str().as_bytes());
+    let keywords: Vec<String> = keywords.iter().map(|k| (*k).to_owned()).collect();
+    app.state
+        .db
+        .publish_version(&NewVersion {
+            kind,
+            name: &name,
+            version: &version,
+            sha256: &digest,
+            size: 1,
+            signer_key_id: None,
+            manifest: &json!({}),
+            spec: &json!({}),
+            lockfile: None,
+            dependencies: &[],
+            description,
+            keywords: &keywords,
+            publisher: alice,
+        })
+        .await
+        .unwrap();
+}
+
+async fn search_finds_packages_by_name_keyword_and_description(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    publish_described(
+        &app,
+        Kind::Tool,
+        "web-search",
+        "Query the web",
+        &["internet"],
+    )
+    .await;
+    publish_described(
+        &app,
+        Kind::Tool,
+        "paper_fetch",
+        "Fetch papers from arXiv",
+        &["research"],
+    )
+    .await;
+    publish_described(
+        &app,
+        Kind::Agent,
+        "research-assistant",
+        "Finds and summarizes papers",
+        &["search"],
+    )
+    .await;
+    let db = &app.state.db;
+    let names = |hits: Vec<agentlang_registry::db::packages::PackageRecord>| {
+        hits.into_iter().map(|p| p.name).collect::<Vec<_>>()
+    };
+
+    // The name outweighs a keyword.
+    assert_eq!(
+        names(db.search_packages("search", None, 10, 0).await.unwrap()),
+        ["web-search", "research-assistant"]
+    );
+    assert_eq!(
+        names(
+            db.search_packages("search", Some(Kind::Agent), 10, 0)
+                .await
+                .unwrap()
+        ),
+        ["research-assistant"]
+    );
+    assert_eq!(
+        names(db.search_packages("arxiv", None, 10, 0).await.unwrap()),
+        ["paper_fetch"]
+    );
+    assert_eq!(
+        names(db.search_packages("intern", None, 10, 0).await.unwrap()),
+        ["web-search"],
+        "prefixes match"
+    );
+    assert_eq!(
+        names(
+            db.search_packages("papers fetch", None, 10, 0)
+                .await
+                .unwrap()
+        ),
+        ["paper_fetch"],
+        "every term must match"
+    );
+    assert_eq!(
+        db.search_packages("search", None, 1, 1)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "paged"
+    );
+    // Operator characters are not syntax.
+    assert!(
+        db.search_packages("\"*) OR (NEAR", None, 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        db.search_packages("", None, 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The index follows updates: a new release's description is searchable.
+    let alice = app.account_id("alice").await;
+    let name = PackageName::new("web-search").unwrap();
+    let version = Version::parse("1.1.0").unwrap();
+    db.publish_version(&NewVersion {
+        kind: Kind::Tool,
+        name: &name,
+        version: &version,
+        sha256: &Sha256Digest::of(b"v2"),
+        size: 2,
+        signer_key_id: None,
+        manifest: &json!({}),
+        spec: &json!({}),
+        lockfile: None,
+        dependencies: &[],
+        description: "Query DuckDuckGo",
+        keywords: &[],
+        publisher: alice,
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        names(db.search_packages("duckduckgo", None, 10, 0).await.unwrap()),
+        ["web-search"]
+    );
+    assert!(
+        db.search_packages("internet", None, 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn versions_list_in_semver_order_and_yank(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let mut package_id = 0;
+    for v in [
+        "1.0.0-rc.9",
+        "1.0.0-rc.10",
+        "0.9.0",
+        "1.0.0",
+        "10.0.0",
+        "2.0.0",
+    ] {
+        package_id = seed_version(&app, Kind::Tool, "calc", v, "alice")
+            .await
+            .unwrap()
+            .package_id;
+    }
+    let db = &app.state.db;
+    let listed: Vec<String> = db
+        .list_versions(package_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|v| v.version)
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "10.0.0",
+            "2.0.0",
+            "1.0.0",
+            "1.0.0-rc.10",
+            "1.0.0-rc.9",
+            "0.9.0"
+        ]
+    );
+
+    let v = Version::parse("2.0.0").unwrap();
+    assert!(
+        db.set_yanked(package_id, &v, true, Some("broken build"))
+            .await
+            .unwrap()
+    );
+    let record = db.find_version(package_id, &v).await.unwrap().unwrap();
+    assert!(record.yanked);
+    assert_eq!(record.yank_reason.as_deref(), Some("broken build"));
+    assert_eq!(record.manifest.0["version"], "2.0.0");
+    assert!(
+        db.set_yanked(package_id, &v, false, Some("ignored"))
+            .await
+            .unwrap()
+    );
+    let record = db.find_version(package_id, &v).await.unwrap().unwrap();
+    assert!(!record.yanked);
+    assert_eq!(record.yank_reason, None);
+    assert!(
+        !db.set_yanked(package_id, &Version::parse("3.0.0").unwrap(), true, None)
+            .await
+            .unwrap()
+    );
+}
+
+async fn downloads_are_counted_per_day(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let published = seed_version(&app, Kind::Tool, "calc", "1.0.0", "alice")
+        .await
+        .unwrap();
+    let db = &app.state.db;
+    for _ in 0..3 {
+        db.record_download(published.version_id).await.unwrap();
+    }
+    let days = db.downloads_by_day(published.version_id).await.unwrap();
+    let today = time::OffsetDateTime::now_utc().date().to_string();
+    assert_eq!(days, [(today, 3)]);
+    let record = db
+        .find_version(published.package_id, &Version::parse("1.0.0").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.downloads, 3);
 }
