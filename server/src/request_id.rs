@@ -50,7 +50,9 @@ pub async fn assign_request_id(
     Ok(response)
 }
 
-/// tracing-actix-web's root span, plus our request id.
+/// The request's log span. Built here rather than with tracing-actix-web's
+/// `root_span!`, which adds an id of its own: a request has exactly one id,
+/// the one the client sees in `x-request-id`.
 pub struct RequestSpan;
 
 impl RootSpanBuilder for RequestSpan {
@@ -60,7 +62,26 @@ impl RootSpanBuilder for RequestSpan {
             .get::<RequestId>()
             .map(|id| id.0.clone())
             .unwrap_or_default();
-        tracing_actix_web::root_span!(request, x_request_id = %id)
+        let route = request
+            .match_pattern()
+            .unwrap_or_else(|| "unmatched".to_owned());
+        let client = request
+            .peer_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default();
+        tracing::info_span!(
+            "request",
+            request_id = %id,
+            http.method = %request.method(),
+            http.route = %route,
+            http.target = %request.uri(),
+            http.client_ip = %client,
+            // Filled in by `on_request_end`.
+            http.status_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            exception.message = tracing::field::Empty,
+            exception.details = tracing::field::Empty,
+        )
     }
 
     fn on_request_end<B: MessageBody>(

@@ -56,11 +56,26 @@ async fn the_binary_starts_on_defaults_and_stops_on_sigterm() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
 
+    // A request in flight when SIGTERM arrives still gets its answer.
+    // Registration hashes a password with argon2id, which keeps it busy for
+    // a while (long in a debug build).
+    let in_flight = tokio::spawn(
+        reqwest::Client::new()
+            .post(format!("http://{address}/api/v1/accounts"))
+            .json(&serde_json::json!({"username": "late", "password": "password-123"}))
+            .send(),
+    );
+    tokio::time::sleep(Duration::from_millis(30)).await;
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
+    let res = in_flight
+        .await
+        .unwrap()
+        .expect("the in-flight request is answered");
+    assert_eq!(res.status(), reqwest::StatusCode::CREATED);
     let exit = tokio::time::timeout(Duration::from_secs(40), async {
         loop {
             if let Some(status) = child.try_wait().unwrap() {

@@ -24,6 +24,14 @@ async fn health_and_readiness(backend: Backend) {
     let res = app.get("/readyz").await;
     let body = crate::harness::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
     assert_eq!(body["detail"], "the database is unreachable");
+
+    // A failure the client cannot fix is a 500 that says nothing internal.
+    let res = app.get("/api/v1/models").await;
+    let body = crate::harness::problem(res, StatusCode::INTERNAL_SERVER_ERROR, "internal").await;
+    let text = body.to_string().to_lowercase();
+    for internal in ["pool", "sqlx", "closed", "postgres", "sqlite"] {
+        assert!(!text.contains(internal), "{internal} leaked: {body}");
+    }
 }
 
 async fn metrics_count_requests_by_route(backend: Backend) {
