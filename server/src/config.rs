@@ -44,7 +44,11 @@ pub enum RegistrationMode {
 /// Where metadata lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DatabaseUrl {
+    /// A `sqlite:` URL as configured.
     Sqlite(String),
+    /// A SQLite file by path: the default, so a data folder whose path has
+    /// spaces or `?` needs no URL escaping.
+    SqlitePath(PathBuf),
     Postgres(String),
 }
 
@@ -145,7 +149,7 @@ pub struct Config {
     /// Holds the SQLite file, the filesystem blobs and the JWT secret unless
     /// configured elsewhere.
     pub data_dir: PathBuf,
-    /// Defaults to `sqlite://<data_dir>/registry.db`.
+    /// Defaults to the SQLite file `<data_dir>/registry.db`.
     pub database_url: Option<DatabaseUrl>,
     /// Defaults to `file://<data_dir>`.
     pub storage_url: Option<StorageUrl>,
@@ -347,12 +351,9 @@ impl Config {
 
     /// The database URL in effect.
     pub fn effective_database_url(&self) -> DatabaseUrl {
-        self.database_url.clone().unwrap_or_else(|| {
-            DatabaseUrl::Sqlite(format!(
-                "sqlite://{}",
-                self.data_dir.join("registry.db").display()
-            ))
-        })
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| DatabaseUrl::SqlitePath(self.data_dir.join("registry.db")))
     }
 
     /// The storage URL in effect.
@@ -397,7 +398,7 @@ mod tests {
         assert_eq!(config.data_dir, PathBuf::from("./data"));
         assert_eq!(
             config.effective_database_url(),
-            DatabaseUrl::Sqlite("sqlite://./data/registry.db".to_owned())
+            DatabaseUrl::SqlitePath(PathBuf::from("./data/registry.db"))
         );
         assert_eq!(
             config.effective_storage_url(),

@@ -59,44 +59,53 @@ impl Db {
     /// Opens (creating a SQLite file and its folder if needed) and migrates.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self, DbError> {
         let db = match url {
+            DatabaseUrl::SqlitePath(path) => {
+                Self::open_sqlite(SqliteConnectOptions::new().filename(path)).await?
+            }
             DatabaseUrl::Sqlite(url) => {
-                let options = SqliteConnectOptions::from_str(url)
-                    .map_err(DbError::Connect)?
-                    .create_if_missing(true)
-                    .journal_mode(SqliteJournalMode::Wal)
-                    // WAL makes NORMAL durable against application crashes;
-                    // only an OS crash can lose the last transactions.
-                    .synchronous(SqliteSynchronous::Normal)
-                    .foreign_keys(true)
-                    .busy_timeout(Duration::from_secs(10));
-                if let Some(parent) = options.get_filename().parent()
-                    && !parent.as_os_str().is_empty()
-                {
-                    std::fs::create_dir_all(parent).map_err(|source| DbError::CreateDir {
-                        path: parent.display().to_string(),
-                        source,
-                    })?;
-                }
-                let pool = SqlitePoolOptions::new()
-                    .max_connections(8)
-                    .connect_with(options)
-                    .await
-                    .map_err(DbError::Connect)?;
-                Db::Sqlite(pool)
+                Self::open_sqlite(SqliteConnectOptions::from_str(url).map_err(DbError::Connect)?)
+                    .await?
             }
-            DatabaseUrl::Postgres(url) => {
-                let options = PgConnectOptions::from_str(url).map_err(DbError::Connect)?;
-                let pool = PgPoolOptions::new()
-                    .max_connections(16)
-                    .acquire_timeout(Duration::from_secs(10))
-                    .connect_with(options)
-                    .await
-                    .map_err(DbError::Connect)?;
-                Db::Postgres(pool)
-            }
+            DatabaseUrl::Postgres(url) => Self::open_postgres(url).await?,
         };
         db.migrate().await?;
         Ok(db)
+    }
+
+    async fn open_sqlite(options: SqliteConnectOptions) -> Result<Self, DbError> {
+        let options = options
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // WAL makes NORMAL durable against application crashes; only an
+            // OS crash can lose the last transactions.
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        if let Some(parent) = options.get_filename().parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|source| DbError::CreateDir {
+                path: parent.display().to_string(),
+                source,
+            })?;
+        }
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .map_err(DbError::Connect)?;
+        Ok(Db::Sqlite(pool))
+    }
+
+    async fn open_postgres(url: &str) -> Result<Self, DbError> {
+        let options = PgConnectOptions::from_str(url).map_err(DbError::Connect)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(DbError::Connect)?;
+        Ok(Db::Postgres(pool))
     }
 
     /// Applies the pending migrations of this backend's dialect.

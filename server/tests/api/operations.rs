@@ -168,3 +168,17 @@ async fn the_served_document_lists_every_endpoint_and_docs_work_offline() {
         .unwrap();
     assert!(config.contains("/api/openapi.json"), "{config}");
 }
+
+#[actix_web::test]
+async fn a_data_folder_needing_url_escapes_works() {
+    let app = crate::harness::spawn_with(Backend::Sqlite, |c| {
+        c.data_dir = c.data_dir.join("my registry ?#%");
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        app.create_account("alice", "password-123").await.status(),
+        StatusCode::CREATED
+    );
+    assert!(app.state.config.data_dir.join("registry.db").is_file());
+}
