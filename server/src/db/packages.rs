@@ -113,6 +113,21 @@ pub enum PublishError {
     Db(#[from] sqlx::Error),
 }
 
+/// How one attempt at a publish transaction ended.
+#[derive(Debug)]
+enum Attempt {
+    Failed(PublishError),
+    /// A concurrent publish created the package between our read and our
+    /// insert (PostgreSQL; SQLite's write lock serializes publishes).
+    LostPackageRace,
+}
+
+impl From<sqlx::Error> for Attempt {
+    fn from(e: sqlx::Error) -> Self {
+        Attempt::Failed(PublishError::Db(e))
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OwnerError {
     #[error("{0} is not an owner")]
@@ -285,6 +300,23 @@ impl Db {
         &self,
         new: &NewVersion<'_>,
     ) -> Result<PublishedVersion, PublishError> {
+        match self.try_publish_version(new).await {
+            Ok(published) => Ok(published),
+            Err(Attempt::Failed(e)) => Err(e),
+            // Once is enough: the package row now exists and is stable.
+            Err(Attempt::LostPackageRace) => match self.try_publish_version(new).await {
+                Ok(published) => Ok(published),
+                Err(Attempt::Failed(e)) => Err(e),
+                Err(Attempt::LostPackageRace) => Err(PublishError::NameTaken {
+                    kind: new.kind,
+                    requested: new.name.to_string(),
+                    existing: new.name.to_string(),
+                }),
+            },
+        }
+    }
+
+    async fn try_publish_version(&self, new: &NewVersion<'_>) -> Result<PublishedVersion, Attempt> {
         // The async block scopes `?` and early returns; dropping `tx` on
         // any of them rolls back.
         with_pool!(self, pool => async {
@@ -311,28 +343,25 @@ impl Db {
                     .bind(new.publisher)
                     .fetch_one(&mut *tx)
                     .await?;
-                    match (owner > 0, package.name == new.name.as_str()) {
-                        (true, true) => {}
-                        (true, false) => {
-                            return Err(PublishError::SpelledDifferently {
-                                kind,
-                                requested: new.name.to_string(),
-                                existing: package.name,
-                            });
-                        }
-                        (false, true) => {
-                            return Err(PublishError::NotOwner {
-                                kind,
-                                name: package.name,
-                            });
-                        }
-                        (false, false) => {
-                            return Err(PublishError::NameTaken {
-                                kind,
-                                requested: new.name.to_string(),
-                                existing: package.name,
-                            });
-                        }
+                    let refusal = match (owner > 0, package.name == new.name.as_str()) {
+                        (true, true) => None,
+                        (true, false) => Some(PublishError::SpelledDifferently {
+                            kind,
+                            requested: new.name.to_string(),
+                            existing: package.name,
+                        }),
+                        (false, true) => Some(PublishError::NotOwner {
+                            kind,
+                            name: package.name,
+                        }),
+                        (false, false) => Some(PublishError::NameTaken {
+                            kind,
+                            requested: new.name.to_string(),
+                            existing: package.name,
+                        }),
+                    };
+                    if let Some(refusal) = refusal {
+                        return Err(Attempt::Failed(refusal));
                     }
                     // Catalog text follows the newest release, not a prerelease.
                     if !new.version.is_prerelease() {
@@ -364,14 +393,10 @@ impl Db {
                     .fetch_one(&mut *tx)
                     .await
                     .map_err(|e| {
-                        // Two first publishes of one name racing: the loser
-                        // hits the UNIQUE constraint, which is losing the name.
+                        // Another publish created the package since our
+                        // SELECT: start over and judge against its row.
                         if is_unique_violation(&e) {
-                            PublishError::NameTaken {
-                                kind,
-                                requested: new.name.to_string(),
-                                existing: new.name.to_string(),
-                            }
+                            Attempt::LostPackageRace
                         } else {
                             e.into()
                         }
@@ -419,7 +444,7 @@ impl Db {
             .await;
             let version_id = match inserted {
                 Ok(id) => id,
-                Err(e) if is_unique_violation(&e) => return Err(version_exists()),
+                Err(e) if is_unique_violation(&e) => return Err(Attempt::Failed(version_exists())),
                 Err(e) => return Err(e.into()),
             };
             for dep in new.dependencies {

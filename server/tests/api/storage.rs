@@ -21,6 +21,7 @@ backend_tests!(
     search_finds_packages_by_name_keyword_and_description,
     versions_list_in_semver_order_and_yank,
     downloads_are_counted_per_day,
+    concurrent_publishes_have_one_winner,
 );
 
 async fn publish_creates_the_package_with_its_owner(backend: Backend) {
@@ -529,4 +530,64 @@ async fn downloads_are_counted_per_day(backend: Backend) {
         .unwrap()
         .unwrap();
     assert_eq!(record.downloads, 3);
+}
+
+async fn concurrent_publishes_have_one_winner(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    app.create_account("bob", "password-123").await;
+
+    // One owner publishing one new version twice at once: one version, and
+    // the other attempt is told it exists (not that the name is taken).
+    for round in 0..5 {
+        let name = format!("twice-{round}");
+        let (a, b) = tokio::join!(
+            seed_version(&app, Kind::Tool, &name, "1.0.0", "alice"),
+            seed_version(&app, Kind::Tool, &name, "1.0.0", "alice"),
+        );
+        let (ok, err) = match (a, b) {
+            (Ok(ok), Err(err)) | (Err(err), Ok(ok)) => (ok, err),
+            other => panic!("expected one winner: {other:?}"),
+        };
+        assert!(ok.new_package);
+        assert!(matches!(err, PublishError::VersionExists { .. }), "{err}");
+    }
+
+    // Two accounts racing for one new name: one owns it, the other is refused.
+    for round in 0..5 {
+        let name = format!("contested-{round}");
+        let (a, b) = tokio::join!(
+            seed_version(&app, Kind::Tool, &name, "1.0.0", "alice"),
+            seed_version(&app, Kind::Tool, &name, "1.0.0", "bob"),
+        );
+        let err = match (a, b) {
+            (Ok(_), Err(err)) | (Err(err), Ok(_)) => err,
+            other => panic!("expected one winner: {other:?}"),
+        };
+        assert!(
+            matches!(
+                err,
+                PublishError::NotOwner { .. } | PublishError::NameTaken { .. }
+            ),
+            "{err}"
+        );
+        let package = app
+            .state
+            .db
+            .find_package(Kind::Tool, &PackageName::new(name).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(app.state.db.list_owners(package.id).await.unwrap().len(), 1);
+    }
+
+    // Concurrent writes of one blob both succeed.
+    let bytes = Bytes::from(vec![42u8; 64 * 1024]);
+    let (a, b) = tokio::join!(
+        app.state.blobs.put(bytes.clone()),
+        app.state.blobs.put(bytes.clone())
+    );
+    assert_eq!(a.unwrap(), b.unwrap());
 }
