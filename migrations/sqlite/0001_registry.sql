@@ -1,0 +1,138 @@
+-- The registry's schema, SQLite dialect. Keep it in step with
+-- ../postgres/0001_registry.sql: the same tables, columns and constraints.
+--
+-- Timestamps are INTEGER seconds since the Unix epoch (UTC) in both dialects,
+-- so the shared queries compare and bind them the same way. JSON documents
+-- are TEXT here and JSONB in PostgreSQL.
+
+CREATE TABLE accounts (
+    id                  INTEGER PRIMARY KEY,
+    username            TEXT    NOT NULL,
+    -- lowercase, '-' as '_': `Alice` and `alice` are one account.
+    normalized_username TEXT    NOT NULL UNIQUE,
+    password_hash       TEXT    NOT NULL, -- argon2id, PHC string
+    is_admin            BOOLEAN NOT NULL DEFAULT FALSE,
+    created_at          INTEGER NOT NULL
+);
+
+CREATE TABLE api_tokens (
+    jti          TEXT    PRIMARY KEY, -- the JWT's `jti`; also the token's public id
+    account_id   INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    name         TEXT    NOT NULL,
+    scopes       TEXT    NOT NULL, -- JSON array of scope names
+    packages     TEXT,             -- JSON array of name patterns; NULL = every package
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL,
+    revoked_at   INTEGER,
+    last_used_at INTEGER
+);
+CREATE INDEX api_tokens_by_account ON api_tokens (account_id);
+
+CREATE TABLE signing_keys (
+    key_id         TEXT    PRIMARY KEY, -- lowercase hex SHA-256 of the raw public key
+    account_id     INTEGER NOT NULL REFERENCES accounts (id) ON DELETE RESTRICT,
+    public_key_pem TEXT    NOT NULL,
+    created_at     INTEGER NOT NULL,
+    revoked_at     INTEGER
+);
+CREATE INDEX signing_keys_by_account ON signing_keys (account_id);
+
+CREATE TABLE packages (
+    id              INTEGER PRIMARY KEY,
+    kind            TEXT    NOT NULL CHECK (kind <> ''), -- open set: later kinds need no migration
+    name            TEXT    NOT NULL, -- as first published
+    normalized_name TEXT    NOT NULL, -- lowercase, '-' as '_'
+    description     TEXT    NOT NULL DEFAULT '',
+    keywords        TEXT    NOT NULL DEFAULT '', -- space-separated, for the search index
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    -- a look-alike of an existing name is the same package: refused to others
+    UNIQUE (kind, normalized_name)
+);
+
+CREATE TABLE package_owners (
+    package_id INTEGER NOT NULL REFERENCES packages (id) ON DELETE CASCADE,
+    account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE RESTRICT,
+    added_at   INTEGER NOT NULL,
+    added_by   INTEGER REFERENCES accounts (id) ON DELETE SET NULL,
+    PRIMARY KEY (package_id, account_id)
+);
+CREATE INDEX package_owners_by_account ON package_owners (account_id);
+
+-- Rows are never deleted: a deleted version keeps its row with `deleted_at`
+-- set, so (package, version) can never be published again.
+CREATE TABLE versions (
+    id            INTEGER PRIMARY KEY,
+    package_id    INTEGER NOT NULL REFERENCES packages (id) ON DELETE RESTRICT,
+    version       TEXT    NOT NULL, -- the SemVer text as published
+    -- SemVer precedence for ordering in SQL; prerelease '' is a release. Two
+    -- versions that differ only in build metadata have equal precedence and
+    -- are the same version.
+    major         INTEGER NOT NULL CHECK (major >= 0),
+    minor         INTEGER NOT NULL CHECK (minor >= 0),
+    patch         INTEGER NOT NULL CHECK (patch >= 0),
+    prerelease    TEXT    NOT NULL DEFAULT '',
+    sha256        TEXT    NOT NULL CHECK (length(sha256) = 64),
+    size          INTEGER NOT NULL CHECK (size >= 0),
+    signer_key_id TEXT    REFERENCES signing_keys (key_id) ON DELETE RESTRICT,
+    manifest      TEXT    NOT NULL, -- JSON: the container's manifest.json
+    spec          TEXT    NOT NULL, -- JSON: the parsed agent.yaml / tool.yaml
+    lockfile      TEXT,             -- JSON: the parsed agent.lock, agents only
+    yanked        BOOLEAN NOT NULL DEFAULT FALSE,
+    yank_reason   TEXT,
+    published_by  INTEGER NOT NULL REFERENCES accounts (id) ON DELETE RESTRICT,
+    published_at  INTEGER NOT NULL,
+    deleted_at    INTEGER,
+    downloads     INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (package_id, major, minor, patch, prerelease)
+);
+CREATE INDEX versions_by_sha256 ON versions (sha256);
+CREATE INDEX versions_by_signer ON versions (signer_key_id);
+
+CREATE TABLE dependencies (
+    version_id  INTEGER NOT NULL REFERENCES versions (id) ON DELETE CASCADE,
+    kind        TEXT    NOT NULL DEFAULT 'tool',
+    name        TEXT    NOT NULL, -- as written in the spec
+    normalized_name TEXT NOT NULL,
+    requirement TEXT    NOT NULL, -- a semver::VersionReq, as written
+    PRIMARY KEY (version_id, kind, normalized_name)
+);
+CREATE INDEX dependencies_by_target ON dependencies (kind, normalized_name);
+
+CREATE TABLE download_counts (
+    version_id INTEGER NOT NULL REFERENCES versions (id) ON DELETE CASCADE,
+    day        TEXT    NOT NULL, -- YYYY-MM-DD, UTC
+    count      INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (version_id, day)
+);
+
+CREATE TABLE models (
+    name                   TEXT    PRIMARY KEY,
+    context_window         INTEGER NOT NULL CHECK (context_window > 0),
+    supports_tools         BOOLEAN NOT NULL,
+    -- US dollars per million tokens; NULL when unknown
+    input_price_per_mtok   REAL,
+    output_price_per_mtok  REAL,
+    updated_at             INTEGER NOT NULL
+);
+
+-- Full-text search over packages, kept in step with `packages` by triggers.
+CREATE VIRTUAL TABLE packages_fts USING fts5 (
+    name, description, keywords,
+    content = 'packages', content_rowid = 'id',
+    tokenize = 'unicode61'
+);
+CREATE TRIGGER packages_fts_insert AFTER INSERT ON packages BEGIN
+    INSERT INTO packages_fts (rowid, name, description, keywords)
+    VALUES (new.id, new.name, new.description, new.keywords);
+END;
+CREATE TRIGGER packages_fts_delete AFTER DELETE ON packages BEGIN
+    INSERT INTO packages_fts (packages_fts, rowid, name, description, keywords)
+    VALUES ('delete', old.id, old.name, old.description, old.keywords);
+END;
+CREATE TRIGGER packages_fts_update AFTER UPDATE ON packages BEGIN
+    INSERT INTO packages_fts (packages_fts, rowid, name, description, keywords)
+    VALUES ('delete', old.id, old.name, old.description, old.keywords);
+    INSERT INTO packages_fts (rowid, name, description, keywords)
+    VALUES (new.id, new.name, new.description, new.keywords);
+END;

@@ -1,0 +1,349 @@
+//! Blob storage over object_store: content-addressed containers.
+//!
+//! A container lives at `blobs/sha256/ab/cd/<hex>`, where `ab` and `cd` are
+//! the first two bytes of its SHA-256, so no folder grows too large on a
+//! filesystem. Blobs are written create-only: the same bytes always have the
+//! same key, so a second (or concurrent) write of one blob is harmless and an
+//! existing blob is never overwritten.
+
+use std::{collections::HashSet, fmt, str::FromStr, sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+use object_store::{
+    ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, aws::AmazonS3Builder,
+    local::LocalFileSystem, path::Path, prefix::PrefixStore,
+};
+use sha2::{Digest, Sha256};
+
+use crate::config::{S3Settings, StorageUrl};
+
+/// The prefix every blob key starts with.
+const BLOB_PREFIX: &str = "blobs/sha256";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    #[error("cannot create the storage folder {path}: {source}")]
+    CreateDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("object storage: {0}")]
+    Store(#[from] object_store::Error),
+    #[error("blob {0} changed under us: its bytes do not match its key")]
+    Corrupt(Sha256Digest),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a SHA-256 digest (64 lowercase hex digits)")]
+pub struct DigestParseError(String);
+
+/// A SHA-256 digest; displayed and parsed as 64 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sha256Digest([u8; 32]);
+
+impl Sha256Digest {
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl fmt::Display for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{self}")
+    }
+}
+
+impl FromStr for Sha256Digest {
+    type Err = DigestParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // Uppercase hex would decode too, but then one digest would have two
+        // keys; only the canonical lowercase form is accepted.
+        if s.len() != 64
+            || !s
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Err(DigestParseError(s.to_owned()));
+        }
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(s, &mut out).map_err(|_| DigestParseError(s.to_owned()))?;
+        Ok(Self(out))
+    }
+}
+
+/// What a sweep did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Unreferenced blobs older than the grace period, now deleted.
+    pub deleted: Vec<Sha256Digest>,
+    /// Blobs some version refers to.
+    pub referenced: usize,
+    /// Unreferenced blobs younger than the grace period: possibly a publish
+    /// in flight, kept.
+    pub young: usize,
+    /// Objects under the blob prefix whose key is not a blob key, left alone.
+    pub foreign: usize,
+}
+
+/// The registry's blob store. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Blobs {
+    store: Arc<dyn ObjectStore>,
+}
+
+impl Blobs {
+    /// Opens the configured store, creating a filesystem root if needed.
+    pub fn open(url: &StorageUrl, s3: &S3Settings) -> Result<Self, BlobError> {
+        let store: Arc<dyn ObjectStore> = match url {
+            StorageUrl::File(root) => {
+                std::fs::create_dir_all(root).map_err(|source| BlobError::CreateDir {
+                    path: root.display().to_string(),
+                    source,
+                })?;
+                Arc::new(LocalFileSystem::new_with_prefix(root)?)
+            }
+            StorageUrl::S3 { bucket, prefix } => {
+                let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+                if let Some(endpoint) = &s3.endpoint {
+                    // S3-compatible servers are addressed by path, not by
+                    // bucket subdomain, and often over plain HTTP locally.
+                    builder = builder
+                        .with_endpoint(endpoint)
+                        .with_virtual_hosted_style_request(false)
+                        .with_allow_http(s3.allow_http.unwrap_or(endpoint.starts_with("http://")));
+                } else if let Some(allow) = s3.allow_http {
+                    builder = builder.with_allow_http(allow);
+                }
+                if let Some(region) = &s3.region {
+                    builder = builder.with_region(region);
+                }
+                if let Some(key) = &s3.access_key_id {
+                    builder = builder.with_access_key_id(key);
+                }
+                if let Some(secret) = &s3.secret_access_key {
+                    builder = builder.with_secret_access_key(secret);
+                }
+                let s3 = builder.build()?;
+                if prefix.is_empty() {
+                    Arc::new(s3)
+                } else {
+                    Arc::new(PrefixStore::new(s3, prefix.as_str()))
+                }
+            }
+        };
+        Ok(Self { store })
+    }
+
+    /// Wraps any store (tests use the in-memory one).
+    pub fn from_store(store: Arc<dyn ObjectStore>) -> Self {
+        Self { store }
+    }
+
+    /// `blobs/sha256/ab/cd/<hex>`.
+    pub fn key(digest: &Sha256Digest) -> Path {
+        let hex = digest.to_string();
+        Path::from(format!("{BLOB_PREFIX}/{}/{}/{hex}", &hex[..2], &hex[2..4]))
+    }
+
+    fn digest_of_key(key: &Path) -> Option<Sha256Digest> {
+        let rest = key.as_ref().strip_prefix(BLOB_PREFIX)?.strip_prefix('/')?;
+        let mut parts = rest.split('/');
+        let (a, b, hex, end) = (parts.next()?, parts.next()?, parts.next()?, parts.next());
+        let digest: Sha256Digest = hex.parse().ok()?;
+        (end.is_none() && a == &hex[..2] && b == &hex[2..4]).then_some(digest)
+    }
+
+    /// Stores `bytes` under their digest and returns it. Storing bytes that
+    /// are already there succeeds without rewriting them.
+    pub async fn put(&self, bytes: Bytes) -> Result<Sha256Digest, BlobError> {
+        let digest = Sha256Digest::of(&bytes);
+        let options = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        match self
+            .store
+            .put_opts(&Self::key(&digest), PutPayload::from_bytes(bytes), options)
+            .await
+        {
+            Ok(_) | Err(object_store::Error::AlreadyExists { .. }) => Ok(digest),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The blob's bytes, checked against its digest; `None` when absent.
+    pub async fn get(&self, digest: &Sha256Digest) -> Result<Option<Bytes>, BlobError> {
+        let result = match self.store.get(&Self::key(digest)).await {
+            Ok(result) => result,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let bytes = result.bytes().await?;
+        if Sha256Digest::of(&bytes) != *digest {
+            return Err(BlobError::Corrupt(*digest));
+        }
+        Ok(Some(bytes))
+    }
+
+    pub async fn exists(&self, digest: &Sha256Digest) -> Result<bool, BlobError> {
+        match self.store.head(&Self::key(digest)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// For readiness: the store answers a listing.
+    pub async fn check(&self) -> Result<(), BlobError> {
+        self.store
+            .list_with_delimiter(Some(&Path::from(BLOB_PREFIX)))
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes blobs that no digest in `referenced` names and that are older
+    /// than `grace`. The grace period protects a publish in flight, which
+    /// writes its blob before it commits the version that refers to it.
+    /// Callers should read `referenced` as late as possible (see
+    /// [`Blobs::sweep_unreferenced`]).
+    pub async fn sweep(
+        &self,
+        referenced: &HashSet<Sha256Digest>,
+        grace: Duration,
+    ) -> Result<SweepReport, BlobError> {
+        let cutoff = time::OffsetDateTime::now_utc().unix_timestamp()
+            - i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);
+        let mut report = SweepReport::default();
+        let listing: Vec<_> = self
+            .store
+            .list(Some(&Path::from(BLOB_PREFIX)))
+            .try_collect()
+            .await?;
+        for meta in listing {
+            let Some(digest) = Self::digest_of_key(&meta.location) else {
+                report.foreign += 1;
+                continue;
+            };
+            if referenced.contains(&digest) {
+                report.referenced += 1;
+            } else if meta.last_modified.timestamp() > cutoff {
+                report.young += 1;
+            } else {
+                match self.store.delete(&meta.location).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {
+                        report.deleted.push(digest);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        report.deleted.sort();
+        Ok(report)
+    }
+
+    /// Sweeps what no live version of `db` refers to. The referenced set is
+    /// read after listing would begin, so a version committed before the
+    /// sweep started is always protected.
+    pub async fn sweep_unreferenced(
+        &self,
+        db: &crate::db::Db,
+        grace: Duration,
+    ) -> anyhow::Result<SweepReport> {
+        let referenced: HashSet<Sha256Digest> =
+            db.referenced_blob_digests().await?.into_iter().collect();
+        Ok(self.sweep(&referenced, grace).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use object_store::memory::InMemory;
+
+    use super::*;
+
+    fn memory() -> Blobs {
+        Blobs::from_store(Arc::new(InMemory::new()))
+    }
+
+    #[test]
+    fn keys_are_content_addressed_and_fanned_out() {
+        let digest = Sha256Digest::of(b"hello");
+        let hex = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+        assert_eq!(digest.to_string(), hex);
+        assert_eq!(
+            Blobs::key(&digest).as_ref(),
+            format!("blobs/sha256/2c/f2/{hex}")
+        );
+        assert_eq!(Blobs::digest_of_key(&Blobs::key(&digest)), Some(digest));
+        assert_eq!(
+            Blobs::digest_of_key(&Path::from(format!("blobs/sha256/00/f2/{hex}"))),
+            None
+        );
+    }
+
+    #[test]
+    fn digests_parse_only_canonical_hex() {
+        let hex = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+        assert!(hex.parse::<Sha256Digest>().is_ok());
+        assert!(hex.to_uppercase().parse::<Sha256Digest>().is_err());
+        assert!(hex[..63].parse::<Sha256Digest>().is_err());
+        assert!("../../etc/passwd".parse::<Sha256Digest>().is_err());
+    }
+
+    #[tokio::test]
+    async fn put_twice_is_harmless_and_get_checks_bytes() {
+        let blobs = memory();
+        let a = blobs.put(Bytes::from_static(b"container")).await.unwrap();
+        let b = blobs.put(Bytes::from_static(b"container")).await.unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            blobs.get(&a).await.unwrap().as_deref(),
+            Some(&b"container"[..])
+        );
+        let missing = Sha256Digest::of(b"nothing");
+        assert_eq!(blobs.get(&missing).await.unwrap(), None);
+        assert!(!blobs.exists(&missing).await.unwrap());
+        assert!(blobs.exists(&a).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn concurrent_puts_of_one_blob_both_succeed() {
+        let blobs = memory();
+        let bytes = Bytes::from(vec![7u8; 4096]);
+        let (a, b) = tokio::join!(blobs.put(bytes.clone()), blobs.put(bytes.clone()));
+        assert_eq!(a.unwrap(), b.unwrap());
+    }
+
+    #[tokio::test]
+    async fn sweep_keeps_referenced_and_young_blobs() {
+        let blobs = memory();
+        let kept = blobs.put(Bytes::from_static(b"referenced")).await.unwrap();
+        let orphan = blobs.put(Bytes::from_static(b"orphan")).await.unwrap();
+        let referenced: HashSet<_> = [kept].into_iter().collect();
+
+        // Everything is younger than an hour: nothing goes.
+        let report = blobs
+            .sweep(&referenced, Duration::from_secs(3600))
+            .await
+            .unwrap();
+        assert_eq!((report.referenced, report.young), (1, 1));
+        assert!(report.deleted.is_empty());
+
+        // With no grace period the orphan goes and the referenced blob stays.
+        let report = blobs.sweep(&referenced, Duration::ZERO).await.unwrap();
+        assert_eq!(report.deleted, vec![orphan]);
+        assert!(blobs.exists(&kept).await.unwrap());
+        assert!(!blobs.exists(&orphan).await.unwrap());
+    }
+}

@@ -1,0 +1,478 @@
+//! Configuration: built-in defaults, then a TOML file
+//! (`AGENTLANG_REGISTRY_CONFIG`), then `AGENTLANG_REGISTRY_*` variables; the
+//! environment wins.
+//!
+//! With nothing configured the registry serves `127.0.0.1:8080` with SQLite
+//! and filesystem blobs under `./data`.
+
+use std::{
+    num::NonZeroU32,
+    path::{Path, PathBuf},
+};
+
+use serde::Deserialize;
+
+/// Prefix of every environment variable the registry reads.
+pub const ENV_PREFIX: &str = "AGENTLANG_REGISTRY_";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the configuration file {path}: {source}")]
+    ReadFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid configuration file {path}: {source}")]
+    ParseFile {
+        path: PathBuf,
+        source: Box<toml::de::Error>,
+    },
+    #[error("{variable}: {message}")]
+    Invalid { variable: String, message: String },
+}
+
+/// Who may create accounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RegistrationMode {
+    /// Anyone may `POST /api/v1/accounts`: the embedded default.
+    Open,
+    /// Account creation is refused with 403.
+    Closed,
+}
+
+/// Where metadata lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    /// A `sqlite:` URL as configured.
+    Sqlite(String),
+    /// A SQLite file by path: the default, so a data folder whose path has
+    /// spaces or `?` needs no URL escaping.
+    SqlitePath(PathBuf),
+    Postgres(String),
+}
+
+impl DatabaseUrl {
+    pub fn parse(url: &str) -> Result<Self, String> {
+        if url.starts_with("sqlite:") {
+            Ok(Self::Sqlite(url.to_owned()))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Self::Postgres(url.to_owned()))
+        } else {
+            Err(format!(
+                "{url:?} is not a database URL (expected sqlite://... or postgres://...)"
+            ))
+        }
+    }
+}
+
+/// Where blobs live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageUrl {
+    /// A folder on the local filesystem.
+    File(PathBuf),
+    /// A bucket of an S3-compatible service, with an optional key prefix.
+    S3 { bucket: String, prefix: String },
+}
+
+impl StorageUrl {
+    pub fn parse(url: &str) -> Result<Self, String> {
+        if let Some(path) = url.strip_prefix("file://") {
+            if path.is_empty() {
+                return Err("file:// needs a path".to_owned());
+            }
+            Ok(Self::File(PathBuf::from(path)))
+        } else if let Some(rest) = url.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err("s3:// needs a bucket name".to_owned());
+            }
+            Ok(Self::S3 {
+                bucket: bucket.to_owned(),
+                prefix: prefix.trim_matches('/').to_owned(),
+            })
+        } else {
+            Err(format!(
+                "{url:?} is not a storage URL (expected file://PATH or s3://BUCKET/PREFIX)"
+            ))
+        }
+    }
+}
+
+/// Explicit S3 settings. Each one left `None` falls back to the standard
+/// `AWS_*` variable that `AmazonS3Builder::from_env` reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3Settings {
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub allow_http: Option<bool>,
+}
+
+/// Requests per minute allowed to one client before 429. The limiters keep
+/// their state in each replica's memory, so behind a proxy with N replicas a
+/// client may get up to N times these numbers; they are a guard against
+/// floods, not a quota.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimitSettings {
+    pub enabled: bool,
+    /// Publishes per token, and per client address.
+    pub publish_per_minute: NonZeroU32,
+    /// Token and account creations per client address.
+    pub credentials_per_minute: NonZeroU32,
+    /// Unauthenticated reads under `/api` per client address.
+    pub anonymous_reads_per_minute: NonZeroU32,
+}
+
+impl Default for RateLimitSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            publish_per_minute: NonZeroU32::new(60).expect("non-zero"),
+            credentials_per_minute: NonZeroU32::new(30).expect("non-zero"),
+            anonymous_reads_per_minute: NonZeroU32::new(1200).expect("non-zero"),
+        }
+    }
+}
+
+/// The registry's settings, resolved.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `host:port` to listen on; port 0 picks a free port.
+    pub bind: String,
+    /// The URL clients reach the registry at: JWT issuer, links. Defaults to
+    /// `http://` plus the bound address.
+    pub public_url: Option<String>,
+    /// Holds the SQLite file, the filesystem blobs and the JWT secret unless
+    /// configured elsewhere.
+    pub data_dir: PathBuf,
+    /// Defaults to the SQLite file `<data_dir>/registry.db`.
+    pub database_url: Option<DatabaseUrl>,
+    /// Defaults to `file://<data_dir>`.
+    pub storage_url: Option<StorageUrl>,
+    pub s3: S3Settings,
+    /// Largest request body accepted for uploads, in bytes.
+    pub max_upload_bytes: usize,
+    pub registration: RegistrationMode,
+    pub rate_limits: RateLimitSettings,
+    /// HS256 secret for API tokens; generated and kept in
+    /// `<data_dir>/jwt-secret` (mode 0600) when absent. Replicas must share it.
+    pub jwt_secret: Option<String>,
+    /// The username that is made an admin when it registers. Without it, the
+    /// first account ever created is the admin.
+    pub admin: Option<String>,
+    /// HTTP worker threads; `None` means one per core.
+    pub workers: Option<usize>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8080".to_owned(),
+            public_url: None,
+            data_dir: PathBuf::from("./data"),
+            database_url: None,
+            storage_url: None,
+            s3: S3Settings::default(),
+            max_upload_bytes: 50 * 1024 * 1024,
+            registration: RegistrationMode::Open,
+            rate_limits: RateLimitSettings::default(),
+            jwt_secret: None,
+            admin: None,
+            workers: None,
+        }
+    }
+}
+
+/// The TOML file's shape: every key optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FileConfig {
+    bind: Option<String>,
+    public_url: Option<String>,
+    data_dir: Option<PathBuf>,
+    database_url: Option<String>,
+    storage_url: Option<String>,
+    s3: Option<S3Settings>,
+    max_upload_bytes: Option<usize>,
+    registration: Option<RegistrationMode>,
+    rate_limits: Option<RateLimitSettings>,
+    jwt_secret: Option<String>,
+    admin: Option<String>,
+    workers: Option<usize>,
+}
+
+impl Config {
+    /// Reads the process environment and the file it names.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_sources(|key| std::env::var(key).ok())
+    }
+
+    /// Resolves defaults, the file named by `AGENTLANG_REGISTRY_CONFIG` and
+    /// the variables `env` returns, in that order.
+    pub fn from_sources(env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let var = |name: &str| env(&format!("{ENV_PREFIX}{name}")).filter(|v| !v.is_empty());
+        let mut config = Config::default();
+        if let Some(path) = var("CONFIG") {
+            let path = PathBuf::from(path);
+            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::ReadFile {
+                path: path.clone(),
+                source,
+            })?;
+            config.apply_file(&path, &text)?;
+        }
+        config.apply_env(var)?;
+        Ok(config)
+    }
+
+    fn apply_file(&mut self, path: &Path, text: &str) -> Result<(), ConfigError> {
+        let file: FileConfig = toml::from_str(text).map_err(|source| ConfigError::ParseFile {
+            path: path.to_owned(),
+            source: Box::new(source),
+        })?;
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            variable: format!("{} ({key})", path.display()),
+            message,
+        };
+        if let Some(v) = file.bind {
+            self.bind = v;
+        }
+        if let Some(v) = file.public_url {
+            self.public_url = Some(normalize_public_url(&v).map_err(|m| invalid("public_url", m))?);
+        }
+        if let Some(v) = file.data_dir {
+            self.data_dir = v;
+        }
+        if let Some(v) = file.database_url {
+            self.database_url =
+                Some(DatabaseUrl::parse(&v).map_err(|m| invalid("database_url", m))?);
+        }
+        if let Some(v) = file.storage_url {
+            self.storage_url = Some(StorageUrl::parse(&v).map_err(|m| invalid("storage_url", m))?);
+        }
+        if let Some(v) = file.s3 {
+            self.s3 = v;
+        }
+        if let Some(v) = file.max_upload_bytes {
+            self.max_upload_bytes = v;
+        }
+        if let Some(v) = file.registration {
+            self.registration = v;
+        }
+        if let Some(v) = file.rate_limits {
+            self.rate_limits = v;
+        }
+        if file.jwt_secret.is_some() {
+            self.jwt_secret = file.jwt_secret;
+        }
+        if file.admin.is_some() {
+            self.admin = file.admin;
+        }
+        if file.workers.is_some() {
+            self.workers = file.workers;
+        }
+        Ok(())
+    }
+
+    fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        let invalid = |name: &str, message: String| ConfigError::Invalid {
+            variable: format!("{ENV_PREFIX}{name}"),
+            message,
+        };
+        if let Some(v) = var("BIND") {
+            self.bind = v;
+        }
+        if let Some(v) = var("PUBLIC_URL") {
+            self.public_url = Some(normalize_public_url(&v).map_err(|m| invalid("PUBLIC_URL", m))?);
+        }
+        if let Some(v) = var("DATA_DIR") {
+            self.data_dir = PathBuf::from(v);
+        }
+        if let Some(v) = var("DATABASE_URL") {
+            self.database_url =
+                Some(DatabaseUrl::parse(&v).map_err(|m| invalid("DATABASE_URL", m))?);
+        }
+        if let Some(v) = var("STORAGE_URL") {
+            self.storage_url = Some(StorageUrl::parse(&v).map_err(|m| invalid("STORAGE_URL", m))?);
+        }
+        if let Some(v) = var("MAX_UPLOAD_BYTES") {
+            self.max_upload_bytes = v
+                .parse()
+                .map_err(|_| invalid("MAX_UPLOAD_BYTES", format!("{v:?} is not a byte count")))?;
+        }
+        if let Some(v) = var("REGISTRATION") {
+            self.registration = match v.as_str() {
+                "open" => RegistrationMode::Open,
+                "closed" => RegistrationMode::Closed,
+                _ => {
+                    return Err(invalid(
+                        "REGISTRATION",
+                        format!("{v:?} is not a registration mode (expected open or closed)"),
+                    ));
+                }
+            };
+        }
+        if let Some(v) = var("RATE_LIMITS") {
+            self.rate_limits.enabled = match v.as_str() {
+                "on" => true,
+                "off" => false,
+                _ => {
+                    return Err(invalid("RATE_LIMITS", format!("{v:?} is not on or off")));
+                }
+            };
+        }
+        if let Some(v) = var("JWT_SECRET") {
+            self.jwt_secret = Some(v);
+        }
+        if let Some(v) = var("ADMIN") {
+            self.admin = Some(v);
+        }
+        if let Some(v) = var("WORKERS") {
+            let n: usize = v
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| invalid("WORKERS", format!("{v:?} is not a positive count")))?;
+            self.workers = Some(n);
+        }
+        if let Some(secret) = &self.jwt_secret
+            && secret.len() < 32
+        {
+            return Err(invalid(
+                "JWT_SECRET",
+                "the JWT secret must be at least 32 bytes long".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The database URL in effect.
+    pub fn effective_database_url(&self) -> DatabaseUrl {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| DatabaseUrl::SqlitePath(self.data_dir.join("registry.db")))
+    }
+
+    /// The storage URL in effect.
+    pub fn effective_storage_url(&self) -> StorageUrl {
+        self.storage_url
+            .clone()
+            .unwrap_or_else(|| StorageUrl::File(self.data_dir.clone()))
+    }
+}
+
+/// Accepts `http(s)://host[:port][/path]` and drops a trailing slash, so the
+/// JWT issuer compares equal however it was written.
+fn normalize_public_url(url: &str) -> Result<String, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| format!("{url:?} must start with http:// or https://"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("{url:?} has no host"));
+    }
+    Ok(url.trim_end_matches('/').to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn defaults_are_embedded_sqlite_and_files_under_data() {
+        let config = Config::from_sources(env_of(&[])).unwrap();
+        assert_eq!(config.bind, "127.0.0.1:8080");
+        assert_eq!(config.data_dir, PathBuf::from("./data"));
+        assert_eq!(
+            config.effective_database_url(),
+            DatabaseUrl::SqlitePath(PathBuf::from("./data/registry.db"))
+        );
+        assert_eq!(
+            config.effective_storage_url(),
+            StorageUrl::File(PathBuf::from("./data"))
+        );
+        assert_eq!(config.registration, RegistrationMode::Open);
+        assert!(config.rate_limits.enabled);
+    }
+
+    #[test]
+    fn environment_wins_over_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("registry.toml");
+        std::fs::write(
+            &file,
+            "bind = \"0.0.0.0:9000\"\nregistration = \"closed\"\nstorage_url = \"s3://bucket/some/prefix/\"\n\
+             [rate_limits]\npublish_per_minute = 5\n",
+        )
+        .unwrap();
+        let config = Config::from_sources(env_of(&[
+            ("AGENTLANG_REGISTRY_CONFIG", file.to_str().unwrap()),
+            ("AGENTLANG_REGISTRY_BIND", "127.0.0.1:0"),
+            ("AGENTLANG_REGISTRY_RATE_LIMITS", "off"),
+            ("AGENTLANG_REGISTRY_PUBLIC_URL", "https://registry.example/"),
+        ]))
+        .unwrap();
+        assert_eq!(config.bind, "127.0.0.1:0");
+        assert_eq!(config.registration, RegistrationMode::Closed);
+        assert_eq!(
+            config.storage_url,
+            Some(StorageUrl::S3 {
+                bucket: "bucket".to_owned(),
+                prefix: "some/prefix".to_owned()
+            })
+        );
+        assert_eq!(config.rate_limits.publish_per_minute.get(), 5);
+        assert!(!config.rate_limits.enabled);
+        assert_eq!(
+            config.public_url.as_deref(),
+            Some("https://registry.example")
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_DATABASE_URL", "mysql://x")]))
+            .unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "AGENTLANG_REGISTRY_DATABASE_URL: \"mysql://x\" is not a database URL"
+            ),
+            "{err}"
+        );
+        let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_REGISTRATION", "maybe")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("REGISTRATION"), "{err}");
+        let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_JWT_SECRET", "short")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("at least 32 bytes"), "{err}");
+        let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_STORAGE_URL", "ftp://x")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("not a storage URL"), "{err}");
+    }
+
+    #[test]
+    fn unknown_file_keys_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("registry.toml");
+        std::fs::write(&file, "bnid = \"typo\"\n").unwrap();
+        let err = Config::from_sources(env_of(&[(
+            "AGENTLANG_REGISTRY_CONFIG",
+            file.to_str().unwrap(),
+        )]))
+        .unwrap_err();
+        assert!(matches!(err, ConfigError::ParseFile { .. }), "{err}");
+    }
+}

@@ -1,0 +1,68 @@
+//! Signing keys: the public halves of the Ed25519 keys publishers sign with.
+//! Rows are never deleted (old versions name their signer); a key is revoked.
+
+use super::{Db, is_unique_violation, now, with_pool};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SigningKeyRecord {
+    pub key_id: String,
+    pub account_id: i64,
+    pub public_key_pem: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InsertKeyError {
+    #[error("the key is already registered")]
+    AlreadyRegistered,
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+impl Db {
+    /// Registers a public key. `key_id` must already be the checked id of
+    /// `public_key_pem` (lowercase hex SHA-256 of the raw key).
+    pub async fn insert_signing_key(
+        &self,
+        key_id: &str,
+        account_id: i64,
+        public_key_pem: &str,
+    ) -> Result<SigningKeyRecord, InsertKeyError> {
+        let result = with_pool!(self, pool => {
+            sqlx::query_as::<_, SigningKeyRecord>(
+                "INSERT INTO signing_keys (key_id, account_id, public_key_pem, created_at)
+                 VALUES ($1, $2, $3, $4)
+                 RETURNING key_id, account_id, public_key_pem, created_at, revoked_at",
+            )
+            .bind(key_id)
+            .bind(account_id)
+            .bind(public_key_pem)
+            .bind(now())
+            .fetch_one(pool)
+            .await
+        });
+        result.map_err(|e| {
+            if is_unique_violation(&e) {
+                InsertKeyError::AlreadyRegistered
+            } else {
+                InsertKeyError::Db(e)
+            }
+        })
+    }
+
+    pub async fn find_signing_key(
+        &self,
+        key_id: &str,
+    ) -> Result<Option<SigningKeyRecord>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, SigningKeyRecord>(
+                "SELECT key_id, account_id, public_key_pem, created_at, revoked_at
+                 FROM signing_keys WHERE key_id = $1",
+            )
+            .bind(key_id)
+            .fetch_optional(pool)
+            .await
+        })
+    }
+}

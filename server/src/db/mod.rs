@@ -1,0 +1,184 @@
+//! The storage API: one set of functions over SQLite and PostgreSQL.
+//!
+//! [`Db`] is an enum over the two pools. Queries are written once, with `$1`
+//! placeholders (SQLite accepts them too) and portable SQL, and run on
+//! whichever pool is live through [`with_pool!`], which expands the same body
+//! for each backend so each is type-checked against its own driver. The
+//! schemas in `migrations/{sqlite,postgres}` agree on every table and column;
+//! timestamps are integer Unix seconds in both.
+
+pub mod accounts;
+pub mod keys;
+pub mod models;
+pub mod packages;
+pub mod search;
+pub mod tokens;
+
+use std::{str::FromStr, time::Duration};
+
+use sqlx::{
+    PgPool, SqlitePool,
+    postgres::{PgConnectOptions, PgPoolOptions},
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
+};
+
+use crate::config::DatabaseUrl;
+
+/// Runs `$body` with `$pool` bound to the live pool, whichever backend it is.
+macro_rules! with_pool {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::db::Db::Sqlite($pool) => $body,
+            $crate::db::Db::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use with_pool;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("cannot open the database: {0}")]
+    Connect(#[source] sqlx::Error),
+    #[error("cannot create the database folder {path}: {source}")]
+    CreateDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// A pool over one of the two supported databases. Cheap to clone.
+#[derive(Debug, Clone)]
+pub enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl Db {
+    /// Opens (creating a SQLite file and its folder if needed) and migrates.
+    pub async fn connect(url: &DatabaseUrl) -> Result<Self, DbError> {
+        let db = match url {
+            DatabaseUrl::SqlitePath(path) => {
+                Self::open_sqlite(SqliteConnectOptions::new().filename(path)).await?
+            }
+            DatabaseUrl::Sqlite(url) => {
+                Self::open_sqlite(SqliteConnectOptions::from_str(url).map_err(DbError::Connect)?)
+                    .await?
+            }
+            DatabaseUrl::Postgres(url) => Self::open_postgres(url).await?,
+        };
+        db.migrate().await?;
+        Ok(db)
+    }
+
+    async fn open_sqlite(options: SqliteConnectOptions) -> Result<Self, DbError> {
+        let options = options
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // WAL makes NORMAL durable against application crashes; only an
+            // OS crash can lose the last transactions.
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        if let Some(parent) = options.get_filename().parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|source| DbError::CreateDir {
+                path: parent.display().to_string(),
+                source,
+            })?;
+        }
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .map_err(DbError::Connect)?;
+        Ok(Db::Sqlite(pool))
+    }
+
+    async fn open_postgres(url: &str) -> Result<Self, DbError> {
+        let options = PgConnectOptions::from_str(url).map_err(DbError::Connect)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(DbError::Connect)?;
+        Ok(Db::Postgres(pool))
+    }
+
+    /// Applies the pending migrations of this backend's dialect.
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        match self {
+            Db::Sqlite(pool) => sqlx::migrate!("../migrations/sqlite").run(pool).await?,
+            Db::Postgres(pool) => sqlx::migrate!("../migrations/postgres").run(pool).await?,
+        }
+        Ok(())
+    }
+
+    /// For readiness: one round trip.
+    pub async fn ping(&self) -> Result<(), sqlx::Error> {
+        with_pool!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(drop))
+    }
+
+    /// `"sqlite"` or `"postgres"`, for logs.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Db::Sqlite(_) => "sqlite",
+            Db::Postgres(_) => "postgres",
+        }
+    }
+
+    pub async fn close(&self) {
+        with_pool!(self, pool => pool.close().await);
+    }
+}
+
+/// Starts a transaction that will write. SQLite's default deferred
+/// transaction fails with "database is locked" when a reader later tries to
+/// write while another writer committed; `BEGIN IMMEDIATE` takes the write
+/// lock up front and waits for it under the busy timeout instead.
+pub(crate) trait BeginWrite {
+    type Database: sqlx::Database;
+    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, Self::Database>>;
+}
+
+impl BeginWrite for SqlitePool {
+    type Database = sqlx::Sqlite;
+    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        self.begin_with("BEGIN IMMEDIATE").await
+    }
+}
+
+impl BeginWrite for PgPool {
+    type Database = sqlx::Postgres;
+    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        self.begin().await
+    }
+}
+
+/// Seconds since the Unix epoch: the schema's one timestamp representation.
+pub fn now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Whether `err` is a UNIQUE or PRIMARY KEY violation, in either dialect.
+pub fn is_unique_violation(err: &sqlx::Error) -> bool {
+    err.as_database_error()
+        .is_some_and(|e| e.is_unique_violation())
+}
+
+/// Lowercase with `-` as `_`: the form account and package uniqueness is
+/// judged on.
+pub fn normalize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,661 @@
+//! Packages, their owners and versions: what publish writes and what every
+//! read endpoint serves.
+
+use agentlang_core::{Kind, PackageName, Version};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use super::{BeginWrite, Db, is_unique_violation, now, with_pool};
+use crate::blobs::Sha256Digest;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PackageRecord {
+    pub id: i64,
+    pub kind: String,
+    /// The spelling it was first published under.
+    pub name: String,
+    pub normalized_name: String,
+    pub description: String,
+    pub keywords: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One stored version, as the read endpoints serve it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct VersionRecord {
+    pub id: i64,
+    pub package_id: i64,
+    pub version: String,
+    pub sha256: String,
+    pub size: i64,
+    pub signer_key_id: Option<String>,
+    pub manifest: Json<Value>,
+    pub spec: Json<Value>,
+    pub lockfile: Option<Json<Value>>,
+    pub yanked: bool,
+    pub yank_reason: Option<String>,
+    pub published_by: i64,
+    pub published_at: i64,
+    pub deleted_at: Option<i64>,
+    pub downloads: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct OwnerRecord {
+    pub account_id: i64,
+    pub username: String,
+    pub added_at: i64,
+}
+
+/// A dependency edge of a version: `name` at `requirement`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DependencyEdge {
+    pub kind: Kind,
+    pub name: PackageName,
+    pub requirement: semver::VersionReq,
+}
+
+/// Everything publish has checked and stores about one version.
+#[derive(Debug, Clone)]
+pub struct NewVersion<'a> {
+    pub kind: Kind,
+    pub name: &'a PackageName,
+    pub version: &'a Version,
+    /// SHA-256 of the container, which is already in blob storage.
+    pub sha256: &'a Sha256Digest,
+    pub size: u64,
+    /// A registered, unrevoked key of the publisher.
+    pub signer_key_id: Option<&'a str>,
+    pub manifest: &'a Value,
+    /// The parsed agent.yaml / tool.yaml.
+    pub spec: &'a Value,
+    pub lockfile: Option<&'a Value>,
+    pub dependencies: &'a [DependencyEdge],
+    /// Shown in the catalog and indexed for search.
+    pub description: &'a str,
+    pub keywords: &'a [String],
+    pub publisher: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedVersion {
+    pub package_id: i64,
+    pub version_id: i64,
+    pub published_at: i64,
+    /// Whether this publish created the package.
+    pub new_package: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    #[error("the name {requested} is taken by the {kind} {existing}")]
+    NameTaken {
+        kind: Kind,
+        requested: String,
+        existing: String,
+    },
+    #[error("this {kind} is published as {existing}, not {requested}")]
+    SpelledDifferently {
+        kind: Kind,
+        requested: String,
+        existing: String,
+    },
+    #[error("you are not an owner of the {kind} {name}")]
+    NotOwner { kind: Kind, name: String },
+    #[error("{kind} {name} {version} already exists (or existed): versions are never reused")]
+    VersionExists {
+        kind: Kind,
+        name: String,
+        version: String,
+    },
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+/// How one attempt at a publish transaction ended.
+#[derive(Debug)]
+enum Attempt {
+    Failed(PublishError),
+    /// A concurrent publish created the package between our read and our
+    /// insert (PostgreSQL; SQLite's write lock serializes publishes).
+    LostPackageRace,
+}
+
+impl From<sqlx::Error> for Attempt {
+    fn from(e: sqlx::Error) -> Self {
+        Attempt::Failed(PublishError::Db(e))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OwnerError {
+    #[error("{0} is not an owner")]
+    NotAnOwner(String),
+    #[error("the last owner of a package cannot be removed")]
+    LastOwner,
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+/// The precedence columns of a version: build metadata is not part of them,
+/// so `1.0.0+a` and `1.0.0+b` are one version.
+fn precedence(version: &Version) -> (i64, i64, i64, String) {
+    let v = version.semver();
+    // SemVer components above i64::MAX cannot be stored; clamp so ordering
+    // holds for every realistic version and the UNIQUE check still applies.
+    let clamp = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    (
+        clamp(v.major),
+        clamp(v.minor),
+        clamp(v.patch),
+        v.pre.as_str().to_owned(),
+    )
+}
+
+impl Db {
+    /// The package with any spelling of `name` in `kind`.
+    pub async fn find_package(
+        &self,
+        kind: Kind,
+        name: &PackageName,
+    ) -> Result<Option<PackageRecord>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, PackageRecord>(
+                "SELECT id, kind, name, normalized_name, description, keywords, created_at,
+                        updated_at
+                 FROM packages WHERE kind = $1 AND normalized_name = $2",
+            )
+                .bind(kind.as_str())
+                .bind(name.normalized())
+                .fetch_optional(pool)
+                .await
+        })
+    }
+
+    pub async fn is_owner(&self, package_id: i64, account_id: i64) -> Result<bool, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT COUNT(*) FROM package_owners WHERE package_id = $1 AND account_id = $2",
+            )
+            .bind(package_id)
+            .bind(account_id)
+            .fetch_one(pool)
+            .await
+            .map(|n| n > 0)
+        })
+    }
+
+    /// Owners in the order they were added.
+    pub async fn list_owners(&self, package_id: i64) -> Result<Vec<OwnerRecord>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, OwnerRecord>(
+                "SELECT o.account_id, a.username, o.added_at
+                 FROM package_owners o JOIN accounts a ON a.id = o.account_id
+                 WHERE o.package_id = $1 ORDER BY o.added_at, a.username",
+            )
+            .bind(package_id)
+            .fetch_all(pool)
+            .await
+        })
+    }
+
+    /// Adds an owner. Returns false when the account already is one.
+    pub async fn add_owner(
+        &self,
+        package_id: i64,
+        account_id: i64,
+        added_by: Option<i64>,
+    ) -> Result<bool, sqlx::Error> {
+        let affected = with_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO package_owners (package_id, account_id, added_at, added_by)
+                 VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (package_id, account_id) DO NOTHING",
+            )
+            .bind(package_id)
+            .bind(account_id)
+            .bind(now())
+            .bind(added_by)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        })?;
+        Ok(affected > 0)
+    }
+
+    /// Removes owners, refusing to remove the last one; all or nothing. The
+    /// package row is locked first, so two concurrent removals cannot both
+    /// pass the check.
+    pub async fn remove_owners(
+        &self,
+        package_id: i64,
+        accounts: &[(i64, String)],
+    ) -> Result<(), OwnerError> {
+        with_pool!(self, pool => {
+            let mut tx = pool.begin_write().await?;
+            // A no-op write: in PostgreSQL it takes the row lock; in SQLite
+            // BEGIN IMMEDIATE already holds the database's write lock.
+            sqlx::query("UPDATE packages SET updated_at = updated_at WHERE id = $1")
+                .bind(package_id)
+                .execute(&mut *tx)
+                .await?;
+            let mut owners: Vec<i64> = sqlx::query_scalar(
+                "SELECT account_id FROM package_owners WHERE package_id = $1",
+            )
+            .bind(package_id)
+            .fetch_all(&mut *tx)
+            .await?;
+            for (account_id, username) in accounts {
+                let Some(at) = owners.iter().position(|id| id == account_id) else {
+                    return Err(OwnerError::NotAnOwner(username.clone()));
+                };
+                owners.swap_remove(at);
+            }
+            if owners.is_empty() {
+                return Err(OwnerError::LastOwner);
+            }
+            for (account_id, _) in accounts {
+                sqlx::query("DELETE FROM package_owners WHERE package_id = $1 AND account_id = $2")
+                    .bind(package_id)
+                    .bind(account_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    /// Whether `version` (by precedence, so build metadata aside) was ever
+    /// published for the package, deleted versions included.
+    pub async fn version_exists(
+        &self,
+        package_id: i64,
+        version: &Version,
+    ) -> Result<bool, sqlx::Error> {
+        let (major, minor, patch, pre) = precedence(version);
+        with_pool!(self, pool => {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT COUNT(*) FROM versions
+                 WHERE package_id = $1 AND major = $2 AND minor = $3 AND patch = $4
+                   AND prerelease = $5",
+            )
+            .bind(package_id)
+            .bind(major)
+            .bind(minor)
+            .bind(patch)
+            .bind(pre)
+            .fetch_one(pool)
+            .await
+            .map(|n| n > 0)
+        })
+    }
+
+    /// Records a version in one transaction: the package (created with the
+    /// publisher as its owner when new), the version row and its dependency
+    /// edges. Nothing is visible unless all of it is. The container must
+    /// already be in blob storage.
+    pub async fn publish_version(
+        &self,
+        new: &NewVersion<'_>,
+    ) -> Result<PublishedVersion, PublishError> {
+        match self.try_publish_version(new).await {
+            Ok(published) => Ok(published),
+            Err(Attempt::Failed(e)) => Err(e),
+            // Once is enough: the package row now exists and is stable.
+            Err(Attempt::LostPackageRace) => match self.try_publish_version(new).await {
+                Ok(published) => Ok(published),
+                Err(Attempt::Failed(e)) => Err(e),
+                Err(Attempt::LostPackageRace) => Err(PublishError::NameTaken {
+                    kind: new.kind,
+                    requested: new.name.to_string(),
+                    existing: new.name.to_string(),
+                }),
+            },
+        }
+    }
+
+    async fn try_publish_version(&self, new: &NewVersion<'_>) -> Result<PublishedVersion, Attempt> {
+        // The async block scopes `?` and early returns; dropping `tx` on
+        // any of them rolls back.
+        with_pool!(self, pool => async {
+            let mut tx = pool.begin_write().await?;
+            let now = now();
+            let kind = new.kind;
+            let existing = sqlx::query_as::<_, PackageRecord>(
+                "SELECT id, kind, name, normalized_name, description, keywords, created_at,
+                        updated_at
+                 FROM packages WHERE kind = $1 AND normalized_name = $2",
+            )
+            .bind(kind.as_str())
+            .bind(new.name.normalized())
+            .fetch_optional(&mut *tx)
+            .await?;
+            let keywords = new.keywords.join(" ");
+            let (package_id, new_package) = match existing {
+                Some(package) => {
+                    let owner: i64 = sqlx::query_scalar(
+                        "SELECT COUNT(*) FROM package_owners
+                         WHERE package_id = $1 AND account_id = $2",
+                    )
+                    .bind(package.id)
+                    .bind(new.publisher)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    let refusal = match (owner > 0, package.name == new.name.as_str()) {
+                        (true, true) => None,
+                        (true, false) => Some(PublishError::SpelledDifferently {
+                            kind,
+                            requested: new.name.to_string(),
+                            existing: package.name,
+                        }),
+                        (false, true) => Some(PublishError::NotOwner {
+                            kind,
+                            name: package.name,
+                        }),
+                        (false, false) => Some(PublishError::NameTaken {
+                            kind,
+                            requested: new.name.to_string(),
+                            existing: package.name,
+                        }),
+                    };
+                    if let Some(refusal) = refusal {
+                        return Err(Attempt::Failed(refusal));
+                    }
+                    // Catalog text follows the newest release, not a prerelease.
+                    if !new.version.is_prerelease() {
+                        sqlx::query(
+                            "UPDATE packages SET description = $1, keywords = $2, updated_at = $3
+                             WHERE id = $4",
+                        )
+                        .bind(new.description)
+                        .bind(&keywords)
+                        .bind(now)
+                        .bind(package.id)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
+                    (package.id, false)
+                }
+                None => {
+                    let id: i64 = sqlx::query_scalar(
+                        "INSERT INTO packages (kind, name, normalized_name, description, keywords,
+                                               created_at, updated_at)
+                         VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
+                    )
+                    .bind(kind.as_str())
+                    .bind(new.name.as_str())
+                    .bind(new.name.normalized())
+                    .bind(new.description)
+                    .bind(&keywords)
+                    .bind(now)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(|e| {
+                        // Another publish created the package since our
+                        // SELECT: start over and judge against its row.
+                        if is_unique_violation(&e) {
+                            Attempt::LostPackageRace
+                        } else {
+                            e.into()
+                        }
+                    })?;
+                    sqlx::query(
+                        "INSERT INTO package_owners (package_id, account_id, added_at, added_by)
+                         VALUES ($1, $2, $3, $2)",
+                    )
+                    .bind(id)
+                    .bind(new.publisher)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                    (id, true)
+                }
+            };
+            let (major, minor, patch, pre) = precedence(new.version);
+            let version_exists = || PublishError::VersionExists {
+                kind,
+                name: new.name.to_string(),
+                version: new.version.to_string(),
+            };
+            let inserted = sqlx::query_scalar::<_, i64>(
+                "INSERT INTO versions (package_id, version, major, minor, patch, prerelease,
+                                       sha256, size, signer_key_id, manifest, spec, lockfile,
+                                       published_by, published_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                 RETURNING id",
+            )
+            .bind(package_id)
+            .bind(new.version.to_string())
+            .bind(major)
+            .bind(minor)
+            .bind(patch)
+            .bind(pre)
+            .bind(new.sha256.to_string())
+            .bind(i64::try_from(new.size).unwrap_or(i64::MAX))
+            .bind(new.signer_key_id)
+            .bind(Json(new.manifest))
+            .bind(Json(new.spec))
+            .bind(new.lockfile.map(Json))
+            .bind(new.publisher)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await;
+            let version_id = match inserted {
+                Ok(id) => id,
+                Err(e) if is_unique_violation(&e) => return Err(Attempt::Failed(version_exists())),
+                Err(e) => return Err(e.into()),
+            };
+            for dep in new.dependencies {
+                sqlx::query(
+                    "INSERT INTO dependencies (version_id, kind, name, normalized_name, requirement)
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(version_id)
+                .bind(dep.kind.as_str())
+                .bind(dep.name.as_str())
+                .bind(dep.name.normalized())
+                .bind(dep.requirement.to_string())
+                .execute(&mut *tx)
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(PublishedVersion {
+                package_id,
+                version_id,
+                published_at: now,
+                new_package,
+            })
+        }
+        .await)
+    }
+
+    /// A version's dependency edges, by kind and normalized name.
+    pub async fn list_dependencies(
+        &self,
+        version_id: i64,
+    ) -> Result<Vec<DependencyEdge>, sqlx::Error> {
+        let rows: Vec<(String, String, String)> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT kind, name, requirement FROM dependencies
+                 WHERE version_id = $1 ORDER BY kind, normalized_name",
+            )
+            .bind(version_id)
+            .fetch_all(pool)
+            .await
+        })?;
+        rows.into_iter()
+            .map(|(kind, name, requirement)| {
+                let bad = |what: &str, e: &dyn std::fmt::Display| {
+                    sqlx::Error::Decode(format!("dependencies.{what}: {e}").into())
+                };
+                Ok(DependencyEdge {
+                    kind: kind.parse().map_err(|e| bad("kind", &e))?,
+                    name: PackageName::new(name).map_err(|e| bad("name", &e))?,
+                    requirement: requirement.parse().map_err(|e| bad("requirement", &e))?,
+                })
+            })
+            .collect()
+    }
+
+    /// One version by precedence (build metadata aside), deleted or not.
+    pub async fn find_version(
+        &self,
+        package_id: i64,
+        version: &Version,
+    ) -> Result<Option<VersionRecord>, sqlx::Error> {
+        let (major, minor, patch, pre) = precedence(version);
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, VersionRecord>(
+                "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
+                        lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
+                        downloads
+                 FROM versions
+                 WHERE package_id = $1 AND major = $2 AND minor = $3 AND patch = $4
+                   AND prerelease = $5",
+            )
+            .bind(package_id)
+            .bind(major)
+            .bind(minor)
+            .bind(patch)
+            .bind(pre)
+            .fetch_optional(pool)
+            .await
+        })
+    }
+
+    /// The package's live versions, newest first by SemVer precedence.
+    pub async fn list_versions(&self, package_id: i64) -> Result<Vec<VersionRecord>, sqlx::Error> {
+        let mut versions: Vec<VersionRecord> = with_pool!(self, pool => {
+            sqlx::query_as::<_, VersionRecord>(
+                "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
+                        lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
+                        downloads
+                 FROM versions WHERE package_id = $1 AND deleted_at IS NULL",
+            )
+            .bind(package_id)
+            .fetch_all(pool)
+            .await
+        })?;
+        // SQL cannot order prerelease identifiers (`rc.10` after `rc.9`);
+        // semver can.
+        versions.sort_by(|a, b| {
+            let parse = |v: &str| semver::Version::parse(v).ok();
+            parse(&b.version).cmp(&parse(&a.version))
+        });
+        Ok(versions)
+    }
+
+    /// Yanks or unyanks a live version. Returns false when there is none.
+    pub async fn set_yanked(
+        &self,
+        package_id: i64,
+        version: &Version,
+        yanked: bool,
+        reason: Option<&str>,
+    ) -> Result<bool, sqlx::Error> {
+        let (major, minor, patch, pre) = precedence(version);
+        let affected = with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE versions SET yanked = $1, yank_reason = $2
+                 WHERE package_id = $3 AND major = $4 AND minor = $5 AND patch = $6
+                   AND prerelease = $7 AND deleted_at IS NULL",
+            )
+            .bind(yanked)
+            .bind(if yanked { reason } else { None })
+            .bind(package_id)
+            .bind(major)
+            .bind(minor)
+            .bind(patch)
+            .bind(pre)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        })?;
+        Ok(affected > 0)
+    }
+
+    /// Counts one download: the version's total and its UTC day's bucket,
+    /// in one transaction.
+    pub async fn record_download(&self, version_id: i64) -> Result<(), sqlx::Error> {
+        let today = time::OffsetDateTime::now_utc().date().to_string();
+        with_pool!(self, pool => {
+            let mut tx = pool.begin_write().await?;
+            sqlx::query("UPDATE versions SET downloads = downloads + 1 WHERE id = $1")
+                .bind(version_id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO download_counts (version_id, day, count) VALUES ($1, $2, 1)
+                 ON CONFLICT (version_id, day) DO UPDATE SET count = download_counts.count + 1",
+            )
+            .bind(version_id)
+            .bind(&today)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await
+        })
+    }
+
+    /// Downloads per UTC day (`YYYY-MM-DD`), oldest first.
+    pub async fn downloads_by_day(
+        &self,
+        version_id: i64,
+    ) -> Result<Vec<(String, i64)>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT day, count FROM download_counts WHERE version_id = $1 ORDER BY day",
+            )
+            .bind(version_id)
+            .fetch_all(pool)
+            .await
+        })
+    }
+
+    /// The SHA-256 of every container a live (not deleted) version refers
+    /// to: what the blob sweep must keep.
+    pub async fn referenced_blob_digests(&self) -> Result<Vec<Sha256Digest>, sqlx::Error> {
+        let rows: Vec<String> = with_pool!(self, pool => {
+            sqlx::query_scalar(
+                "SELECT DISTINCT sha256 FROM versions WHERE deleted_at IS NULL ORDER BY sha256",
+            )
+            .fetch_all(pool)
+            .await
+        })?;
+        rows.iter()
+            .map(|hex| {
+                hex.parse::<Sha256Digest>().map_err(|e| {
+                    sqlx::Error::Decode(format!("versions.sha256 {hex:?}: {e}").into())
+                })
+            })
+            .collect()
+    }
+
+    /// Marks a version deleted. Its row stays, so the version can never be
+    /// published again; its blob becomes unreferenced for the sweep.
+    pub async fn delete_version(
+        &self,
+        package_id: i64,
+        version: &Version,
+    ) -> Result<bool, sqlx::Error> {
+        let (major, minor, patch, pre) = precedence(version);
+        let affected = with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE versions SET deleted_at = $1
+                 WHERE package_id = $2 AND major = $3 AND minor = $4 AND patch = $5
+                   AND prerelease = $6 AND deleted_at IS NULL",
+            )
+            .bind(now())
+            .bind(package_id)
+            .bind(major)
+            .bind(minor)
+            .bind(patch)
+            .bind(pre)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        })?;
+        Ok(affected > 0)
+    }
+}

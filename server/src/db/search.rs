@@ -1,0 +1,110 @@
+//! Full-text search over packages: SQLite's FTS5 table `packages_fts`, or
+//! PostgreSQL's generated `search_document` tsvector with its GIN index.
+//! Both index the name (weighted most), keywords and description without
+//! stemming, and match every query term as a prefix.
+
+use agentlang_core::Kind;
+
+use super::{Db, packages::PackageRecord};
+
+/// Longest query text considered; the rest is ignored.
+const MAX_QUERY_LEN: usize = 256;
+/// Most terms considered.
+const MAX_TERMS: usize = 16;
+
+/// The query's words: runs of ASCII letters and digits, lowercased. Nothing
+/// else reaches the search syntax, so no input can inject FTS5 or tsquery
+/// operators.
+pub fn query_terms(query: &str) -> Vec<String> {
+    let end = query
+        .char_indices()
+        .nth(MAX_QUERY_LEN)
+        .map_or(query.len(), |(i, _)| i);
+    query[..end]
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .take(MAX_TERMS)
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
+impl Db {
+    /// Packages matching every term of `query` (as prefixes), best first.
+    /// A query without words matches nothing.
+    pub async fn search_packages(
+        &self,
+        query: &str,
+        kind: Option<Kind>,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<PackageRecord>, sqlx::Error> {
+        let terms = query_terms(query);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let kind = kind.map(Kind::as_str);
+        match self {
+            Db::Sqlite(pool) => {
+                // `"term"*`: a quoted string is never an FTS5 operator.
+                let fts_query = terms
+                    .iter()
+                    .map(|t| format!("\"{t}\"*"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                sqlx::query_as::<_, PackageRecord>(
+                    "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                            p.created_at, p.updated_at
+                     FROM packages_fts f JOIN packages p ON p.id = f.rowid
+                     WHERE packages_fts MATCH $1 AND ($2 IS NULL OR p.kind = $2)
+                     ORDER BY bm25(packages_fts, 10.0, 1.0, 5.0), p.normalized_name
+                     LIMIT $3 OFFSET $4",
+                )
+                .bind(fts_query)
+                .bind(kind)
+                .bind(limit)
+                .bind(offset)
+                .fetch_all(pool)
+                .await
+            }
+            Db::Postgres(pool) => {
+                let ts_query = terms
+                    .iter()
+                    .map(|t| format!("{t}:*"))
+                    .collect::<Vec<_>>()
+                    .join(" & ");
+                sqlx::query_as::<_, PackageRecord>(
+                    "SELECT id, kind, name, normalized_name, description, keywords,
+                            created_at, updated_at
+                     FROM packages
+                     WHERE search_document @@ to_tsquery('simple', $1)
+                       AND ($2::text IS NULL OR kind = $2)
+                     ORDER BY ts_rank(search_document, to_tsquery('simple', $1)) DESC,
+                              normalized_name
+                     LIMIT $3 OFFSET $4",
+                )
+                .bind(ts_query)
+                .bind(kind)
+                .bind(limit)
+                .bind(offset)
+                .fetch_all(pool)
+                .await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_words_reach_the_search_syntax() {
+        assert_eq!(query_terms("Web-Search tool"), ["web", "search", "tool"]);
+        assert_eq!(
+            query_terms("\"a\" OR b* NEAR(c) :* & | !"),
+            ["a", "or", "b", "near", "c"]
+        );
+        assert!(query_terms("  -*- ").is_empty());
+        assert_eq!(query_terms(&"x ".repeat(100)).len(), MAX_TERMS);
+    }
+}

@@ -1,0 +1,134 @@
+//! API tokens: the database half of a JWT. The token itself is signed; its
+//! row says whether it is still valid (not revoked) and what it may do.
+
+use sqlx::types::Json;
+
+use super::{Db, now, with_pool};
+use crate::auth::{NamePattern, Scope};
+
+/// A token as listed to its owner.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TokenRecord {
+    pub jti: String,
+    pub account_id: i64,
+    pub name: String,
+    pub scopes: Json<Vec<Scope>>,
+    pub packages: Option<Json<Vec<NamePattern>>>,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub revoked_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+}
+
+/// A token joined with its account, for authentication.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TokenGrant {
+    pub jti: String,
+    pub account_id: i64,
+    pub username: String,
+    pub is_admin: bool,
+    pub scopes: Json<Vec<Scope>>,
+    pub packages: Option<Json<Vec<NamePattern>>>,
+    pub expires_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+#[derive(Debug)]
+pub struct NewToken<'a> {
+    pub jti: &'a str,
+    pub account_id: i64,
+    pub name: &'a str,
+    pub scopes: &'a [Scope],
+    pub packages: Option<&'a [NamePattern]>,
+    pub created_at: i64,
+    pub expires_at: i64,
+}
+
+/// A token is not re-stamped more often than this, so authenticated
+/// requests do not each cost a write.
+const LAST_USED_GRANULARITY_SECS: i64 = 60;
+
+impl Db {
+    pub async fn insert_token(&self, token: &NewToken<'_>) -> Result<(), sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO api_tokens (jti, account_id, name, scopes, packages, created_at, expires_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(token.jti)
+            .bind(token.account_id)
+            .bind(token.name)
+            .bind(Json(token.scopes))
+            .bind(token.packages.map(Json))
+            .bind(token.created_at)
+            .bind(token.expires_at)
+            .execute(pool)
+            .await
+            .map(drop)
+        })
+    }
+
+    pub async fn find_token_grant(&self, jti: &str) -> Result<Option<TokenGrant>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, TokenGrant>(
+                "SELECT t.jti, t.account_id, a.username, a.is_admin, t.scopes, t.packages,
+                        t.expires_at, t.revoked_at
+                 FROM api_tokens t JOIN accounts a ON a.id = t.account_id
+                 WHERE t.jti = $1",
+            )
+            .bind(jti)
+            .fetch_optional(pool)
+            .await
+        })
+    }
+
+    /// Records that the token was just used (at most once a minute).
+    pub async fn touch_token(&self, jti: &str) -> Result<(), sqlx::Error> {
+        let now = now();
+        with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE api_tokens SET last_used_at = $1
+                 WHERE jti = $2 AND (last_used_at IS NULL OR last_used_at < $3)",
+            )
+            .bind(now)
+            .bind(jti)
+            .bind(now - LAST_USED_GRANULARITY_SECS)
+            .execute(pool)
+            .await
+            .map(drop)
+        })
+    }
+
+    /// The account's tokens, newest first, revoked ones included.
+    pub async fn list_tokens(&self, account_id: i64) -> Result<Vec<TokenRecord>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, TokenRecord>(
+                "SELECT jti, account_id, name, scopes, packages, created_at, expires_at,
+                        revoked_at, last_used_at
+                 FROM api_tokens WHERE account_id = $1
+                 ORDER BY created_at DESC, jti",
+            )
+            .bind(account_id)
+            .fetch_all(pool)
+            .await
+        })
+    }
+
+    /// Revokes one of the account's tokens; revoking twice keeps the first
+    /// time. Returns false when the account has no such token.
+    pub async fn revoke_token(&self, account_id: i64, jti: &str) -> Result<bool, sqlx::Error> {
+        let affected = with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, $1)
+                 WHERE jti = $2 AND account_id = $3",
+            )
+            .bind(now())
+            .bind(jti)
+            .bind(account_id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        })?;
+        Ok(affected > 0)
+    }
+}

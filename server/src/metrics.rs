@@ -1,0 +1,116 @@
+//! Prometheus metrics: requests by route pattern and status, latency, and
+//! the registry's own events (publishes, resolves). Served at `/metrics`.
+
+use std::time::Instant;
+
+use actix_web::{
+    HttpResponse,
+    body::MessageBody,
+    dev::{ServiceRequest, ServiceResponse},
+    get,
+    middleware::Next,
+    web,
+};
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
+};
+
+use crate::{error::ApiError, state::AppState};
+
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    latency: HistogramVec,
+    /// Versions published.
+    pub publishes: IntCounter,
+    /// Resolutions answered.
+    pub resolves: IntCounter,
+}
+
+impl Metrics {
+    pub fn new() -> Result<Self, prometheus::Error> {
+        let registry = Registry::new_custom(Some("agentlang_registry".to_owned()), None)?;
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "http_requests_total",
+                "HTTP requests by route pattern and status",
+            ),
+            &["method", "route", "status"],
+        )?;
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "http_request_duration_seconds",
+                "HTTP request latency by route pattern",
+            )
+            .buckets(vec![
+                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ]),
+            &["method", "route"],
+        )?;
+        let publishes = IntCounter::new("publishes_total", "Versions published")?;
+        let resolves = IntCounter::new("resolves_total", "Resolutions answered")?;
+        registry.register(Box::new(requests.clone()))?;
+        registry.register(Box::new(latency.clone()))?;
+        registry.register(Box::new(publishes.clone()))?;
+        registry.register(Box::new(resolves.clone()))?;
+        Ok(Self {
+            registry,
+            requests,
+            latency,
+            publishes,
+            resolves,
+        })
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> Result<String, prometheus::Error> {
+        let mut out = Vec::new();
+        TextEncoder::new().encode(&self.registry.gather(), &mut out)?;
+        String::from_utf8(out).map_err(|e| prometheus::Error::Msg(e.to_string()))
+    }
+}
+
+/// Middleware: counts and times every request under its route pattern
+/// (`/api/v1/models/{name}`, not the concrete path, so the label set stays
+/// bounded); unmatched paths share one label.
+pub async fn record_requests(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = Instant::now();
+    let metrics = req
+        .app_data::<web::Data<AppState>>()
+        .map(|state| state.metrics.clone());
+    let method = req.method().as_str().to_owned();
+    let response = next.call(req).await?;
+    if let Some(metrics) = metrics {
+        let route = response
+            .request()
+            .match_pattern()
+            .unwrap_or_else(|| "unmatched".to_owned());
+        let status = response.status().as_u16().to_string();
+        metrics
+            .requests
+            .with_label_values(&[method.as_str(), route.as_str(), status.as_str()])
+            .inc();
+        metrics
+            .latency
+            .with_label_values(&[method.as_str(), route.as_str()])
+            .observe(started.elapsed().as_secs_f64());
+    }
+    Ok(response)
+}
+
+/// Prometheus metrics in the text exposition format.
+#[utoipa::path(
+    tag = "operations",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain"))
+)]
+#[get("/metrics")]
+pub async fn get_metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let text = state.metrics.render().map_err(ApiError::internal)?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(text))
+}

@@ -1,0 +1,169 @@
+//! The models catalog: read by anyone, written by admins.
+
+use actix_web::{HttpResponse, get, put, web};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{
+    auth::Authenticated,
+    db::models::{ModelName, ModelRecord, ModelSpec},
+    error::{ApiError, FieldError},
+    routes::rfc3339,
+    state::AppState,
+};
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Model {
+    #[schema(example = "claude-sonnet-4")]
+    pub name: String,
+    #[schema(example = 200000)]
+    pub context_window: i64,
+    pub supports_tools: bool,
+    /// US dollars per million input tokens.
+    pub input_price_per_mtok: Option<f64>,
+    /// US dollars per million output tokens.
+    pub output_price_per_mtok: Option<f64>,
+    /// RFC 3339.
+    pub updated_at: String,
+}
+
+impl From<ModelRecord> for Model {
+    fn from(r: ModelRecord) -> Self {
+        Self {
+            name: r.name,
+            context_window: r.context_window,
+            supports_tools: r.supports_tools,
+            input_price_per_mtok: r.input_price_per_mtok,
+            output_price_per_mtok: r.output_price_per_mtok,
+            updated_at: rfc3339(r.updated_at),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ModelList {
+    pub models: Vec<Model>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutModelRequest {
+    #[schema(example = 200000)]
+    pub context_window: Option<i64>,
+    pub supports_tools: Option<bool>,
+    pub input_price_per_mtok: Option<f64>,
+    pub output_price_per_mtok: Option<f64>,
+}
+
+impl TryFrom<PutModelRequest> for ModelSpec {
+    type Error = Vec<FieldError>;
+    fn try_from(req: PutModelRequest) -> Result<Self, Self::Error> {
+        let mut errors = Vec::new();
+        match req.context_window {
+            None => errors.push(FieldError::new("context_window", "is required")),
+            Some(n) if n <= 0 => {
+                errors.push(FieldError::new(
+                    "context_window",
+                    "must be a positive token count",
+                ));
+            }
+            Some(_) => {}
+        }
+        if req.supports_tools.is_none() {
+            errors.push(FieldError::new("supports_tools", "is required"));
+        }
+        for (field, price) in [
+            ("input_price_per_mtok", req.input_price_per_mtok),
+            ("output_price_per_mtok", req.output_price_per_mtok),
+        ] {
+            if price.is_some_and(|p| !p.is_finite() || p < 0.0) {
+                errors.push(FieldError::new(field, "must be a non-negative number"));
+            }
+        }
+        match (req.context_window, req.supports_tools) {
+            (Some(context_window), Some(supports_tools)) if errors.is_empty() => Ok(Self {
+                context_window,
+                supports_tools,
+                input_price_per_mtok: req.input_price_per_mtok,
+                output_price_per_mtok: req.output_price_per_mtok,
+            }),
+            _ => Err(errors),
+        }
+    }
+}
+
+fn model_name(raw: &str) -> Result<ModelName, ApiError> {
+    ModelName::parse(raw).map_err(|_| ApiError::NotFound(format!("model {raw:?}")))
+}
+
+/// Lists every model in the catalog.
+#[utoipa::path(tag = "models", responses((status = 200, body = ModelList)))]
+#[get("/api/v1/models")]
+pub async fn list_models(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let models = state
+        .db
+        .list_models()
+        .await?
+        .into_iter()
+        .map(Model::from)
+        .collect();
+    Ok(HttpResponse::Ok().json(ModelList { models }))
+}
+
+/// One model.
+#[utoipa::path(
+    tag = "models",
+    params(("name" = String, Path, description = "The model's name")),
+    responses(
+        (status = 200, body = Model),
+        (status = 404, description = "No such model", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/api/v1/models/{name}")]
+pub async fn get_model(
+    state: web::Data<AppState>,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let name = model_name(&name)?;
+    let model = state
+        .db
+        .find_model(&name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("model {name}")))?;
+    Ok(HttpResponse::Ok().json(Model::from(model)))
+}
+
+/// Creates or replaces a model (admins only).
+#[utoipa::path(
+    tag = "models",
+    params(("name" = String, Path, description = "The model's name")),
+    request_body = PutModelRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Replaced", body = Model),
+        (status = 201, description = "Created", body = Model),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not an admin", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid fields, every one listed", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[put("/api/v1/models/{name}")]
+pub async fn put_model(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    name: web::Path<String>,
+    body: web::Json<PutModelRequest>,
+) -> Result<HttpResponse, ApiError> {
+    auth.require_admin()?;
+    let name = ModelName::parse(&name)
+        .map_err(|m| ApiError::Validation(vec![FieldError::new("name", m)]))?;
+    let spec = ModelSpec::try_from(body.into_inner()).map_err(ApiError::Validation)?;
+    let (model, created) = state.db.upsert_model(&name, &spec).await?;
+    tracing::info!(model = %name, by = %auth.username, created, "model written");
+    let mut response = if created {
+        HttpResponse::Created()
+    } else {
+        HttpResponse::Ok()
+    };
+    Ok(response.json(Model::from(model)))
+}

@@ -1,0 +1,165 @@
+//! Builds the application from a [`Config`]: opens storage, migrates, binds
+//! the listener (port 0 picks a free port) and returns the server with the
+//! address it got.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use actix_web::{
+    App, HttpResponse, HttpServer, dev::Server, http::header, middleware::from_fn, web,
+};
+use anyhow::Context;
+use tracing_actix_web::TracingLogger;
+use utoipa::OpenApi;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::{
+    auth::{TokenKeys, load_or_create_secret},
+    blobs::Blobs,
+    config::Config,
+    db::Db,
+    error,
+    metrics::{self, Metrics},
+    openapi::ApiDoc,
+    rate_limit::{self, RateLimits},
+    request_id::{self, RequestSpan},
+    routes,
+    state::AppState,
+};
+
+/// Largest JSON request body of the API's small endpoints.
+const JSON_BODY_LIMIT: usize = 64 * 1024;
+
+/// How long a stopping server lets in-flight requests finish.
+const SHUTDOWN_GRACE_SECS: u64 = 30;
+
+/// A bound, not yet running registry.
+pub struct Application {
+    server: Server,
+    address: SocketAddr,
+    state: web::Data<AppState>,
+}
+
+impl std::fmt::Debug for Application {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Application")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Application {
+    /// Opens storage (creating it on first start), runs migrations, seeds
+    /// the models catalog and binds the listener.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let listener = std::net::TcpListener::bind(&config.bind)
+            .with_context(|| format!("cannot listen on {}", config.bind))?;
+        let address = listener.local_addr()?;
+        let public_url = config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{address}"));
+
+        let db = Db::connect(&config.effective_database_url()).await?;
+        db.seed_models()
+            .await
+            .context("cannot seed the models catalog")?;
+        let blobs = Blobs::open(&config.effective_storage_url(), &config.s3)?;
+
+        let secret = match &config.jwt_secret {
+            Some(secret) => secret.as_bytes().to_vec(),
+            None => load_or_create_secret(&config.data_dir).with_context(|| {
+                format!(
+                    "cannot read or create {}",
+                    config.data_dir.join("jwt-secret").display()
+                )
+            })?,
+        };
+        let tokens = TokenKeys::new(&secret, &public_url);
+        tokens
+            .self_test()
+            .context("the token signer failed its self-test")?;
+
+        let state = web::Data::new(AppState {
+            rate_limits: RateLimits::new(&config.rate_limits),
+            metrics: Metrics::new()?,
+            config: Arc::new(config),
+            db,
+            blobs,
+            tokens,
+            public_url,
+        });
+        let workers = state.config.workers;
+        let max_upload = state.config.max_upload_bytes;
+        let app_state = state.clone();
+        let openapi = ApiDoc::openapi();
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .app_data(app_state.clone())
+                .app_data(
+                    web::JsonConfig::default()
+                        .limit(JSON_BODY_LIMIT)
+                        .error_handler(error::json_error),
+                )
+                .app_data(web::PathConfig::default().error_handler(error::path_error))
+                .app_data(web::QueryConfig::default().error_handler(error::query_error))
+                .app_data(web::PayloadConfig::new(max_upload))
+                .configure(routes::configure)
+                .service(
+                    SwaggerUi::new("/api/docs/{_:.*}").url("/api/openapi.json", openapi.clone()),
+                )
+                .route(
+                    "/api/docs",
+                    web::get().to(|| async {
+                        HttpResponse::PermanentRedirect()
+                            .insert_header((header::LOCATION, "/api/docs/"))
+                            .finish()
+                    }),
+                )
+                .default_service(web::to(error::route_not_found))
+                // Outermost last: request id, then the log span, metrics,
+                // problem completion, and the anonymous-read limit.
+                .wrap(from_fn(rate_limit::limit_anonymous_reads))
+                .wrap(from_fn(error::problem_details))
+                .wrap(from_fn(metrics::record_requests))
+                .wrap(TracingLogger::<RequestSpan>::new())
+                .wrap(from_fn(request_id::assign_request_id))
+        })
+        .shutdown_timeout(SHUTDOWN_GRACE_SECS);
+        if let Some(workers) = workers {
+            server = server.workers(workers);
+        }
+        let server = server.listen(listener)?.run();
+        Ok(Self {
+            server,
+            address,
+            state,
+        })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The registry's public URL (the bound address unless configured).
+    pub fn public_url(&self) -> &str {
+        &self.state.public_url
+    }
+
+    /// The shared state, for tests and maintenance tasks.
+    pub fn state(&self) -> web::Data<AppState> {
+        self.state.clone()
+    }
+
+    /// A handle to stop the server gracefully.
+    pub fn handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until stopped (SIGTERM or SIGINT, or [`Application::handle`]);
+    /// in-flight requests get [`SHUTDOWN_GRACE_SECS`] to finish.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let result = self.server.await;
+        self.state.db.close().await;
+        result
+    }
+}

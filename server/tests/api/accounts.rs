@@ -1,0 +1,128 @@
+use agentlang_registry::config::RegistrationMode;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::harness::{Backend, backend_tests, problem, spawn, spawn_with};
+
+backend_tests!(
+    first_account_is_admin_and_later_ones_are_not,
+    duplicate_and_look_alike_usernames_conflict,
+    invalid_input_lists_every_field,
+    closed_registration_refuses,
+    named_admin_wins_over_first_account,
+);
+
+async fn first_account_is_admin_and_later_ones_are_not(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let res = app.create_account("alice", "password-123").await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["username"], "alice");
+    assert_eq!(body["is_admin"], true);
+    assert!(body["created_at"].as_str().unwrap().ends_with('Z'));
+    assert!(body.get("password_hash").is_none());
+
+    let body: Value = app
+        .create_account("bob", "password-123")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["is_admin"], false);
+
+    let stored = app.state.db.find_account("alice").await.unwrap().unwrap();
+    assert!(
+        stored.password_hash.starts_with("$argon2id$"),
+        "hashed with argon2id"
+    );
+}
+
+async fn duplicate_and_look_alike_usernames_conflict(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    assert_eq!(
+        app.create_account("web-dev", "password-123").await.status(),
+        StatusCode::CREATED
+    );
+    for twin in ["web-dev", "Web_Dev", "WEB-DEV"] {
+        let body = problem(
+            app.create_account(twin, "password-123").await,
+            StatusCode::CONFLICT,
+            "conflict",
+        )
+        .await;
+        assert!(
+            body["detail"].as_str().unwrap().contains("is taken"),
+            "{body}"
+        );
+    }
+}
+
+async fn invalid_input_lists_every_field(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let body = problem(
+        app.create_account("1-bad name", "short").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    let fields: Vec<&str> = body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["username", "password"]);
+
+    let body = problem(
+        app.post_json("/api/v1/accounts", &json!({})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    assert_eq!(
+        body["errors"],
+        json!([
+            {"field": "username", "message": "is required"},
+            {"field": "password", "message": "is required"},
+        ])
+    );
+}
+
+async fn closed_registration_refuses(backend: Backend) {
+    let Some(app) = spawn_with(backend, |c| c.registration = RegistrationMode::Closed).await else {
+        return;
+    };
+    problem(
+        app.create_account("alice", "password-123").await,
+        StatusCode::FORBIDDEN,
+        "registration-closed",
+    )
+    .await;
+    assert!(app.state.db.find_account("alice").await.unwrap().is_none());
+}
+
+async fn named_admin_wins_over_first_account(backend: Backend) {
+    let Some(app) = spawn_with(backend, |c| c.admin = Some("Root".into())).await else {
+        return;
+    };
+    let first: Value = app
+        .create_account("alice", "password-123")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(first["is_admin"], false);
+    let root: Value = app
+        .create_account("root", "password-123")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(root["is_admin"], true);
+}

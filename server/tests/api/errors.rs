@@ -1,0 +1,121 @@
+//! The problem+json shape, pinned by snapshots. Backend-independent: these
+//! run on SQLite only.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::harness::{Backend, TestApp, problem, spawn};
+
+/// The body with its per-request id blanked, for a stable snapshot.
+async fn snapshot_body(res: reqwest::Response, status: StatusCode, slug: &str) -> Value {
+    let mut body = problem(res, status, slug).await;
+    body["request_id"] = json!("[request id]");
+    body
+}
+
+async fn app() -> TestApp {
+    spawn(Backend::Sqlite).await.unwrap()
+}
+
+#[actix_web::test]
+async fn unknown_route() {
+    let app = app().await;
+    let body = snapshot_body(
+        app.get("/api/v1/nowhere").await,
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+    insta::assert_json_snapshot!("problem_not_found", body);
+}
+
+#[actix_web::test]
+async fn validation_lists_every_field() {
+    let app = app().await;
+    let res = app
+        .post_json(
+            "/api/v1/accounts",
+            &json!({"username": "9lives", "password": "short"}),
+        )
+        .await;
+    let body = snapshot_body(res, StatusCode::UNPROCESSABLE_ENTITY, "validation-failed").await;
+    insta::assert_json_snapshot!("problem_validation", body);
+}
+
+#[actix_web::test]
+async fn malformed_json_and_unknown_fields() {
+    let app = app().await;
+    let res = app
+        .request(Method::POST, "/api/v1/accounts")
+        .header("content-type", "application/json")
+        .body("{\"username\": ")
+        .send()
+        .await
+        .unwrap();
+    let body = snapshot_body(res, StatusCode::BAD_REQUEST, "malformed-request").await;
+    insta::assert_json_snapshot!("problem_malformed_json", body);
+
+    let res = app
+        .post_json(
+            "/api/v1/accounts",
+            &json!({"username": "a", "password": "b", "admin": true}),
+        )
+        .await;
+    let body = problem(res, StatusCode::BAD_REQUEST, "malformed-request").await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `admin`"),
+        "{body}"
+    );
+}
+
+#[actix_web::test]
+async fn wrong_content_type() {
+    let app = app().await;
+    let res = app
+        .request(Method::POST, "/api/v1/accounts")
+        .header("content-type", "text/plain")
+        .body("username=alice")
+        .send()
+        .await
+        .unwrap();
+    let body = snapshot_body(
+        res,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported-media-type",
+    )
+    .await;
+    insta::assert_json_snapshot!("problem_content_type", body);
+}
+
+#[actix_web::test]
+async fn payload_too_large() {
+    let app = app().await;
+    let huge = json!({"username": "alice", "password": "p".repeat(100 * 1024)});
+    let body = problem(
+        app.post_json("/api/v1/accounts", &huge).await,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload-too-large",
+    )
+    .await;
+    assert_eq!(
+        body["detail"],
+        "the request body is larger than 65536 bytes"
+    );
+}
+
+#[actix_web::test]
+async fn unauthenticated_carries_the_bearer_challenge() {
+    let app = app().await;
+    let res = app.get("/api/v1/tokens").await;
+    assert!(
+        res.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer realm=")
+    );
+    let body = snapshot_body(res, StatusCode::UNAUTHORIZED, "unauthenticated").await;
+    insta::assert_json_snapshot!("problem_unauthenticated", body);
+}

@@ -1,0 +1,184 @@
+use std::path::PathBuf;
+
+use agentlang_registry::openapi::document_json;
+use reqwest::{StatusCode, redirect::Policy};
+use serde_json::Value;
+
+use crate::harness::{Backend, backend_tests, spawn};
+
+backend_tests!(health_and_readiness, metrics_count_requests_by_route);
+
+async fn health_and_readiness(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let res = app.get("/healthz").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.json::<Value>().await.unwrap()["status"], "ok");
+    let res = app.get("/readyz").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.json::<Value>().await.unwrap()["status"], "ready");
+
+    // With the database gone, the replica is no longer ready.
+    app.state.db.close().await;
+    let res = app.get("/readyz").await;
+    let body = crate::harness::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
+    assert_eq!(body["detail"], "the database is unreachable");
+
+    // A failure the client cannot fix is a 500 that says nothing internal.
+    let res = app.get("/api/v1/models").await;
+    let body = crate::harness::problem(res, StatusCode::INTERNAL_SERVER_ERROR, "internal").await;
+    let text = body.to_string().to_lowercase();
+    for internal in ["pool", "sqlx", "closed", "postgres", "sqlite"] {
+        assert!(!text.contains(internal), "{internal} leaked: {body}");
+    }
+}
+
+async fn metrics_count_requests_by_route(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.get("/api/v1/models/claude-sonnet-4").await;
+    app.get("/api/v1/models/no-such-model").await;
+    let res = app.get("/metrics").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        res.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = res.text().await.unwrap();
+    for needle in [
+        r#"agentlang_registry_http_requests_total{method="GET",route="/api/v1/models/{name}",status="200"} 1"#,
+        r#"agentlang_registry_http_requests_total{method="GET",route="/api/v1/models/{name}",status="404"} 1"#,
+        "agentlang_registry_http_request_duration_seconds_bucket",
+        "agentlang_registry_publishes_total 0",
+        "agentlang_registry_resolves_total 0",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+}
+
+#[actix_web::test]
+async fn request_ids_are_echoed_or_generated() {
+    let app = spawn(Backend::Sqlite).await.unwrap();
+    let res = app
+        .request(reqwest::Method::GET, "/healthz")
+        .header("x-request-id", "trace-abc-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["x-request-id"], "trace-abc-123");
+
+    let res = app.get("/api/v1/nowhere").await;
+    let generated = res.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert_eq!(generated.len(), 36, "a UUID: {generated}");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["request_id"], generated.as_str());
+
+    // A hostile id (too long) is replaced, not echoed.
+    let res = app
+        .request(reqwest::Method::GET, "/healthz")
+        .header("x-request-id", "x".repeat(500))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["x-request-id"].len(), 36);
+}
+
+fn committed_openapi() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../openapi/openapi.json")
+}
+
+/// Fails when `openapi/openapi.json` is stale; `AGENTLANG_UPDATE_OPENAPI=1`
+/// rewrites it.
+#[test]
+fn committed_openapi_document_is_current() {
+    let current = document_json();
+    let path = committed_openapi();
+    if std::env::var("AGENTLANG_UPDATE_OPENAPI").as_deref() == Ok("1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &current).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == current,
+        "{} is stale: rerun with AGENTLANG_UPDATE_OPENAPI=1 and commit it",
+        path.display()
+    );
+}
+
+#[actix_web::test]
+async fn the_served_document_lists_every_endpoint_and_docs_work_offline() {
+    let app = spawn(Backend::Sqlite).await.unwrap();
+    let served: Value = app.get("/api/openapi.json").await.json().await.unwrap();
+    let committed: Value = serde_json::from_str(&document_json()).unwrap();
+    assert_eq!(served, committed);
+    let paths = served["paths"].as_object().unwrap();
+    for path in [
+        "/api/v1/accounts",
+        "/api/v1/tokens",
+        "/api/v1/tokens/{id}",
+        "/api/v1/{kind}/{name}/owners",
+        "/api/v1/models",
+        "/api/v1/models/{name}",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    ] {
+        assert!(
+            paths.contains_key(path),
+            "{path} missing from the OpenAPI document"
+        );
+    }
+    assert_eq!(
+        served["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+
+    let client = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    let res = client
+        .get(format!("{}/api/docs", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::PERMANENT_REDIRECT);
+    assert_eq!(res.headers()["location"], "/api/docs/");
+
+    let res = app.get("/api/docs/").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let html = res.text().await.unwrap();
+    assert!(html.contains("swagger-ui"), "{html}");
+    assert!(
+        !html.contains("https://"),
+        "the page loads nothing from the network"
+    );
+    // Its script and the config that points it at our document are served here.
+    let res = app.get("/api/docs/swagger-ui-bundle.js").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let config = app
+        .get("/api/docs/swagger-initializer.js")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(config.contains("/api/openapi.json"), "{config}");
+}
+
+#[actix_web::test]
+async fn a_data_folder_needing_url_escapes_works() {
+    let app = crate::harness::spawn_with(Backend::Sqlite, |c| {
+        c.data_dir = c.data_dir.join("my registry ?#%");
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        app.create_account("alice", "password-123").await.status(),
+        StatusCode::CREATED
+    );
+    assert!(app.state.config.data_dir.join("registry.db").is_file());
+}

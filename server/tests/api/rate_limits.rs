@@ -1,0 +1,80 @@
+use std::num::NonZeroU32;
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::harness::{Backend, backend_tests, problem, spawn_with};
+
+backend_tests!(
+    credential_endpoints_answer_429_with_retry_after,
+    anonymous_reads_are_limited_per_address,
+    limits_can_be_turned_off
+);
+
+async fn credential_endpoints_answer_429_with_retry_after(backend: Backend) {
+    let Some(app) = spawn_with(backend, |c| {
+        c.rate_limits.credentials_per_minute = NonZeroU32::new(2).unwrap();
+    })
+    .await
+    else {
+        return;
+    };
+    assert_eq!(
+        app.create_account("alice", "password-123").await.status(),
+        StatusCode::CREATED
+    );
+    let request =
+        json!({"username": "alice", "password": "password-123", "name": "t", "scopes": []});
+    assert_eq!(
+        app.post_json("/api/v1/tokens", &request).await.status(),
+        StatusCode::CREATED
+    );
+    let res = app.post_json("/api/v1/tokens", &request).await;
+    let retry_after: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=30).contains(&retry_after), "{retry_after}");
+    problem(res, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
+}
+
+async fn anonymous_reads_are_limited_per_address(backend: Backend) {
+    let Some(app) = spawn_with(backend, |c| {
+        c.rate_limits.anonymous_reads_per_minute = NonZeroU32::new(3).unwrap();
+    })
+    .await
+    else {
+        return;
+    };
+    let token = app.account_with_token("alice", &[]).await;
+    for _ in 0..3 {
+        assert_eq!(app.get("/api/v1/models").await.status(), StatusCode::OK);
+    }
+    let res = app.get("/api/v1/models").await;
+    assert!(res.headers().contains_key("retry-after"));
+    problem(res, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
+    // Authenticated reads and operational endpoints are not counted here.
+    let res = app
+        .request(Method::GET, "/api/v1/models")
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+}
+
+async fn limits_can_be_turned_off(backend: Backend) {
+    let Some(app) = spawn_with(backend, |c| {
+        c.rate_limits.enabled = false;
+        c.rate_limits.anonymous_reads_per_minute = NonZeroU32::new(1).unwrap();
+    })
+    .await
+    else {
+        return;
+    };
+    for _ in 0..5 {
+        assert_eq!(app.get("/api/v1/models").await.status(), StatusCode::OK);
+    }
+}

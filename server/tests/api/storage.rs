@@ -1,0 +1,593 @@
+//! The storage API publish will call, on every backend.
+
+use std::{collections::HashSet, time::Duration};
+
+use agentlang_core::{Kind, PackageName, Version};
+use agentlang_registry::{
+    blobs::Sha256Digest,
+    db::packages::{DependencyEdge, NewVersion, PublishError},
+};
+use bytes::Bytes;
+use serde_json::json;
+
+use crate::harness::{Backend, TestApp, backend_tests, seed_version, spawn};
+
+backend_tests!(
+    publish_creates_the_package_with_its_owner,
+    versions_are_never_reused,
+    look_alike_names_are_refused,
+    dependencies_are_stored_with_the_version,
+    blobs_are_create_only_and_swept_when_unreferenced,
+    search_finds_packages_by_name_keyword_and_description,
+    versions_list_in_semver_order_and_yank,
+    downloads_are_counted_per_day,
+    concurrent_publishes_have_one_winner,
+);
+
+async fn publish_creates_the_package_with_its_owner(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let first = seed_version(&app, Kind::Agent, "helper", "1.0.0", "alice")
+        .await
+        .unwrap();
+    assert!(first.new_package);
+    let second = seed_version(&app, Kind::Agent, "helper", "1.1.0", "alice")
+        .await
+        .unwrap();
+    assert!(!second.new_package);
+    assert_eq!(first.package_id, second.package_id);
+    let alice = app.account_id("alice").await;
+    assert!(
+        app.state
+            .db
+            .is_owner(first.package_id, alice)
+            .await
+            .unwrap()
+    );
+    let owners = app.state.db.list_owners(first.package_id).await.unwrap();
+    assert_eq!(owners.len(), 1);
+    // A tool may share an agent's name: kinds are separate namespaces.
+    assert!(
+        seed_version(&app, Kind::Tool, "helper", "1.0.0", "alice")
+            .await
+            .unwrap()
+            .new_package
+    );
+}
+
+async fn versions_are_never_reused(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let published = seed_version(&app, Kind::Tool, "calc", "1.0.0", "alice")
+        .await
+        .unwrap();
+    let v = |s: &str| Version::parse(s).unwrap();
+    assert!(
+        app.state
+            .db
+            .version_exists(published.package_id, &v("1.0.0"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !app.state
+            .db
+            .version_exists(published.package_id, &v("1.0.1"))
+            .await
+            .unwrap()
+    );
+
+    for again in ["1.0.0", "1.0.0+other-build"] {
+        let err = seed_version(&app, Kind::Tool, "calc", again, "alice")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, PublishError::VersionExists { .. }),
+            "{again}: {err}"
+        );
+    }
+
+    // Deleted, the version still exists for the purpose of publishing.
+    assert!(
+        app.state
+            .db
+            .delete_version(published.package_id, &v("1.0.0"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        app.state
+            .db
+            .version_exists(published.package_id, &v("1.0.0"))
+            .await
+            .unwrap()
+    );
+    let err = seed_version(&app, Kind::Tool, "calc", "1.0.0", "alice")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PublishError::VersionExists { .. }), "{err}");
+    // A prerelease of the same triple is a different version.
+    seed_version(&app, Kind::Tool, "calc", "1.0.0-rc.1", "alice")
+        .await
+        .unwrap();
+}
+
+async fn look_alike_names_are_refused(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    app.create_account("bob", "password-123").await;
+    seed_version(&app, Kind::Tool, "web-search", "1.0.0", "alice")
+        .await
+        .unwrap();
+
+    let err = seed_version(&app, Kind::Tool, "Web_Search", "2.0.0", "bob")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, PublishError::NameTaken { ref existing, .. } if existing == "web-search"),
+        "{err}"
+    );
+    let err = seed_version(&app, Kind::Tool, "web-search", "2.0.0", "bob")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PublishError::NotOwner { .. }), "{err}");
+    let err = seed_version(&app, Kind::Tool, "WEB-SEARCH", "2.0.0", "alice")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, PublishError::SpelledDifferently { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "this tool is published as web-search, not WEB-SEARCH"
+    );
+}
+
+async fn dependencies_are_stored_with_the_version(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let alice = app.account_id("alice").await;
+    let name = PackageName::new("research").unwrap();
+    let version = Version::parse("0.2.0").unwrap();
+    let digest = Sha256Digest::of(b"research container");
+    let deps = vec![
+        DependencyEdge {
+            kind: Kind::Tool,
+            name: PackageName::new("web_search").unwrap(),
+            requirement: "^1.2".parse().unwrap(),
+        },
+        DependencyEdge {
+            kind: Kind::Tool,
+            name: PackageName::new("calc").unwrap(),
+            requirement: ">=0.1, <0.3".parse().unwrap(),
+        },
+    ];
+    let manifest = json!({"name": "research"});
+    let published = app
+        .state
+        .db
+        .publish_version(&NewVersion {
+            kind: Kind::Agent,
+            name: &name,
+            version: &version,
+            sha256: &digest,
+            size: 18,
+            signer_key_id: None,
+            manifest: &manifest,
+            spec: &json!({"name": "research", "tools": {"web_search": "^1.2"}}),
+            lockfile: Some(&json!({"version": "1"})),
+            dependencies: &deps,
+            description: "finds papers",
+            keywords: &["research".to_owned(), "papers".to_owned()],
+            publisher: alice,
+        })
+        .await
+        .unwrap();
+    let edges = app
+        .state
+        .db
+        .list_dependencies(published.version_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        edges,
+        deps.iter().rev().cloned().collect::<Vec<_>>(),
+        "sorted by name"
+    );
+
+    // A duplicated edge fails the whole publish: nothing half-written.
+    let twice = vec![deps[0].clone(), deps[0].clone()];
+    let v2 = Version::parse("0.3.0").unwrap();
+    let err = app
+        .state
+        .db
+        .publish_version(&NewVersion {
+            kind: Kind::Agent,
+            name: &name,
+            version: &v2,
+            sha256: &digest,
+            size: 18,
+            signer_key_id: None,
+            manifest: &manifest,
+            spec: &json!({}),
+            lockfile: None,
+            dependencies: &twice,
+            description: "",
+            keywords: &[],
+            publisher: alice,
+        })
+        .await;
+    assert!(err.is_err());
+    assert!(
+        !app.state
+            .db
+            .version_exists(published.package_id, &v2)
+            .await
+            .unwrap()
+    );
+}
+
+async fn blobs_are_create_only_and_swept_when_unreferenced(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let blobs = &app.state.blobs;
+    let bytes = Bytes::from_static(b"container of web-search@1.0.0");
+    let kept = blobs.put(bytes.clone()).await.unwrap();
+    assert_eq!(
+        blobs.put(bytes.clone()).await.unwrap(),
+        kept,
+        "a second write is harmless"
+    );
+    let orphan = blobs
+        .put(Bytes::from_static(b"orphan from a crashed publish"))
+        .await
+        .unwrap();
+    assert_eq!(blobs.get(&kept).await.unwrap().unwrap(), bytes);
+
+    sweep_keeps_referenced(&app, kept, orphan).await;
+}
+
+async fn sweep_keeps_referenced(app: &TestApp, kept: Sha256Digest, orphan: Sha256Digest) {
+    app.create_account("alice", "password-123").await;
+    // seed_version's digest is of "container of {name}@{version}".
+    seed_version(app, Kind::Tool, "web-search", "1.0.0", "alice")
+        .await
+        .unwrap();
+    let referenced: HashSet<_> = app
+        .state
+        .db
+        .referenced_blob_digests()
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert!(referenced.contains(&kept));
+
+    let report = app
+        .state
+        .blobs
+        .sweep_unreferenced(&app.state.db, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert!(report.deleted.is_empty(), "young blobs stay: {report:?}");
+
+    let report = app
+        .state
+        .blobs
+        .sweep_unreferenced(&app.state.db, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(report.deleted, vec![orphan]);
+    assert!(app.state.blobs.exists(&kept).await.unwrap());
+    assert!(!app.state.blobs.exists(&orphan).await.unwrap());
+}
+
+async fn publish_described(
+    app: &TestApp,
+    kind: Kind,
+    name: &str,
+    description: &str,
+    keywords: &[&str],
+) {
+    let alice = app.account_id("alice").await;
+    let name = PackageName::new(name).unwrap();
+    let version = Version::parse("1.0.0").unwrap();
+    let digest = Sha256Digest::of(name.as_str().as_bytes());
+    let keywords: Vec<String> = keywords.iter().map(|k| (*k).to_owned()).collect();
+    app.state
+        .db
+        .publish_version(&NewVersion {
+            kind,
+            name: &name,
+            version: &version,
+            sha256: &digest,
+            size: 1,
+            signer_key_id: None,
+            manifest: &json!({}),
+            spec: &json!({}),
+            lockfile: None,
+            dependencies: &[],
+            description,
+            keywords: &keywords,
+            publisher: alice,
+        })
+        .await
+        .unwrap();
+}
+
+async fn search_finds_packages_by_name_keyword_and_description(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    publish_described(
+        &app,
+        Kind::Tool,
+        "web-search",
+        "Query the web",
+        &["internet"],
+    )
+    .await;
+    publish_described(
+        &app,
+        Kind::Tool,
+        "paper_fetch",
+        "Fetch papers from arXiv",
+        &["research"],
+    )
+    .await;
+    publish_described(
+        &app,
+        Kind::Agent,
+        "research-assistant",
+        "Finds and summarizes papers",
+        &["search"],
+    )
+    .await;
+    let db = &app.state.db;
+    let names = |hits: Vec<agentlang_registry::db::packages::PackageRecord>| {
+        hits.into_iter().map(|p| p.name).collect::<Vec<_>>()
+    };
+
+    // The name outweighs a keyword.
+    assert_eq!(
+        names(db.search_packages("search", None, 10, 0).await.unwrap()),
+        ["web-search", "research-assistant"]
+    );
+    assert_eq!(
+        names(
+            db.search_packages("search", Some(Kind::Agent), 10, 0)
+                .await
+                .unwrap()
+        ),
+        ["research-assistant"]
+    );
+    assert_eq!(
+        names(db.search_packages("arxiv", None, 10, 0).await.unwrap()),
+        ["paper_fetch"]
+    );
+    assert_eq!(
+        names(db.search_packages("intern", None, 10, 0).await.unwrap()),
+        ["web-search"],
+        "prefixes match"
+    );
+    assert_eq!(
+        names(
+            db.search_packages("papers fetch", None, 10, 0)
+                .await
+                .unwrap()
+        ),
+        ["paper_fetch"],
+        "every term must match"
+    );
+    assert_eq!(
+        db.search_packages("search", None, 1, 1)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "paged"
+    );
+    // Operator characters are not syntax.
+    assert!(
+        db.search_packages("\"*) OR (NEAR", None, 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        db.search_packages("", None, 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The index follows updates: a new release's description is searchable.
+    let alice = app.account_id("alice").await;
+    let name = PackageName::new("web-search").unwrap();
+    let version = Version::parse("1.1.0").unwrap();
+    db.publish_version(&NewVersion {
+        kind: Kind::Tool,
+        name: &name,
+        version: &version,
+        sha256: &Sha256Digest::of(b"v2"),
+        size: 2,
+        signer_key_id: None,
+        manifest: &json!({}),
+        spec: &json!({}),
+        lockfile: None,
+        dependencies: &[],
+        description: "Query DuckDuckGo",
+        keywords: &[],
+        publisher: alice,
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        names(db.search_packages("duckduckgo", None, 10, 0).await.unwrap()),
+        ["web-search"]
+    );
+    assert!(
+        db.search_packages("internet", None, 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn versions_list_in_semver_order_and_yank(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let mut package_id = 0;
+    for v in [
+        "1.0.0-rc.9",
+        "1.0.0-rc.10",
+        "0.9.0",
+        "1.0.0",
+        "10.0.0",
+        "2.0.0",
+    ] {
+        package_id = seed_version(&app, Kind::Tool, "calc", v, "alice")
+            .await
+            .unwrap()
+            .package_id;
+    }
+    let db = &app.state.db;
+    let listed: Vec<String> = db
+        .list_versions(package_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|v| v.version)
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "10.0.0",
+            "2.0.0",
+            "1.0.0",
+            "1.0.0-rc.10",
+            "1.0.0-rc.9",
+            "0.9.0"
+        ]
+    );
+
+    let v = Version::parse("2.0.0").unwrap();
+    assert!(
+        db.set_yanked(package_id, &v, true, Some("broken build"))
+            .await
+            .unwrap()
+    );
+    let record = db.find_version(package_id, &v).await.unwrap().unwrap();
+    assert!(record.yanked);
+    assert_eq!(record.yank_reason.as_deref(), Some("broken build"));
+    assert_eq!(record.manifest.0["version"], "2.0.0");
+    assert!(
+        db.set_yanked(package_id, &v, false, Some("ignored"))
+            .await
+            .unwrap()
+    );
+    let record = db.find_version(package_id, &v).await.unwrap().unwrap();
+    assert!(!record.yanked);
+    assert_eq!(record.yank_reason, None);
+    assert!(
+        !db.set_yanked(package_id, &Version::parse("3.0.0").unwrap(), true, None)
+            .await
+            .unwrap()
+    );
+}
+
+async fn downloads_are_counted_per_day(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let published = seed_version(&app, Kind::Tool, "calc", "1.0.0", "alice")
+        .await
+        .unwrap();
+    let db = &app.state.db;
+    for _ in 0..3 {
+        db.record_download(published.version_id).await.unwrap();
+    }
+    let days = db.downloads_by_day(published.version_id).await.unwrap();
+    let today = time::OffsetDateTime::now_utc().date().to_string();
+    assert_eq!(days, [(today, 3)]);
+    let record = db
+        .find_version(published.package_id, &Version::parse("1.0.0").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.downloads, 3);
+}
+
+async fn concurrent_publishes_have_one_winner(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    app.create_account("bob", "password-123").await;
+
+    // One owner publishing one new version twice at once: one version, and
+    // the other attempt is told it exists (not that the name is taken).
+    for round in 0..5 {
+        let name = format!("twice-{round}");
+        let (a, b) = tokio::join!(
+            seed_version(&app, Kind::Tool, &name, "1.0.0", "alice"),
+            seed_version(&app, Kind::Tool, &name, "1.0.0", "alice"),
+        );
+        let (ok, err) = match (a, b) {
+            (Ok(ok), Err(err)) | (Err(err), Ok(ok)) => (ok, err),
+            other => panic!("expected one winner: {other:?}"),
+        };
+        assert!(ok.new_package);
+        assert!(matches!(err, PublishError::VersionExists { .. }), "{err}");
+    }
+
+    // Two accounts racing for one new name: one owns it, the other is refused.
+    for round in 0..5 {
+        let name = format!("contested-{round}");
+        let (a, b) = tokio::join!(
+            seed_version(&app, Kind::Tool, &name, "1.0.0", "alice"),
+            seed_version(&app, Kind::Tool, &name, "1.0.0", "bob"),
+        );
+        let err = match (a, b) {
+            (Ok(_), Err(err)) | (Err(err), Ok(_)) => err,
+            other => panic!("expected one winner: {other:?}"),
+        };
+        assert!(
+            matches!(
+                err,
+                PublishError::NotOwner { .. } | PublishError::NameTaken { .. }
+            ),
+            "{err}"
+        );
+        let package = app
+            .state
+            .db
+            .find_package(Kind::Tool, &PackageName::new(name).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(app.state.db.list_owners(package.id).await.unwrap().len(), 1);
+    }
+
+    // Concurrent writes of one blob both succeed.
+    let bytes = Bytes::from(vec![42u8; 64 * 1024]);
+    let (a, b) = tokio::join!(
+        app.state.blobs.put(bytes.clone()),
+        app.state.blobs.put(bytes.clone())
+    );
+    assert_eq!(a.unwrap(), b.unwrap());
+}
