@@ -46,6 +46,23 @@ pub fn permission_lines(agent_yaml: &[u8]) -> Vec<PermissionLine> {
         .collect()
 }
 
+/// Capabilities a tool.yaml requires (all of them required), with the
+/// risk of the agent capability of the same name.
+pub fn tool_permission_lines(tool_yaml: &[u8]) -> Vec<PermissionLine> {
+    let Ok(spec) = agentlang_core::tool::parse_tool(tool_yaml) else {
+        return Vec::new();
+    };
+    spec.permissions()
+        .iter()
+        .filter_map(|c| c.as_str().parse::<Capability>().ok())
+        .map(|c| PermissionLine {
+            capability: c.as_str().to_owned(),
+            risk: c.risk().to_string(),
+            required: true,
+        })
+        .collect()
+}
+
 pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<ExitCode> {
     let c = container_file::read(file)?;
     let m = c.manifest();
@@ -54,7 +71,10 @@ pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<Exit
             .member("agent.yaml")
             .map(permission_lines)
             .unwrap_or_default(),
-        Kind::Tool => Vec::new(),
+        Kind::Tool => c
+            .member("tool.yaml")
+            .map(tool_permission_lines)
+            .unwrap_or_default(),
     };
     let lock: Option<Value> = c
         .member("agent.lock")
@@ -316,6 +336,18 @@ mod tests {
         assert!(shown.contains(&("location", "High", false)));
         assert_eq!(shown.iter().filter(|l| l.2).count(), 5);
         assert_eq!(shown.len(), 9);
+    }
+
+    #[test]
+    fn tool_permissions_carry_the_same_risks() {
+        let yaml = b"name: shell_exec\nversion: 1.0.0\ndescription: Runs commands.\nkind: builtin\ninput_schema:\n  type: object\npermissions: [network, shell]\n";
+        let lines = tool_permission_lines(yaml);
+        let shown: Vec<(&str, &str)> = lines
+            .iter()
+            .map(|l| (l.capability.as_str(), l.risk.as_str()))
+            .collect();
+        assert_eq!(shown, [("network", "Low"), ("shell", "High")]);
+        assert!(lines.iter().all(|l| l.required));
     }
 
     #[test]
