@@ -52,6 +52,8 @@ impl Reply {
 pub struct Seen {
     pub method: String,
     pub path: String,
+    /// The query string, without the `?`.
+    pub query: String,
     pub headers: HashMap<String, String>,
     pub body: Vec<u8>,
 }
@@ -103,7 +105,10 @@ fn serve(stream: TcpStream, routes: &Routes, seen: &Arc<Mutex<Vec<Seen>>>) {
     let mut parts = request_line.split_whitespace();
     let method = parts.next().unwrap_or_default().to_owned();
     let target = parts.next().unwrap_or_default();
-    let path = target.split('?').next().unwrap_or_default().to_owned();
+    let (path, query) = match target.split_once('?') {
+        Some((p, q)) => (p.to_owned(), q.to_owned()),
+        None => (target.to_owned(), String::new()),
+    };
     let mut headers = HashMap::new();
     loop {
         let mut line = String::new();
@@ -137,6 +142,7 @@ fn serve(stream: TcpStream, routes: &Routes, seen: &Arc<Mutex<Vec<Seen>>>) {
     seen.lock().expect("seen lock").push(Seen {
         method,
         path,
+        query,
         headers,
         body,
     });

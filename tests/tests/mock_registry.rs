@@ -317,3 +317,106 @@ fn an_unsatisfiable_lock_prints_the_registrys_explanation() {
     );
     assert!(!user.path("ra/agent.lock").exists());
 }
+
+#[test]
+fn keys_yank_and_search_send_what_the_contract_says() {
+    let mock = MockRegistry::start();
+    let user = User::new(&mock.url);
+    let key = user.ok(&["--json", "keygen"]).json();
+    let key_id = key["key_id"].as_str().unwrap();
+    let env = [("AGENTLANG_TOKEN", "tok")];
+
+    mock.route(
+        "POST",
+        "/api/v1/keys",
+        Reply::json(201, &json!({ "key_id": key_id })),
+    );
+    let pubkey = user.config.path().join("signing.pem.pub");
+    let run = user.run_with(&["keys", "register", pubkey.to_str().unwrap()], &env, "");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), format!("✓ registered key {key_id}"));
+    let sent: serde_json::Value = serde_json::from_slice(&mock.seen()[0].body).unwrap();
+    assert_eq!(sent["public_key_pem"], fs::read_to_string(&pubkey).unwrap());
+
+    mock.route(
+        "GET",
+        "/api/v1/keys",
+        Reply::json(
+            200,
+            &json!({ "keys": [
+                { "key_id": key_id, "revoked_at": null },
+                { "key_id": "f".repeat(64), "revoked_at": "2025-01-01T00:00:00Z" },
+            ]}),
+        ),
+    );
+    let run = user.run_with(&["keys", "list"], &env, "");
+    assert_eq!(
+        run.stdout.trim(),
+        format!("{key_id}\n{} (revoked)", "f".repeat(64))
+    );
+    mock.route(
+        "DELETE",
+        &format!("/api/v1/keys/{key_id}"),
+        Reply::json(200, &json!({})),
+    );
+    let run = user.run_with(&["keys", "revoke", key_id], &env, "");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(mock.seen().last().unwrap().method, "DELETE");
+
+    mock.route(
+        "POST",
+        "/api/v1/tools/web_search/1.2.0/yank",
+        Reply::json(200, &json!({ "yanked": true })),
+    );
+    let run = user.run_with(
+        &[
+            "yank",
+            "web_search@1.2.0",
+            "--kind",
+            "tool",
+            "--reason",
+            "leaks tokens",
+        ],
+        &env,
+        "",
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let last = mock.seen().last().unwrap().clone();
+    assert_eq!(last.headers["authorization"], "Bearer tok");
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&last.body).unwrap()["reason"],
+        "leaks tokens"
+    );
+    mock.route(
+        "POST",
+        "/api/v1/tools/web_search/1.2.0/unyank",
+        Reply::json(200, &json!({ "yanked": false })),
+    );
+    let run = user.run_with(
+        &["yank", "web_search@1.2.0", "--kind", "tool", "--undo"],
+        &env,
+        "",
+    );
+    assert_eq!(run.stdout.trim(), "✓ unyanked web_search@1.2.0");
+
+    mock.route(
+        "GET",
+        "/api/v1/search",
+        Reply::json(200, &json!({ "total": 1, "results": [
+            { "kind": "agent", "name": "research-assistant", "version": "1.0.0", "title": "Research Assistant", "description": "Deep research" },
+        ]})),
+    );
+    let run = user.ok(&["search", "deep research", "--kind", "agent"]);
+    assert!(
+        run.stdout
+            .contains("research-assistant@1.0.0  Research Assistant"),
+        "{}",
+        run.stdout
+    );
+    let q = mock.seen().last().unwrap().query.clone();
+    assert!(
+        q.contains("q=deep+research") || q.contains("q=deep%20research"),
+        "{q}"
+    );
+    assert!(q.contains("kind=agent"), "{q}");
+}
