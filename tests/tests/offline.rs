@@ -411,3 +411,53 @@ fn a_missing_signing_key_is_reported_before_anything_else() {
     );
     assert!(!user.path("mini/agent.lock").exists(), "nothing was locked");
 }
+
+#[test]
+fn every_command_has_help_with_an_example_and_completions_know_them() {
+    let user = User::new(&dead_registry());
+    let commands = [
+        "keygen",
+        "register",
+        "login",
+        "validate",
+        "lock",
+        "build",
+        "inspect",
+        "verify",
+        "publish",
+        "pull",
+        "search",
+        "yank",
+        "completions",
+    ];
+    for cmd in commands {
+        let help = user.ok(&[cmd, "--help"]).stdout;
+        assert!(
+            help.contains("Example"),
+            "`agentlang {cmd} --help` has no example:\n{help}"
+        );
+    }
+    for sub in [
+        ["keys", "register"],
+        ["keys", "list"],
+        ["keys", "revoke"],
+        ["prompt", "compile"],
+    ] {
+        let help = user.ok(&[sub[0], sub[1], "--help"]).stdout;
+        assert!(
+            help.contains("Example"),
+            "`agentlang {sub:?} --help` has no example:\n{help}"
+        );
+    }
+    let bash = user.ok(&["completions", "bash"]).stdout;
+    for cmd in commands {
+        assert!(bash.contains(cmd), "bash completions lack {cmd}");
+    }
+    let err = user.run(&["frobnicate"]);
+    assert_eq!(err.code, Some(2));
+    assert!(
+        err.stderr.contains("unrecognized subcommand"),
+        "{}",
+        err.stderr
+    );
+}
