@@ -27,6 +27,9 @@ struct Problem {
     detail: Option<String>,
     #[serde(default)]
     errors: Vec<FieldError>,
+    /// A resolution conflict's structured form (`POST /api/v1/resolve`).
+    #[serde(default)]
+    conflicts: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -115,6 +118,8 @@ impl Client {
 pub struct ApiError {
     pub status: StatusCode,
     pub detail: Option<String>,
+    /// True when the body carries `conflicts`: the resolver's "no solution".
+    pub is_conflict: bool,
     line: String,
 }
 
@@ -177,6 +182,7 @@ pub fn api_error(status: StatusCode, body: &str) -> ApiError {
     ApiError {
         status,
         detail,
+        is_conflict: problem.conflicts.is_some(),
         line: format!("{} ({}){hint}", one_line(&line), status.as_u16()),
     }
 }

@@ -297,11 +297,11 @@ fn an_unsatisfiable_lock_prints_the_registrys_explanation() {
         &user.path("ra"),
     );
     let explanation = "web_search ^1.2.0 depends on web_fetch ^2.0.0\nand the agent requires web_fetch ~1.0.0,\nso no version of web_search satisfies ^1.2.0";
-    mock.route(
-        "POST",
-        "/api/v1/resolve",
-        Reply::problem(422, "Unsatisfiable requirements", explanation),
-    );
+    let mut conflict = Reply::problem(422, "Unsatisfiable requirements", explanation);
+    let mut body: serde_json::Value = serde_json::from_slice(&conflict.body).unwrap();
+    body["conflicts"] = json!([{ "package": "web_fetch" }]);
+    conflict.body = body.to_string().into_bytes();
+    mock.route("POST", "/api/v1/resolve", conflict);
     let run = user.run(&["lock", "ra"]);
     assert_eq!(run.code, Some(1));
     assert!(
@@ -316,6 +316,24 @@ fn an_unsatisfiable_lock_prints_the_registrys_explanation() {
         "error: no set of tool versions satisfies the requirements: web_search ^1.2.0 depends on web_fetch ^2.0.0; and the agent requires web_fetch ~1.0.0,; so no version of web_search satisfies ^1.2.0"
     );
     assert!(!user.path("ra/agent.lock").exists());
+
+    // Any other 422 (an unknown model, say) is reported as itself.
+    mock.route(
+        "POST",
+        "/api/v1/resolve",
+        Reply::json(
+            422,
+            &json!({ "title": "The request failed validation", "detail": "1 invalid field",
+                     "errors": [{ "field": "models.claude-sonnet-4", "message": "not in the models catalog" }] }),
+        ),
+    );
+    let err = user.fails(&["lock", "ra"]);
+    assert_eq!(
+        err,
+        "The request failed validation: 1 invalid field (models.claude-sonnet-4: not in the models catalog) (422)"
+    );
+    let accept = mock.seen().last().unwrap().headers["accept"].clone();
+    assert_eq!(accept, "application/json");
 }
 
 #[test]

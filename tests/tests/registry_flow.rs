@@ -54,8 +54,16 @@ fn publish_lock_pull_verify_inspect_and_yank() {
     let alice = publisher(&registry, "alice");
     publish_research_tools(&alice);
 
-    // The same version again is refused with the registry's reason.
-    let err = alice.fails(&["publish", "web_fetch@1.0.3.tool"]);
+    // The same bytes again are an idempotent retry; other bytes under the
+    // same version are refused with the registry's reason.
+    alice.ok(&["publish", "web_fetch@1.0.3.tool"]);
+    let rebuilt = alice.run_with(
+        &["build", "web_fetch", "-o", "web_fetch_again.tool"],
+        &[("SOURCE_DATE_EPOCH", "1600000000")],
+        "",
+    );
+    assert_eq!(rebuilt.code, Some(0), "{}", rebuilt.stderr);
+    let err = alice.fails(&["publish", "web_fetch_again.tool"]);
     assert!(err.contains("(409)"), "{err}");
 
     // The agent: lock, then build and publish (the lock is reused).

@@ -111,7 +111,7 @@ pub fn relock(
 
 /// `POST /api/v1/resolve`: the registry picks tool versions (transitively)
 /// and describes the models; an unsatisfiable set comes back as a 422 whose
-/// `detail` explains the clash.
+/// `detail` explains the clash and whose `conflicts` member marks it as one.
 fn resolve(
     env: &Env,
     local: &LocalLock,
@@ -145,10 +145,15 @@ fn resolve(
         body["lock"] = serde_json::to_value(lock).context("serializing the existing lock")?;
     }
     let client = env.anonymous()?;
+    // JSON is asked for; YAML (the registry's default) is read too.
+    let request = client
+        .post("/api/v1/resolve")
+        .header(reqwest::header::ACCEPT, "application/json")
+        .json(&body);
     let resp = client
-        .send(client.post("/api/v1/resolve").json(&body))
+        .send(request)
         .map_err(|e| match e.downcast_ref::<ApiError>() {
-            Some(api) if api.status == StatusCode::UNPROCESSABLE_ENTITY && api.detail.is_some() => {
+            Some(api) if api.status == StatusCode::UNPROCESSABLE_ENTITY && api.is_conflict => {
                 let explanation = api.detail.clone().unwrap_or_default();
                 if !env.out.json {
                     eprintln!(
