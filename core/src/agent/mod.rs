@@ -24,9 +24,10 @@ pub use model::*;
 pub use parse::AgentRole;
 pub(crate) use parse::labels as read_labels;
 pub use patterns::{PatternError, check_path_pattern, check_url_pattern};
-pub use permissions::{
-    Capability, CapabilityCategory, CronSchedule, PermissionError, PermissionMode, RiskLevel,
-};
+// Re-exported so agent call sites keep one import path; the table itself is
+// shared with tool.yaml and the catalog.
+pub use crate::capability::{Capability, CapabilityCategory, RiskLevel, UnknownCapability};
+pub use permissions::{CronSchedule, PermissionError, PermissionMode};
 pub use template::{Placeholder, TemplateError, placeholders};
 
 use crate::diagnostics::Diagnostics;

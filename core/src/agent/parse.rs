@@ -7,9 +7,10 @@ use semver::VersionReq;
 use yaml_serde::Value;
 
 use super::model::*;
-use super::permissions::{Capability, CronSchedule, PermissionMode};
+use super::permissions::{CronSchedule, PermissionMode};
 use super::reader::{Fields, Reader, ShapeError, to_json};
 use super::template::{self, check_env_template, is_env_name};
+use crate::capability::Capability;
 use crate::diagnostics::{index, join};
 use crate::names::{PackageName, Version};
 
