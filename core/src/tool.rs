@@ -15,7 +15,7 @@ use yaml_serde::{Mapping, Value};
 pub use crate::capability::Capability;
 use crate::{
     diagnostics::{Diagnostics, index, join},
-    keys::{EXTENSION_PREFIX, check_keys, kind_of},
+    keys::{EXTENSION_PREFIX, check_keys, kind_of, suggest},
     names::{PackageName, Version},
     tree::MemberPath,
     yaml::{YamlLimits, parse_value},
@@ -159,14 +159,7 @@ pub fn parse_tool(bytes: &[u8]) -> Result<ToolSpec, Diagnostics> {
 
 /// Parses and validates tool.yaml, reporting every problem with its path.
 pub fn parse_tool_with(bytes: &[u8], limits: &YamlLimits) -> Result<ToolSpec, Diagnostics> {
-    match parse_value(bytes, limits) {
-        Ok(value) => validate(&value),
-        Err(e) => {
-            let mut diags = Diagnostics::new();
-            diags.push("", e.to_string());
-            Err(diags)
-        }
-    }
+    validate(&parse_value(bytes, limits)?)
 }
 
 fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
@@ -430,14 +423,11 @@ fn permissions(items: &[Value], diags: &mut Diagnostics) -> Vec<Capability> {
             }
             Ok(c) => capabilities.push(c),
             Err(_) => {
-                let names = Capability::NAMES;
-                let hint = names
-                    .iter()
-                    .map(|n| (strsim::jaro_winkler(s, n), *n))
-                    .filter(|(score, _)| *score >= 0.8)
-                    .max_by(|a, b| a.0.total_cmp(&b.0))
-                    .map(|(_, n)| format!("; did you mean `{n}`?"))
-                    .unwrap_or_else(|| format!("; expected one of {}", names.join(", ")));
+                let hint = suggest(s, Capability::NAMES)
+                    .map(|n| format!("; did you mean `{n}`?"))
+                    .unwrap_or_else(|| {
+                        format!("; expected one of {}", Capability::NAMES.join(", "))
+                    });
                 diags.push(&path, format!("unknown capability {s:?}{hint}"));
             }
         }

@@ -44,14 +44,7 @@ pub fn parse_subagent(bytes: &[u8]) -> Result<AgentSpec, Diagnostics> {
 }
 
 pub fn parse_with_role(bytes: &[u8], role: AgentRole) -> Result<AgentSpec, Diagnostics> {
-    let doc = match parse_value(bytes, &YamlLimits::default()) {
-        Ok(doc) => doc,
-        Err(e) => {
-            let mut diags = Diagnostics::new();
-            diags.push("", e.to_string());
-            return Err(diags);
-        }
-    };
+    let doc = parse_value(bytes, &YamlLimits::default())?;
     let mut r = reader::Reader::new();
     let spec = parse::read_agent(&mut r, &doc, role);
     let mut diags = r.finish();
