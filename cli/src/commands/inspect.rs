@@ -46,15 +46,13 @@ pub fn permission_lines(agent_yaml: &[u8]) -> Vec<PermissionLine> {
         .collect()
 }
 
-/// Capabilities a tool.yaml requires (all of them required), with the
-/// risk of the agent capability of the same name.
+/// Capabilities a tool.yaml requires (all of them required), with their risk.
 pub fn tool_permission_lines(tool_yaml: &[u8]) -> Vec<PermissionLine> {
     let Ok(spec) = agentlang_core::tool::parse_tool(tool_yaml) else {
         return Vec::new();
     };
     spec.permissions()
         .iter()
-        .filter_map(|c| c.as_str().parse::<Capability>().ok())
         .map(|c| PermissionLine {
             capability: c.as_str().to_owned(),
             risk: c.risk().to_string(),
