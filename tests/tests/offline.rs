@@ -198,6 +198,39 @@ fn validate_reports_every_problem_and_exits_1() {
         "{}",
         run.stderr
     );
+    // prompt.yaml is checked as part of the agent.
+    write_mini_agent(&user);
+    fs::write(
+        user.path("mini/prompt.yaml"),
+        "version: 2\nrole: wizard\nsections: []\n",
+    )
+    .unwrap();
+    let run = user.run(&["validate", "mini"]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stderr
+            .contains("prompt.yaml: role: unknown role \"wizard\""),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("2 problem(s) in mini"),
+        "{}",
+        run.stderr
+    );
+    let err = user.fails(&["build", "mini"]);
+    assert_eq!(
+        err,
+        "2 problem(s) in mini; `agentlang validate mini` lists them"
+    );
+    let run = user.run(&["build", "mini"]);
+    assert!(
+        run.stderr
+            .contains("  ✗ prompt.yaml: sections: must list at least one section\n"),
+        "{}",
+        run.stderr
+    );
+
     let json = user.run(&["--json", "validate", "bad"]).json();
     assert_eq!(json["valid"], false);
     assert!(json["problems"].as_array().unwrap().len() >= 4, "{json}");

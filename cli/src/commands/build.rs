@@ -10,6 +10,7 @@ use agentlang_core::{
     Kind, PackageName, SourceTree, Version,
     container::{self, BuildInput, Created, Limits, PROMPT_PATH},
     crypt::PromptKey,
+    package::AgentPackage,
     tool::parse_tool,
 };
 use anyhow::{Context, Result, bail};
@@ -50,17 +51,20 @@ struct Checked {
 pub fn build_dir(env: &Env, dir: &Path, keys: &BuildKeys, output: Option<&Path>) -> Result<Built> {
     let tree = source::read_dir(dir)?;
     let shown = dir.display().to_string();
-    let kind = package_dir::detect_kind(&tree, &shown)?;
-    // The key first: a missing key should not cost a lock round trip.
+    // Local checks first (the files, then the key), so a mistake costs no
+    // lock round trip.
+    let (mut checked, agent) = match package_dir::detect_kind(&tree, &shown)? {
+        Kind::Agent => check_agent(env, &tree, &shown)?,
+        Kind::Tool => (check_tool(env, &tree, &shown)?, None),
+    };
     let key_path = match &keys.key {
         Some(p) => p.clone(),
         None => keyfiles::default_signing_key_path()?,
     };
     let signing_key = keyfiles::read_secret_key(&key_path)?;
-    let checked = match kind {
-        Kind::Agent => check_agent(env, dir, &tree, &shown)?,
-        Kind::Tool => check_tool(env, &tree, &shown)?,
-    };
+    if let Some(pkg) = &agent {
+        lock::ensure_lock(env, dir, &mut checked.members, pkg)?;
+    }
 
     let prompt = if checked.members.contains(PROMPT_PATH) && !keys.no_encrypt {
         Some(prompt_key(keys, &key_path, &checked.name)?)
@@ -139,22 +143,28 @@ pub fn build_dir(env: &Env, dir: &Path, keys: &BuildKeys, output: Option<&Path>)
     })
 }
 
-fn check_agent(env: &Env, dir: &Path, tree: &SourceTree, shown: &str) -> Result<Checked> {
+/// The validated agent and what its container will carry (the lock is
+/// added by `lock::ensure_lock` once the key is known to be there).
+fn check_agent(
+    env: &Env,
+    tree: &SourceTree,
+    shown: &str,
+) -> Result<(Checked, Option<AgentPackage>)> {
     let pkg = lock::validated(env, tree, shown)?;
-    let (mut members, left_out) = package_dir::agent_members(tree, &pkg);
-    lock::ensure_lock(env, dir, &mut members, &pkg)?;
+    let (members, left_out) = package_dir::agent_members(tree, &pkg);
     let version = pkg
         .agent
         .version
         .clone()
         .with_context(|| format!("{shown}/agent.yaml has no version"))?;
-    Ok(Checked {
+    let checked = Checked {
         kind: Kind::Agent,
         name: pkg.agent.name.clone(),
         version,
         members,
         left_out: left_out.iter().map(ToString::to_string).collect(),
-    })
+    };
+    Ok((checked, Some(pkg)))
 }
 
 fn check_tool(env: &Env, tree: &SourceTree, shown: &str) -> Result<Checked> {
@@ -163,7 +173,8 @@ fn check_tool(env: &Env, tree: &SourceTree, shown: &str) -> Result<Checked> {
         Err(problems) => {
             if !env.out.json {
                 for p in problems.in_file(package_dir::TOOL_FILE).iter() {
-                    eprintln!("{} {p}", env.out.red("error:"));
+                    // Listed above the one `error:` line the command ends with.
+                    eprintln!("  {} {p}", env.out.red("✗"));
                 }
             }
             bail!(

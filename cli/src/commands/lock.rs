@@ -44,7 +44,8 @@ pub fn validated(env: &Env, tree: &SourceTree, shown: &str) -> Result<AgentPacka
     validate_agent_tree(tree).or_else(|problems| {
         if !env.out.json {
             for p in problems.iter() {
-                eprintln!("{} {p}", env.out.red("error:"));
+                // Listed above the one `error:` line the command ends with.
+                eprintln!("  {} {p}", env.out.red("✗"));
             }
         }
         bail!(

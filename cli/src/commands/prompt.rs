@@ -16,7 +16,8 @@ pub fn compile(env: &Env, file: &Path, format: PromptFormat) -> Result<ExitCode>
         Err(problems) => {
             if !env.out.json {
                 for p in problems.iter() {
-                    eprintln!("{} {p}", env.out.red("error:"));
+                    // Listed above the one `error:` line the command ends with.
+                    eprintln!("  {} {p}", env.out.red("✗"));
                 }
             }
             bail!("{} problem(s) in {}", problems.len(), file.display());
