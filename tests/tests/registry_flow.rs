@@ -236,12 +236,12 @@ fn uploads_signed_with_an_unregistered_key_or_without_login_are_refused() {
     let err = carol.fails(&["publish", "tampered.tool"]);
     assert!(err.contains("not a valid container"), "{err}");
 
-    // No token: the registry's 401 with a hint.
+    // No token: caught before the upload; a bad token: the registry's 401
+    // with a hint.
     let dave = User::new(&registry.url);
-    let run = dave.run_with(&["publish", "echo.tool"], &[], "");
-    assert_ne!(run.code, Some(0));
-    assert!(run.stderr.contains("not logged in"), "{}", run.stderr);
     fs::copy(carol.path("echo.tool"), dave.path("echo.tool")).unwrap();
+    let err = dave.fails(&["publish", "echo.tool"]);
+    assert!(err.contains("not logged in"), "{err}");
     let run = dave.run_with(
         &["publish", "echo.tool"],
         &[("AGENTLANG_TOKEN", "not-a-token")],
