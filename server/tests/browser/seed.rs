@@ -12,7 +12,7 @@ use std::{collections::BTreeSet, path::Path};
 use agentlang_core::{
     Kind, MemberPath, PackageName, SourceTree, Version,
     container::{self, BuildInput, Created, Limits},
-    lockfile::{LockedTool, Lockfile, ResolvedAt, Sha256Hash},
+    lockfile::{LockedAgent, LockedTool, Lockfile, ResolvedAt, Sha256Hash},
     signing::SecretKey,
 };
 use agentlang_registry::{
@@ -221,6 +221,23 @@ fn agent_tree(
                 hash: Sha256Hash::digest(bytes),
                 requirement: Some(requirement.parse().unwrap()),
                 dependencies: BTreeSet::new(),
+            },
+        );
+    }
+    // Co-located subagents are locked by their file's hash, as the CLI does.
+    let subagents: Vec<(String, Vec<u8>)> = tree
+        .iter()
+        .filter_map(|(path, bytes)| {
+            let file = path.as_str().strip_prefix("specialists/")?;
+            Some((file.trim_end_matches(".yaml").to_owned(), bytes.to_vec()))
+        })
+        .collect();
+    for (name, bytes) in subagents {
+        lock.agents.insert(
+            PackageName::new(name).unwrap(),
+            LockedAgent {
+                version: Version::parse("1.0.0").unwrap(),
+                hash: Sha256Hash::digest(&bytes),
             },
         );
     }
