@@ -189,7 +189,11 @@ async fn search_filters_pages_and_highlights(backend: Backend) {
         StatusCode::OK,
     )
     .await;
-    assert!(html.contains("1 result<"), "{}", &html[html.find("<main").unwrap()..]);
+    assert!(
+        html.contains("1 result<"),
+        "{}",
+        &html[html.find("<main").unwrap()..]
+    );
     assert!(html.contains("href=\"/agents/research-assistant\""));
     let html = page(app.get("/search?kind=tool").await, StatusCode::OK).await;
     assert!(html.contains("2 results"), "{html}");
