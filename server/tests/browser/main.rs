@@ -282,7 +282,7 @@ async fn search_and_agent_page(driver: &WebDriver, base: &str, seeded: &seed::Se
     )?;
     // The signer: key id linked to its page, held by the publisher.
     let signer = wd(driver
-        .find(By::Css(&format!("a[href='/keys/{}']", seeded.key_id)))
+        .find(By::Css(format!("a[href='/keys/{}']", seeded.key_id)))
         .await)?;
     ensure(
         wd(signer.text().await)?.contains(&seeded.key_id[..12]),
