@@ -200,7 +200,10 @@ pub fn agent_view(
             let Ok(tool) = PackageName::new(pinned.as_str()) else {
                 continue;
             };
-            if tools.iter().any(|t| t.name == tool) {
+            if tools
+                .iter()
+                .any(|t| t.name.normalized() == tool.normalized())
+            {
                 continue;
             }
             tools.push(ToolPin {
