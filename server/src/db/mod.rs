@@ -9,6 +9,7 @@
 
 pub mod accounts;
 pub mod index;
+pub mod catalog;
 pub mod keys;
 pub mod models;
 pub mod packages;
