@@ -22,6 +22,7 @@ backend_tests!(
     tool_dependencies_must_exist,
     agent_lock_pins_must_match_the_registry,
     uploads_past_the_limit_are_refused,
+    lying_framing_cannot_pass_the_limit,
     thirty_concurrent_publishes_give_one_version,
     a_blob_without_a_commit_is_invisible_and_swept,
     invalid_containers_and_tokens_are_refused,
@@ -1010,4 +1011,63 @@ async fn publish_memory_does_not_grow_with_upload_size() {
         growth_kib < 24 * 1024,
         "peak RSS grew by {growth_kib} KiB: {peaks:?}"
     );
+}
+
+/// Sends raw bytes and returns the status code of the first response (0
+/// when the server closed the connection without one).
+async fn raw_status(app: &TestApp, head: &str, body: &[u8]) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = app.url.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    // The server may stop reading early; a failed write is part of the test.
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body).await;
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut response),
+    )
+    .await;
+    String::from_utf8_lossy(&response)
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0)
+}
+
+async fn lying_framing_cannot_pass_the_limit(backend: Backend) {
+    const LIMIT: usize = 64 * 1024;
+    let Some(app) = spawn_with(backend, |c| c.max_upload_bytes = LIMIT).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let head = |framing: &str| {
+        format!(
+            "POST /api/v1/publish HTTP/1.1\r\nHost: registry\r\nAuthorization: Bearer {}\r\n\
+             {framing}Connection: close\r\n\r\n",
+            alice.token
+        )
+    };
+    // One chunk that declares (and carries) more than the limit.
+    let mut chunked = format!("{:x}\r\n", LIMIT * 2).into_bytes();
+    chunked.extend(vec![7u8; LIMIT * 2]);
+    chunked.extend_from_slice(b"\r\n0\r\n\r\n");
+    assert_eq!(
+        raw_status(&app, &head("Transfer-Encoding: chunked\r\n"), &chunked).await,
+        413
+    );
+    // A small Content-Length next to chunked framing: refused as ambiguous
+    // (request smuggling) or counted as it streams; never accepted.
+    let status = raw_status(
+        &app,
+        &head("Content-Length: 10\r\nTransfer-Encoding: chunked\r\n"),
+        &chunked,
+    )
+    .await;
+    assert!(matches!(status, 400 | 413), "{status}");
+    // A small Content-Length followed by more bytes: only the declared 10
+    // are the body (not a container), the rest is not a request.
+    let status = raw_status(&app, &head("Content-Length: 10\r\n"), &vec![7u8; LIMIT * 2]).await;
+    assert_eq!(status, 422);
+    assert_eq!(blob_counts(&app).await, (0, 0));
 }
