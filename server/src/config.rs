@@ -125,6 +125,9 @@ pub struct RateLimitSettings {
     pub credentials_per_minute: NonZeroU32,
     /// Unauthenticated reads under `/api` per client address.
     pub anonymous_reads_per_minute: NonZeroU32,
+    /// Agent-protocol messages (`POST /clowl`, each MoltSpeak message, each
+    /// item of a batch) per client address.
+    pub agent_messages_per_minute: NonZeroU32,
 }
 
 impl Default for RateLimitSettings {
@@ -134,6 +137,49 @@ impl Default for RateLimitSettings {
             publish_per_minute: NonZeroU32::new(60).expect("non-zero"),
             credentials_per_minute: NonZeroU32::new(30).expect("non-zero"),
             anonymous_reads_per_minute: NonZeroU32::new(1200).expect("non-zero"),
+            agent_messages_per_minute: NonZeroU32::new(600).expect("non-zero"),
+        }
+    }
+}
+
+/// The registry's own agent identity for CLowl and MoltSpeak: its agent id,
+/// organization and Ed25519 signing key. Every replica must present the same
+/// identity, so the key can be given (inline PEM or a file) instead of being
+/// generated into the data folder.
+#[derive(Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IdentitySettings {
+    /// `from.agent` / `from` of every protocol answer.
+    pub agent_id: String,
+    /// `from.org` of MoltSpeak answers.
+    pub org: String,
+    /// A PKCS#8 PEM Ed25519 private key (`BEGIN PRIVATE KEY`).
+    pub key_pem: Option<String>,
+    /// A file holding such a key. Without `key_pem` or `key_file`, the key
+    /// is `<data_dir>/moltspeak-identity.pem`, generated on first start
+    /// (mode 0600).
+    pub key_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for IdentitySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The private key never reaches a log line.
+        f.debug_struct("IdentitySettings")
+            .field("agent_id", &self.agent_id)
+            .field("org", &self.org)
+            .field("key_pem", &self.key_pem.as_ref().map(|_| "<redacted>"))
+            .field("key_file", &self.key_file)
+            .finish()
+    }
+}
+
+impl Default for IdentitySettings {
+    fn default() -> Self {
+        Self {
+            agent_id: "agentlang-registry".to_owned(),
+            org: "agentlang".to_owned(),
+            key_pem: None,
+            key_file: None,
         }
     }
 }
@@ -166,6 +212,8 @@ pub struct Config {
     pub admin: Option<String>,
     /// HTTP worker threads; `None` means one per core.
     pub workers: Option<usize>,
+    /// The registry's agent identity (CLowl, MoltSpeak).
+    pub identity: IdentitySettings,
 }
 
 impl Default for Config {
@@ -183,6 +231,7 @@ impl Default for Config {
             jwt_secret: None,
             admin: None,
             workers: None,
+            identity: IdentitySettings::default(),
         }
     }
 }
@@ -203,6 +252,7 @@ struct FileConfig {
     jwt_secret: Option<String>,
     admin: Option<String>,
     workers: Option<usize>,
+    identity: Option<IdentitySettings>,
 }
 
 impl Config {
@@ -274,6 +324,9 @@ impl Config {
         if file.workers.is_some() {
             self.workers = file.workers;
         }
+        if let Some(v) = file.identity {
+            self.identity = v;
+        }
         Ok(())
     }
 
@@ -337,6 +390,18 @@ impl Config {
                 .filter(|n| *n > 0)
                 .ok_or_else(|| invalid("WORKERS", format!("{v:?} is not a positive count")))?;
             self.workers = Some(n);
+        }
+        if let Some(v) = var("AGENT_ID") {
+            self.identity.agent_id = v;
+        }
+        if let Some(v) = var("AGENT_ORG") {
+            self.identity.org = v;
+        }
+        if let Some(v) = var("IDENTITY_KEY") {
+            self.identity.key_pem = Some(v);
+        }
+        if let Some(v) = var("IDENTITY_KEY_FILE") {
+            self.identity.key_file = Some(PathBuf::from(v));
         }
         if let Some(secret) = &self.jwt_secret
             && secret.len() < 32

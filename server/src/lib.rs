@@ -9,6 +9,7 @@ pub mod blobs;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod identity;
 pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;

@@ -32,8 +32,22 @@ use crate::{auth, error, metrics, routes};
         routes::health::get_healthz,
         routes::health::get_readyz,
         metrics::get_metrics,
+        routes::clowl::post_clowl,
+        routes::clowl::get_agent_caps,
+        routes::moltspeak::post_message,
+        routes::moltspeak::post_batch,
+        routes::moltspeak::get_well_known,
     ),
-    components(schemas(error::Problem, error::FieldError, auth::Scope)),
+    components(schemas(
+        error::Problem,
+        error::FieldError,
+        auth::Scope,
+        routes::clowl::ClowlMessage,
+        routes::clowl::ClowlBody,
+        routes::clowl::ClowlErrorData,
+        routes::moltspeak::MoltSpeakMessage,
+        routes::moltspeak::MoltSpeakIdentity,
+    )),
     modifiers(&BearerSecurity),
     tags(
         (name = "accounts", description = "Registration"),
@@ -41,6 +55,9 @@ use crate::{auth, error, metrics, routes};
         (name = "owners", description = "Who may publish a package"),
         (name = "models", description = "The models catalog used in lockfiles"),
         (name = "operations", description = "Health, readiness and metrics"),
+        (name = "agent protocols", description = "Agents talk to the registry in CLowl 0.2 and MoltSpeak 0.1. \
+            Protocol answers are HTTP 200 whatever they say (errors travel in the protocol); \
+            413 only past the size limits."),
     )
 )]
 pub struct ApiDoc;

@@ -3,8 +3,11 @@
 //! `.service()` so the OpenAPI document sees them all.
 
 pub mod accounts;
+pub mod agent_tasks;
+pub mod clowl;
 pub mod health;
 pub mod models;
+pub mod moltspeak;
 pub mod owners;
 pub mod tokens;
 
@@ -25,7 +28,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(models::put_model)
         .service(health::get_healthz)
         .service(health::get_readyz)
-        .service(crate::metrics::get_metrics);
+        .service(crate::metrics::get_metrics)
+        .service(clowl::post_clowl)
+        .service(clowl::get_agent_caps)
+        .service(moltspeak::post_message)
+        .service(moltspeak::post_batch)
+        .service(moltspeak::get_well_known);
 }
 
 /// Unix seconds as RFC 3339 (`2025-01-29T10:30:00Z`), the API's timestamp

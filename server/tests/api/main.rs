@@ -4,8 +4,10 @@ mod harness;
 
 mod accounts;
 mod binary;
+mod clowl;
 mod errors;
 mod models;
+mod moltspeak;
 mod operations;
 mod owners;
 mod rate_limits;
