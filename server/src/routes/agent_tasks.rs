@@ -627,7 +627,10 @@ mod tests {
     use super::*;
 
     fn map(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
+        match v {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
     }
 
     #[test]

@@ -125,7 +125,7 @@ pub async fn seed_catalog(app: &TestApp) {
 }
 
 fn request(p: &str, mid: &str, t: &str, d: Value) -> Value {
-    json!({
+    let mut message = json!({
         "clowl": "0.2",
         "mid": mid,
         "ts": 1_709_078_400,
@@ -134,8 +134,10 @@ fn request(p: &str, mid: &str, t: &str, d: Value) -> Value {
         "from": "radar",
         "to": "agentlang-registry",
         "cid": format!("conv-{mid}"),
-        "body": {"t": t, "d": d},
-    })
+        "body": {"t": t},
+    });
+    message["body"]["d"] = d;
+    message
 }
 
 /// Posts raw bytes; every CLowl answer is HTTP 200 with JSON.

@@ -135,16 +135,18 @@ async fn send(app: &TestApp, message: &Value) -> Value {
 }
 
 fn query(id: &str, intent: &str, params: Value) -> Value {
-    json!({
+    let mut message = json!({
         "v": "0.1",
         "id": id,
         "ts": 1_703_280_000_000_u64,
         "op": "query",
         "from": {"agent": "assistant-alpha", "org": "acme-corp"},
         "to": {"agent": "agentlang-registry", "org": "agentlang"},
-        "p": {"domain": "registry", "intent": intent, "params": params},
+        "p": {"domain": "registry", "intent": intent},
         "cls": "pub",
-    })
+    });
+    message["p"]["params"] = params;
+    message
 }
 
 /// Checks an `error` answer to `re` and returns its payload.
