@@ -9,6 +9,7 @@ use agentlang_core::{
     protocol::moltspeak::{Classification, MessageBuilder, Op, Party},
     signing::PublicKey,
 };
+use agentlang_registry::db::Db;
 use ed25519_dalek::SigningKey;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -445,6 +446,29 @@ async fn unregistered_keys_get_e_auth_failed(backend: Backend) {
         "{p}"
     );
     assert_eq!(p["suggestion"]["action"], "register_key");
+
+    // A registered key that has been revoked no longer authenticates.
+    let revoked = client_key(&app, 13, true).await;
+    let key_id = PublicKey::from_raw(&revoked.verifying_key().to_bytes())
+        .unwrap()
+        .key_id();
+    let revoke = "UPDATE signing_keys SET revoked_at = 1 WHERE key_id = $1";
+    match &app.state.db {
+        Db::Sqlite(pool) => sqlx::query(revoke)
+            .bind(key_id.as_str())
+            .execute(pool)
+            .await
+            .map(drop),
+        Db::Postgres(pool) => sqlx::query(revoke)
+            .bind(key_id.as_str())
+            .execute(pool)
+            .await
+            .map(drop),
+    }
+    .unwrap();
+    let answer = send(&app, &signed_query(&revoked, "revoked-1", "search")).await;
+    let p = error_payload(&answer, "revoked-1", "E_AUTH_FAILED", "auth");
+    assert!(p["message"].as_str().unwrap().contains("revoked"), "{p}");
 
     // Signed, but the key is not named.
     let mut message = signed_query(&key, "stranger-2", "search");
