@@ -316,10 +316,9 @@ pub async fn post_clowl(
     Ok(HttpResponse::Ok().json(answer.to_value()))
 }
 
-/// The CLowl CAPS message of a published agent, for runtimes to broadcast
-/// when the agent connects.
+/// The CLowl CAPS message of a published agent.
 ///
-/// `supports` lists `tool:<name>` for each tool the agent declares (registry,
+/// Runtimes broadcast it when the agent connects. `supports` lists `tool:<name>` for each tool the agent declares (registry,
 /// HTTP and bash tools), `mcp:<server>` for each MCP server and
 /// `protocol:<name>` for each protocol. `from` is the agent's package name;
 /// a runtime may substitute its instance id, `mid` and `ts`.

@@ -553,10 +553,12 @@ pub async fn post_message(
     Ok(HttpResponse::Ok().json(answer(&state, &peer, &raw).await))
 }
 
-/// Send a batch: a JSON array of messages or envelopes, answered by an array
-/// of answers in the same order (each as `/message` would answer it, each
-/// counted against the rate limit). A body that is not a JSON array is
-/// answered by a single `error`.
+/// Send a batch of MoltSpeak 0.1 messages.
+///
+/// A JSON array of messages or envelopes, answered by an array of answers in
+/// the same order (each as `/message` would answer it, each counted against
+/// the rate limit). A body that is not a JSON array is answered by a single
+/// `error`.
 #[utoipa::path(
     tag = "agent protocols",
     request_body(
@@ -597,8 +599,10 @@ pub async fn post_batch(
     Ok(HttpResponse::Ok().json(answers))
 }
 
-/// The registry's MoltSpeak identity: agent id, organization, the Ed25519
-/// key its answers are signed with, and what it serves.
+/// The registry's MoltSpeak identity.
+///
+/// Its agent id, organization, the Ed25519 key its answers are signed with
+/// (the same for every replica), and what it serves.
 #[utoipa::path(
     tag = "agent protocols",
     responses((status = 200, body = MoltSpeakIdentity))
