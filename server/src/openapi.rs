@@ -37,6 +37,19 @@ use crate::{auth, error, metrics, routes};
         routes::moltspeak::post_message,
         routes::moltspeak::post_batch,
         routes::moltspeak::get_well_known,
+        routes::keys::create_key,
+        routes::keys::list_keys,
+        routes::keys::get_key,
+        routes::keys::revoke_key,
+        routes::publish::publish_version,
+        routes::packages::get_package,
+        routes::packages::get_version,
+        routes::packages::download_version,
+        routes::packages::yank_version,
+        routes::packages::unyank_version,
+        routes::index::get_index,
+        routes::resolve::resolve_lock,
+        routes::search::search_packages,
     ),
     components(schemas(
         error::Problem,
@@ -58,6 +71,12 @@ use crate::{auth, error, metrics, routes};
         (name = "agent protocols", description = "Agents talk to the registry in CLowl 0.2 and MoltSpeak 0.1. \
             Protocol answers are HTTP 200 whatever they say (errors travel in the protocol); \
             413 only past the size limits."),
+        (name = "keys", description = "Signing keys: register, list, look up, revoke"),
+        (name = "publish", description = "Upload a signed container"),
+        (name = "packages", description = "Package and version records, downloads, yanking"),
+        (name = "index", description = "Per-package version index for client-side resolution"),
+        (name = "resolve", description = "Requirements in, agent.lock out"),
+        (name = "search", description = "Full-text search over packages"),
     )
 )]
 pub struct ApiDoc;

@@ -24,6 +24,7 @@ use crate::{
     rate_limit::{self, RateLimits},
     request_id::{self, RequestSpan},
     routes,
+    service::{resolve::IndexCache, sweep},
     state::AppState,
 };
 
@@ -38,6 +39,8 @@ pub struct Application {
     server: Server,
     address: SocketAddr,
     state: web::Data<AppState>,
+    /// The periodic blob sweep, stopped with the server.
+    sweeper: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Application {
@@ -92,6 +95,7 @@ impl Application {
             tokens,
             public_url,
             identity: Arc::new(identity),
+            index_cache: IndexCache::new(),
         });
         let workers = state.config.workers;
         let max_upload = state.config.max_upload_bytes;
@@ -134,10 +138,14 @@ impl Application {
             server = server.workers(workers);
         }
         let server = server.listen(listener)?.run();
+        let interval = state.config.sweep_interval;
+        let sweeper = (!interval.is_zero())
+            .then(|| actix_web::rt::spawn(sweep::sweep_periodically(state.clone(), interval)));
         Ok(Self {
             server,
             address,
             state,
+            sweeper,
         })
     }
 
@@ -164,6 +172,9 @@ impl Application {
     /// in-flight requests get [`SHUTDOWN_GRACE_SECS`] to finish.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
+        if let Some(sweeper) = self.sweeper {
+            sweeper.abort();
+        }
         self.state.db.close().await;
         result
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::{
     auth::TokenKeys, blobs::Blobs, config::Config, db::Db, identity::RegistryIdentity,
-    metrics::Metrics, rate_limit::RateLimits,
+    metrics::Metrics, rate_limit::RateLimits, service::resolve::IndexCache,
 };
 
 #[derive(Debug)]
@@ -21,4 +21,7 @@ pub struct AppState {
     /// Who the registry is in CLowl and MoltSpeak; shared by all replicas
     /// through configuration.
     pub identity: Arc<RegistryIdentity>,
+    /// Index entries for resolution, checked against the database's
+    /// generation on every use.
+    pub index_cache: IndexCache,
 }

@@ -6,9 +6,15 @@ pub mod accounts;
 pub mod agent_tasks;
 pub mod clowl;
 pub mod health;
+pub mod index;
+pub mod keys;
 pub mod models;
 pub mod moltspeak;
 pub mod owners;
+pub mod packages;
+pub mod publish;
+pub mod resolve;
+pub mod search;
 pub mod tokens;
 
 use actix_web::web;
@@ -33,7 +39,22 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(clowl::get_agent_caps)
         .service(moltspeak::post_message)
         .service(moltspeak::post_batch)
-        .service(moltspeak::get_well_known);
+        .service(moltspeak::get_well_known)
+        .service(keys::create_key)
+        .service(keys::list_keys)
+        .service(keys::get_key)
+        .service(keys::revoke_key)
+        .service(publish::publish_version)
+        .service(resolve::resolve_lock)
+        .service(search::search_packages)
+        .service(index::get_index)
+        // After every fixed `/api/v1/<word>/...` route above: these match
+        // any first segment and answer 404 for one that is not a kind.
+        .service(packages::get_package)
+        .service(packages::get_version)
+        .service(packages::download_version)
+        .service(packages::yank_version)
+        .service(packages::unyank_version);
 }
 
 /// Unix seconds as RFC 3339 (`2025-01-29T10:30:00Z`), the API's timestamp
