@@ -2,36 +2,26 @@
 //! search, read (a package or version record), resolve (an agent.lock) and
 //! the CAPS list of a published agent. Both protocol endpoints call these,
 //! so the two protocols answer the same data; each maps [`TaskError`] to its
-//! own error codes.
+//! own error codes. The work itself is the service layer's
+//! ([`crate::service`]), so HTTP and protocol answers are the same records.
 //!
 //! Task data arrives as a JSON object (CLowl `body.d`, MoltSpeak
 //! `p.params`) and is checked field by field, unknown keys refused, so an
 //! error names the field it concerns.
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    time::Duration,
-};
+use std::collections::{BTreeMap, BTreeSet};
 
 use actix_web::{HttpRequest, http::header, web};
-use agentlang_core::{
-    Kind, PackageName, Version,
-    lockfile::{LockedModel, Lockfile, ModelId, Price, ResolvedAt, Sha256Hash},
-    resolve::{self, Cancel, MemorySource, Request, VersionEntry},
-};
+use agentlang_core::{Kind, PackageName, Version, lockfile::Lockfile};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use semver::VersionReq;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    db::{
-        Db,
-        models::ModelName,
-        packages::{PackageRecord, VersionRecord},
-    },
+    db::models::ModelName,
     error::ApiError,
-    routes::rfc3339,
+    service::{self, resolve::ResolveInput, search::SearchQuery},
     state::AppState,
 };
 
@@ -43,8 +33,6 @@ pub const MAX_PAGE: u32 = 500;
 pub const MAX_QUERY_CHARS: usize = 256;
 /// The most tools one resolve task may name.
 pub const MAX_RESOLVE_TOOLS: usize = 256;
-/// How long one resolution may run before it is abandoned.
-pub const RESOLVE_DEADLINE: Duration = Duration::from_secs(10);
 
 /// The tasks the registry performs, as its CAPS message advertises them.
 pub const REGISTRY_TASKS: [&str; 4] = ["search", "read", "resolve", "capabilities"];
@@ -62,6 +50,9 @@ pub enum TaskError {
     /// The requirements cannot all be met; the explanation says why.
     #[error("the tool requirements cannot be met: {0}")]
     Unresolvable(String),
+    /// The work ran out of time (a resolution past its deadline).
+    #[error("{0}")]
+    TimedOut(String),
     /// Never shown to the sender: logged, answered as an internal error.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -94,9 +85,40 @@ impl TaskError {
     }
 }
 
-impl From<sqlx::Error> for TaskError {
-    fn from(e: sqlx::Error) -> Self {
-        Self::Internal(e.into())
+impl TaskError {
+    /// A service error, its fields placed under `prefix` (`body.d`).
+    pub fn from_service(e: ApiError, prefix: &str) -> Self {
+        let under = |field: &str| {
+            if field.is_empty() {
+                prefix.to_owned()
+            } else {
+                format!("{prefix}.{field}")
+            }
+        };
+        match e {
+            ApiError::NotFound(what) => Self::NotFound(what),
+            ApiError::Validation(errors) => match errors.as_slice() {
+                [] => Self::invalid(prefix, "invalid task data"),
+                [only] => Self::invalid(under(&only.field), only.message.clone()),
+                [first, ..] => Self::invalid(
+                    under(&first.field),
+                    errors
+                        .iter()
+                        .map(|e| format!("{}: {}", under(&e.field), e.message))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+            },
+            ApiError::BadRequest(message) => Self::invalid(prefix, message),
+            ApiError::Unsatisfiable { explanation, .. } => {
+                Self::Unresolvable(explanation.replace('\n', " "))
+            }
+            ApiError::ResolveTimeout(ms) => {
+                Self::TimedOut(format!("the resolution took longer than {ms} ms"))
+            }
+            ApiError::Internal(cause) => Self::Internal(cause),
+            other => Self::Internal(anyhow::anyhow!("{other}")),
+        }
     }
 }
 
@@ -206,10 +228,8 @@ pub struct SearchTask {
 impl SearchTask {
     pub fn parse(map: &Map<String, Value>, prefix: &str) -> Result<Self, TaskError> {
         let data = Data::new(map, prefix, &["q", "kind", "page"])?;
+        // Empty text lists every package, as the HTTP search does.
         let q = data.str("q")?;
-        if q.trim().is_empty() {
-            return Err(TaskError::invalid(data.path("q"), "must not be empty"));
-        }
         if q.chars().count() > MAX_QUERY_CHARS {
             return Err(TaskError::invalid(
                 data.path("q"),
@@ -240,43 +260,24 @@ impl SearchTask {
     }
 }
 
-fn keywords(record: &PackageRecord) -> Vec<&str> {
-    record.keywords.split_whitespace().collect()
+/// `{results: [{kind, name, version, title, description, category,
+/// downloads}], total, page, per_page}`, as `GET /api/v1/search` answers.
+pub async fn search(state: &AppState, task: &SearchTask, prefix: &str) -> Result<Value, TaskError> {
+    let query = SearchQuery {
+        q: task.q.clone(),
+        kind: task.kind,
+        category: None,
+        page: task.page,
+        per_page: PAGE_SIZE,
+    };
+    let page = service::search::search_packages(&state.db, &query)
+        .await
+        .map_err(|e| TaskError::from_service(e, prefix))?;
+    to_json(&page)
 }
 
-/// The newest version not yanked, else the newest.
-fn latest(versions: &[VersionRecord]) -> Option<&VersionRecord> {
-    versions
-        .iter()
-        .find(|v| !v.yanked)
-        .or_else(|| versions.first())
-}
-
-pub async fn search(state: &AppState, task: &SearchTask) -> Result<Value, TaskError> {
-    let offset = i64::from((task.page - 1) * PAGE_SIZE);
-    let packages = state
-        .db
-        .search_packages(&task.q, task.kind, i64::from(PAGE_SIZE), offset)
-        .await?;
-    let mut results = Vec::with_capacity(packages.len());
-    for package in &packages {
-        let versions = state.db.list_versions(package.id).await?;
-        results.push(json!({
-            "kind": package.kind,
-            "name": package.name,
-            "description": package.description,
-            "keywords": keywords(package),
-            "latest_version": latest(&versions).map(|v| v.version.clone()),
-            "updated_at": rfc3339(package.updated_at),
-        }));
-    }
-    Ok(json!({
-        "query": task.q,
-        "kind": task.kind.map(Kind::as_str),
-        "page": task.page,
-        "per_page": PAGE_SIZE,
-        "results": results,
-    }))
+fn to_json(value: &impl serde::Serialize) -> Result<Value, TaskError> {
+    serde_json::to_value(value).map_err(|e| TaskError::Internal(e.into()))
 }
 
 // ---------------------------------------------------------------------------
@@ -313,55 +314,22 @@ impl ReadTask {
     }
 }
 
-pub async fn read(state: &AppState, task: &ReadTask) -> Result<Value, TaskError> {
-    let kind = task.kind;
-    let package = state
-        .db
-        .find_package(kind, &task.name)
-        .await?
-        .ok_or_else(|| TaskError::NotFound(format!("{kind} {}", task.name)))?;
-    let Some(version) = &task.version else {
-        let versions = state.db.list_versions(package.id).await?;
-        return Ok(json!({
-            "kind": package.kind,
-            "name": package.name,
-            "description": package.description,
-            "keywords": keywords(&package),
-            "created_at": rfc3339(package.created_at),
-            "updated_at": rfc3339(package.updated_at),
-            "latest_version": latest(&versions).map(|v| v.version.clone()),
-            "versions": versions.iter().map(|v| json!({
-                "version": v.version,
-                "yanked": v.yanked,
-                "published_at": rfc3339(v.published_at),
-            })).collect::<Vec<_>>(),
-        }));
-    };
-    let record = state
-        .db
-        .find_version(package.id, version)
-        .await?
-        .filter(|v| v.deleted_at.is_none())
-        .ok_or_else(|| TaskError::NotFound(format!("{kind} {} {version}", package.name)))?;
-    let dependencies = state.db.list_dependencies(record.id).await?;
-    Ok(json!({
-        "kind": package.kind,
-        "name": package.name,
-        "version": record.version,
-        "sha256": record.sha256,
-        "size": record.size,
-        "signer_key_id": record.signer_key_id,
-        "yanked": record.yanked,
-        "yank_reason": record.yank_reason,
-        "published_at": rfc3339(record.published_at),
-        "manifest": record.manifest.0,
-        "spec": record.spec.0,
-        "dependencies": dependencies.iter().map(|d| json!({
-            "kind": d.kind.as_str(),
-            "name": d.name.as_str(),
-            "requirement": d.requirement.to_string(),
-        })).collect::<Vec<_>>(),
-    }))
+/// A version record, or a package with its versions, as `GET
+/// /api/v1/{kind}/{name}[/{version}]` answers.
+pub async fn read(state: &AppState, task: &ReadTask, prefix: &str) -> Result<Value, TaskError> {
+    let from_service = |e| TaskError::from_service(e, prefix);
+    match &task.version {
+        Some(version) => to_json(
+            &service::packages::get_version(state, task.kind, &task.name, version)
+                .await
+                .map_err(from_service)?,
+        ),
+        None => to_json(
+            &service::packages::get_package(state, task.kind, &task.name)
+                .await
+                .map_err(from_service)?,
+        ),
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -372,10 +340,9 @@ pub async fn read(state: &AppState, task: &ReadTask) -> Result<Value, TaskError>
 /// requirement (`{"web_search": "^1.2.0", "web_fetch": null}`); `models` a
 /// list of model names; `lock` an existing agent.lock, as YAML text or as
 /// its JSON object, whose tool versions are kept while they still fit.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ResolveTask {
-    pub request: Request,
-    pub models: Vec<ModelName>,
+    pub input: ResolveInput,
 }
 
 impl ResolveTask {
@@ -450,14 +417,16 @@ impl ResolveTask {
             }
         };
         let lock_path = data.path("lock");
-        let pins = match map.get("lock") {
-            None | Some(Value::Null) => BTreeMap::new(),
-            Some(Value::String(yaml)) => Lockfile::from_slice(yaml.as_bytes())
-                .map_err(|e| TaskError::invalid(lock_path, e.to_string()))?
-                .tool_pins(),
-            Some(object @ Value::Object(_)) => serde_json::from_value::<Lockfile>(object.clone())
-                .map_err(|e| TaskError::invalid(lock_path, e.to_string()))?
-                .tool_pins(),
+        let lock = match map.get("lock") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(yaml)) => Some(
+                Lockfile::from_slice(yaml.as_bytes())
+                    .map_err(|e| TaskError::invalid(lock_path, e.to_string()))?,
+            ),
+            Some(object @ Value::Object(_)) => Some(
+                serde_json::from_value::<Lockfile>(object.clone())
+                    .map_err(|e| TaskError::invalid(lock_path, e.to_string()))?,
+            ),
             Some(_) => {
                 return Err(TaskError::invalid(
                     lock_path,
@@ -466,119 +435,27 @@ impl ResolveTask {
             }
         };
         Ok(Self {
-            request: Request { requirements, pins },
-            models,
+            input: ResolveInput {
+                tools: requirements,
+                models: models.iter().map(|m| m.as_str().to_owned()).collect(),
+                lock,
+            },
         })
     }
 }
 
-/// The most tool packages one resolution may reach.
-pub const MAX_RESOLVE_PACKAGES: usize = 2000;
-
-/// Reads every tool the request can reach (following each version's
-/// dependencies) into memory, so the synchronous resolver never waits on
-/// the database.
-async fn prefetch(db: &Db, request: &Request) -> Result<MemorySource, TaskError> {
-    let mut source = MemorySource::new();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    let mut queue: Vec<PackageName> = request.requirements.keys().cloned().collect();
-    while let Some(name) = queue.pop() {
-        if !seen.insert(name.normalized()) {
-            continue;
-        }
-        if seen.len() > MAX_RESOLVE_PACKAGES {
-            return Err(TaskError::Unresolvable(format!(
-                "the requirements reach more than {MAX_RESOLVE_PACKAGES} tools"
-            )));
-        }
-        let Some(entries) = tool_versions(db, &name)
-            .await
-            .map_err(TaskError::Internal)?
-        else {
-            continue;
-        };
-        source.add_package(&name);
-        for entry in entries {
-            queue.extend(entry.dependencies.keys().cloned());
-            source.add_version(&name, entry);
-        }
-    }
-    Ok(source)
-}
-
-async fn tool_versions(
-    db: &Db,
-    name: &PackageName,
-) -> Result<Option<Vec<VersionEntry>>, anyhow::Error> {
-    let Some(package) = db.find_package(Kind::Tool, name).await? else {
-        return Ok(None);
-    };
-    let mut entries = Vec::new();
-    for record in db.list_versions(package.id).await? {
-        let dependencies = db
-            .list_dependencies(record.id)
-            .await?
-            .into_iter()
-            .filter(|d| d.kind == Kind::Tool)
-            .map(|d| (d.name, d.requirement))
-            .collect();
-        entries.push(VersionEntry {
-            version: Version::parse(&record.version)?,
-            yanked: record.yanked,
-            hash: Sha256Hash::parse(&format!("sha256:{}", record.sha256))?,
-            dependencies,
-        });
-    }
-    Ok(Some(entries))
-}
-
 /// Resolves into an agent.lock: `{"lockfile": <YAML text>, "lock": <the
-/// same as JSON>}`.
-pub async fn resolve(state: &AppState, task: &ResolveTask) -> Result<Value, TaskError> {
-    let source = prefetch(&state.db, &task.request).await?;
-    let request = task.request.clone();
-    // pubgrub is CPU work: off the async workers.
-    let resolution = tokio::task::spawn_blocking(move || {
-        let cancel = Cancel::with_deadline(std::time::Instant::now() + RESOLVE_DEADLINE);
-        resolve::resolve(&source, &request, &cancel)
-    })
-    .await
-    .map_err(|e| TaskError::Internal(e.into()))?
-    .map_err(|e| match e {
-        resolve::ResolveError::Unsatisfiable { explanation, .. } => {
-            TaskError::Unresolvable(explanation.replace('\n', " "))
-        }
-        resolve::ResolveError::UnknownPackage { name, required_by } => {
-            TaskError::NotFound(format!("tool {name} (required by {required_by})"))
-        }
-        other => TaskError::Internal(other.into()),
-    })?;
-
-    let resolved_at =
-        ResolvedAt::from_unix(crate::db::now()).map_err(|e| TaskError::Internal(e.into()))?;
-    let mut lock = Lockfile::new(resolved_at, Some(state.public_url.clone()));
-    lock.tools = resolution.into_lock_tools();
-    for model in &task.models {
-        let record = state
-            .db
-            .find_model(model)
-            .await?
-            .ok_or_else(|| TaskError::NotFound(format!("model {model}")))?;
-        let id = ModelId::new(model.as_str()).map_err(|e| TaskError::Internal(e.into()))?;
-        let price = |p: Option<f64>| p.and_then(|p| Price::new(p).ok());
-        lock.models.insert(
-            id,
-            LockedModel {
-                context_window: u64::try_from(record.context_window).unwrap_or(0),
-                supports_tools: record.supports_tools,
-                input_1m_price: price(record.input_price_per_mtok),
-                output_1m_price: price(record.output_price_per_mtok),
-            },
-        );
-    }
+/// same as JSON>}`, by the resolver `POST /api/v1/resolve` uses.
+pub async fn resolve(
+    state: &AppState,
+    task: &ResolveTask,
+    prefix: &str,
+) -> Result<Value, TaskError> {
+    let lock = service::resolve::resolve_lock(state, task.input.clone())
+        .await
+        .map_err(|e| TaskError::from_service(e, prefix))?;
     let yaml = lock.to_yaml().map_err(|e| TaskError::Internal(e.into()))?;
-    let json = serde_json::to_value(&lock).map_err(|e| TaskError::Internal(e.into()))?;
-    Ok(json!({"lockfile": yaml, "lock": json}))
+    Ok(json!({"lockfile": yaml, "lock": to_json(&lock)?}))
 }
 
 // ---------------------------------------------------------------------------
@@ -589,7 +466,7 @@ pub async fn resolve(state: &AppState, task: &ResolveTask) -> Result<Value, Task
 /// `mcp:<server>` for each MCP server and `protocol:<name>` for each
 /// protocol, sorted and without repeats.
 pub fn agent_supports(spec: &Value) -> Vec<String> {
-    let mut supports = std::collections::BTreeSet::new();
+    let mut supports = BTreeSet::new();
     let names_in_list = |key: &str| {
         spec.get(key)
             .and_then(Value::as_array)
@@ -697,8 +574,8 @@ mod tests {
             "d",
         )
         .unwrap();
-        assert_eq!(list, by_map);
-        assert_eq!(list.request.requirements.len(), 2);
+        assert_eq!(list.input.tools, by_map.input.tools);
+        assert_eq!(list.input.tools.len(), 2);
 
         let lock = "version: \"1\"\nresolved_at: \"2025-01-29T10:30:00Z\"\ntools:\n  web_search:\n    version: 1.2.0\n    hash: sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n";
         let pinned = ResolveTask::parse(
@@ -706,8 +583,8 @@ mod tests {
             "d",
         )
         .unwrap();
-        assert_eq!(pinned.request.pins.len(), 1);
-        assert_eq!(pinned.models.len(), 1);
+        assert_eq!(pinned.input.lock.unwrap().tool_pins().len(), 1);
+        assert_eq!(pinned.input.models, ["gpt-4o"]);
 
         let err = ResolveTask::parse(&map(json!({"tools": {"x": "not a req"}})), "d").unwrap_err();
         assert_eq!(err.field(), Some("d.tools.x"));

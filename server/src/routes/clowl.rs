@@ -22,7 +22,8 @@
 //!   first; this endpoint never needs it.
 //! - Errors: malformed message E001, unsupported version E014 (both from the
 //!   core's parser), unknown task E005, bad `body.d` E008, rate-limited E004
-//!   (`retry: true`), unexpected failure E009. A package, version, tool or
+//!   (`retry: true`), resolution past its deadline E006, unexpected failure
+//!   E009. A package, version, tool or
 //!   model that does not exist is E008 too: it is a fact about `body.d` the
 //!   sender can fix, like any other invalid task data, and `DONE` always
 //!   carries a record.
@@ -152,6 +153,7 @@ impl From<&TaskError> for ClowlError {
     fn from(e: &TaskError) -> Self {
         let code = match e {
             TaskError::Internal(_) => ErrorCode::E009,
+            TaskError::TimedOut(_) => ErrorCode::E006,
             TaskError::Missing { .. }
             | TaskError::Invalid { .. }
             | TaskError::NotFound(_)
@@ -239,15 +241,15 @@ async fn run_task(state: &AppState, request: &Message) -> Result<Message, ClowlE
             "tasks": TASKS,
         })),
         "search" => match SearchTask::parse(d, "body.d") {
-            Ok(t) => agent_tasks::search(state, &t).await,
+            Ok(t) => agent_tasks::search(state, &t, "body.d").await,
             Err(e) => Err(e),
         },
         "read" => match ReadTask::parse(d, "body.d") {
-            Ok(t) => agent_tasks::read(state, &t).await,
+            Ok(t) => agent_tasks::read(state, &t, "body.d").await,
             Err(e) => Err(e),
         },
         "resolve" => match ResolveTask::parse(d, "body.d") {
-            Ok(t) => agent_tasks::resolve(state, &t).await,
+            Ok(t) => agent_tasks::resolve(state, &t, "body.d").await,
             Err(e) => Err(e),
         },
         other => {

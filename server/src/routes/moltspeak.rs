@@ -185,6 +185,7 @@ impl From<&TaskError> for Refusal {
             TaskError::NotFound(_) => (ErrorCode::InvalidParam, None),
             TaskError::Unresolvable(_) => (ErrorCode::TaskFailed, None),
             TaskError::Internal(_) => (ErrorCode::Internal, None),
+            TaskError::TimedOut(_) => (ErrorCode::Timeout, None),
         };
         let message = match e {
             TaskError::Missing { .. } => "required field is missing".to_owned(),
@@ -497,9 +498,13 @@ async fn query(state: &AppState, p: &Map<String, Value>) -> Result<Value, TaskEr
         }
     };
     match intent {
-        "search" => agent_tasks::search(state, &SearchTask::parse(params, "p.params")?).await,
-        "info" => agent_tasks::read(state, &ReadTask::parse(params, "p.params")?).await,
-        "resolve" => agent_tasks::resolve(state, &ResolveTask::parse(params, "p.params")?).await,
+        "search" => {
+            agent_tasks::search(state, &SearchTask::parse(params, "p.params")?, "p.params").await
+        }
+        "info" => agent_tasks::read(state, &ReadTask::parse(params, "p.params")?, "p.params").await,
+        "resolve" => {
+            agent_tasks::resolve(state, &ResolveTask::parse(params, "p.params")?, "p.params").await
+        }
         other => Err(TaskError::Invalid {
             field: "p.intent".into(),
             message: format!(
