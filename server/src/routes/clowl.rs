@@ -23,10 +23,9 @@
 //! - Errors: malformed message E001, unsupported version E014 (both from the
 //!   core's parser), unknown task E005, bad `body.d` E008, rate-limited E004
 //!   (`retry: true`), resolution past its deadline E006, unexpected failure
-//!   E009. A package, version, tool or
-//!   model that does not exist is E008 too: it is a fact about `body.d` the
-//!   sender can fix, like any other invalid task data, and `DONE` always
-//!   carries a record.
+//!   E009. A package, version, tool or model that does not exist is E008
+//!   too: it is a fact about `body.d` the sender can fix, like any other
+//!   invalid task data, and `DONE` always carries a record.
 //! - HTTP status: 200 for every CLowl answer, ERR included, since the
 //!   protocol carries the error; 413 only for a body over 1 MiB (the core's
 //!   message limit), as a problem document, because no CLowl message can be
