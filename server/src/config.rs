@@ -126,6 +126,9 @@ pub struct RateLimitSettings {
     pub credentials_per_minute: NonZeroU32,
     /// Unauthenticated reads under `/api` per client address.
     pub anonymous_reads_per_minute: NonZeroU32,
+    /// Agent-protocol messages (`POST /clowl`, each MoltSpeak message, each
+    /// item of a batch) per client address.
+    pub agent_messages_per_minute: NonZeroU32,
 }
 
 impl Default for RateLimitSettings {
@@ -135,6 +138,49 @@ impl Default for RateLimitSettings {
             publish_per_minute: NonZeroU32::new(60).expect("non-zero"),
             credentials_per_minute: NonZeroU32::new(30).expect("non-zero"),
             anonymous_reads_per_minute: NonZeroU32::new(1200).expect("non-zero"),
+            agent_messages_per_minute: NonZeroU32::new(600).expect("non-zero"),
+        }
+    }
+}
+
+/// The registry's own agent identity for CLowl and MoltSpeak: its agent id,
+/// organization and Ed25519 signing key. Every replica must present the same
+/// identity, so the key can be given (inline PEM or a file) instead of being
+/// generated into the data folder.
+#[derive(Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IdentitySettings {
+    /// `from.agent` / `from` of every protocol answer.
+    pub agent_id: String,
+    /// `from.org` of MoltSpeak answers.
+    pub org: String,
+    /// A PKCS#8 PEM Ed25519 private key (`BEGIN PRIVATE KEY`).
+    pub key_pem: Option<String>,
+    /// A file holding such a key. Without `key_pem` or `key_file`, the key
+    /// is `<data_dir>/moltspeak-identity.pem`, generated on first start
+    /// (mode 0600).
+    pub key_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for IdentitySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The private key never reaches a log line.
+        f.debug_struct("IdentitySettings")
+            .field("agent_id", &self.agent_id)
+            .field("org", &self.org)
+            .field("key_pem", &self.key_pem.as_ref().map(|_| "<redacted>"))
+            .field("key_file", &self.key_file)
+            .finish()
+    }
+}
+
+impl Default for IdentitySettings {
+    fn default() -> Self {
+        Self {
+            agent_id: "agentlang-registry".to_owned(),
+            org: "agentlang".to_owned(),
+            key_pem: None,
+            key_file: None,
         }
     }
 }
@@ -167,6 +213,8 @@ pub struct Config {
     pub admin: Option<String>,
     /// HTTP worker threads; `None` means one per core.
     pub workers: Option<usize>,
+    /// The registry's agent identity (CLowl, MoltSpeak).
+    pub identity: IdentitySettings,
     /// How often each replica sweeps unreferenced blobs; zero turns the
     /// periodic sweep off. Sweeps are idempotent, so replicas may overlap.
     pub sweep_interval: Duration,
@@ -192,6 +240,7 @@ impl Default for Config {
             jwt_secret: None,
             admin: None,
             workers: None,
+            identity: IdentitySettings::default(),
             sweep_interval: Duration::from_secs(3600),
             sweep_grace: Duration::from_secs(3600),
             resolve_timeout: Duration::from_secs(5),
@@ -215,6 +264,7 @@ struct FileConfig {
     jwt_secret: Option<String>,
     admin: Option<String>,
     workers: Option<usize>,
+    identity: Option<IdentitySettings>,
     sweep_interval_secs: Option<u64>,
     sweep_grace_secs: Option<u64>,
     resolve_timeout_ms: Option<u64>,
@@ -289,6 +339,9 @@ impl Config {
         if file.workers.is_some() {
             self.workers = file.workers;
         }
+        if let Some(v) = file.identity {
+            self.identity = v;
+        }
         if let Some(v) = file.sweep_interval_secs {
             self.sweep_interval = Duration::from_secs(v);
         }
@@ -361,6 +414,18 @@ impl Config {
                 .filter(|n| *n > 0)
                 .ok_or_else(|| invalid("WORKERS", format!("{v:?} is not a positive count")))?;
             self.workers = Some(n);
+        }
+        if let Some(v) = var("AGENT_ID") {
+            self.identity.agent_id = v;
+        }
+        if let Some(v) = var("AGENT_ORG") {
+            self.identity.org = v;
+        }
+        if let Some(v) = var("IDENTITY_KEY") {
+            self.identity.key_pem = Some(v);
+        }
+        if let Some(v) = var("IDENTITY_KEY_FILE") {
+            self.identity.key_file = Some(PathBuf::from(v));
         }
         let number = |name: &str| -> Result<Option<u64>, ConfigError> {
             var(name)

@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod identity;
 pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;

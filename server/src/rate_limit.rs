@@ -34,6 +34,8 @@ pub enum Bucket {
     Credentials,
     /// Unauthenticated `GET`s under `/api`: keyed by address.
     AnonymousRead,
+    /// CLowl and MoltSpeak messages: keyed by address.
+    AgentMessage,
 }
 
 #[derive(Debug)]
@@ -42,6 +44,7 @@ pub struct RateLimits {
     publish: DefaultKeyedRateLimiter<String>,
     credentials: DefaultKeyedRateLimiter<String>,
     anonymous_reads: DefaultKeyedRateLimiter<String>,
+    agent_messages: DefaultKeyedRateLimiter<String>,
 }
 
 impl RateLimits {
@@ -53,6 +56,7 @@ impl RateLimits {
             publish: limiter(settings.publish_per_minute),
             credentials: limiter(settings.credentials_per_minute),
             anonymous_reads: limiter(settings.anonymous_reads_per_minute),
+            agent_messages: limiter(settings.agent_messages_per_minute),
         }
     }
 
@@ -65,6 +69,7 @@ impl RateLimits {
             Bucket::Publish => &self.publish,
             Bucket::Credentials => &self.credentials,
             Bucket::AnonymousRead => &self.anonymous_reads,
+            Bucket::AgentMessage => &self.agent_messages,
         };
         let key = key.to_owned();
         let outcome = limiter.check_key(&key);

@@ -18,6 +18,7 @@ use crate::{
     config::Config,
     db::Db,
     error,
+    identity::RegistryIdentity,
     metrics::{self, Metrics},
     openapi::ApiDoc,
     rate_limit::{self, RateLimits},
@@ -82,6 +83,9 @@ impl Application {
             .self_test()
             .context("the token signer failed its self-test")?;
 
+        let identity = RegistryIdentity::load(&config.identity, &config.data_dir)
+            .context("cannot load the registry's agent identity")?;
+
         let state = web::Data::new(AppState {
             rate_limits: RateLimits::new(&config.rate_limits),
             metrics: Metrics::new()?,
@@ -90,6 +94,7 @@ impl Application {
             blobs,
             tokens,
             public_url,
+            identity: Arc::new(identity),
             index_cache: IndexCache::new(),
         });
         let workers = state.config.workers;

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use crate::{
-    auth::TokenKeys, blobs::Blobs, config::Config, db::Db, metrics::Metrics,
-    rate_limit::RateLimits, service::resolve::IndexCache,
+    auth::TokenKeys, blobs::Blobs, config::Config, db::Db, identity::RegistryIdentity,
+    metrics::Metrics, rate_limit::RateLimits, service::resolve::IndexCache,
 };
 
 #[derive(Debug)]
@@ -18,6 +18,9 @@ pub struct AppState {
     pub metrics: Metrics,
     /// The registry's public URL without a trailing slash (the JWT issuer).
     pub public_url: String,
+    /// Who the registry is in CLowl and MoltSpeak; shared by all replicas
+    /// through configuration.
+    pub identity: Arc<RegistryIdentity>,
     /// Index entries for resolution, checked against the database's
     /// generation on every use.
     pub index_cache: IndexCache,

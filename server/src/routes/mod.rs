@@ -3,10 +3,13 @@
 //! `.service()` so the OpenAPI document sees them all.
 
 pub mod accounts;
+pub mod agent_tasks;
+pub mod clowl;
 pub mod health;
 pub mod index;
 pub mod keys;
 pub mod models;
+pub mod moltspeak;
 pub mod owners;
 pub mod packages;
 pub mod publish;
@@ -32,6 +35,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(health::get_healthz)
         .service(health::get_readyz)
         .service(crate::metrics::get_metrics)
+        .service(clowl::post_clowl)
+        .service(clowl::get_agent_caps)
+        .service(moltspeak::post_message)
+        .service(moltspeak::post_batch)
+        .service(moltspeak::get_well_known)
         .service(keys::create_key)
         .service(keys::list_keys)
         .service(keys::get_key)

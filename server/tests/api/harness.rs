@@ -151,6 +151,7 @@ pub fn test_config(data_dir: PathBuf) -> Config {
             publish_per_minute: NonZeroU32::new(10_000).unwrap(),
             credentials_per_minute: NonZeroU32::new(10_000).unwrap(),
             anonymous_reads_per_minute: NonZeroU32::new(10_000).unwrap(),
+            agent_messages_per_minute: NonZeroU32::new(10_000).unwrap(),
         },
         registration: RegistrationMode::Open,
         ..Config::default()

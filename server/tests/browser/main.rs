@@ -111,6 +111,7 @@ async fn spawn_registry() -> Registry {
             publish_per_minute: limit,
             credentials_per_minute: limit,
             anonymous_reads_per_minute: limit,
+            agent_messages_per_minute: limit,
         },
         registration: RegistrationMode::Open,
         ..Config::default()
