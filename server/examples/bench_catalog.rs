@@ -55,6 +55,7 @@ async fn main() -> anyhow::Result<()> {
             publish_per_minute: limit,
             credentials_per_minute: limit,
             anonymous_reads_per_minute: limit,
+            agent_messages_per_minute: limit,
         },
         registration: RegistrationMode::Open,
         ..Config::default()

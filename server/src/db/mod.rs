@@ -8,8 +8,8 @@
 //! timestamps are integer Unix seconds in both.
 
 pub mod accounts;
-pub mod index;
 pub mod catalog;
+pub mod index;
 pub mod keys;
 pub mod models;
 pub mod packages;
