@@ -17,6 +17,7 @@ backend_tests!(
     sign_in_tokens_and_sign_out_with_csrf,
     owners_yank_from_the_version_page,
     static_assets_revalidate_with_etags,
+    session_cookies_are_secure_behind_https,
 );
 
 fn no_redirects() -> reqwest::Client {
@@ -491,4 +492,40 @@ async fn static_assets_revalidate_with_etags(backend: Backend) {
     let res = app.get("/static/copy.js").await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_ne!(res.headers()[header::ETAG].to_str().unwrap(), etag);
+}
+
+async fn session_cookies_are_secure_behind_https(backend: Backend) {
+    let Some(app) = spawn_with(backend, |config| {
+        config.public_url = Some("https://registry.example".into());
+    })
+    .await
+    else {
+        return;
+    };
+    app.create_account("alice", seed::PASSWORD).await;
+    let client = no_redirects();
+    let res = client
+        .get(format!("{}/login", app.url))
+        .send()
+        .await
+        .unwrap();
+    let form_cookie = set_cookie(&res, "agentlang_login_csrf").unwrap();
+    assert!(form_cookie.contains("Secure"), "{form_cookie}");
+    assert!(form_cookie.contains("SameSite=Strict"), "{form_cookie}");
+    let token = csrf_field(&res.text().await.unwrap());
+    let res = client
+        .post(format!("{}/login", app.url))
+        .header(header::COOKIE, cookie_pair(&form_cookie))
+        .form(&[
+            ("username", "alice"),
+            ("password", seed::PASSWORD),
+            ("csrf_token", &token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let session = set_cookie(&res, "agentlang_session").unwrap();
+    assert!(session.contains("Secure"), "{session}");
+    assert!(session.contains("HttpOnly"), "{session}");
 }
