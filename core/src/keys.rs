@@ -23,16 +23,27 @@ pub fn check_keys(map: &Mapping, known: &[&str], path: &str, diags: &mut Diagnos
     }
 }
 
+/// Similarity above which an unknown word is assumed to be a typo of a known
+/// one. Jaro-Winkler favours shared prefixes, which is how keys get mistyped.
+const SUGGEST_THRESHOLD: f64 = 0.8;
+
+/// The known word closest to `word`, if it is close enough to be a typo. On
+/// a tie the later word in `known` wins. Every "did you mean" (keys,
+/// capability names) goes through here so they agree on what is close.
+pub fn suggest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
+    known
+        .iter()
+        .map(|k| (*k, strsim::jaro_winkler(word, k)))
+        .filter(|(_, score)| *score >= SUGGEST_THRESHOLD)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| k)
+}
+
 /// "unknown key; did you mean `sections`?" when a known key is close enough
 /// to be a typo, else the list of known keys.
 pub fn unknown_key_message(key: &str, known: &[&str]) -> String {
-    let nearest = known
-        .iter()
-        .map(|k| (strsim::jaro_winkler(key, k), *k))
-        .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    match nearest {
-        Some((_, k)) => format!("unknown key; did you mean `{k}`?"),
+    match suggest(key, known) {
+        Some(k) => format!("unknown key; did you mean `{k}`?"),
         None => format!(
             "unknown key; expected one of {} (or an `x-` extension key)",
             known
@@ -68,6 +79,15 @@ mod tests {
             unknown_key_message("sectons", &["version", "role", "sections"]),
             "unknown key; did you mean `sections`?"
         );
+    }
+
+    #[test]
+    fn suggest_picks_the_closest_word_above_the_threshold() {
+        let known = ["network", "websocket", "screen_capture"];
+        assert_eq!(suggest("netwrok", &known), Some("network"));
+        assert_eq!(suggest("screen_captur", &known), Some("screen_capture"));
+        assert_eq!(suggest("telepathy", &known), None);
+        assert_eq!(suggest("network", &[]), None);
     }
 
     #[test]

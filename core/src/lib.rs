@@ -5,6 +5,7 @@
 //! CLI are thin shells around it.
 
 pub mod agent;
+pub mod capability;
 pub mod container;
 pub mod crypt;
 pub mod diagnostics;

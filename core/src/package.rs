@@ -17,10 +17,10 @@ use serde::Serialize;
 use crate::agent::{AgentSpec, DELEGATE_TOOL, Discovery, ToolConfig, parse_agent, parse_subagent};
 use crate::diagnostics::{Diagnostics, index, join};
 use crate::names::PackageName;
+use crate::prompt::parse_prompt;
 use crate::skill::{SKILL_FILE, Skill, parse_skill};
 use crate::tree::{MemberPath, SourceTree};
 use crate::ux::{UxHints, parse_ux};
-use crate::yaml::{YamlLimits, parse_value};
 
 pub const AGENT_FILE: &str = "agent.yaml";
 pub const PROMPT_FILE: &str = "prompt.yaml";
@@ -83,17 +83,6 @@ fn discovered_subagents(tree: &SourceTree) -> impl Iterator<Item = &MemberPath> 
     })
 }
 
-// prompt.yaml validation: the lead replaces this body with
-// `crate::prompt::parse_prompt(bytes).err().unwrap_or_default()` when merging
-// the PromptLang work.
-fn validate_prompt(bytes: &[u8]) -> Diagnostics {
-    let mut diags = Diagnostics::new();
-    if let Err(e) = parse_value(bytes, &YamlLimits::default()) {
-        diags.push("", e.to_string());
-    }
-    diags
-}
-
 /// Validates an agent directory as a whole.
 pub fn validate_agent_tree(tree: &SourceTree) -> Result<AgentPackage, Diagnostics> {
     let mut diags = Diagnostics::new();
@@ -111,7 +100,13 @@ pub fn validate_agent_tree(tree: &SourceTree) -> Result<AgentPackage, Diagnostic
     };
 
     match tree.get(PROMPT_FILE) {
-        Some(bytes) => diags.extend(validate_prompt(bytes).in_file(PROMPT_FILE)),
+        // PromptLang rules, not just well-formed YAML: a prompt that would
+        // not compile is refused before it is built or published.
+        Some(bytes) => {
+            if let Err(d) = parse_prompt(bytes) {
+                diags.extend(d.in_file(PROMPT_FILE));
+            }
+        }
         // A built container carries the prompt encrypted; the registry
         // cannot read it, only check it is there.
         None if tree.contains(ENCRYPTED_PROMPT_FILE) => {}

@@ -213,14 +213,8 @@ pub fn parse_prompt(bytes: &[u8]) -> Result<Prompt, Diagnostics> {
 
 /// Parses and validates prompt.yaml, reporting every problem with its path.
 pub fn parse_prompt_with(bytes: &[u8], limits: &YamlLimits) -> Result<Prompt, Diagnostics> {
+    let value = parse_value(bytes, limits)?;
     let mut diags = Diagnostics::new();
-    let value = match parse_value(bytes, limits) {
-        Ok(v) => v,
-        Err(e) => {
-            diags.push("", e.to_string());
-            return Err(diags);
-        }
-    };
     let Value::Mapping(top) = &value else {
         diags.push(
             "",

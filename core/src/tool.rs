@@ -10,9 +10,12 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value as Json;
 use yaml_serde::{Mapping, Value};
 
+// Re-exported so tool call sites keep one import path; the table itself is
+// shared with agent.yaml and the catalog.
+pub use crate::capability::Capability;
 use crate::{
     diagnostics::{Diagnostics, index, join},
-    keys::{EXTENSION_PREFIX, check_keys, kind_of},
+    keys::{EXTENSION_PREFIX, check_keys, kind_of, suggest},
     names::{PackageName, Version},
     tree::MemberPath,
     yaml::{YamlLimits, parse_value},
@@ -34,8 +37,6 @@ const TOP_KEYS: &[&str] = &[
 pub enum ToolError {
     #[error("unknown tool kind {0:?}; expected builtin, mcp, http or bash")]
     UnknownKind(String),
-    #[error("unknown capability {0:?}")]
-    UnknownCapability(String),
 }
 
 /// How a runtime provides the tool.
@@ -79,90 +80,6 @@ impl FromStr for ToolKind {
             .into_iter()
             .find(|k| k.as_str() == s)
             .ok_or_else(|| ToolError::UnknownKind(s.to_owned()))
-    }
-}
-
-/// A capability from the spec's table of categories. Hosts decide what to
-/// grant; a tool lists what it cannot work without.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Capability {
-    Network,
-    Websocket,
-    P2p,
-    Storage,
-    Filesystem,
-    Keychain,
-    Microphone,
-    Camera,
-    ScreenCapture,
-    Location,
-    Background,
-    Notifications,
-    Clipboard,
-    Shell,
-    Oauth,
-    Wallet,
-    Signing,
-}
-
-impl Capability {
-    pub const ALL: [Capability; 17] = [
-        Capability::Network,
-        Capability::Websocket,
-        Capability::P2p,
-        Capability::Storage,
-        Capability::Filesystem,
-        Capability::Keychain,
-        Capability::Microphone,
-        Capability::Camera,
-        Capability::ScreenCapture,
-        Capability::Location,
-        Capability::Background,
-        Capability::Notifications,
-        Capability::Clipboard,
-        Capability::Shell,
-        Capability::Oauth,
-        Capability::Wallet,
-        Capability::Signing,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Capability::Network => "network",
-            Capability::Websocket => "websocket",
-            Capability::P2p => "p2p",
-            Capability::Storage => "storage",
-            Capability::Filesystem => "filesystem",
-            Capability::Keychain => "keychain",
-            Capability::Microphone => "microphone",
-            Capability::Camera => "camera",
-            Capability::ScreenCapture => "screen_capture",
-            Capability::Location => "location",
-            Capability::Background => "background",
-            Capability::Notifications => "notifications",
-            Capability::Clipboard => "clipboard",
-            Capability::Shell => "shell",
-            Capability::Oauth => "oauth",
-            Capability::Wallet => "wallet",
-            Capability::Signing => "signing",
-        }
-    }
-}
-
-impl fmt::Display for Capability {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Capability {
-    type Err = ToolError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|c| c.as_str() == s)
-            .ok_or_else(|| ToolError::UnknownCapability(s.to_owned()))
     }
 }
 
@@ -242,14 +159,7 @@ pub fn parse_tool(bytes: &[u8]) -> Result<ToolSpec, Diagnostics> {
 
 /// Parses and validates tool.yaml, reporting every problem with its path.
 pub fn parse_tool_with(bytes: &[u8], limits: &YamlLimits) -> Result<ToolSpec, Diagnostics> {
-    match parse_value(bytes, limits) {
-        Ok(value) => validate(&value),
-        Err(e) => {
-            let mut diags = Diagnostics::new();
-            diags.push("", e.to_string());
-            Err(diags)
-        }
-    }
+    validate(&parse_value(bytes, limits)?)
 }
 
 fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
@@ -498,7 +408,6 @@ fn dependencies(
 
 fn permissions(items: &[Value], diags: &mut Diagnostics) -> Vec<Capability> {
     let mut capabilities: Vec<Capability> = Vec::new();
-    let names: Vec<&str> = Capability::ALL.iter().map(|c| c.as_str()).collect();
     for (i, item) in items.iter().enumerate() {
         let path = index("permissions", i);
         let Value::String(s) = item else {
@@ -513,15 +422,13 @@ fn permissions(items: &[Value], diags: &mut Diagnostics) -> Vec<Capability> {
                 diags.push(&path, format!("`{c}` is listed twice"))
             }
             Ok(c) => capabilities.push(c),
-            Err(e) => {
-                let hint = names
-                    .iter()
-                    .map(|n| (strsim::jaro_winkler(s, n), *n))
-                    .filter(|(score, _)| *score >= 0.8)
-                    .max_by(|a, b| a.0.total_cmp(&b.0))
-                    .map(|(_, n)| format!("; did you mean `{n}`?"))
-                    .unwrap_or_else(|| format!("; expected one of {}", names.join(", ")));
-                diags.push(&path, format!("{e}{hint}"));
+            Err(_) => {
+                let hint = suggest(s, Capability::NAMES)
+                    .map(|n| format!("; did you mean `{n}`?"))
+                    .unwrap_or_else(|| {
+                        format!("; expected one of {}", Capability::NAMES.join(", "))
+                    });
+                diags.push(&path, format!("unknown capability {s:?}{hint}"));
             }
         }
     }

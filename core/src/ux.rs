@@ -77,14 +77,7 @@ fn tool_hints(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, ToolHin
 }
 
 pub fn parse_ux(bytes: &[u8]) -> Result<UxHints, Diagnostics> {
-    let doc = match parse_value(bytes, &YamlLimits::default()) {
-        Ok(doc) => doc,
-        Err(e) => {
-            let mut diags = Diagnostics::new();
-            diags.push("", e.to_string());
-            return Err(diags);
-        }
-    };
+    let doc = parse_value(bytes, &YamlLimits::default())?;
     let mut r = Reader::new();
     let Some(f) = r.fields(
         &doc,

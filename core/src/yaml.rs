@@ -18,6 +18,8 @@ use std::collections::HashMap;
 use saphyr_parser::{Event, Parser, ScanError};
 use serde::de::DeserializeOwned;
 
+use crate::diagnostics::Diagnostics;
+
 /// Bounds on one YAML document. The defaults fit every real agent.yaml with
 /// a wide margin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +62,16 @@ pub enum YamlError {
     MultipleDocuments { line: usize },
     #[error("{0}")]
     Syntax(String),
+}
+
+/// A YAML error as the one problem of a document, at its root: how every
+/// format reader reports input it could not even parse (`parse_value(..)?`).
+impl From<YamlError> for Diagnostics {
+    fn from(error: YamlError) -> Self {
+        let mut diags = Diagnostics::new();
+        diags.push("", error.to_string());
+        diags
+    }
 }
 
 /// Checks the limits, then parses into a generic value tree.
@@ -225,4 +237,23 @@ fn scan_error(e: &ScanError, limits: &YamlLimits) -> YamlError {
         mark.line(),
         mark.col() + 1
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_yaml_error_becomes_one_diagnostic_at_the_root() {
+        let limits = YamlLimits {
+            max_bytes: 4,
+            ..YamlLimits::default()
+        };
+        let diags: Diagnostics = parse_value(b"a: 12345", &limits).unwrap_err().into();
+        let rendered: Vec<String> = diags
+            .iter()
+            .map(|d| format!("{}|{}", d.path, d.message))
+            .collect();
+        assert_eq!(rendered, ["|document is 8 bytes; the limit is 4"]);
+    }
 }

@@ -656,13 +656,55 @@ const CASES: &[Case] = &[
         "tools.gmail_list_messages.labels.runnin",
         "did you mean \"running\"",
     ),
-    // prompt.yaml: bounded YAML until PromptLang validation is wired in
+    // prompt.yaml: malformed YAML, then each PromptLang rule.
     case(
         "prompt.yaml",
         "version: 2\n",
         "version: [2\n",
         "",
-        "did not find expected",
+        "at line 2 column 5",
+    ),
+    case(
+        "prompt.yaml",
+        "version: 2\n",
+        "version: 1\n",
+        "version",
+        "must be the number 2, found 1",
+    ),
+    case(
+        "prompt.yaml",
+        "role: user",
+        "role: narrator",
+        "role",
+        "unknown role \"narrator\"",
+    ),
+    case(
+        "prompt.yaml",
+        "sections:",
+        "sectons:",
+        "sectons",
+        "did you mean `sections`?",
+    ),
+    case(
+        "prompt.yaml",
+        "  - name: who_you_are",
+        "  - name: mindset",
+        "sections[1].name",
+        "duplicate section name \"mindset\" (first used at sections[0].name)",
+    ),
+    case(
+        "prompt.yaml",
+        "  - name: workflow\n    content:",
+        "  - name: workflow\n    contnt:",
+        "sections[3].contnt",
+        "did you mean `content`?",
+    ),
+    case(
+        "prompt.yaml",
+        "  - name: your_tools",
+        "  - name: xml_tools",
+        "sections[2].name",
+        "must not start with `xml`",
     ),
 ];
 
@@ -822,6 +864,37 @@ fn missing_files_are_reported() {
         text.contains("prompt.yaml: the package has no prompt.yaml"),
         "{text}"
     );
+}
+
+#[test]
+fn a_broken_prompt_is_reported_in_prompt_yaml_at_every_path() {
+    let mut tree = load_fixture(RA);
+    tree.insert(
+        agentlang_core::MemberPath::new("prompt.yaml").unwrap(),
+        include_bytes!("fixtures/prompts/broken.prompt.yaml").to_vec(),
+    );
+    let diags = validate_agent_tree(&tree).unwrap_err();
+    // The rest of the package is intact, so every problem is the prompt's.
+    let found: Vec<(Option<&str>, &str)> = diags
+        .iter()
+        .map(|d| (d.file.as_deref(), d.path.as_str()))
+        .collect();
+    let want: Vec<(Option<&str>, &str)> = [
+        "sectons",
+        "version",
+        "role",
+        "sections[1].name",
+        "sections[1].content",
+        "sections[2].name",
+        "sections[3].name",
+        "sections[4].contnt",
+        "sections[4].content",
+        "sections[5]",
+    ]
+    .into_iter()
+    .map(|path| (Some("prompt.yaml"), path))
+    .collect();
+    assert_eq!(found, want, "{}", messages(&diags));
 }
 
 #[test]

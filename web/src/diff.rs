@@ -5,7 +5,7 @@ use agentlang_core::{PackageName, Version};
 
 use crate::{
     model::{AgentVersionView, KeyValue, ModelView, PermissionView, ToolPin},
-    risk::{CapabilityCategory, RiskLevel},
+    risk::{CategoryView, RiskLevel},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl ToolChange {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PermissionChange {
     pub capability: String,
-    pub category: CapabilityCategory,
+    pub category: CategoryView,
     pub risk: RiskLevel,
     pub kind: ChangeKind,
     pub from: Option<String>,

@@ -9,7 +9,7 @@ use agentlang_core::{Kind, PackageName, Version};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339, macros::format_description};
 
-use crate::risk::{CapabilityCategory, RiskLevel};
+use crate::risk::{CategoryView, RiskLevel};
 
 /// Characters left alone in a URL path segment: unreserved ones (RFC 3986).
 const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -266,8 +266,8 @@ pub struct PermissionView {
 }
 
 impl PermissionView {
-    pub fn category(&self) -> CapabilityCategory {
-        CapabilityCategory::of(&self.capability)
+    pub fn category(&self) -> CategoryView {
+        CategoryView::of(&self.capability)
     }
 
     pub fn risk(&self) -> RiskLevel {

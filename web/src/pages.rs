@@ -22,7 +22,8 @@ use crate::{
     highlight::highlight_terms,
     markdown::render_markdown,
     model::*,
-    risk::RiskLevel,
+    // The templates call `label()` and `css_class()` on risk levels.
+    risk::{RiskBadge, RiskLevel},
     schema::{SchemaRow, schema_rows},
 };
 

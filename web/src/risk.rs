@@ -1,30 +1,27 @@
-//! The spec's capability categories and their risk levels (agentlang spec,
-//! "Capability Categories"), as the catalog shows them.
+//! How the catalog shows the spec's capability table. The table itself
+//! (names, categories, risk levels) lives in [`agentlang_core::capability`];
+//! this module adds only presentation: labels, CSS classes, and a
+//! conservative reading of names the table lacks.
 
 use std::fmt;
 
-/// Risk level of a capability category, ordered from least to most risky.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RiskLevel {
-    Low,
-    Medium,
-    High,
-    Critical,
-}
+pub use agentlang_core::capability::{Capability, CapabilityCategory, RiskLevel};
 
-impl RiskLevel {
-    pub fn label(self) -> &'static str {
-        match self {
-            RiskLevel::Low => "Low",
-            RiskLevel::Medium => "Medium",
-            RiskLevel::High => "High",
-            RiskLevel::Critical => "Critical",
-        }
-    }
-
+/// How a risk level is drawn. A trait because [`RiskLevel`] is core's type;
+/// the templates call `risk.label()` and `risk.css_class()`.
+pub trait RiskBadge {
+    fn label(self) -> &'static str;
     /// CSS class giving the badge its colour; the label text is always shown
     /// beside it, so colour is never the only signal.
-    pub fn css_class(self) -> &'static str {
+    fn css_class(self) -> &'static str;
+}
+
+impl RiskBadge for RiskLevel {
+    fn label(self) -> &'static str {
+        self.as_str()
+    }
+
+    fn css_class(self) -> &'static str {
         match self {
             RiskLevel::Low => "risk risk-low",
             RiskLevel::Medium => "risk risk-medium",
@@ -34,61 +31,41 @@ impl RiskLevel {
     }
 }
 
-impl fmt::Display for RiskLevel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.label())
-    }
-}
-
-/// A capability category of the spec, plus `Unlisted` for capability names
-/// the spec's table does not mention.
+/// A capability's category as the catalog shows it: the spec's category, or
+/// `Unlisted` for a name the spec's table does not mention (view models carry
+/// names as stored, which a page must still render).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CapabilityCategory {
-    Network,
-    Storage,
-    Sensors,
-    System,
-    Identity,
+pub enum CategoryView {
+    Listed(CapabilityCategory),
     Unlisted,
 }
 
-impl CapabilityCategory {
+impl CategoryView {
     /// The category of a capability name as written in `permissions`.
     pub fn of(capability: &str) -> Self {
-        match capability {
-            "network" | "websocket" | "p2p" => Self::Network,
-            "storage" | "filesystem" | "keychain" => Self::Storage,
-            "microphone" | "camera" | "screen_capture" | "location" => Self::Sensors,
-            "background" | "notifications" | "clipboard" | "shell" => Self::System,
-            "oauth" | "wallet" | "signing" => Self::Identity,
-            _ => Self::Unlisted,
-        }
+        capability
+            .parse::<Capability>()
+            .map_or(Self::Unlisted, |c| Self::Listed(c.category()))
     }
 
     /// The spec's risk level. An unlisted capability is rated High: nothing
     /// says it is safe, and a reader should look at it before installing.
     pub fn risk(self) -> RiskLevel {
         match self {
-            Self::Network => RiskLevel::Low,
-            Self::Storage => RiskLevel::Medium,
-            Self::Sensors | Self::System | Self::Unlisted => RiskLevel::High,
-            Self::Identity => RiskLevel::Critical,
+            Self::Listed(category) => category.risk(),
+            Self::Unlisted => RiskLevel::High,
         }
     }
 
     pub fn label(self) -> &'static str {
         match self {
-            Self::Network => "Network",
-            Self::Storage => "Storage",
-            Self::Sensors => "Sensors",
-            Self::System => "System",
-            Self::Identity => "Identity",
+            Self::Listed(category) => category.as_str(),
             Self::Unlisted => "Unlisted",
         }
     }
 }
 
-impl fmt::Display for CapabilityCategory {
+impl fmt::Display for CategoryView {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
     }
@@ -99,53 +76,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_capability_in_the_spec_table_has_its_risk() {
-        let table: &[(&str, CapabilityCategory, RiskLevel)] = &[
-            ("network", CapabilityCategory::Network, RiskLevel::Low),
-            ("websocket", CapabilityCategory::Network, RiskLevel::Low),
-            ("p2p", CapabilityCategory::Network, RiskLevel::Low),
-            ("storage", CapabilityCategory::Storage, RiskLevel::Medium),
-            ("filesystem", CapabilityCategory::Storage, RiskLevel::Medium),
-            ("keychain", CapabilityCategory::Storage, RiskLevel::Medium),
-            ("microphone", CapabilityCategory::Sensors, RiskLevel::High),
-            ("camera", CapabilityCategory::Sensors, RiskLevel::High),
-            (
-                "screen_capture",
-                CapabilityCategory::Sensors,
-                RiskLevel::High,
-            ),
-            ("location", CapabilityCategory::Sensors, RiskLevel::High),
-            ("background", CapabilityCategory::System, RiskLevel::High),
-            ("notifications", CapabilityCategory::System, RiskLevel::High),
-            ("clipboard", CapabilityCategory::System, RiskLevel::High),
-            ("shell", CapabilityCategory::System, RiskLevel::High),
-            ("oauth", CapabilityCategory::Identity, RiskLevel::Critical),
-            ("wallet", CapabilityCategory::Identity, RiskLevel::Critical),
-            ("signing", CapabilityCategory::Identity, RiskLevel::Critical),
-        ];
-        for (capability, category, risk) in table {
-            assert_eq!(
-                CapabilityCategory::of(capability),
-                *category,
-                "{capability}"
-            );
-            assert_eq!(category.risk(), *risk, "{capability}");
+    fn every_capability_in_the_spec_table_has_its_category_and_risk() {
+        for capability in Capability::ALL {
+            let shown = CategoryView::of(capability.as_str());
+            assert_eq!(shown, CategoryView::Listed(capability.category()));
+            assert_eq!(shown.risk(), capability.risk(), "{capability}");
         }
+        assert_eq!(CategoryView::of("screen_capture").label(), "Sensors");
+        assert_eq!(CategoryView::of("wallet").risk(), RiskLevel::Critical);
     }
 
     #[test]
     fn unlisted_capabilities_are_rated_high() {
-        assert_eq!(
-            CapabilityCategory::of("teleport"),
-            CapabilityCategory::Unlisted
-        );
-        assert_eq!(CapabilityCategory::Unlisted.risk(), RiskLevel::High);
+        assert_eq!(CategoryView::of("teleport"), CategoryView::Unlisted);
+        assert_eq!(CategoryView::Unlisted.risk(), RiskLevel::High);
+        assert_eq!(CategoryView::Unlisted.label(), "Unlisted");
     }
 
     #[test]
-    fn levels_order_by_risk() {
+    fn levels_order_by_risk_and_have_badges() {
         assert!(RiskLevel::Low < RiskLevel::Medium);
         assert!(RiskLevel::Medium < RiskLevel::High);
         assert!(RiskLevel::High < RiskLevel::Critical);
+        assert_eq!(RiskLevel::Critical.label(), "Critical");
+        assert_eq!(RiskLevel::Medium.css_class(), "risk risk-medium");
     }
 }

@@ -1,18 +1,16 @@
-//! agent.yaml bytes through the bounded YAML reader. Switch to the agent
-//! parser once it lands; the limits must hold for any input either way.
+//! agent.yaml bytes through the full agent parser: the bounded YAML reader,
+//! the path-aware walker and the cross-field checks must never panic, and
+//! every refusal must name at least one problem.
 #![no_main]
 
-use agentlang_core::yaml::{YamlLimits, parse_value};
+use agentlang_core::agent::{parse_agent, parse_subagent};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    // Tight limits make the fuzzer reach the limit paths quickly.
-    let limits = YamlLimits {
-        max_bytes: 64 * 1024,
-        max_depth: 16,
-        max_aliases: 8,
-        max_nodes: 1_000,
-    };
-    let _ = parse_value(data, &limits);
-    let _ = parse_value(data, &YamlLimits::default());
+    if let Err(diags) = parse_agent(data) {
+        assert!(!diags.is_empty(), "a refused agent.yaml names a problem");
+    }
+    if let Err(diags) = parse_subagent(data) {
+        assert!(!diags.is_empty(), "a refused subagent names a problem");
+    }
 });

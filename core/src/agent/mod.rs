@@ -24,9 +24,10 @@ pub use model::*;
 pub use parse::AgentRole;
 pub(crate) use parse::labels as read_labels;
 pub use patterns::{PatternError, check_path_pattern, check_url_pattern};
-pub use permissions::{
-    Capability, CapabilityCategory, CronSchedule, PermissionError, PermissionMode, RiskLevel,
-};
+// Re-exported so agent call sites keep one import path; the table itself is
+// shared with tool.yaml and the catalog.
+pub use crate::capability::{Capability, CapabilityCategory, RiskLevel, UnknownCapability};
+pub use permissions::{CronSchedule, PermissionError, PermissionMode};
 pub use template::{Placeholder, TemplateError, placeholders};
 
 use crate::diagnostics::Diagnostics;
@@ -43,14 +44,7 @@ pub fn parse_subagent(bytes: &[u8]) -> Result<AgentSpec, Diagnostics> {
 }
 
 pub fn parse_with_role(bytes: &[u8], role: AgentRole) -> Result<AgentSpec, Diagnostics> {
-    let doc = match parse_value(bytes, &YamlLimits::default()) {
-        Ok(doc) => doc,
-        Err(e) => {
-            let mut diags = Diagnostics::new();
-            diags.push("", e.to_string());
-            return Err(diags);
-        }
-    };
+    let doc = parse_value(bytes, &YamlLimits::default())?;
     let mut r = reader::Reader::new();
     let spec = parse::read_agent(&mut r, &doc, role);
     let mut diags = r.finish();

@@ -9,8 +9,9 @@ use indexmap::IndexMap;
 use semver::VersionReq;
 use serde::Serialize;
 
-use super::permissions::{Capability, CronSchedule, PermissionMode};
+use super::permissions::{CronSchedule, PermissionMode};
 pub use super::reader::Extensions;
+use crate::capability::{Capability, RiskLevel};
 use crate::names::{PackageName, Version};
 use crate::tree::MemberPath;
 
@@ -604,7 +605,7 @@ impl AgentSpec {
     }
 
     /// The highest risk among requested capabilities.
-    pub fn max_risk(&self) -> Option<super::permissions::RiskLevel> {
+    pub fn max_risk(&self) -> Option<RiskLevel> {
         self.permissions
             .as_ref()
             .and_then(|p| p.requested().map(Capability::risk).max())

@@ -7,10 +7,12 @@ use semver::VersionReq;
 use yaml_serde::Value;
 
 use super::model::*;
-use super::permissions::{Capability, CronSchedule, PermissionMode};
+use super::permissions::{CronSchedule, PermissionMode};
 use super::reader::{Fields, Reader, ShapeError, to_json};
 use super::template::{self, check_env_template, is_env_name};
+use crate::capability::Capability;
 use crate::diagnostics::{index, join};
+use crate::keys::{EXTENSION_PREFIX, suggest};
 use crate::names::{PackageName, Version};
 
 /// Which rules a document is held to.
@@ -430,7 +432,7 @@ fn http_tools(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, HttpToo
             let token_keys: Vec<String> = m
                 .keys()
                 .filter_map(Value::as_str)
-                .filter(|k| k.ends_with("_token") && !k.starts_with("x-"))
+                .filter(|k| k.ends_with("_token") && !k.starts_with(EXTENSION_PREFIX))
                 .map(str::to_owned)
                 .collect();
             for key in token_keys {
@@ -700,7 +702,7 @@ fn capability(r: &mut Reader, name: &str, path: &str) -> Option<Capability> {
     match name.parse::<Capability>() {
         Ok(c) => Some(c),
         Err(e) => {
-            let hint = super::reader::suggest(name, Capability::NAMES)
+            let hint = suggest(name, Capability::NAMES)
                 .map(|s| format!("; did you mean {s:?}?"))
                 .unwrap_or_default();
             r.error(path, format!("{e}{hint}"));

@@ -7,14 +7,13 @@ use std::collections::BTreeMap;
 
 use yaml_serde::Value;
 
-use crate::diagnostics::{Diagnostics, index, join};
+use crate::{
+    diagnostics::{Diagnostics, index, join},
+    keys::{EXTENSION_PREFIX, suggest},
+};
 
 /// Kept `x-` extension keys of one mapping, in their JSON form.
 pub type Extensions = BTreeMap<String, serde_json::Value>;
-
-/// Similarity above which an unknown key is assumed to be a typo of a known
-/// one. Jaro-Winkler favours shared prefixes, which is how keys get mistyped.
-const SUGGEST_THRESHOLD: f64 = 0.8;
 
 /// The shape problems the reader reports; their text is the diagnostic
 /// message.
@@ -58,16 +57,6 @@ pub fn type_name(v: &Value) -> &'static str {
         Value::Mapping(_) => "a mapping",
         Value::Tagged(_) => "a tagged value",
     }
-}
-
-/// The closest known key to `key`, if it is close enough to be a typo.
-pub fn suggest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
-    known
-        .iter()
-        .map(|k| (*k, strsim::jaro_winkler(key, k)))
-        .filter(|(_, score)| *score >= SUGGEST_THRESHOLD)
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(k, _)| k)
 }
 
 /// Converts a YAML value into JSON, the form the registry stores free-form
@@ -216,7 +205,7 @@ impl Reader {
             extensions: Extensions::new(),
         };
         for (key, val) in raw {
-            if key.starts_with("x-") {
+            if key.starts_with(EXTENSION_PREFIX) {
                 fields.extensions.insert(key.to_owned(), to_json(val));
             } else if known.contains(&key) {
                 fields.entries.push((key, val));
