@@ -117,7 +117,8 @@ impl Backends {
             ("AGENTLANG_REGISTRY_JWT_SECRET", JWT_SECRET.into()),
             ("AGENTLANG_REGISTRY_RATE_LIMITS", "off".into()),
             ("AGENTLANG_REGISTRY_WORKERS", "2".into()),
-            ("AGENTLANG_REGISTRY_LOG", "warn".into()),
+            // `info`: the address line the harness waits for.
+            ("AGENTLANG_REGISTRY_LOG", "info".into()),
             ("AWS_ENDPOINT", self.s3_endpoint.clone()),
             ("AWS_ALLOW_HTTP", "true".into()),
             ("AWS_REGION", self.s3_region.clone()),
