@@ -22,7 +22,8 @@
 //! records, so downloads of every version work but only the sample verifies.
 //! Tool specs are `parse_tool` of a generated tool.yaml and agent specs
 //! `parse_agent` of a generated agent.yaml, serialized as the publish
-//! endpoint stores them. Agents (`agent0` ...) each require 10 tools.
+//! endpoint stores them. Agents (`agent0` ...) each require 10 distinct
+//! top-tier tools; `agent0`'s are the benchmark's resolve request.
 //!
 //! It also creates the accounts `seeder` (owner of the catalog) and `bench`
 //! (password `bench-password`) with a registered signing key written to
@@ -144,16 +145,19 @@ fn tool_catalog(packages: u64) -> Vec<ToolVersion> {
     out
 }
 
-/// `bench_resolve::typical_request(true)`: ten top-tier tools.
+/// The draws of `bench_resolve::typical_request(true)` (top-tier tools, a
+/// random major each), continued until ten distinct tools are required:
+/// its ten draws name only nine.
 fn typical_request(packages: u64) -> BTreeMap<String, String> {
     let mut rng = Rng(7);
     let tier = packages / TIERS;
-    (0..10)
-        .map(|_| {
-            let p = rng.below(tier);
-            (format!("tool{p}"), format!("^{}", 1 + rng.below(4)))
-        })
-        .collect()
+    let mut tools = BTreeMap::new();
+    while tools.len() < 10 {
+        let p = rng.below(tier);
+        let requirement = format!("^{}", 1 + rng.below(4));
+        tools.entry(format!("tool{p}")).or_insert(requirement);
+    }
+    tools
 }
 
 fn words<const N: usize>(seed: u64) -> [&'static str; N] {
@@ -462,14 +466,13 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
                 // agent0 is the benchmark's resolve request.
                 typical_request(packages)
             } else {
-                (0..10)
-                    .map(|_| {
-                        (
-                            format!("tool{}", rng.below(tier)),
-                            format!("^{}", 1 + rng.below(4)),
-                        )
-                    })
-                    .collect()
+                let mut tools = BTreeMap::new();
+                while tools.len() < 10 {
+                    let p = rng.below(tier);
+                    let requirement = format!("^{}", 1 + rng.below(4));
+                    tools.entry(format!("tool{p}")).or_insert(requirement);
+                }
+                tools
             }
         })
         .collect();
