@@ -1,1 +1,30 @@
-fn main() {}
+//! `agentlang`: build, sign, publish and pull AgentLang agents and tools.
+
+mod args;
+mod client;
+mod commands;
+mod config;
+mod container_file;
+mod keyfiles;
+mod lockdiff;
+mod output;
+mod package_dir;
+mod progress;
+mod source;
+mod spec;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            // One line, with the cause chain, never a backtrace.
+            eprintln!("error: {}", client::one_line(&format!("{e:#}")));
+            ExitCode::FAILURE
+        }
+    }
+}

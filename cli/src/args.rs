@@ -1,0 +1,240 @@
+//! The command line, as clap sees it. Each subcommand's `--help` carries an
+//! example, because that is what people look for first.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agentlang",
+    version,
+    about = "Build, sign, publish and pull AgentLang agents and tools",
+    propagate_version = true,
+    after_help = "Examples:\n  agentlang keygen\n  agentlang login --username alice\n  agentlang build ./my-agent\n  agentlang publish ./my-agent\n  agentlang pull research-assistant@^1"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Registry URL [env: AGENTLANG_REGISTRY; else the config file; else http://127.0.0.1:8080]
+    #[arg(long, global = true, value_name = "URL")]
+    pub registry: Option<String>,
+    /// API token [env: AGENTLANG_TOKEN; else the credentials file written by `login`]
+    #[arg(long, global = true, value_name = "TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print machine-readable JSON on stdout
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KindArg {
+    Agent,
+    Tool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create an Ed25519 signing key (PKCS#8 PEM, mode 0600) and its public half (SPKI PEM)
+    #[command(after_help = "Example:\n  agentlang keygen --output ~/.config/agentlang/signing.pem")]
+    Keygen {
+        /// Where to write the private key; the public key goes to PATH.pub
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Overwrite an existing key
+        #[arg(long)]
+        force: bool,
+    },
+    /// Create an account on the registry and store a token for it
+    #[command(
+        after_help = "Example:\n  echo \"$PASSWORD\" | agentlang register --username alice --password-stdin"
+    )]
+    Register(Credentials),
+    /// Get an API token for an existing account and store it
+    #[command(after_help = "Example:\n  agentlang login --username alice")]
+    Login(Credentials),
+    /// Manage the signing keys registered to your account
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Check a package directory; print every problem with its file and path
+    #[command(after_help = "Example:\n  agentlang validate ./my-agent")]
+    Validate {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Resolve the agent's tools and models over HTTP into DIR/agent.lock
+    #[command(
+        after_help = "Examples:\n  agentlang lock ./my-agent\n  agentlang lock ./my-agent --update   # move every tool to its newest allowed version"
+    )]
+    Lock {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Re-resolve from scratch instead of keeping the versions already locked
+        #[arg(long)]
+        update: bool,
+    },
+    /// Validate, lock, encrypt the prompt, sign and pack a directory into NAME@VERSION.agent (or .tool)
+    #[command(
+        after_help = "Examples:\n  agentlang build ./my-agent\n  agentlang build ./web_search --output dist/web_search.tool\n  SOURCE_DATE_EPOCH=1700000000 agentlang build ./my-agent   # reproducible bytes"
+    )]
+    Build(BuildArgs),
+    /// Show a container: manifest, signer, members, lock, permissions (and the prompt, given its key)
+    #[command(
+        after_help = "Examples:\n  agentlang inspect research-assistant@1.0.0.agent\n  agentlang inspect research-assistant@1.0.0.agent --prompt-key ~/.config/agentlang/research_assistant.prompt.key"
+    )]
+    Inspect {
+        file: PathBuf,
+        /// The publisher's prompt key, to decrypt and show the compiled prompt
+        #[arg(long, value_name = "FILE")]
+        prompt_key: Option<PathBuf>,
+    },
+    /// Check a container's structure, hashes and signature; exit 0 only when all hold
+    #[command(
+        after_help = "Examples:\n  agentlang verify web_search@1.2.0.tool                  # signer's key from the registry\n  agentlang verify web_search@1.2.0.tool --pubkey pub.pem # offline"
+    )]
+    Verify {
+        file: PathBuf,
+        /// Check against this public key (SPKI PEM) instead of asking the registry
+        #[arg(long, value_name = "PEM")]
+        pubkey: Option<PathBuf>,
+    },
+    /// Upload a container (building it first when given a directory)
+    #[command(
+        after_help = "Examples:\n  agentlang publish research-assistant@1.0.0.agent\n  agentlang publish ./my-agent"
+    )]
+    Publish {
+        /// A .agent / .tool file, or a package directory to build first
+        path: PathBuf,
+        #[command(flatten)]
+        build: BuildKeys,
+    },
+    /// Download a package, check its hash and signature, and save it
+    #[command(
+        after_help = "Examples:\n  agentlang pull research-assistant\n  agentlang pull web_search@^1.2 --kind tool --output tools/web_search.tool"
+    )]
+    Pull {
+        /// NAME or NAME@REQUIREMENT (Cargo rules: `1.2` means `^1.2`)
+        spec: String,
+        #[arg(long, value_enum, default_value = "agent")]
+        kind: KindArg,
+        /// Where to write the container [default: ./NAME@VERSION.KIND]
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// PromptLang tools
+    #[command(subcommand)]
+    Prompt(PromptCommand),
+    /// Search the registry
+    #[command(after_help = "Example:\n  agentlang search research --kind agent")]
+    Search {
+        query: String,
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        #[arg(long, default_value_t = 1)]
+        page: u32,
+    },
+    /// Hide a version from new resolutions (existing lockfiles keep it)
+    #[command(
+        after_help = "Examples:\n  agentlang yank web_search@1.2.0 --kind tool --reason \"leaks tokens\"\n  agentlang yank web_search@1.2.0 --kind tool --undo"
+    )]
+    Yank {
+        /// NAME@VERSION
+        spec: String,
+        #[arg(long, value_enum, default_value = "agent")]
+        kind: KindArg,
+        #[arg(long)]
+        reason: Option<String>,
+        /// Unyank instead
+        #[arg(long)]
+        undo: bool,
+    },
+    /// Print shell completions
+    #[command(
+        after_help = "Example:\n  agentlang completions bash > /etc/bash_completion.d/agentlang"
+    )]
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Args)]
+pub struct Credentials {
+    #[arg(long, short)]
+    pub username: String,
+    /// Read the password from standard input instead of prompting
+    #[arg(long)]
+    pub password_stdin: bool,
+    /// Scopes of the token to create
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "publish,yank,keys,owners"
+    )]
+    pub scopes: Vec<String>,
+    /// Days until the token expires
+    #[arg(long, default_value_t = 90)]
+    pub expires_in_days: u32,
+}
+
+/// Keys a build signs and encrypts with.
+#[derive(Debug, Clone, Args)]
+pub struct BuildKeys {
+    /// Signing key (PKCS#8 PEM) [default: signing.pem in the config folder]
+    #[arg(long, value_name = "PEM")]
+    pub key: Option<PathBuf>,
+    /// Prompt key file [default: NAME.prompt.key beside the signing key, created when missing]
+    #[arg(long, value_name = "FILE", conflicts_with = "no_encrypt")]
+    pub prompt_key: Option<PathBuf>,
+    /// Ship prompt.yaml in plaintext
+    #[arg(long)]
+    pub no_encrypt: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub keys: BuildKeys,
+    /// Where to write the container [default: ./NAME@VERSION.KIND]
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PromptFormat {
+    Markdown,
+    Xml,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PromptCommand {
+    /// Compile a prompt.yaml to the text a model sees
+    #[command(
+        after_help = "Example:\n  agentlang prompt compile ./my-agent/prompt.yaml --format xml"
+    )]
+    Compile {
+        file: PathBuf,
+        #[arg(long, value_enum, default_value = "markdown")]
+        format: PromptFormat,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Register a public key (SPKI PEM) with the registry
+    #[command(
+        after_help = "Example:\n  agentlang keys register ~/.config/agentlang/signing.pem.pub"
+    )]
+    Register { pubkey: PathBuf },
+    /// List your keys
+    #[command(after_help = "Example:\n  agentlang keys list --json")]
+    List,
+    /// Revoke a key: later uploads signed with it are refused
+    #[command(after_help = "Example:\n  agentlang keys revoke 09385a0393711259...")]
+    Revoke { key_id: String },
+}

@@ -1,0 +1,390 @@
+//! `inspect FILE`: what a container holds, and `verify FILE`: whether it is
+//! intact and signed by the key it names.
+
+use std::{path::Path, process::ExitCode};
+
+use agentlang_core::{
+    Kind,
+    agent::{Capability, parse_agent},
+    container::{Container, ENCRYPTED_PROMPT_PATH, PROMPT_PATH},
+    prompt::{Format, parse_prompt},
+    yaml::{YamlLimits, from_slice},
+};
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::Env;
+use crate::{container_file, keyfiles, output::Output};
+
+/// One requested capability, as inspect shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PermissionLine {
+    pub capability: String,
+    pub risk: String,
+    pub required: bool,
+}
+
+/// Capabilities an agent.yaml asks for, required first, with their risk.
+pub fn permission_lines(agent_yaml: &[u8]) -> Vec<PermissionLine> {
+    let Ok(spec) = parse_agent(agent_yaml) else {
+        return Vec::new();
+    };
+    let Some(perms) = spec.permissions else {
+        return Vec::new();
+    };
+    let line = |c: &Capability, required| PermissionLine {
+        capability: c.as_str().to_owned(),
+        risk: c.risk().to_string(),
+        required,
+    };
+    perms
+        .required
+        .iter()
+        .map(|c| line(c, true))
+        .chain(perms.optional.iter().map(|c| line(c, false)))
+        .collect()
+}
+
+/// Capabilities a tool.yaml requires (all of them required), with their risk.
+pub fn tool_permission_lines(tool_yaml: &[u8]) -> Vec<PermissionLine> {
+    let Ok(spec) = agentlang_core::tool::parse_tool(tool_yaml) else {
+        return Vec::new();
+    };
+    spec.permissions()
+        .iter()
+        .map(|c| PermissionLine {
+            capability: c.as_str().to_owned(),
+            risk: c.risk().to_string(),
+            required: true,
+        })
+        .collect()
+}
+
+pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<ExitCode> {
+    let c = container_file::read(file)?;
+    let m = c.manifest();
+    let permissions = match m.kind() {
+        Kind::Agent => c
+            .member("agent.yaml")
+            .map(permission_lines)
+            .unwrap_or_default(),
+        Kind::Tool => c
+            .member("tool.yaml")
+            .map(tool_permission_lines)
+            .unwrap_or_default(),
+    };
+    let lock: Option<Value> = c
+        .member("agent.lock")
+        .map(|b| from_slice::<Value>(b, &YamlLimits::default()))
+        .transpose()
+        .context("agent.lock in the container is not readable YAML")?;
+    let prompt = match prompt_key {
+        Some(path) => Some(compile(&decrypted_prompt(
+            &c,
+            &keyfiles::read_prompt_key(path)?,
+        )?)),
+        None => c.member(PROMPT_PATH).map(compile),
+    };
+    let summary = json!({
+        "file": file,
+        "kind": m.kind(),
+        "name": m.name(),
+        "version": m.version(),
+        "created": m.created(),
+        "signer": m.signer(),
+        "sha256": c.sha256().to_hex(),
+        "size": c.size(),
+        "members": m.files(),
+        "lock": lock,
+        "permissions": permissions,
+        "prompt": prompt,
+        "prompt_encrypted": m.file(ENCRYPTED_PROMPT_PATH).is_some(),
+    });
+    env.out
+        .emit(&summary, || render_inspect(&env.out, &summary));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Decrypts `prompt.yaml.enc`.
+fn decrypted_prompt(
+    c: &Container,
+    key: &agentlang_core::crypt::PromptKey,
+) -> Result<zeroize::Zeroizing<Vec<u8>>> {
+    if c.manifest().file(ENCRYPTED_PROMPT_PATH).is_none() {
+        bail!("this container has no encrypted prompt");
+    }
+    c.open_encrypted(ENCRYPTED_PROMPT_PATH, key)
+        .context("the prompt key does not open this container's prompt")
+}
+
+/// The prompt as the model sees it (PromptLang compiled to Markdown); the
+/// YAML as written if it does not compile, so inspect still shows it.
+fn compile(prompt_yaml: &[u8]) -> String {
+    match parse_prompt(prompt_yaml) {
+        Ok(p) => p.compile(Format::Markdown),
+        Err(_) => String::from_utf8_lossy(prompt_yaml).into_owned(),
+    }
+}
+
+/// The human form of `inspect`'s summary.
+pub fn render_inspect(out: &Output, s: &Value) -> String {
+    let str_of = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let mut lines = vec![
+        format!(
+            "{} {}@{}",
+            str_of(&s["kind"]),
+            out.bold(&str_of(&s["name"])),
+            str_of(&s["version"])
+        ),
+        format!("  created  {}", str_of(&s["created"])),
+        format!("  signer   {}", str_of(&s["signer"])),
+        format!("  sha256   {}", str_of(&s["sha256"])),
+        format!("  size     {} bytes", s["size"]),
+        "members:".to_owned(),
+    ];
+    for f in s["members"].as_array().into_iter().flatten() {
+        let enc = if f["encrypted"].as_bool() == Some(true) {
+            "  (encrypted)"
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "  {:>8}  {}{enc}",
+            f["size"].as_u64().unwrap_or_default(),
+            str_of(&f["path"])
+        ));
+    }
+    if let Some(lock) = s["lock"].as_object() {
+        let mut locked = Vec::new();
+        for (section, label) in [
+            ("tools", "tool"),
+            ("agents", "subagent"),
+            ("models", "model"),
+        ] {
+            for (name, entry) in lock
+                .get(section)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                let version = entry["version"]
+                    .as_str()
+                    .map(|v| format!("@{v}"))
+                    .unwrap_or_default();
+                locked.push(format!("  {label:<8}  {name}{version}"));
+            }
+        }
+        if !locked.is_empty() {
+            lines.push("lock:".to_owned());
+            lines.extend(locked);
+        }
+    }
+    let perms = s["permissions"].as_array().cloned().unwrap_or_default();
+    if !perms.is_empty() {
+        lines.push("permissions:".to_owned());
+        for p in &perms {
+            let risk = str_of(&p["risk"]);
+            let painted = match risk.as_str() {
+                "Critical" | "High" => out.red(&risk),
+                "Medium" => out.yellow(&risk),
+                _ => risk.clone(),
+            };
+            let optional = if p["required"].as_bool() == Some(true) {
+                ""
+            } else {
+                " (optional)"
+            };
+            lines.push(format!(
+                "  {:<15} {painted}{optional}",
+                str_of(&p["capability"])
+            ));
+        }
+    }
+    match s["prompt"].as_str() {
+        Some(prompt) => {
+            lines.push("prompt:".to_owned());
+            lines.extend(prompt.lines().map(|l| format!("  {l}")));
+        }
+        None if s["prompt_encrypted"].as_bool() == Some(true) => {
+            lines.push("prompt:   encrypted (pass --prompt-key to read it)".to_owned());
+        }
+        None => {}
+    }
+    lines.join("\n")
+}
+
+/// One check `verify` makes.
+#[derive(Debug, Serialize)]
+struct Check {
+    check: &'static str,
+    ok: bool,
+    detail: String,
+}
+
+pub fn verify(env: &Env, file: &Path, pubkey: Option<&Path>) -> Result<ExitCode> {
+    let mut checks = Vec::new();
+    let container = match container_file::read(file) {
+        Ok(c) => {
+            checks.push(Check {
+                check: "structure and hashes",
+                ok: true,
+                detail: format!("{} members match manifest.json", c.manifest().files().len()),
+            });
+            Some(c)
+        }
+        Err(e) => {
+            checks.push(Check {
+                check: "structure and hashes",
+                ok: false,
+                detail: format!("{e:#}"),
+            });
+            None
+        }
+    };
+    if let Some(c) = &container {
+        let signer = c.manifest().signer();
+        let key = match pubkey {
+            Some(path) => {
+                keyfiles::read_public_key(path).map(|k| (k, format!("key from {}", path.display())))
+            }
+            None => env
+                .anonymous()
+                .and_then(|client| client.public_key(signer))
+                .map(|rk| {
+                    let note = match rk.revoked_at {
+                        Some(at) => format!("registry key, revoked at {at}"),
+                        None => "registry key".to_owned(),
+                    };
+                    (rk.key, note)
+                }),
+        };
+        checks.push(match key {
+            Ok((key, source)) => match c.verify_signature(&key) {
+                Ok(()) => Check {
+                    check: "signature",
+                    ok: true,
+                    detail: format!("signed by {signer} ({source})"),
+                },
+                Err(e) => Check {
+                    check: "signature",
+                    ok: false,
+                    detail: e.to_string(),
+                },
+            },
+            Err(e) => Check {
+                check: "signature",
+                ok: false,
+                detail: format!("{e:#}"),
+            },
+        });
+    }
+    let valid = checks.iter().all(|c| c.ok);
+    let summary = json!({
+        "file": file,
+        "valid": valid,
+        "name": container.as_ref().map(|c| c.manifest().name().to_string()),
+        "version": container.as_ref().map(|c| c.manifest().version().to_string()),
+        "checks": checks,
+    });
+    env.out.emit(&summary, || {
+        checks
+            .iter()
+            .map(|c| {
+                let mark = if c.ok {
+                    env.out.green("✓")
+                } else {
+                    env.out.red("✗")
+                };
+                format!("{mark} {}: {}", c.check, crate::client::one_line(&c.detail))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    if valid {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        let failed: Vec<&str> = checks.iter().filter(|c| !c.ok).map(|c| c.check).collect();
+        bail!(
+            "{} failed verification: {}",
+            file.display(),
+            failed.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../core/tests/fixtures/agents/research-assistant/agent.yaml"
+    );
+
+    #[test]
+    fn permissions_come_with_their_risk_required_first() {
+        let lines = permission_lines(&std::fs::read(FIXTURE).unwrap());
+        let shown: Vec<(&str, &str, bool)> = lines
+            .iter()
+            .map(|l| (l.capability.as_str(), l.risk.as_str(), l.required))
+            .collect();
+        assert_eq!(shown[0], ("network", "Low", true));
+        assert!(shown.contains(&("camera", "High", true)));
+        assert!(shown.contains(&("location", "High", false)));
+        assert_eq!(shown.iter().filter(|l| l.2).count(), 5);
+        assert_eq!(shown.len(), 9);
+    }
+
+    #[test]
+    fn tool_permissions_carry_the_same_risks() {
+        let yaml = b"name: shell_exec\nversion: 1.0.0\ndescription: Runs commands.\nkind: builtin\ninput_schema:\n  type: object\npermissions: [network, shell]\n";
+        let lines = tool_permission_lines(yaml);
+        let shown: Vec<(&str, &str)> = lines
+            .iter()
+            .map(|l| (l.capability.as_str(), l.risk.as_str()))
+            .collect();
+        assert_eq!(shown, [("network", "Low"), ("shell", "High")]);
+        assert!(lines.iter().all(|l| l.required));
+    }
+
+    #[test]
+    fn permissions_of_an_unreadable_agent_are_empty() {
+        assert!(permission_lines(b"name: [").is_empty());
+    }
+
+    #[test]
+    fn inspect_renders_for_a_terminal_without_colour() {
+        let out = Output {
+            json: false,
+            color: false,
+            interactive: false,
+        };
+        let summary = json!({
+            "kind": "agent",
+            "name": "research-assistant",
+            "version": "1.0.0",
+            "created": "2023-11-14T22:13:20Z",
+            "signer": "ab".repeat(32),
+            "sha256": "cd".repeat(32),
+            "size": 4242,
+            "members": [
+                {"path": "agent.lock", "size": 700, "sha256": "00"},
+                {"path": "agent.yaml", "size": 5120, "sha256": "00"},
+                {"path": "prompt.yaml.enc", "size": 2048, "sha256": "00", "encrypted": true},
+            ],
+            "lock": {
+                "tools": {"web_search": {"version": "1.2.0"}},
+                "agents": {"market-analyst": {"version": "1.0.0"}},
+                "models": {"claude-sonnet-4": {"context_window": 200000}},
+            },
+            "permissions": [
+                {"capability": "network", "risk": "Low", "required": true},
+                {"capability": "camera", "risk": "High", "required": false},
+            ],
+            "prompt": null,
+            "prompt_encrypted": true,
+        });
+        insta::assert_snapshot!(render_inspect(&out, &summary));
+    }
+}

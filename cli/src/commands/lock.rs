@@ -1,0 +1,264 @@
+//! `lock DIR [--update]`: resolve the package's tools and models over HTTP
+//! into DIR/agent.lock; hash subagents and the agent's own files locally.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fs,
+    path::Path,
+    process::ExitCode,
+};
+
+use agentlang_core::{
+    MemberPath, SourceTree,
+    lockfile::{Lockfile, resolved_at_now_or_source_date_epoch},
+    package::{AgentPackage, LOCK_FILE, validate_agent_tree},
+};
+use anyhow::{Context, Result, bail};
+use reqwest::StatusCode;
+use serde_json::json;
+
+use super::Env;
+use crate::{
+    client::ApiError,
+    container_file,
+    lockdiff::{self, LocalLock, LockChange},
+    package_dir, source,
+};
+
+pub fn run(env: &Env, dir: &Path, update: bool) -> Result<ExitCode> {
+    let tree = source::read_dir(dir)?;
+    let shown = dir.display().to_string();
+    if package_dir::detect_kind(&tree, &shown)? != agentlang_core::Kind::Agent {
+        bail!("{shown} is a tool; only agents have an agent.lock");
+    }
+    let pkg = validated(env, &tree, &shown)?;
+    let (members, _) = package_dir::agent_members(&tree, &pkg);
+    let existing = read_existing(&tree)?;
+    let outcome = relock(env, dir, &members, &pkg, existing.as_ref(), update)?;
+    report(env, dir, &outcome);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The package, or every problem printed and a one-line failure.
+pub fn validated(env: &Env, tree: &SourceTree, shown: &str) -> Result<AgentPackage> {
+    validate_agent_tree(tree).or_else(|problems| {
+        if !env.out.json {
+            for p in problems.iter() {
+                // Listed above the one `error:` line the command ends with.
+                eprintln!("  {} {p}", env.out.red("✗"));
+            }
+        }
+        bail!(
+            "{} problem(s) in {shown}; `agentlang validate {shown}` lists them",
+            problems.len()
+        )
+    })
+}
+
+pub fn read_existing(tree: &SourceTree) -> Result<Option<Lockfile>> {
+    tree.get(LOCK_FILE)
+        .map(Lockfile::from_slice)
+        .transpose()
+        .context("the existing agent.lock cannot be read; fix it or delete it and run `agentlang lock` again")
+}
+
+/// What a `lock` run did.
+#[derive(Debug)]
+pub struct Relocked {
+    pub lock: Lockfile,
+    pub changes: Vec<LockChange>,
+    /// False when the lock on disk already said the same (it is left
+    /// untouched then, `resolved_at` included).
+    pub written: bool,
+}
+
+/// Resolves, fills the locally computed sections, and writes DIR/agent.lock
+/// when anything changed.
+pub fn relock(
+    env: &Env,
+    dir: &Path,
+    members: &SourceTree,
+    pkg: &AgentPackage,
+    existing: Option<&Lockfile>,
+    update: bool,
+) -> Result<Relocked> {
+    let local = LocalLock::of(members, pkg);
+    let mut lock = resolve(env, &local, pkg, if update { None } else { existing })?;
+    lock.registry = Some(env.ctx.registry.clone());
+    lock.agents = local.agents;
+    lock.files = local.files;
+    let changes = lockdiff::diff(existing, &lock);
+    let unchanged = existing.is_some_and(|old| {
+        let mut same_time = lock.clone();
+        same_time.resolved_at = old.resolved_at;
+        &same_time == old
+    });
+    if unchanged {
+        if let Some(old) = existing {
+            lock = old.clone();
+        }
+    } else {
+        let epoch = std::env::var("SOURCE_DATE_EPOCH").ok();
+        lock.resolved_at = resolved_at_now_or_source_date_epoch(epoch.as_deref())?;
+        let text = lock.to_yaml()?;
+        container_file::write_atomic(&dir.join(LOCK_FILE), text.as_bytes())?;
+    }
+    Ok(Relocked {
+        lock,
+        changes,
+        written: !unchanged,
+    })
+}
+
+/// `POST /api/v1/resolve`: the registry picks tool versions (transitively)
+/// and describes the models; an unsatisfiable set comes back as a 422 whose
+/// `detail` explains the clash and whose `conflicts` member marks it as one.
+fn resolve(
+    env: &Env,
+    local: &LocalLock,
+    pkg: &AgentPackage,
+    keep: Option<&Lockfile>,
+) -> Result<Lockfile> {
+    let tools: BTreeMap<String, String> = local
+        .tools
+        .iter()
+        .map(|(name, req)| {
+            (
+                name.to_string(),
+                req.as_ref().map_or("*".to_owned(), ToString::to_string),
+            )
+        })
+        .collect();
+    let models: BTreeSet<&str> = std::iter::once(&pkg.agent)
+        .chain(pkg.subagents.values())
+        .flat_map(|a| a.model_names())
+        .collect();
+    if tools.is_empty() && models.is_empty() {
+        // Nothing the registry knows about: the lock is only hashes, made
+        // here, so such an agent builds offline.
+        return Ok(Lockfile::new(
+            resolved_at_now_or_source_date_epoch(None)?,
+            None,
+        ));
+    }
+    let mut body = json!({ "tools": tools, "models": models });
+    if let Some(lock) = keep {
+        body["lock"] = serde_json::to_value(lock).context("serializing the existing lock")?;
+    }
+    let client = env.anonymous()?;
+    // JSON is asked for; YAML (the registry's default) is read too.
+    let request = client
+        .post("/api/v1/resolve")
+        .header(reqwest::header::ACCEPT, "application/json")
+        .json(&body);
+    let resp = client
+        .send(request)
+        .map_err(|e| match e.downcast_ref::<ApiError>() {
+            Some(api) if api.status == StatusCode::UNPROCESSABLE_ENTITY && api.is_conflict => {
+                let explanation = api.detail.clone().unwrap_or_default();
+                if !env.out.json {
+                    eprintln!(
+                        "{}",
+                        env.out.red("the tool requirements cannot all be met:")
+                    );
+                    for line in explanation.lines() {
+                        eprintln!("  {line}");
+                    }
+                }
+                anyhow::anyhow!("no set of tool versions satisfies the requirements: {explanation}")
+            }
+            _ => e,
+        })?;
+    let is_yaml = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("yaml"));
+    let bytes = resp.bytes().context("reading the registry's resolution")?;
+    parse_resolution(&bytes, is_yaml).with_context(|| {
+        format!(
+            "the registry at {} answered /api/v1/resolve with something that is not a lock",
+            env.ctx.registry
+        )
+    })
+}
+
+/// The resolution as YAML (`application/yaml`) or JSON, bare or wrapped in
+/// `{"lock": ...}`.
+pub fn parse_resolution(bytes: &[u8], is_yaml: bool) -> Result<Lockfile> {
+    if is_yaml {
+        return Ok(Lockfile::from_slice(bytes)?);
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
+    if let Some(inner) = value.get_mut("lock").filter(|v| v.is_object()) {
+        value = inner.take();
+    }
+    Ok(serde_json::from_value(value)?)
+}
+
+fn report(env: &Env, dir: &Path, r: &Relocked) {
+    let path = dir.join(LOCK_FILE);
+    env.out.emit(
+        &json!({
+            "path": path,
+            "written": r.written,
+            "changes": r.changes,
+            "lock": r.lock,
+        }),
+        || {
+            let mut lines: Vec<String> = r.changes.iter().map(LockChange::describe).collect();
+            lines.push(if r.written {
+                format!(
+                    "{} wrote {} ({} tools, {} subagents, {} models)",
+                    env.out.green("✓"),
+                    path.display(),
+                    r.lock.tools.len(),
+                    r.lock.agents.len(),
+                    r.lock.models.len()
+                )
+            } else {
+                format!("{} {} is up to date", env.out.green("✓"), path.display())
+            });
+            lines.join("\n")
+        },
+    );
+}
+
+/// For `build`: the lock the container will carry. Made when there is
+/// none; checked against the files and requirements when there is one.
+pub fn ensure_lock(
+    env: &Env,
+    dir: &Path,
+    members: &mut SourceTree,
+    pkg: &AgentPackage,
+) -> Result<()> {
+    let shown = dir.display();
+    match read_existing(members)? {
+        Some(lock) => {
+            let reasons = lockdiff::stale_reasons(&lock, &LocalLock::of(members, pkg));
+            if !reasons.is_empty() {
+                bail!(
+                    "{shown}/agent.lock is out of date ({}); run `agentlang lock {shown}`",
+                    reasons.join("; ")
+                );
+            }
+        }
+        None => {
+            let r = relock(env, dir, members, pkg, None, false)?;
+            if !env.out.json {
+                eprintln!(
+                    "{} locked {} tools into {shown}/agent.lock",
+                    env.out.green("✓"),
+                    r.lock.tools.len()
+                );
+            }
+            let text = fs::read(dir.join(LOCK_FILE))
+                .with_context(|| format!("reading {shown}/agent.lock"))?;
+            members.insert(
+                MemberPath::new(LOCK_FILE).context("agent.lock is a member path")?,
+                text,
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! One module per command; `run` dispatches.
+
+mod account;
+mod build;
+mod inspect;
+mod keygen;
+mod keys;
+mod lock;
+mod prompt;
+mod publish;
+mod pull;
+mod search;
+mod validate;
+mod yank;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::CommandFactory;
+
+use crate::{
+    args::{Cli, Command, KindArg, PromptCommand},
+    client::Client,
+    config::Settings,
+    output::Output,
+};
+
+/// What every command gets: where to talk to and how to print.
+pub struct Env {
+    pub ctx: Settings,
+    pub out: Output,
+}
+
+impl Env {
+    /// A client without credentials, for public reads.
+    pub fn anonymous(&self) -> Result<Client> {
+        Client::new(&self.ctx.registry, None)
+    }
+
+    /// A client carrying the token; fails with a hint when there is none.
+    pub fn authenticated(&self) -> Result<Client> {
+        Client::new(&self.ctx.registry, Some(self.ctx.require_token()?))
+    }
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    let out = Output::new(cli.global.json);
+    match cli.command {
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "agentlang",
+                &mut std::io::stdout(),
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        // Needs no registry: works before any configuration exists.
+        Command::Keygen { output, force } => return keygen::run(&out, output, force),
+        _ => {}
+    }
+    let env = Env {
+        ctx: Settings::load(cli.global.registry, cli.global.token)?,
+        out,
+    };
+    match cli.command {
+        Command::Register(c) => account::register(&env, &c),
+        Command::Login(c) => account::login(&env, &c),
+        Command::Keys(k) => keys::run(&env, k),
+        Command::Validate { dir } => validate::run(&env, &dir),
+        Command::Search { query, kind, page } => search::run(&env, &query, kind, page),
+        Command::Yank {
+            spec,
+            kind,
+            reason,
+            undo,
+        } => yank::run(&env, &spec, kind, reason.as_deref(), undo),
+        Command::Inspect { file, prompt_key } => {
+            inspect::inspect(&env, &file, prompt_key.as_deref())
+        }
+        Command::Verify { file, pubkey } => inspect::verify(&env, &file, pubkey.as_deref()),
+        Command::Pull { spec, kind, output } => pull::run(&env, &spec, kind, output),
+        Command::Lock { dir, update } => lock::run(&env, &dir, update),
+        Command::Build(args) => build::run(&env, &args),
+        Command::Publish { path, build } => publish::run(&env, &path, &build),
+        Command::Prompt(PromptCommand::Compile { file, format }) => {
+            prompt::compile(&env, &file, format)
+        }
+        Command::Keygen { .. } | Command::Completions { .. } => unreachable!("handled above"),
+    }
+}
+
+impl KindArg {
+    pub fn plural(self) -> &'static str {
+        match self {
+            KindArg::Agent => "agents",
+            KindArg::Tool => "tools",
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! `publish FILE|DIR`: upload a container with a progress bar, then point at
+//! its catalog page.
+
+use std::{fs, path::Path, process::ExitCode};
+
+use anyhow::{Context, Result};
+use reqwest::blocking::Body;
+use serde_json::{Value, json};
+
+use super::{Env, build};
+use crate::{args::BuildKeys, container_file, progress};
+
+pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
+    let built = if path.is_dir() {
+        let built = build::build_dir(env, path, keys, None)?;
+        if !env.out.json {
+            eprintln!("{}", built.human);
+        }
+        Some(built)
+    } else {
+        None
+    };
+    let file = built
+        .as_ref()
+        .map_or_else(|| path.to_owned(), |b| b.path.clone());
+    // Checked locally first: a broken file fails here, with the reason,
+    // instead of after an upload.
+    let container = container_file::read(&file)?;
+    let m = container.manifest();
+    let client = env.authenticated()?;
+    let len = fs::metadata(&file)
+        .with_context(|| format!("reading {}", file.display()))?
+        .len();
+    let reader = fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
+    let bar = progress::bytes_bar(
+        &env.out,
+        Some(len),
+        &format!("uploading {}@{}", m.name(), m.version()),
+    );
+    let body = Body::sized(bar.wrap_read(reader), len);
+    let sent = client.send_json::<Value>(
+        client
+            .post("/api/v1/publish")
+            .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+            .body(body),
+    );
+    bar.finish_and_clear();
+    let record = sent.with_context(|| format!("publishing {}@{}", m.name(), m.version()))?;
+    let url = format!(
+        "{}/{}/{}/{}",
+        env.ctx.registry,
+        m.kind().plural(),
+        m.name(),
+        m.version()
+    );
+    env.out.emit(
+        &json!({
+            "kind": m.kind(),
+            "name": m.name(),
+            "version": m.version(),
+            "sha256": container.sha256().to_hex(),
+            "url": url,
+            "record": record,
+            "build": built.as_ref().map(|b| &b.summary),
+        }),
+        || {
+            format!(
+                "{} published {} {}@{}\n  {url}",
+                env.out.green("✓"),
+                m.kind(),
+                env.out.bold(m.name().as_str()),
+                m.version()
+            )
+        },
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,29 @@
+//! `yank` and `yank --undo`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::{Value, json};
+
+use super::Env;
+use crate::args::KindArg;
+
+pub fn run(
+    env: &Env,
+    spec: &str,
+    kind: KindArg,
+    reason: Option<&str>,
+    undo: bool,
+) -> Result<ExitCode> {
+    let (name, version) = crate::spec::parse_exact(spec)?;
+    let action = if undo { "unyank" } else { "yank" };
+    let client = env.authenticated()?;
+    let path = format!("/api/v1/{}/{name}/{version}/{action}", kind.plural());
+    let body = json!({ "reason": reason });
+    let record: Value = client.send_json(client.post(&path).json(&body))?;
+    env.out.emit(&record, || {
+        let done = if undo { "unyanked" } else { "yanked" };
+        format!("{} {done} {name}@{version}", env.out.green("✓"))
+    });
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,165 @@
+//! Where the CLI keeps its state: `config.toml` (default registry) and
+//! `credentials.toml` (a token per registry, mode 0600), in
+//! `AGENTLANG_CONFIG_DIR` or the platform's config folder.
+
+use std::{
+    collections::BTreeMap,
+    fs,
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+pub const DEFAULT_REGISTRY: &str = "http://127.0.0.1:8080";
+
+pub fn config_dir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("AGENTLANG_CONFIG_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    dirs::config_dir()
+        .map(|d| d.join("agentlang"))
+        .context("no config folder on this platform; set AGENTLANG_CONFIG_DIR")
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub registry: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct CredentialsFile {
+    #[serde(default)]
+    registries: BTreeMap<String, Entry>,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    token: String,
+    username: String,
+}
+
+/// Everything the commands need to know about where they talk to.
+#[derive(Debug)]
+pub struct Settings {
+    pub dir: PathBuf,
+    pub registry: String,
+    token_override: Option<String>,
+}
+
+impl Settings {
+    /// `--registry`, else `AGENTLANG_REGISTRY`, else the config file, else
+    /// the embedded default.
+    pub fn load(registry_flag: Option<String>, token_flag: Option<String>) -> Result<Self> {
+        let dir = config_dir()?;
+        let registry = match registry_flag.or_else(|| env_nonempty("AGENTLANG_REGISTRY")) {
+            Some(r) => r,
+            None => read_toml::<Config>(&dir.join("config.toml"))?
+                .and_then(|c| c.registry)
+                .unwrap_or_else(|| DEFAULT_REGISTRY.to_owned()),
+        };
+        let registry = normalize_url(&registry)?;
+        Ok(Self {
+            dir,
+            registry,
+            token_override: token_flag.or_else(|| env_nonempty("AGENTLANG_TOKEN")),
+        })
+    }
+
+    /// `--token`, else `AGENTLANG_TOKEN`, else the credentials file.
+    pub fn token(&self) -> Result<Option<String>> {
+        if let Some(t) = &self.token_override {
+            return Ok(Some(t.clone()));
+        }
+        let creds = read_toml::<CredentialsFile>(&self.credentials_path())?.unwrap_or_default();
+        Ok(creds
+            .registries
+            .get(&self.registry)
+            .map(|e| e.token.clone()))
+    }
+
+    pub fn require_token(&self) -> Result<String> {
+        self.token()?.with_context(|| {
+            format!(
+                "not logged in to {}: run `agentlang login` or set AGENTLANG_TOKEN",
+                self.registry
+            )
+        })
+    }
+
+    pub fn credentials_path(&self) -> PathBuf {
+        self.dir.join("credentials.toml")
+    }
+
+    /// Stores a token for the current registry (mode 0600, written
+    /// atomically so a crash never leaves half a file).
+    pub fn store_token(&self, username: &str, token: &str) -> Result<PathBuf> {
+        let path = self.credentials_path();
+        let mut creds = read_toml::<CredentialsFile>(&path)?.unwrap_or_default();
+        creds.registries.insert(
+            self.registry.clone(),
+            Entry {
+                token: token.to_owned(),
+                username: username.to_owned(),
+            },
+        );
+        let text = toml::to_string(&creds).context("serializing credentials")?;
+        write_private(&path, text.as_bytes())?;
+        Ok(path)
+    }
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn normalize_url(url: &str) -> Result<String> {
+    let trimmed = url.trim_end_matches('/');
+    if !(trimmed.starts_with("http://") || trimmed.starts_with("https://")) {
+        bail!("registry URL {url:?} must start with http:// or https://");
+    }
+    Ok(trimmed.to_owned())
+}
+
+fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
+    match fs::read_to_string(path) {
+        Ok(text) => toml::from_str(&text)
+            .map(Some)
+            .with_context(|| format!("reading {}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Writes a file readable by its owner only, via a temporary file renamed
+/// into place.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().context("path has no parent folder")?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let tmp = path.with_extension("tmp");
+    let mut file = open_private(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(unix)]
+fn open_private(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_private(path: &Path) -> std::io::Result<fs::File> {
+    fs::File::create(path)
+}

@@ -1,0 +1,461 @@
+//! What `lock` reports and what `build` checks, as pure functions over
+//! lockfiles: the changes between an old and a new lock, and the reasons a
+//! lock no longer matches its package.
+
+use std::collections::BTreeMap;
+
+use agentlang_core::{
+    MemberPath, PackageName, SourceTree,
+    lockfile::{LockedAgent, Lockfile, Sha256Hash},
+    package::{AgentPackage, LOCK_FILE},
+};
+use semver::VersionReq;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Added,
+    Removed,
+    Upgraded,
+    Downgraded,
+    /// Same version, different content hash (a subagent file edited).
+    Changed,
+}
+
+/// One line of `lock`'s report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LockChange {
+    /// `tool`, `subagent` or `model`.
+    pub section: &'static str,
+    pub name: String,
+    pub change: ChangeKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}
+
+impl LockChange {
+    pub fn describe(&self) -> String {
+        let v = |o: &Option<String>| o.as_deref().map(|s| format!(" {s}")).unwrap_or_default();
+        match self.change {
+            ChangeKind::Added => format!("+ {} {}{}", self.section, self.name, v(&self.to)),
+            ChangeKind::Removed => format!("- {} {}{}", self.section, self.name, v(&self.from)),
+            ChangeKind::Upgraded | ChangeKind::Downgraded => format!(
+                "{} {} {}{} ->{}",
+                if self.change == ChangeKind::Upgraded {
+                    "↑"
+                } else {
+                    "↓"
+                },
+                self.section,
+                self.name,
+                v(&self.from),
+                v(&self.to)
+            ),
+            ChangeKind::Changed => format!(
+                "~ {} {}{} (content changed)",
+                self.section,
+                self.name,
+                v(&self.to)
+            ),
+        }
+    }
+}
+
+/// Entries of one lock section, reduced to what a diff compares.
+struct Entry {
+    version: Option<semver::Version>,
+    hash: Option<Sha256Hash>,
+}
+
+fn diff_section(
+    section: &'static str,
+    old: &BTreeMap<String, Entry>,
+    new: &BTreeMap<String, Entry>,
+    out: &mut Vec<LockChange>,
+) {
+    let show = |e: &Entry| e.version.as_ref().map(ToString::to_string);
+    for (name, n) in new {
+        match old.get(name) {
+            None => out.push(LockChange {
+                section,
+                name: name.clone(),
+                change: ChangeKind::Added,
+                from: None,
+                to: show(n),
+            }),
+            Some(o) => {
+                let change = match (&o.version, &n.version) {
+                    (Some(a), Some(b)) if b > a => Some(ChangeKind::Upgraded),
+                    (Some(a), Some(b)) if b < a => Some(ChangeKind::Downgraded),
+                    _ if o.hash != n.hash => Some(ChangeKind::Changed),
+                    _ => None,
+                };
+                if let Some(change) = change {
+                    out.push(LockChange {
+                        section,
+                        name: name.clone(),
+                        change,
+                        from: show(o),
+                        to: show(n),
+                    });
+                }
+            }
+        }
+    }
+    for (name, o) in old {
+        if !new.contains_key(name) {
+            out.push(LockChange {
+                section,
+                name: name.clone(),
+                change: ChangeKind::Removed,
+                from: show(o),
+                to: None,
+            });
+        }
+    }
+}
+
+/// Every change from `old` (none: a first lock) to `new`, tools first,
+/// then subagents, then models, each by name.
+pub fn diff(old: Option<&Lockfile>, new: &Lockfile) -> Vec<LockChange> {
+    fn tools(l: Option<&Lockfile>) -> BTreeMap<String, Entry> {
+        l.map(|l| {
+            l.tools
+                .iter()
+                .map(|(n, t)| {
+                    (
+                        n.to_string(),
+                        Entry {
+                            version: Some(t.version.semver().clone()),
+                            hash: Some(t.hash),
+                        },
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+    fn agents(l: Option<&Lockfile>) -> BTreeMap<String, Entry> {
+        l.map(|l| {
+            l.agents
+                .iter()
+                .map(|(n, a)| {
+                    (
+                        n.to_string(),
+                        Entry {
+                            version: Some(a.version.semver().clone()),
+                            hash: Some(a.hash),
+                        },
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+    fn models(l: Option<&Lockfile>) -> BTreeMap<String, Entry> {
+        l.map(|l| {
+            l.models
+                .keys()
+                .map(|n| {
+                    (
+                        n.to_string(),
+                        Entry {
+                            version: None,
+                            hash: None,
+                        },
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+    let mut out = Vec::new();
+    diff_section("tool", &tools(old), &tools(Some(new)), &mut out);
+    diff_section("subagent", &agents(old), &agents(Some(new)), &mut out);
+    diff_section("model", &models(old), &models(Some(new)), &mut out);
+    out
+}
+
+/// What the package's own files say its lock must hold: computed locally,
+/// never by the registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalLock {
+    /// The agent's own files (every packed member except agent.lock and the
+    /// subagent files, which the agents section covers).
+    pub files: BTreeMap<MemberPath, Sha256Hash>,
+    pub agents: BTreeMap<PackageName, LockedAgent>,
+    /// Registry tools and their merged requirements (`None`: newest).
+    pub tools: BTreeMap<PackageName, Option<VersionReq>>,
+}
+
+impl LocalLock {
+    /// `members` is what the container will carry (see
+    /// `package_dir::agent_members`).
+    pub fn of(members: &SourceTree, pkg: &AgentPackage) -> Self {
+        let files = members
+            .iter()
+            .filter(|(p, _)| p.as_str() != LOCK_FILE && !pkg.subagents.contains_key(*p))
+            .map(|(p, b)| (p.clone(), Sha256Hash::digest(b)))
+            .collect();
+        let parent_version = pkg.agent.version.clone();
+        let agents = pkg
+            .subagents
+            .iter()
+            .filter_map(|(path, spec)| {
+                // A subagent is versioned with its parent unless it says
+                // otherwise.
+                let version = spec.version.clone().or_else(|| parent_version.clone())?;
+                let hash = Sha256Hash::digest(members.get(path.as_str()).unwrap_or_default());
+                Some((spec.name.clone(), LockedAgent { version, hash }))
+            })
+            .collect();
+        Self {
+            files,
+            agents,
+            tools: pkg.tool_requirements(),
+        }
+    }
+}
+
+/// No requirement and `*` mean the same: any release.
+fn same_requirement(a: Option<&VersionReq>, b: Option<&VersionReq>) -> bool {
+    let star = VersionReq::STAR;
+    a.unwrap_or(&star) == b.unwrap_or(&star)
+}
+
+/// Why `lock` no longer describes the package; empty when it still does.
+pub fn stale_reasons(lock: &Lockfile, local: &LocalLock) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for (path, hash) in &local.files {
+        match lock.files.get(path) {
+            None => reasons.push(format!("{path} is not in the lock")),
+            Some(h) if h != hash => reasons.push(format!("{path} changed")),
+            Some(_) => {}
+        }
+    }
+    for path in lock.files.keys() {
+        if !local.files.contains_key(path) {
+            reasons.push(format!("{path} is locked but gone"));
+        }
+    }
+    for (name, agent) in &local.agents {
+        match lock.agents.get(name) {
+            None => reasons.push(format!("subagent {name} is not in the lock")),
+            Some(a) if a != agent => reasons.push(format!("subagent {name} changed")),
+            Some(_) => {}
+        }
+    }
+    for name in lock.agents.keys() {
+        if !local.agents.contains_key(name) {
+            reasons.push(format!("subagent {name} is locked but gone"));
+        }
+    }
+    for (name, req) in &local.tools {
+        match lock.tools.get(name) {
+            None => reasons.push(format!("tool {name} is not in the lock")),
+            Some(t) if !same_requirement(t.requirement.as_ref(), req.as_ref()) => {
+                reasons.push(format!(
+                    "tool {name}: the requirement is now {}, the lock has {}",
+                    req.as_ref().map_or("*".to_owned(), ToString::to_string),
+                    t.requirement
+                        .as_ref()
+                        .map_or("*".to_owned(), ToString::to_string)
+                ))
+            }
+            Some(t) if !req.as_ref().is_none_or(|r| r.matches(t.version.semver())) => {
+                reasons.push(format!(
+                    "tool {name} {} does not satisfy {}",
+                    t.version,
+                    req.as_ref().map_or("*".to_owned(), ToString::to_string)
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    for (name, tool) in &lock.tools {
+        // Tools only other tools need carry no requirement; a locked tool
+        // with one is a direct dependency that the package dropped.
+        if tool.requirement.is_some() && !local.tools.contains_key(name) {
+            reasons.push(format!("tool {name} is locked but no longer required"));
+        }
+    }
+    reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use agentlang_core::{
+        Version,
+        lockfile::{LockedModel, LockedTool, ModelId, ResolvedAt},
+    };
+
+    use super::*;
+
+    fn name(n: &str) -> PackageName {
+        PackageName::new(n).unwrap()
+    }
+
+    fn tool(v: &str, req: Option<&str>) -> LockedTool {
+        LockedTool {
+            version: Version::parse(v).unwrap(),
+            hash: Sha256Hash::digest(v.as_bytes()),
+            requirement: req.map(|r| VersionReq::parse(r).unwrap()),
+            dependencies: BTreeSet::new(),
+        }
+    }
+
+    fn lock(tools: &[(&str, LockedTool)]) -> Lockfile {
+        let mut l = Lockfile::new(ResolvedAt::from_unix(0).unwrap(), None);
+        for (n, t) in tools {
+            l.tools.insert(name(n), t.clone());
+        }
+        l
+    }
+
+    #[test]
+    fn first_lock_lists_everything_as_added() {
+        let mut new = lock(&[("web_search", tool("1.2.0", Some("^1.2")))]);
+        new.models.insert(
+            ModelId::new("claude-sonnet-4").unwrap(),
+            LockedModel {
+                context_window: 200_000,
+                supports_tools: true,
+                input_1m_price: None,
+                output_1m_price: None,
+            },
+        );
+        let d = diff(None, &new);
+        let described: Vec<String> = d.iter().map(LockChange::describe).collect();
+        assert_eq!(
+            described,
+            ["+ tool web_search 1.2.0", "+ model claude-sonnet-4"]
+        );
+    }
+
+    #[test]
+    fn up_down_added_removed_and_unchanged() {
+        let old = lock(&[
+            ("a", tool("1.0.0", Some("^1"))),
+            ("b", tool("2.1.0", Some("^2"))),
+            ("c", tool("0.3.0", None)),
+            ("same", tool("1.0.0", Some("^1"))),
+        ]);
+        let new = lock(&[
+            ("a", tool("1.4.0", Some("^1"))),
+            ("b", tool("2.0.1", Some("^2"))),
+            ("d", tool("5.0.0", None)),
+            ("same", tool("1.0.0", Some("^1"))),
+        ]);
+        let d = diff(Some(&old), &new);
+        let described: Vec<String> = d.iter().map(LockChange::describe).collect();
+        assert_eq!(
+            described,
+            [
+                "↑ tool a 1.0.0 -> 1.4.0",
+                "↓ tool b 2.1.0 -> 2.0.1",
+                "+ tool d 5.0.0",
+                "- tool c 0.3.0",
+            ]
+        );
+        assert_eq!(d[0].change, ChangeKind::Upgraded);
+        assert_eq!(serde_json::to_value(&d[1]).unwrap()["change"], "downgraded");
+    }
+
+    #[test]
+    fn same_version_with_new_content_is_a_change() {
+        let mut old = lock(&[]);
+        old.agents.insert(
+            name("writer"),
+            LockedAgent {
+                version: Version::parse("1.0.0").unwrap(),
+                hash: Sha256Hash::digest(b"old"),
+            },
+        );
+        let mut new = old.clone();
+        new.agents.get_mut(&name("writer")).unwrap().hash = Sha256Hash::digest(b"new");
+        let d = diff(Some(&old), &new);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].describe(), "~ subagent writer 1.0.0 (content changed)");
+    }
+
+    fn local(tools: &[(&str, Option<&str>)]) -> LocalLock {
+        LocalLock {
+            files: [(
+                MemberPath::new("agent.yaml").unwrap(),
+                Sha256Hash::digest(b"agent"),
+            )]
+            .into(),
+            agents: BTreeMap::new(),
+            tools: tools
+                .iter()
+                .map(|(n, r)| (name(n), r.map(|r| VersionReq::parse(r).unwrap())))
+                .collect(),
+        }
+    }
+
+    fn lock_for(local: &LocalLock, tools: &[(&str, LockedTool)]) -> Lockfile {
+        let mut l = lock(tools);
+        l.files = local.files.clone();
+        l.agents = local.agents.clone();
+        l
+    }
+
+    #[test]
+    fn a_matching_lock_has_no_stale_reasons() {
+        let local = local(&[("web_search", Some("^1.2")), ("artifacts", None)]);
+        let l = lock_for(
+            &local,
+            &[
+                ("web_search", tool("1.3.0", Some("^1.2"))),
+                ("artifacts", tool("0.1.0", Some("*"))),
+                ("web_fetch", tool("1.0.0", None)),
+            ],
+        );
+        assert_eq!(stale_reasons(&l, &local), Vec::<String>::new());
+    }
+
+    #[test]
+    fn edited_files_and_changed_requirements_are_named() {
+        let local = local(&[("web_search", Some("^2")), ("new_tool", None)]);
+        let mut l = lock_for(
+            &local,
+            &[
+                ("web_search", tool("1.3.0", Some("^1.2"))),
+                ("dropped", tool("1.0.0", Some("^1"))),
+            ],
+        );
+        l.files.insert(
+            MemberPath::new("agent.yaml").unwrap(),
+            Sha256Hash::digest(b"before"),
+        );
+        l.files.insert(
+            MemberPath::new("ux.yaml").unwrap(),
+            Sha256Hash::digest(b"ux"),
+        );
+        assert_eq!(
+            stale_reasons(&l, &local),
+            [
+                "agent.yaml changed",
+                "ux.yaml is locked but gone",
+                "tool new_tool is not in the lock",
+                "tool web_search: the requirement is now ^2, the lock has ^1.2",
+                "tool dropped is locked but no longer required",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_locked_version_outside_its_requirement_is_stale() {
+        let local = local(&[("web_search", Some("^1.2"))]);
+        let l = lock_for(&local, &[("web_search", tool("1.1.0", Some("^1.2")))]);
+        assert_eq!(
+            stale_reasons(&l, &local),
+            ["tool web_search 1.1.0 does not satisfy ^1.2"]
+        );
+    }
+}

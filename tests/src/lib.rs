@@ -1,0 +1,383 @@
+//! Harness for the end-to-end tests in `tests/`: they drive the real
+//! `agentlang` and `agentlang-registry` binaries as a new user would, each
+//! test with its own registry (free port, temporary data folder) and its own
+//! config folder.
+//!
+//! Finding the binaries: `env!("CARGO_BIN_EXE_...")` only names binaries of
+//! the package under test, and these live in two other packages. So the
+//! first test that needs them runs `cargo build -p agentlang -p
+//! agentlang-registry` (the same cargo, the same profile) and takes them
+//! from the target folder the test executable itself runs from
+//! (`target/debug/deps/<test>` → `target/debug/`), which also honours
+//! `CARGO_TARGET_DIR`. That keeps `cargo test -p agentlang-e2e` a single
+//! command that always tests fresh binaries.
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    sync::{OnceLock, mpsc},
+    time::Duration,
+};
+
+use tempfile::TempDir;
+
+pub mod mock;
+
+/// Paths of the two binaries under test.
+#[derive(Debug)]
+pub struct Bins {
+    pub cli: PathBuf,
+    pub registry: PathBuf,
+}
+
+/// Builds the binaries once per test process.
+pub fn bins() -> &'static Bins {
+    static BINS: OnceLock<Bins> = OnceLock::new();
+    BINS.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test knows its own path");
+        // target/<profile>/deps/<test-binary>
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test binaries live in target/<profile>/deps")
+            .to_path_buf();
+        let profile = profile_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("debug")
+            .to_owned();
+        let target_dir = profile_dir
+            .parent()
+            .expect("profile folder has a parent")
+            .to_path_buf();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let mut cmd = Command::new(cargo);
+        cmd.args([
+            "build",
+            "--quiet",
+            "-p",
+            "agentlang",
+            "-p",
+            "agentlang-registry",
+        ])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile == "release" {
+            cmd.arg("--release");
+        }
+        let status = cmd
+            .status()
+            .expect("running cargo build for the binaries under test");
+        assert!(
+            status.success(),
+            "cargo build of agentlang and agentlang-registry failed"
+        );
+        let bins = Bins {
+            cli: profile_dir.join(format!("agentlang{}", std::env::consts::EXE_SUFFIX)),
+            registry: profile_dir.join(format!(
+                "agentlang-registry{}",
+                std::env::consts::EXE_SUFFIX
+            )),
+        };
+        assert!(bins.cli.exists(), "{} was not built", bins.cli.display());
+        assert!(
+            bins.registry.exists(),
+            "{} was not built",
+            bins.registry.display()
+        );
+        bins
+    })
+}
+
+/// The workspace root, for fixtures under `core/tests/fixtures`.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .to_path_buf()
+}
+
+/// A running registry with its own data folder; stopped on drop.
+pub struct Registry {
+    child: Option<Child>,
+    pub url: String,
+    _data: TempDir,
+}
+
+impl Registry {
+    /// Starts `agentlang-registry` on a free port (`127.0.0.1:0`) and waits
+    /// for its `listening on http://ADDR` log line.
+    pub fn start() -> Self {
+        let data = tempfile::tempdir().expect("temporary data folder");
+        let mut child = Command::new(&bins().registry)
+            .env("AGENTLANG_REGISTRY_BIND", "127.0.0.1:0")
+            .env("AGENTLANG_REGISTRY_DATA_DIR", data.path())
+            .env("AGENTLANG_REGISTRY_REGISTRATION", "open")
+            .env("NO_COLOR", "1")
+            .env("RUST_LOG", "info")
+            .current_dir(data.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting agentlang-registry");
+        let (tx, rx) = mpsc::channel::<String>();
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    // Keep draining after the address is found, so the
+                    // server never blocks on a full pipe.
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        drop(tx);
+        let mut seen = Vec::new();
+        let url = loop {
+            match rx.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    if let Some(url) = listening_url(&line) {
+                        break url;
+                    }
+                    seen.push(line);
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!(
+                        "the registry did not report its address; it said:\n{}",
+                        seen.join("\n")
+                    );
+                }
+            }
+        };
+        Self {
+            child: Some(child),
+            url,
+            _data: data,
+        }
+    }
+
+    /// Stops the server now (to test what clients do when it is gone).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The `http://host:port` in a `listening on http://...` log line, plain or
+/// JSON-formatted.
+pub fn listening_url(line: &str) -> Option<String> {
+    let start = line.find("listening on http://")? + "listening on ".len();
+    let url: String = line[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | '\u{1b}' | ','))
+        .collect();
+    Some(url)
+}
+
+/// A person at a terminal: their own config folder and working folder.
+pub struct User {
+    pub config: TempDir,
+    pub work: TempDir,
+    pub registry: String,
+}
+
+/// One finished `agentlang` run.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: &Output) -> Self {
+        Self {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Parses stdout as JSON (for `--json` runs).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+impl User {
+    pub fn new(registry: &str) -> Self {
+        Self {
+            config: tempfile::tempdir().expect("config folder"),
+            work: tempfile::tempdir().expect("work folder"),
+            registry: registry.to_owned(),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.work.path().join(rel)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&bins().cli);
+        cmd.args(args)
+            .current_dir(self.work.path())
+            .env("AGENTLANG_CONFIG_DIR", self.config.path())
+            .env("AGENTLANG_REGISTRY", &self.registry)
+            .env("NO_COLOR", "1")
+            .env_remove("AGENTLANG_TOKEN")
+            .env_remove("SOURCE_DATE_EPOCH");
+        cmd
+    }
+
+    /// Runs with extra environment and standard input.
+    pub fn run_with(&self, args: &[&str], env: &[(&str, &str)], stdin: &str) -> Run {
+        let mut cmd = self.command(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting agentlang");
+        if let Some(mut input) = child.stdin.take() {
+            input.write_all(stdin.as_bytes()).expect("writing stdin");
+        }
+        Run::from(&child.wait_with_output().expect("waiting for agentlang"))
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_with(args, &[], "")
+    }
+
+    /// Runs and insists on success.
+    pub fn ok(&self, args: &[&str]) -> Run {
+        let run = self.run(args);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "agentlang {args:?} failed:\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        run
+    }
+
+    /// Runs and insists on failure with exactly one `error:` line.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let run = self.run(args);
+        assert_ne!(
+            run.code,
+            Some(0),
+            "agentlang {args:?} should have failed:\n{}",
+            run.stdout
+        );
+        let errors: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .collect();
+        assert_eq!(errors.len(), 1, "want one error line, got:\n{}", run.stderr);
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+        errors[0].trim_start_matches("error: ").to_owned()
+    }
+
+    /// register + login, password on stdin.
+    pub fn sign_up(&self, username: &str, password: &str) {
+        let stdin = format!("{password}\n");
+        let run = self.run_with(
+            &["register", "--username", username, "--password-stdin"],
+            &[],
+            &stdin,
+        );
+        assert_eq!(run.code, Some(0), "register failed:\n{}", run.stderr);
+        let run = self.run_with(
+            &["login", "--username", username, "--password-stdin"],
+            &[],
+            &stdin,
+        );
+        assert_eq!(run.code, Some(0), "login failed:\n{}", run.stderr);
+    }
+}
+
+/// Copies a folder recursively (fixtures into a test's work folder).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("creating the copy");
+    for entry in std::fs::read_dir(from).expect("reading the fixture") {
+        let entry = entry.expect("fixture entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copying a fixture file");
+        }
+    }
+}
+
+/// Writes a tool directory: tool.yaml and a README.
+pub fn write_tool(dir: &Path, tool_yaml: &str) {
+    std::fs::create_dir_all(dir).expect("tool folder");
+    std::fs::write(dir.join("tool.yaml"), tool_yaml).expect("tool.yaml");
+    std::fs::write(
+        dir.join("README.md"),
+        "# A tool\n\nUsed by the end-to-end tests.\n",
+    )
+    .expect("README.md");
+}
+
+/// A minimal valid tool.yaml.
+pub fn simple_tool(name: &str, version: &str, dependencies: &[(&str, &str)]) -> String {
+    let mut yaml = format!(
+        "name: {name}\nversion: {version}\ndescription: The {name} tool.\nkind: builtin\nreadme: README.md\ninput_schema:\n  type: object\n  properties:\n    input: {{ type: string }}\n"
+    );
+    if !dependencies.is_empty() {
+        yaml.push_str("dependencies:\n");
+        for (n, r) in dependencies {
+            yaml.push_str(&format!("  {n}: \"{r}\"\n"));
+        }
+    }
+    yaml
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listening_url_is_found_in_plain_and_json_logs() {
+        assert_eq!(
+            listening_url("2025-01-01T00:00:00Z  INFO agentlang_registry: listening on http://127.0.0.1:41234 address=127.0.0.1:41234").as_deref(),
+            Some("http://127.0.0.1:41234")
+        );
+        assert_eq!(
+            listening_url(r#"{"level":"INFO","fields":{"message":"listening on http://127.0.0.1:5000","address":"127.0.0.1:5000"}}"#).as_deref(),
+            Some("http://127.0.0.1:5000")
+        );
+        assert_eq!(listening_url("starting"), None);
+    }
+}

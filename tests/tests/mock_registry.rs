@@ -1,0 +1,440 @@
+//! The client's side of the HTTP contract, against a scripted registry:
+//! what is sent, and what the CLI does with good and bad answers. These hold
+//! whatever stage the real server is at.
+
+use std::fs;
+
+use agentlang_e2e::{
+    User, copy_dir,
+    mock::{MockRegistry, Reply},
+    simple_tool, workspace_root, write_tool,
+};
+use serde_json::json;
+
+/// A user with a key, and a built `echo@1.0.0.tool`; returns (key id,
+/// public key PEM, container sha256).
+fn built_tool(user: &User) -> (String, String, String) {
+    let key = user.ok(&["--json", "keygen"]).json();
+    write_tool(&user.path("echo"), &simple_tool("echo", "1.0.0", &[]));
+    let built = user.ok(&["--json", "build", "echo"]).json();
+    let pem = fs::read_to_string(user.config.path().join("signing.pem.pub")).unwrap();
+    (
+        key["key_id"].as_str().unwrap().to_owned(),
+        pem,
+        built["sha256"].as_str().unwrap().to_owned(),
+    )
+}
+
+fn serve_tool(mock: &MockRegistry, user: &User, key_id: &str, pem: &str, index_hash: &str) {
+    mock.route(
+        "GET",
+        "/api/v1/index/tools/echo",
+        Reply::json(200, &json!({ "name": "echo", "versions": [
+            { "version": "0.9.0", "hash": format!("sha256:{}", "0".repeat(64)), "yanked": false },
+            { "version": "1.0.0", "hash": format!("sha256:{index_hash}"), "yanked": false },
+            { "version": "2.0.0-rc.1", "hash": format!("sha256:{}", "0".repeat(64)), "yanked": false },
+        ]})),
+    );
+    mock.route(
+        "GET",
+        "/api/v1/tools/echo/1.0.0/download",
+        Reply::bytes(fs::read(user.path("echo@1.0.0.tool")).unwrap()),
+    );
+    mock.route(
+        "GET",
+        &format!("/api/v1/keys/{key_id}"),
+        Reply::json(200, &json!({ "key_id": key_id, "public_key_pem": pem })),
+    );
+}
+
+fn leftovers(dir: &std::path::Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".part"))
+        .collect()
+}
+
+#[test]
+fn pull_picks_the_newest_match_checks_hash_and_signature_and_writes_atomically() {
+    let mock = MockRegistry::start();
+    let publisher = User::new(&mock.url);
+    let (key_id, pem, sha) = built_tool(&publisher);
+    serve_tool(&mock, &publisher, &key_id, &pem, &sha);
+
+    let user = User::new(&mock.url);
+    let pulled = user
+        .ok(&["--json", "pull", "echo", "--kind", "tool"])
+        .json();
+    assert_eq!(pulled["version"], "1.0.0", "the prerelease is skipped");
+    assert_eq!(pulled["signer"], key_id.as_str());
+    assert_eq!(
+        fs::read(user.path("echo@1.0.0.tool")).unwrap(),
+        fs::read(publisher.path("echo@1.0.0.tool")).unwrap()
+    );
+    let verified = user.ok(&["--json", "verify", "echo@1.0.0.tool"]).json();
+    assert_eq!(
+        verified["valid"], true,
+        "verify fetched the key from the registry"
+    );
+
+    // The index disagrees with the bytes: nothing is written.
+    serve_tool(&mock, &publisher, &key_id, &pem, &"ab".repeat(32));
+    let err = user.fails(&["pull", "echo@1", "--kind", "tool", "-o", "out/echo.tool"]);
+    assert!(
+        err.contains("nothing was written") && err.contains(&sha),
+        "{err}"
+    );
+    assert!(!user.path("out/echo.tool").exists());
+    assert_eq!(leftovers(&user.path("out")), Vec::<String>::new());
+
+    // The registry hands out a different key under the signer's id.
+    let other = User::new(&mock.url);
+    other.ok(&["keygen"]);
+    let other_pem = fs::read_to_string(other.config.path().join("signing.pem.pub")).unwrap();
+    serve_tool(&mock, &publisher, &key_id, &other_pem, &sha);
+    let err = user.fails(&["pull", "echo", "--kind", "tool", "-o", "out/echo.tool"]);
+    assert!(
+        err.contains("when asked for") && err.contains(&key_id),
+        "{err}"
+    );
+    assert!(!user.path("out/echo.tool").exists());
+    assert_eq!(leftovers(&user.path("out")), Vec::<String>::new());
+
+    let err = user.fails(&["pull", "echo@^3", "--kind", "tool"]);
+    assert_eq!(
+        err,
+        "no version of echo matches ^3 (published: 0.9.0, 1.0.0, 2.0.0-rc.1)"
+    );
+}
+
+#[test]
+fn publish_sends_the_container_with_the_token_and_reports_refusals_in_one_line() {
+    let mock = MockRegistry::start();
+    let user = User::new(&mock.url);
+    let (_, _, sha) = built_tool(&user);
+    mock.route(
+        "POST",
+        "/api/v1/publish",
+        Reply::json(
+            201,
+            &json!({ "kind": "tool", "name": "echo", "version": "1.0.0", "sha256": sha }),
+        ),
+    );
+    let env = [("AGENTLANG_TOKEN", "tok-123")];
+    let run = user.run_with(&["--json", "publish", "echo@1.0.0.tool"], &env, "");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.json()["url"], format!("{}/tools/echo/1.0.0", mock.url));
+    let sent = mock
+        .seen()
+        .into_iter()
+        .find(|s| s.path == "/api/v1/publish")
+        .unwrap();
+    assert_eq!(sent.body, fs::read(user.path("echo@1.0.0.tool")).unwrap());
+    assert_eq!(sent.headers["content-type"], "application/octet-stream");
+    assert_eq!(sent.headers["authorization"], "Bearer tok-123");
+
+    // Publishing a directory builds it first; --json is still one document.
+    let run = user.run_with(&["--json", "publish", "echo"], &env, "");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let both = run.json();
+    assert_eq!(both["build"]["path"], "echo@1.0.0.tool");
+    assert_eq!(both["build"]["sha256"], both["sha256"]);
+
+    // --token wins over AGENTLANG_TOKEN.
+    user.run_with(
+        &["publish", "echo@1.0.0.tool", "--token", "flag-tok"],
+        &env,
+        "",
+    );
+    let last = mock
+        .seen()
+        .into_iter()
+        .rev()
+        .find(|s| s.path == "/api/v1/publish")
+        .unwrap();
+    assert_eq!(last.headers["authorization"], "Bearer flag-tok");
+
+    for (status, title, detail, want) in [
+        (
+            409,
+            "Conflict",
+            "tool echo 1.0.0 is already published",
+            "Conflict: tool echo 1.0.0 is already published (409)",
+        ),
+        (
+            403,
+            "Forbidden",
+            "you are not an owner of echo",
+            "Forbidden: you are not an owner of echo (403)",
+        ),
+        (
+            422,
+            "Invalid container",
+            "signature does not verify",
+            "Invalid container: signature does not verify (422)",
+        ),
+        (
+            413,
+            "Payload too large",
+            "at most 1 MiB",
+            "Payload too large: at most 1 MiB (413) — the registry's upload limit is lower than this container",
+        ),
+        (
+            401,
+            "Unauthorized",
+            "the token has expired",
+            "Unauthorized: the token has expired (401) — run `agentlang login` or set AGENTLANG_TOKEN",
+        ),
+    ] {
+        mock.route(
+            "POST",
+            "/api/v1/publish",
+            Reply::problem(status, title, detail),
+        );
+        let run = user.run_with(&["publish", "echo@1.0.0.tool"], &env, "");
+        assert_eq!(run.code, Some(1));
+        assert_eq!(
+            run.stderr.trim(),
+            format!("error: publishing echo@1.0.0: {want}")
+        );
+    }
+}
+
+fn resolved(web_search: &str) -> serde_json::Value {
+    json!({
+        "version": "1",
+        "resolved_at": "2025-01-29T10:30:00Z",
+        "tools": {
+            "web_search": { "version": web_search, "hash": format!("sha256:{}", "1".repeat(64)), "requirement": "^1.2.0", "dependencies": ["web_fetch"] },
+            "web_fetch": { "version": "1.0.3", "hash": format!("sha256:{}", "2".repeat(64)), "requirement": "~1.0.0" },
+            "artifacts": { "version": "0.4.0", "hash": format!("sha256:{}", "3".repeat(64)), "requirement": "*" },
+            "sqlite": { "version": "1.0.0", "hash": format!("sha256:{}", "4".repeat(64)), "requirement": "*" },
+        },
+        "models": { "claude-sonnet-4": { "context_window": 200000, "supports_tools": true } },
+    })
+}
+
+#[test]
+fn lock_sends_requirements_models_and_pins_and_reports_changes() {
+    let mock = MockRegistry::start();
+    let user = User::new(&mock.url);
+    copy_dir(
+        &workspace_root().join("core/tests/fixtures/agents/research-assistant"),
+        &user.path("ra"),
+    );
+    mock.route(
+        "POST",
+        "/api/v1/resolve",
+        Reply::json(200, &resolved("1.2.0")),
+    );
+
+    let first = user.ok(&["--json", "lock", "ra"]).json();
+    assert_eq!(first["written"], true);
+    let added: Vec<&str> = first["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["change"].as_str().unwrap())
+        .collect();
+    assert!(
+        added.iter().all(|c| *c == "added") && added.len() == 7,
+        "{first}"
+    );
+    let request: serde_json::Value = serde_json::from_slice(&mock.seen()[0].body).unwrap();
+    assert_eq!(
+        request["tools"],
+        json!({ "artifacts": "*", "sqlite": "*", "web_fetch": "~1.0.0", "web_search": "^1.2.0" })
+    );
+    assert_eq!(request["models"], json!(["claude-sonnet-4"]));
+    assert!(request.get("lock").is_none(), "a first lock has no pins");
+
+    let lock = fs::read_to_string(user.path("ra/agent.lock")).unwrap();
+    assert!(lock.contains(&format!("registry: {}", mock.url)), "{lock}");
+    assert!(
+        lock.contains("academic-researcher:") && lock.contains("market-analyst:"),
+        "subagents hashed locally:\n{lock}"
+    );
+    assert!(
+        lock.contains("skills/test-helper/SKILL.md: sha256:"),
+        "{lock}"
+    );
+
+    // Re-locking sends the pins; the registry moves web_search up.
+    mock.route(
+        "POST",
+        "/api/v1/resolve",
+        Reply::json(200, &resolved("1.4.0")),
+    );
+    let run = user.ok(&["lock", "ra"]);
+    assert!(
+        run.stdout.contains("↑ tool web_search 1.2.0 -> 1.4.0"),
+        "{}",
+        run.stdout
+    );
+    let request: serde_json::Value = serde_json::from_slice(&mock.seen()[1].body).unwrap();
+    assert_eq!(request["lock"]["tools"]["web_search"]["version"], "1.2.0");
+    user.ok(&["lock", "ra", "--update"]);
+    let request: serde_json::Value = serde_json::from_slice(&mock.seen()[2].body).unwrap();
+    assert!(
+        request.get("lock").is_none(),
+        "--update resolves from scratch"
+    );
+
+    // The lock now matches: build uses it without asking the registry.
+    user.ok(&["keygen"]);
+    let before = mock.seen().len();
+    user.ok(&["build", "ra"]);
+    assert_eq!(mock.seen().len(), before);
+}
+
+#[test]
+fn an_unsatisfiable_lock_prints_the_registrys_explanation() {
+    let mock = MockRegistry::start();
+    let user = User::new(&mock.url);
+    copy_dir(
+        &workspace_root().join("core/tests/fixtures/agents/research-assistant"),
+        &user.path("ra"),
+    );
+    let explanation = "web_search ^1.2.0 depends on web_fetch ^2.0.0\nand the agent requires web_fetch ~1.0.0,\nso no version of web_search satisfies ^1.2.0";
+    let mut conflict = Reply::problem(422, "Unsatisfiable requirements", explanation);
+    let mut body: serde_json::Value = serde_json::from_slice(&conflict.body).unwrap();
+    body["conflicts"] = json!([{ "package": "web_fetch" }]);
+    conflict.body = body.to_string().into_bytes();
+    mock.route("POST", "/api/v1/resolve", conflict);
+    let run = user.run(&["lock", "ra"]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stderr
+            .contains("\n  and the agent requires web_fetch ~1.0.0,\n"),
+        "the explanation is shown as written:\n{}",
+        run.stderr
+    );
+    let last = run.stderr.lines().last().unwrap();
+    assert_eq!(
+        last,
+        "error: no set of tool versions satisfies the requirements: web_search ^1.2.0 depends on web_fetch ^2.0.0; and the agent requires web_fetch ~1.0.0,; so no version of web_search satisfies ^1.2.0"
+    );
+    assert!(!user.path("ra/agent.lock").exists());
+
+    // Any other 422 (an unknown model, say) is reported as itself.
+    mock.route(
+        "POST",
+        "/api/v1/resolve",
+        Reply::json(
+            422,
+            &json!({ "title": "The request failed validation", "detail": "1 invalid field",
+                     "errors": [{ "field": "models.claude-sonnet-4", "message": "not in the models catalog" }] }),
+        ),
+    );
+    let err = user.fails(&["lock", "ra"]);
+    assert_eq!(
+        err,
+        "The request failed validation: 1 invalid field (models.claude-sonnet-4: not in the models catalog) (422)"
+    );
+    let accept = mock.seen().last().unwrap().headers["accept"].clone();
+    assert_eq!(accept, "application/json");
+}
+
+#[test]
+fn keys_yank_and_search_send_what_the_contract_says() {
+    let mock = MockRegistry::start();
+    let user = User::new(&mock.url);
+    let key = user.ok(&["--json", "keygen"]).json();
+    let key_id = key["key_id"].as_str().unwrap();
+    let env = [("AGENTLANG_TOKEN", "tok")];
+
+    mock.route(
+        "POST",
+        "/api/v1/keys",
+        Reply::json(201, &json!({ "key_id": key_id })),
+    );
+    let pubkey = user.config.path().join("signing.pem.pub");
+    let run = user.run_with(&["keys", "register", pubkey.to_str().unwrap()], &env, "");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), format!("✓ registered key {key_id}"));
+    let sent: serde_json::Value = serde_json::from_slice(&mock.seen()[0].body).unwrap();
+    assert_eq!(sent["public_key_pem"], fs::read_to_string(&pubkey).unwrap());
+
+    mock.route(
+        "GET",
+        "/api/v1/keys",
+        Reply::json(
+            200,
+            &json!({ "keys": [
+                { "key_id": key_id, "revoked_at": null },
+                { "key_id": "f".repeat(64), "revoked_at": "2025-01-01T00:00:00Z" },
+            ]}),
+        ),
+    );
+    let run = user.run_with(&["keys", "list"], &env, "");
+    assert_eq!(
+        run.stdout.trim(),
+        format!("{key_id}\n{} (revoked)", "f".repeat(64))
+    );
+    mock.route(
+        "DELETE",
+        &format!("/api/v1/keys/{key_id}"),
+        Reply::json(200, &json!({})),
+    );
+    let run = user.run_with(&["keys", "revoke", key_id], &env, "");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(mock.seen().last().unwrap().method, "DELETE");
+
+    mock.route(
+        "POST",
+        "/api/v1/tools/web_search/1.2.0/yank",
+        Reply::json(200, &json!({ "yanked": true })),
+    );
+    let run = user.run_with(
+        &[
+            "yank",
+            "web_search@1.2.0",
+            "--kind",
+            "tool",
+            "--reason",
+            "leaks tokens",
+        ],
+        &env,
+        "",
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let last = mock.seen().last().unwrap().clone();
+    assert_eq!(last.headers["authorization"], "Bearer tok");
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&last.body).unwrap()["reason"],
+        "leaks tokens"
+    );
+    mock.route(
+        "POST",
+        "/api/v1/tools/web_search/1.2.0/unyank",
+        Reply::json(200, &json!({ "yanked": false })),
+    );
+    let run = user.run_with(
+        &["yank", "web_search@1.2.0", "--kind", "tool", "--undo"],
+        &env,
+        "",
+    );
+    assert_eq!(run.stdout.trim(), "✓ unyanked web_search@1.2.0");
+
+    mock.route(
+        "GET",
+        "/api/v1/search",
+        Reply::json(200, &json!({ "total": 1, "results": [
+            { "kind": "agent", "name": "research-assistant", "version": "1.0.0", "title": "Research Assistant", "description": "Deep research" },
+        ]})),
+    );
+    let run = user.ok(&["search", "deep research", "--kind", "agent"]);
+    assert!(
+        run.stdout
+            .contains("research-assistant@1.0.0  Research Assistant"),
+        "{}",
+        run.stdout
+    );
+    let q = mock.seen().last().unwrap().query.clone();
+    assert!(
+        q.contains("q=deep+research") || q.contains("q=deep%20research"),
+        "{q}"
+    );
+    assert!(q.contains("kind=agent"), "{q}");
+}
