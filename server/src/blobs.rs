@@ -21,6 +21,10 @@ use crate::config::{S3Settings, StorageUrl};
 /// The prefix every blob key starts with.
 const BLOB_PREFIX: &str = "blobs/sha256";
 
+/// Bytes read and uploaded at a time by [`Blobs::put_file`]: S3's smallest
+/// multipart part size, and so the memory one upload holds per part.
+pub const UPLOAD_CHUNK: usize = 5 * 1024 * 1024;
+
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
     #[error("cannot create the storage folder {path}: {source}")]
@@ -80,6 +84,22 @@ impl FromStr for Sha256Digest {
         hex::decode_to_slice(s, &mut out).map_err(|_| DigestParseError(s.to_owned()))?;
         Ok(Self(out))
     }
+}
+
+/// Reads up to [`UPLOAD_CHUNK`] bytes: a full chunk unless the file ends.
+async fn read_chunk(file: &mut tokio::fs::File) -> std::io::Result<Bytes> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; UPLOAD_CHUNK];
+    let mut filled = 0;
+    while filled < buf.len() {
+        let n = file.read(&mut buf[filled..]).await?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    buf.truncate(filled);
+    Ok(Bytes::from(buf))
 }
 
 /// What a sweep did.
@@ -194,6 +214,86 @@ impl Blobs {
             return Err(BlobError::Corrupt(*digest));
         }
         Ok(Some(bytes))
+    }
+
+    /// Stores the file at `path`, whose SHA-256 the caller computed while
+    /// spooling it, under `digest`, reading at most [`UPLOAD_CHUNK`] bytes at
+    /// a time: small files in one `put`, larger ones as a multipart upload
+    /// of that part size, so memory does not grow with the file.
+    ///
+    /// Unlike [`Blobs::put`] this overwrites an existing blob (with the same
+    /// bytes): the write refreshes its modification time, so a sweep that
+    /// started before this publish committed sees a young blob and keeps it.
+    pub async fn put_file(
+        &self,
+        path: &std::path::Path,
+        digest: &Sha256Digest,
+    ) -> Result<(), BlobError> {
+        let io = |e: std::io::Error| {
+            BlobError::Store(object_store::Error::Generic {
+                store: "spool",
+                source: Box::new(e),
+            })
+        };
+        let mut file = tokio::fs::File::open(path).await.map_err(io)?;
+        let size = file.metadata().await.map_err(io)?.len();
+        let key = Self::key(digest);
+        if size <= UPLOAD_CHUNK as u64 {
+            let bytes = read_chunk(&mut file).await.map_err(io)?;
+            self.store.put(&key, PutPayload::from_bytes(bytes)).await?;
+            return Ok(());
+        }
+        let upload = self.store.put_multipart(&key).await?;
+        let mut writer = object_store::WriteMultipart::new_with_chunk_size(upload, UPLOAD_CHUNK);
+        loop {
+            // At most two parts in flight plus one being read.
+            writer.wait_for_capacity(2).await?;
+            let chunk = match read_chunk(&mut file).await {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    writer.abort().await?;
+                    return Err(io(e));
+                }
+            };
+            if chunk.is_empty() {
+                break;
+            }
+            writer.put(chunk);
+        }
+        writer.finish().await?;
+        Ok(())
+    }
+
+    /// The blob as a stream of chunks with its length; `None` when absent.
+    /// The bytes are not re-hashed: downloads are checked by the client
+    /// against the digest in the `ETag` and the index.
+    pub async fn get_stream(
+        &self,
+        digest: &Sha256Digest,
+    ) -> Result<
+        Option<(
+            u64,
+            futures_util::stream::BoxStream<'static, Result<Bytes, object_store::Error>>,
+        )>,
+        BlobError,
+    > {
+        match self.store.get(&Self::key(digest)).await {
+            Ok(result) => {
+                let size = result.meta.size;
+                Ok(Some((size, result.into_stream())))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes a blob; a missing one is not an error. Only for a blob the
+    /// caller just wrote and no version refers to (a publish that lost).
+    pub async fn delete(&self, digest: &Sha256Digest) -> Result<(), BlobError> {
+        match self.store.delete(&Self::key(digest)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub async fn exists(&self, digest: &Sha256Digest) -> Result<bool, BlobError> {

@@ -8,6 +8,7 @@
 use std::{
     num::NonZeroU32,
     path::{Path, PathBuf},
+    time::Duration,
 };
 
 use serde::Deserialize;
@@ -166,6 +167,14 @@ pub struct Config {
     pub admin: Option<String>,
     /// HTTP worker threads; `None` means one per core.
     pub workers: Option<usize>,
+    /// How often each replica sweeps unreferenced blobs; zero turns the
+    /// periodic sweep off. Sweeps are idempotent, so replicas may overlap.
+    pub sweep_interval: Duration,
+    /// How old an unreferenced blob must be before a sweep deletes it: longer
+    /// than any publish takes between writing its blob and committing.
+    pub sweep_grace: Duration,
+    /// How long one resolution may run before it is answered 503.
+    pub resolve_timeout: Duration,
 }
 
 impl Default for Config {
@@ -183,6 +192,9 @@ impl Default for Config {
             jwt_secret: None,
             admin: None,
             workers: None,
+            sweep_interval: Duration::from_secs(3600),
+            sweep_grace: Duration::from_secs(3600),
+            resolve_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -203,6 +215,9 @@ struct FileConfig {
     jwt_secret: Option<String>,
     admin: Option<String>,
     workers: Option<usize>,
+    sweep_interval_secs: Option<u64>,
+    sweep_grace_secs: Option<u64>,
+    resolve_timeout_ms: Option<u64>,
 }
 
 impl Config {
@@ -274,6 +289,15 @@ impl Config {
         if file.workers.is_some() {
             self.workers = file.workers;
         }
+        if let Some(v) = file.sweep_interval_secs {
+            self.sweep_interval = Duration::from_secs(v);
+        }
+        if let Some(v) = file.sweep_grace_secs {
+            self.sweep_grace = Duration::from_secs(v);
+        }
+        if let Some(v) = file.resolve_timeout_ms {
+            self.resolve_timeout = Duration::from_millis(v);
+        }
         Ok(())
     }
 
@@ -337,6 +361,23 @@ impl Config {
                 .filter(|n| *n > 0)
                 .ok_or_else(|| invalid("WORKERS", format!("{v:?} is not a positive count")))?;
             self.workers = Some(n);
+        }
+        let number = |name: &str| -> Result<Option<u64>, ConfigError> {
+            var(name)
+                .map(|v| {
+                    v.parse::<u64>()
+                        .map_err(|_| invalid(name, format!("{v:?} is not a whole number")))
+                })
+                .transpose()
+        };
+        if let Some(v) = number("SWEEP_INTERVAL_SECS")? {
+            self.sweep_interval = Duration::from_secs(v);
+        }
+        if let Some(v) = number("SWEEP_GRACE_SECS")? {
+            self.sweep_grace = Duration::from_secs(v);
+        }
+        if let Some(v) = number("RESOLVE_TIMEOUT_MS")? {
+            self.resolve_timeout = Duration::from_millis(v);
         }
         if let Some(secret) = &self.jwt_secret
             && secret.len() < 32

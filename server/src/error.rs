@@ -67,6 +67,35 @@ pub enum ApiError {
     RateLimited { retry_after_secs: u64 },
     #[error("not ready: {0}")]
     Unavailable(String),
+    /// The upload is not a valid container; the core error's text.
+    #[error("{0}")]
+    ContainerInvalid(String),
+    #[error("{0}")]
+    SignatureInvalid(String),
+    #[error("{0}")]
+    KeyRevoked(String),
+    #[error("{0}")]
+    UnknownKey(String),
+    #[error("{0}")]
+    NotOwner(String),
+    /// A look-alike of an existing name; the message names its spelling.
+    #[error("{0}")]
+    NameTaken(String),
+    #[error("{0}")]
+    VersionExists(String),
+    /// An agent.lock pins tool versions the registry does not hold; one
+    /// field error per bad pin (`tools.<name>`).
+    #[error("agent.lock pins tool versions this registry does not hold")]
+    LockMismatch(Vec<FieldError>),
+    /// No versions meet the requirements: the explanation, and the facts
+    /// behind it as the `conflicts` extension member.
+    #[error("{explanation}")]
+    Unsatisfiable {
+        explanation: String,
+        conflicts: serde_json::Value,
+    },
+    #[error("resolution did not finish within {0} ms")]
+    ResolveTimeout(u64),
     /// Anything the client cannot fix. Its cause is logged, never sent.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -92,6 +121,16 @@ impl ApiError {
             Self::Conflict(_) => "conflict",
             Self::RateLimited { .. } => "rate-limited",
             Self::Unavailable(_) => "unavailable",
+            Self::ContainerInvalid(_) => "container-invalid",
+            Self::SignatureInvalid(_) => "signature-invalid",
+            Self::KeyRevoked(_) => "key-revoked",
+            Self::UnknownKey(_) => "unknown-key",
+            Self::NotOwner(_) => "not-owner",
+            Self::NameTaken(_) => "name-taken",
+            Self::VersionExists(_) => "version-exists",
+            Self::LockMismatch(_) => "lock-mismatch",
+            Self::Unsatisfiable { .. } => "unsatisfiable",
+            Self::ResolveTimeout(_) => "resolve-timeout",
             Self::Internal(_) => "internal",
         }
     }
@@ -110,6 +149,16 @@ impl ApiError {
             Self::Conflict(_) => "Conflict",
             Self::RateLimited { .. } => "Too many requests",
             Self::Unavailable(_) => "Service unavailable",
+            Self::ContainerInvalid(_) => "The container is invalid",
+            Self::SignatureInvalid(_) => "The signature does not verify",
+            Self::KeyRevoked(_) => "The signing key is revoked",
+            Self::UnknownKey(_) => "Unknown signing key",
+            Self::NotOwner(_) => "Not an owner",
+            Self::NameTaken(_) => "The name is taken",
+            Self::VersionExists(_) => "The version exists",
+            Self::LockMismatch(_) => "agent.lock does not match the registry",
+            Self::Unsatisfiable { .. } => "The requirements cannot be met",
+            Self::ResolveTimeout(_) => "Resolution timed out",
             Self::Internal(_) => "Internal server error",
         }
     }
@@ -141,8 +190,12 @@ impl ApiError {
             instance: None,
             request_id: None,
             errors: match self {
-                Self::Validation(errors) => errors.clone(),
+                Self::Validation(errors) | Self::LockMismatch(errors) => errors.clone(),
                 _ => Vec::new(),
+            },
+            conflicts: match self {
+                Self::Unsatisfiable { conflicts, .. } => Some(conflicts.clone()),
+                _ => None,
             },
         }
     }
@@ -160,7 +213,15 @@ impl ResponseError for ApiError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_) | Self::ResolveTimeout(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::ContainerInvalid(_)
+            | Self::SignatureInvalid(_)
+            | Self::KeyRevoked(_)
+            | Self::UnknownKey(_)
+            | Self::LockMismatch(_)
+            | Self::Unsatisfiable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::NotOwner(_) => StatusCode::FORBIDDEN,
+            Self::NameTaken(_) | Self::VersionExists(_) => StatusCode::CONFLICT,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -210,9 +271,13 @@ pub struct Problem {
     pub instance: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
-    /// Every invalid field, for `validation-failed`.
+    /// Every invalid field, for `validation-failed` and `lock-mismatch`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<FieldError>,
+    /// For `unsatisfiable`: the requirements that clash, structured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub conflicts: Option<serde_json::Value>,
 }
 
 /// Middleware: completes problem documents with the request's path and id.

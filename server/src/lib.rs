@@ -14,5 +14,6 @@ pub mod openapi;
 pub mod rate_limit;
 pub mod request_id;
 pub mod routes;
+pub mod service;
 pub mod startup;
 pub mod state;

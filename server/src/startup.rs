@@ -23,6 +23,7 @@ use crate::{
     rate_limit::{self, RateLimits},
     request_id::{self, RequestSpan},
     routes,
+    service::{resolve::IndexCache, sweep},
     state::AppState,
 };
 
@@ -37,6 +38,8 @@ pub struct Application {
     server: Server,
     address: SocketAddr,
     state: web::Data<AppState>,
+    /// The periodic blob sweep, stopped with the server.
+    sweeper: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Application {
@@ -87,6 +90,7 @@ impl Application {
             blobs,
             tokens,
             public_url,
+            index_cache: IndexCache::new(),
         });
         let workers = state.config.workers;
         let max_upload = state.config.max_upload_bytes;
@@ -129,10 +133,14 @@ impl Application {
             server = server.workers(workers);
         }
         let server = server.listen(listener)?.run();
+        let interval = state.config.sweep_interval;
+        let sweeper = (!interval.is_zero())
+            .then(|| actix_web::rt::spawn(sweep::sweep_periodically(state.clone(), interval)));
         Ok(Self {
             server,
             address,
             state,
+            sweeper,
         })
     }
 
@@ -159,6 +167,9 @@ impl Application {
     /// in-flight requests get [`SHUTDOWN_GRACE_SECS`] to finish.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
+        if let Some(sweeper) = self.sweeper {
+            sweeper.abort();
+        }
         self.state.db.close().await;
         result
     }

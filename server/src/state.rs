@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use crate::{
-    auth::TokenKeys, blobs::Blobs, config::Config, db::Db, metrics::Metrics, rate_limit::RateLimits,
+    auth::TokenKeys, blobs::Blobs, config::Config, db::Db, metrics::Metrics,
+    rate_limit::RateLimits, service::resolve::IndexCache,
 };
 
 #[derive(Debug)]
@@ -17,4 +18,7 @@ pub struct AppState {
     pub metrics: Metrics,
     /// The registry's public URL without a trailing slash (the JWT issuer).
     pub public_url: String,
+    /// Index entries for resolution, checked against the database's
+    /// generation on every use.
+    pub index_cache: IndexCache,
 }

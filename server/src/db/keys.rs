@@ -66,3 +66,76 @@ impl Db {
         })
     }
 }
+
+/// A key with its owner's username, as the public key page shows it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SigningKeyWithOwner {
+    pub key_id: String,
+    pub owner: String,
+    pub public_key_pem: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+impl Db {
+    /// The account's keys, oldest first, revoked ones included.
+    pub async fn list_signing_keys(
+        &self,
+        account_id: i64,
+    ) -> Result<Vec<SigningKeyRecord>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, SigningKeyRecord>(
+                "SELECT key_id, account_id, public_key_pem, created_at, revoked_at
+                 FROM signing_keys WHERE account_id = $1 ORDER BY created_at, key_id",
+            )
+            .bind(account_id)
+            .fetch_all(pool)
+            .await
+        })
+    }
+
+    pub async fn find_signing_key_with_owner(
+        &self,
+        key_id: &str,
+    ) -> Result<Option<SigningKeyWithOwner>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, SigningKeyWithOwner>(
+                "SELECT k.key_id, a.username AS owner, k.public_key_pem, k.created_at, k.revoked_at
+                 FROM signing_keys k JOIN accounts a ON a.id = k.account_id
+                 WHERE k.key_id = $1",
+            )
+            .bind(key_id)
+            .fetch_optional(pool)
+            .await
+        })
+    }
+
+    /// Revokes one of the account's keys. Returns the key as it is now, or
+    /// `None` when the account has no such key. Revoking twice keeps the
+    /// first revocation time.
+    pub async fn revoke_signing_key(
+        &self,
+        account_id: i64,
+        key_id: &str,
+    ) -> Result<Option<SigningKeyRecord>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE signing_keys SET revoked_at = $1
+                 WHERE key_id = $2 AND account_id = $3 AND revoked_at IS NULL",
+            )
+            .bind(now())
+            .bind(key_id)
+            .bind(account_id)
+            .execute(pool)
+            .await?;
+            sqlx::query_as::<_, SigningKeyRecord>(
+                "SELECT key_id, account_id, public_key_pem, created_at, revoked_at
+                 FROM signing_keys WHERE key_id = $1 AND account_id = $2",
+            )
+            .bind(key_id)
+            .bind(account_id)
+            .fetch_optional(pool)
+            .await
+        })
+    }
+}

@@ -4,8 +4,14 @@
 
 pub mod accounts;
 pub mod health;
+pub mod index;
+pub mod keys;
 pub mod models;
 pub mod owners;
+pub mod packages;
+pub mod publish;
+pub mod resolve;
+pub mod search;
 pub mod tokens;
 
 use actix_web::web;
@@ -25,7 +31,22 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(models::put_model)
         .service(health::get_healthz)
         .service(health::get_readyz)
-        .service(crate::metrics::get_metrics);
+        .service(crate::metrics::get_metrics)
+        .service(keys::create_key)
+        .service(keys::list_keys)
+        .service(keys::get_key)
+        .service(keys::revoke_key)
+        .service(publish::publish_version)
+        .service(resolve::resolve_lock)
+        .service(search::search_packages)
+        .service(index::get_index)
+        // After every fixed `/api/v1/<word>/...` route above: these match
+        // any first segment and answer 404 for one that is not a kind.
+        .service(packages::get_package)
+        .service(packages::get_version)
+        .service(packages::download_version)
+        .service(packages::yank_version)
+        .service(packages::unyank_version);
 }
 
 /// Unix seconds as RFC 3339 (`2025-01-29T10:30:00Z`), the API's timestamp

@@ -1,0 +1,222 @@
+//! What resolution and the index endpoint read: every live version of a
+//! package with its hash, yanked flag and dependency edges, in two queries;
+//! and the registry-wide generation that tells caches whether they are stale.
+
+use std::collections::BTreeMap;
+
+use agentlang_core::{Kind, PackageName};
+
+use super::{Db, packages::PackageRecord, with_pool};
+
+/// One live version as the index lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexVersion {
+    pub version_id: i64,
+    pub version: String,
+    pub sha256: String,
+    pub yanked: bool,
+    /// Tool dependencies: name as written, requirement as written.
+    pub dependencies: BTreeMap<String, String>,
+}
+
+/// A package with its live versions in SemVer order, oldest first.
+#[derive(Debug, Clone)]
+pub struct PackageIndex {
+    pub package: PackageRecord,
+    pub versions: Vec<IndexVersion>,
+}
+
+#[derive(sqlx::FromRow)]
+struct IndexRow {
+    version_id: i64,
+    version: String,
+    sha256: String,
+    yanked: bool,
+    dep_kind: Option<String>,
+    dep_name: Option<String>,
+    requirement: Option<String>,
+}
+
+impl Db {
+    /// The generation counter (migration 0002): bumped in the same
+    /// transaction as every publish, yank, unyank, deletion and model write.
+    pub async fn registry_generation(&self) -> Result<i64, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_scalar::<_, i64>("SELECT generation FROM registry_generation WHERE id = 1")
+                .fetch_one(pool)
+                .await
+        })
+    }
+
+    /// The index of one package (any spelling of its name), or `None`.
+    pub async fn package_index(
+        &self,
+        kind: Kind,
+        name: &PackageName,
+    ) -> Result<Option<PackageIndex>, sqlx::Error> {
+        let Some(package) = self.find_package(kind, name).await? else {
+            return Ok(None);
+        };
+        let rows: Vec<IndexRow> = with_pool!(self, pool => {
+            sqlx::query_as::<_, IndexRow>(
+                "SELECT v.id AS version_id, v.version, v.sha256, v.yanked,
+                        d.kind AS dep_kind, d.name AS dep_name, d.requirement
+                 FROM versions v LEFT JOIN dependencies d ON d.version_id = v.id
+                 WHERE v.package_id = $1 AND v.deleted_at IS NULL
+                 ORDER BY v.id, d.normalized_name",
+            )
+            .bind(package.id)
+            .fetch_all(pool)
+            .await
+        })?;
+        let mut versions: Vec<IndexVersion> = Vec::new();
+        for row in rows {
+            if versions
+                .last()
+                .is_none_or(|v| v.version_id != row.version_id)
+            {
+                versions.push(IndexVersion {
+                    version_id: row.version_id,
+                    version: row.version,
+                    sha256: row.sha256,
+                    yanked: row.yanked,
+                    dependencies: BTreeMap::new(),
+                });
+            }
+            if let (Some(kind), Some(name), Some(requirement), Some(last)) = (
+                row.dep_kind,
+                row.dep_name,
+                row.requirement,
+                versions.last_mut(),
+            ) && kind == Kind::Tool.as_str()
+            {
+                last.dependencies.insert(name, requirement);
+            }
+        }
+        // SQL cannot order prerelease identifiers; semver can.
+        versions.sort_by(|a, b| {
+            let parse = |v: &str| semver::Version::parse(v).ok();
+            parse(&a.version).cmp(&parse(&b.version))
+        });
+        Ok(Some(PackageIndex { package, versions }))
+    }
+
+    /// The account's username by id (publishers shown in version records).
+    pub async fn username_of(&self, account_id: i64) -> Result<Option<String>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_scalar::<_, String>("SELECT username FROM accounts WHERE id = $1")
+                .bind(account_id)
+                .fetch_optional(pool)
+                .await
+        })
+    }
+
+    /// Every package of `kind` (or of every kind), by normalized name, at
+    /// most `limit`: what an empty search lists.
+    pub async fn list_packages(
+        &self,
+        kind: Option<Kind>,
+        limit: i64,
+    ) -> Result<Vec<PackageRecord>, sqlx::Error> {
+        let kind = kind.map(Kind::as_str);
+        match self {
+            Db::Sqlite(pool) => {
+                sqlx::query_as::<_, PackageRecord>(
+                    "SELECT id, kind, name, normalized_name, description, keywords, created_at,
+                            updated_at
+                     FROM packages WHERE ($1 IS NULL OR kind = $1)
+                     ORDER BY normalized_name, kind LIMIT $2",
+                )
+                .bind(kind)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+            }
+            Db::Postgres(pool) => {
+                sqlx::query_as::<_, PackageRecord>(
+                    "SELECT id, kind, name, normalized_name, description, keywords, created_at,
+                            updated_at
+                     FROM packages WHERE ($1::text IS NULL OR kind = $1)
+                     ORDER BY normalized_name, kind LIMIT $2",
+                )
+                .bind(kind)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+            }
+        }
+    }
+}
+
+/// The search-relevant facts of one live version.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct VersionSummary {
+    pub package_id: i64,
+    pub version: String,
+    pub yanked: bool,
+    pub downloads: i64,
+    /// agent.yaml's `title` and `category`; tools have neither.
+    pub title: Option<String>,
+    pub category: Option<String>,
+}
+
+/// Ids per query: far below either backend's bind limit.
+const SUMMARY_CHUNK: usize = 500;
+
+impl Db {
+    /// Every live version of the given packages, unordered.
+    pub async fn version_summaries(
+        &self,
+        package_ids: &[i64],
+    ) -> Result<Vec<VersionSummary>, sqlx::Error> {
+        let mut out = Vec::new();
+        for chunk in package_ids.chunks(SUMMARY_CHUNK) {
+            match self {
+                Db::Sqlite(pool) => {
+                    let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                        "SELECT package_id, version, yanked, downloads,
+                                json_extract(spec, '$.title') AS title,
+                                json_extract(spec, '$.category') AS category
+                         FROM versions WHERE deleted_at IS NULL AND package_id IN (",
+                    );
+                    let mut ids = query.separated(", ");
+                    for id in chunk {
+                        ids.push_bind(*id);
+                    }
+                    query.push(")");
+                    out.extend(query.build_query_as().fetch_all(pool).await?);
+                }
+                Db::Postgres(pool) => {
+                    let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new(
+                        "SELECT package_id, version, yanked, downloads,
+                                spec->>'title' AS title, spec->>'category' AS category
+                         FROM versions WHERE deleted_at IS NULL AND package_id IN (",
+                    );
+                    let mut ids = query.separated(", ");
+                    for id in chunk {
+                        ids.push_bind(*id);
+                    }
+                    query.push(")");
+                    out.extend(query.build_query_as().fetch_all(pool).await?);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Db {
+    /// Whether any version (deleted ones included) names this container.
+    pub async fn blob_is_referenced(
+        &self,
+        sha256: &crate::blobs::Sha256Digest,
+    ) -> Result<bool, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM versions WHERE sha256 = $1")
+                .bind(sha256.to_string())
+                .fetch_one(pool)
+                .await
+                .map(|n| n > 0)
+        })
+    }
+}

@@ -1,0 +1,49 @@
+//! The index: every live version of one package with its hash, yanked flag
+//! and dependency edges, for client-side resolution. Cacheable: a strong
+//! `ETag` over the body, and `If-None-Match` answers 304.
+
+use actix_web::{HttpRequest, HttpResponse, get, http::header, web};
+use sha2::{Digest, Sha256};
+
+use crate::{
+    error::ApiError,
+    routes::{owners::PackagePath, packages::if_none_match},
+    service::packages::{self, PackageIndexView},
+    state::AppState,
+};
+
+/// One package's index.
+#[utoipa::path(
+    tag = "index",
+    params(PackagePath),
+    responses(
+        (status = 200, body = PackageIndexView,
+         headers(("ETag" = String, description = "Strong: the quoted SHA-256 of the body"))),
+        (status = 304, description = "The client's copy is current"),
+        (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/api/v1/index/{kind}/{name}")]
+pub async fn get_index(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<PackagePath>,
+) -> Result<HttpResponse, ApiError> {
+    let (kind, name) = path.parse()?;
+    let index = packages::get_index(&state, kind, &name).await?;
+    let body = serde_json::to_vec(&index).map_err(ApiError::internal)?;
+    let etag = format!("\"{}\"", hex::encode(Sha256::digest(&body)));
+    let mut response = if if_none_match(&req, &etag) {
+        HttpResponse::NotModified()
+    } else {
+        HttpResponse::Ok()
+    };
+    response
+        .insert_header((header::ETAG, etag.clone()))
+        // Yanks and new versions change it: clients revalidate every time.
+        .insert_header((header::CACHE_CONTROL, "public, no-cache"));
+    if if_none_match(&req, &etag) {
+        return Ok(response.finish());
+    }
+    Ok(response.content_type("application/json").body(body))
+}

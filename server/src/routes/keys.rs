@@ -1,0 +1,202 @@
+//! Signing keys: publishers register the public halves of their Ed25519
+//! keys (token scope `keys`); anyone can look a key up by id. A key is
+//! revoked, never deleted: versions signed before the revocation stay valid
+//! and show the key as revoked; later uploads signed with it are refused.
+
+use actix_web::{HttpResponse, delete, get, post, web};
+use agentlang_core::signing::{PublicKey, SigningError};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{
+    auth::{Authenticated, Scope},
+    db::keys::{InsertKeyError, SigningKeyRecord},
+    error::{ApiError, FieldError},
+    routes::rfc3339,
+    state::AppState,
+};
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateKeyRequest {
+    /// An Ed25519 public key as SPKI PEM (`BEGIN PUBLIC KEY`).
+    #[schema(
+        example = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA...\n-----END PUBLIC KEY-----\n"
+    )]
+    pub public_key_pem: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedKey {
+    /// Lowercase hex SHA-256 of the raw 32-byte public key.
+    pub key_id: String,
+    pub public_key_pem: String,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+/// A key as its owner lists it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeySummary {
+    pub key_id: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339; `null` while the key is in force.
+    pub revoked_at: Option<String>,
+}
+
+impl From<SigningKeyRecord> for KeySummary {
+    fn from(k: SigningKeyRecord) -> Self {
+        Self {
+            key_id: k.key_id,
+            created_at: rfc3339(k.created_at),
+            revoked_at: k.revoked_at.map(rfc3339),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyList {
+    pub keys: Vec<KeySummary>,
+}
+
+/// A key as anyone can see it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyDetails {
+    pub key_id: String,
+    pub public_key_pem: String,
+    /// Username of the account that registered it.
+    pub owner: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339; `null` while the key is in force.
+    pub revoked_at: Option<String>,
+}
+
+/// Registers a signing key to the caller (token scope `keys`). The PEM is
+/// stored as re-encoded from the parsed key.
+#[utoipa::path(
+    tag = "keys",
+    request_body = CreateKeyRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "Registered", body = CreatedKey),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token lacks the `keys` scope", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The key is already registered", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Not an Ed25519 SPKI PEM key, or a weak key", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[post("/api/v1/keys")]
+pub async fn create_key(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    body: web::Json<CreateKeyRequest>,
+) -> Result<HttpResponse, ApiError> {
+    auth.require(Scope::Keys)?;
+    let key = PublicKey::from_spki_pem(&body.public_key_pem).map_err(|e| {
+        let message = match e {
+            SigningError::WeakKey => "the key is weak (a small-order point) and is refused".into(),
+            other => other.to_string(),
+        };
+        ApiError::Validation(vec![FieldError::new("public_key_pem", message)])
+    })?;
+    let key_id = key.key_id();
+    let record = state
+        .db
+        .insert_signing_key(key_id.as_str(), auth.account_id, &key.to_spki_pem())
+        .await
+        .map_err(|e| match e {
+            InsertKeyError::AlreadyRegistered => {
+                ApiError::Conflict(format!("the key {key_id} is already registered"))
+            }
+            InsertKeyError::Db(e) => e.into(),
+        })?;
+    tracing::info!(key_id = %record.key_id, by = %auth.username, "signing key registered");
+    Ok(HttpResponse::Created().json(CreatedKey {
+        key_id: record.key_id,
+        public_key_pem: record.public_key_pem,
+        created_at: rfc3339(record.created_at),
+    }))
+}
+
+/// Lists the caller's keys, revoked ones included.
+#[utoipa::path(
+    tag = "keys",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = KeyList),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/api/v1/keys")]
+pub async fn list_keys(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    let keys = state
+        .db
+        .list_signing_keys(auth.account_id)
+        .await?
+        .into_iter()
+        .map(KeySummary::from)
+        .collect();
+    Ok(HttpResponse::Ok().json(KeyList { keys }))
+}
+
+/// One key, with its owner (public).
+#[utoipa::path(
+    tag = "keys",
+    params(("key_id" = String, Path, description = "Lowercase hex SHA-256 of the raw public key")),
+    responses(
+        (status = 200, body = KeyDetails),
+        (status = 404, description = "No such key", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/api/v1/keys/{key_id}")]
+pub async fn get_key(
+    state: web::Data<AppState>,
+    key_id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let key = state
+        .db
+        .find_signing_key_with_owner(&key_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("key {key_id}")))?;
+    Ok(HttpResponse::Ok().json(KeyDetails {
+        key_id: key.key_id,
+        public_key_pem: key.public_key_pem,
+        owner: key.owner,
+        created_at: rfc3339(key.created_at),
+        revoked_at: key.revoked_at.map(rfc3339),
+    }))
+}
+
+/// Revokes one of the caller's keys (token scope `keys`). Revoking a revoked
+/// key keeps its first revocation time.
+#[utoipa::path(
+    tag = "keys",
+    params(("key_id" = String, Path, description = "Lowercase hex SHA-256 of the raw public key")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The key, revoked", body = KeySummary),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token lacks the `keys` scope", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The caller has no such key", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[delete("/api/v1/keys/{key_id}")]
+pub async fn revoke_key(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    key_id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    auth.require(Scope::Keys)?;
+    let key = state
+        .db
+        .revoke_signing_key(auth.account_id, &key_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("key {key_id}")))?;
+    tracing::info!(key_id = %key.key_id, by = %auth.username, "signing key revoked");
+    Ok(HttpResponse::Ok().json(KeySummary::from(key)))
+}

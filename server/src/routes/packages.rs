@@ -1,0 +1,223 @@
+//! Packages and versions: records, downloads, yank and unyank.
+
+use actix_web::{
+    HttpRequest, HttpResponse, get,
+    http::header::{self, HeaderValue},
+    post, web,
+};
+use agentlang_core::{Kind, PackageName, Version};
+use futures_util::TryStreamExt;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::{
+    auth::Authenticated,
+    error::ApiError,
+    routes::owners::PackagePath,
+    service::packages::{self, PackageView, VersionView},
+    state::AppState,
+};
+
+/// Containers never change: a year, immutable.
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+/// `/{kind}/{name}/{version}` as it appears in a URL.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct VersionPath {
+    /// `agents` or `tools`.
+    pub kind: String,
+    /// The package name (any spelling: case and `-`/`_` are folded).
+    pub name: String,
+    /// A SemVer version.
+    pub version: String,
+}
+
+impl VersionPath {
+    /// What cannot name a version is a 404, like a version that does not
+    /// exist.
+    pub fn parse(&self) -> Result<(Kind, PackageName, Version), ApiError> {
+        let (kind, name) = PackagePath {
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+        }
+        .parse()?;
+        let version = Version::parse(&self.version)
+            .map_err(|_| ApiError::NotFound(format!("{kind} {name} {:?}", self.version)))?;
+        Ok((kind, name, version))
+    }
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct YankRequest {
+    /// Why; shown with the version.
+    #[serde(default)]
+    #[schema(example = "leaks the API key in logs")]
+    pub reason: Option<String>,
+}
+
+/// Whether an `If-None-Match` header matches `etag` (a quoted strong tag):
+/// `*`, or any listed tag compared weakly, as RFC 9110 asks for this
+/// header.
+pub fn if_none_match(req: &HttpRequest, etag: &str) -> bool {
+    req.headers()
+        .get_all(header::IF_NONE_MATCH)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
+}
+
+/// A package with its versions, newest first.
+#[utoipa::path(
+    tag = "packages",
+    params(PackagePath),
+    responses(
+        (status = 200, body = PackageView),
+        (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/api/v1/{kind}/{name}")]
+pub async fn get_package(
+    state: web::Data<AppState>,
+    path: web::Path<PackagePath>,
+) -> Result<HttpResponse, ApiError> {
+    let (kind, name) = path.parse()?;
+    Ok(HttpResponse::Ok().json(packages::get_package(&state, kind, &name).await?))
+}
+
+/// One version: manifest, parsed spec, dependencies, signer (and whether
+/// its key has since been revoked), digest, size, yanked flag, publisher,
+/// dates and downloads.
+#[utoipa::path(
+    tag = "packages",
+    params(VersionPath),
+    responses(
+        (status = 200, body = VersionView),
+        (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/api/v1/{kind}/{name}/{version}")]
+pub async fn get_version(
+    state: web::Data<AppState>,
+    path: web::Path<VersionPath>,
+) -> Result<HttpResponse, ApiError> {
+    let (kind, name, version) = path.parse()?;
+    Ok(HttpResponse::Ok().json(packages::get_version(&state, kind, &name, &version).await?))
+}
+
+/// The container, streamed from object storage. Yanked versions stay
+/// downloadable. `ETag` is the quoted SHA-256; `If-None-Match` answers 304
+/// (not counted as a download).
+#[utoipa::path(
+    tag = "packages",
+    params(VersionPath),
+    responses(
+        (status = 200, description = "The container (gzip tar)", content_type = "application/gzip", body = Vec<u8>,
+         headers(
+            ("ETag" = String, description = "`\"<sha256 hex>\"`"),
+            ("Cache-Control" = String, description = "`public, max-age=31536000, immutable`"),
+            ("Content-Disposition" = String, description = "`attachment; filename=\"name@version.agent\"`"),
+         )),
+        (status = 304, description = "The client's copy is current"),
+        (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/api/v1/{kind}/{name}/{version}/download")]
+pub async fn download_version(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<VersionPath>,
+) -> Result<HttpResponse, ApiError> {
+    let (kind, name, version) = path.parse()?;
+    let download = packages::find_download(&state, kind, &name, &version).await?;
+    let etag = format!("\"{}\"", download.digest);
+    let mut response = if if_none_match(&req, &etag) {
+        HttpResponse::NotModified()
+    } else {
+        HttpResponse::Ok()
+    };
+    response
+        .insert_header((header::ETAG, etag.clone()))
+        .insert_header((header::CACHE_CONTROL, IMMUTABLE))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
+    if if_none_match(&req, &etag) {
+        return Ok(response.finish());
+    }
+    let (size, stream) = state
+        .blobs
+        .get_stream(&download.digest)
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| {
+            ApiError::internal(anyhow::anyhow!(
+                "blob {} of {kind} {name} {version} is missing",
+                download.digest
+            ))
+        })?;
+    state.db.record_download(download.version_id).await?;
+    let disposition = format!("attachment; filename=\"{}\"", download.file_name);
+    Ok(response
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            HeaderValue::from_str(&disposition).map_err(ApiError::internal)?,
+        ))
+        .content_type("application/gzip")
+        .no_chunking(size)
+        .streaming(stream.map_err(|e| {
+            // Headers are sent by now: the client sees a short body.
+            tracing::error!(error = %e, "a download stream failed");
+            std::io::Error::other(e)
+        })))
+}
+
+/// Yanks a version (owners with token scope `yank`): hidden from new
+/// resolutions, still downloadable, still honoured by existing lockfiles.
+#[utoipa::path(
+    tag = "packages",
+    params(VersionPath),
+    request_body = YankRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The version, yanked", body = VersionView),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not an owner (`not-owner`), or the token lacks the scope", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[post("/api/v1/{kind}/{name}/{version}/yank")]
+pub async fn yank_version(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    path: web::Path<VersionPath>,
+    body: web::Json<YankRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let (kind, name, version) = path.parse()?;
+    let reason = body.into_inner().reason.unwrap_or_default();
+    let view = packages::set_yanked(&state, &auth, kind, &name, &version, Some(&reason)).await?;
+    Ok(HttpResponse::Ok().json(view))
+}
+
+/// Unyanks a version (owners with token scope `yank`).
+#[utoipa::path(
+    tag = "packages",
+    params(VersionPath),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The version, no longer yanked", body = VersionView),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not an owner (`not-owner`), or the token lacks the scope", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[post("/api/v1/{kind}/{name}/{version}/unyank")]
+pub async fn unyank_version(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    path: web::Path<VersionPath>,
+) -> Result<HttpResponse, ApiError> {
+    let (kind, name, version) = path.parse()?;
+    let view = packages::set_yanked(&state, &auth, kind, &name, &version, None).await?;
+    Ok(HttpResponse::Ok().json(view))
+}

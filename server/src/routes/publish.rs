@@ -1,0 +1,119 @@
+//! `POST /api/v1/publish`: the body is a container, spooled to a temporary
+//! file under a hard size limit and handed to the publish service.
+
+use actix_web::{HttpRequest, HttpResponse, http::header, post, web};
+use futures_util::StreamExt;
+
+use crate::{
+    auth::{Authenticated, Scope},
+    error::ApiError,
+    rate_limit::{Bucket, client_key},
+    service::{
+        packages::VersionView,
+        publish::{PublishOutcome, Spool, publish},
+    },
+    state::AppState,
+};
+
+/// After refusing an oversized body, read and discard at most this much
+/// more, so an ordinary client sees the 413 instead of a reset connection;
+/// past it the connection is closed.
+const DRAIN_AFTER_REFUSAL: usize = 8 * 1024 * 1024;
+
+async fn drain(payload: &mut web::Payload) {
+    let mut drained = 0;
+    while drained < DRAIN_AFTER_REFUSAL {
+        match payload.next().await {
+            Some(Ok(chunk)) => drained += chunk.len(),
+            _ => return,
+        }
+    }
+}
+
+fn declared_length(req: &HttpRequest) -> Option<u64> {
+    req.headers()
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// Publishes a container (`.agent` or `.tool`).
+///
+/// The container must pass every check of the format (structure, sizes,
+/// hashes), be signed by a registered, unrevoked key of the caller, and be
+/// for a package the caller owns (or a new one, which the caller then owns).
+/// The token needs the `publish` scope and must admit the package name.
+///
+/// A version is never overwritten: publishing an existing version answers
+/// 409 `version-exists`, except when the bytes are identical to what was
+/// published, which answers 200 with the existing record, so a client may
+/// safely retry a publish whose response it lost.
+///
+/// Refusals have a stable problem `type` per reason: `container-invalid`
+/// (the format error in `detail`), `signature-invalid`, `unknown-key`,
+/// `key-revoked`, `not-owner`, `name-taken` (a look-alike of an existing
+/// name; `detail` names its spelling), `version-exists`, `lock-mismatch`
+/// (one field error `tools.<name>` per bad pin of agent.lock),
+/// `validation-failed` (agent.yaml / tool.yaml problems, unknown tool
+/// dependencies) and `payload-too-large`.
+#[utoipa::path(
+    tag = "publish",
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "The container bytes"),
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "Published", body = VersionView),
+        (status = 200, description = "These exact bytes were already published as this version", body = VersionView),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not-owner`, or the token lacks the scope or the package", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`version-exists` or `name-taken`", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload-too-large`", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`container-invalid`, `signature-invalid`, `unknown-key`, `key-revoked`, `lock-mismatch` or `validation-failed`", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many publishes", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[post("/api/v1/publish")]
+pub async fn publish_version(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    mut payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    // Refuse what needs no body before reading one.
+    auth.require(Scope::Publish)?;
+    state
+        .rate_limits
+        .check(Bucket::Publish, &format!("token:{}", auth.token_id))?;
+    state.rate_limits.check(
+        Bucket::Publish,
+        &client_key(req.peer_addr().map(|a| a.ip())),
+    )?;
+    let limit = state.config.max_upload_bytes as u64;
+    let mut spool = Spool::create(&state.config.data_dir, limit).await?;
+    if declared_length(&req).is_some_and(|n| n > limit) {
+        drain(&mut payload).await;
+        return Err(spool.too_large());
+    }
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("reading the body: {e}")))?;
+        if let Err(e) = spool.write(&chunk).await {
+            drain(&mut payload).await;
+            return Err(e);
+        }
+    }
+    let upload = spool.finish().await?;
+    let (mut response, view) = match publish(&state, &auth, &upload).await? {
+        PublishOutcome::Created(view) => (HttpResponse::Created(), view),
+        PublishOutcome::Unchanged(view) => (HttpResponse::Ok(), view),
+    };
+    let location = format!(
+        "/api/v1/{}/{}/{}",
+        view.kind.plural(),
+        view.name,
+        view.version
+    );
+    Ok(response
+        .insert_header((header::LOCATION, location))
+        .json(view))
+}

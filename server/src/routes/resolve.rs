@@ -1,0 +1,169 @@
+//! `POST /api/v1/resolve`: requirements in, an `agent.lock` out.
+
+use std::collections::BTreeMap;
+
+use actix_web::{HttpRequest, HttpResponse, http::header, post, web};
+use agentlang_core::{PackageName, lockfile::Lockfile};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::{
+    error::{ApiError, FieldError},
+    service::resolve::{ResolveInput, resolve_lock as resolve_service},
+    state::AppState,
+};
+
+/// Largest resolve request: an agent.yaml or a JSON request with a lock.
+pub const MAX_RESOLVE_BODY: usize = 1024 * 1024;
+
+/// The JSON form of a resolve request.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveRequest {
+    /// Tool name to a Cargo-style requirement (`^1.2.0`; a bare `1.2.0`
+    /// means `^1.2.0`), or `null` for the newest release.
+    #[serde(default)]
+    #[schema(value_type = Object, example = json!({"web_search": "^1.2.0", "web_fetch": null}))]
+    pub tools: BTreeMap<String, Option<String>>,
+    /// Model names to describe in the lock's `models:` from the catalog.
+    #[serde(default)]
+    #[schema(example = json!(["claude-sonnet-4"]))]
+    pub models: Vec<String>,
+    /// An existing agent.lock (as JSON): its tool versions are kept while
+    /// they still satisfy the requirements, even when yanked since.
+    #[schema(value_type = Option<Object>)]
+    pub lock: Option<serde_json::Value>,
+}
+
+impl ResolveRequest {
+    fn into_input(self) -> Result<ResolveInput, ApiError> {
+        let mut errors = Vec::new();
+        let mut tools = BTreeMap::new();
+        for (name, requirement) in self.tools {
+            let field = format!("tools.{name}");
+            let parsed_name = PackageName::new(name.as_str())
+                .map_err(|e| errors.push(FieldError::new(field.clone(), e.to_string())))
+                .ok();
+            let parsed_req = match requirement {
+                None => Some(None),
+                Some(req) => req
+                    .parse::<semver::VersionReq>()
+                    .map(Some)
+                    .map_err(|e| {
+                        errors.push(FieldError::new(
+                            field.clone(),
+                            format!("{req:?} is not a version requirement: {e}"),
+                        ));
+                    })
+                    .ok(),
+            };
+            if let (Some(name), Some(req)) = (parsed_name, parsed_req) {
+                tools.insert(name, req);
+            }
+        }
+        let lock = match self.lock {
+            None => None,
+            Some(value) => serde_json::from_value::<Lockfile>(value)
+                .map_err(|e| errors.push(FieldError::new("lock", e.to_string())))
+                .ok(),
+        };
+        if !errors.is_empty() {
+            return Err(ApiError::Validation(errors));
+        }
+        Ok(ResolveInput {
+            tools,
+            models: self.models,
+            lock,
+        })
+    }
+}
+
+fn content_type(req: &HttpRequest) -> String {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+fn wants_json(req: &HttpRequest) -> bool {
+    req.headers()
+        .get_all(header::ACCEPT)
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/json"))
+}
+
+/// Reads a small body, refusing more than `limit` bytes as it arrives.
+pub async fn read_small_body(
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<web::BytesMut, ApiError> {
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("reading the body: {e}")))?;
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::PayloadTooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Resolves tool requirements into an `agent.lock` with tool hashes and
+/// model metadata from the models catalog.
+///
+/// The body is an agent.yaml (`application/yaml`) or a JSON request. The
+/// answer is YAML, or JSON for `Accept: application/json`. Yanked versions
+/// are never chosen, except a version the given lock pins.
+#[utoipa::path(
+    tag = "resolve",
+    request_body(content(
+        (ResolveRequest = "application/json"),
+        (String = "application/yaml"),
+    )),
+    responses(
+        (status = 200, description = "An agent.lock", content(
+            (String = "application/yaml"),
+            (Object = "application/json"),
+        )),
+        (status = 413, description = "Larger than 1 MiB", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Neither YAML nor JSON", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid input, an unknown tool or model (`validation-failed`), or requirements that cannot be met (`unsatisfiable`: the explanation in `detail`, the clashing requirements in `conflicts`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Resolution took too long (`resolve-timeout`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[post("/api/v1/resolve")]
+pub async fn resolve_lock(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let input = match content_type(&req).as_str() {
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            let body = read_small_body(payload, MAX_RESOLVE_BODY).await?;
+            ResolveInput::from_agent_yaml(&body)?
+        }
+        "application/json" => {
+            let body = read_small_body(payload, MAX_RESOLVE_BODY).await?;
+            let request: ResolveRequest = serde_json::from_slice(&body)
+                .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
+            request.into_input()?
+        }
+        _ => {
+            return Err(ApiError::UnsupportedMediaType {
+                expected: "application/yaml (an agent.yaml) or application/json",
+            });
+        }
+    };
+    let lock = resolve_service(&state, input).await?;
+    if wants_json(&req) {
+        Ok(HttpResponse::Ok().json(lock))
+    } else {
+        let yaml = lock.to_yaml().map_err(ApiError::internal)?;
+        Ok(HttpResponse::Ok()
+            .content_type("application/yaml")
+            .body(yaml))
+    }
+}

@@ -1,0 +1,10 @@
+//! The registry's operations, free of HTTP: the API handlers, the web
+//! catalog and the agent-protocol endpoints all call these. They take the
+//! shared [`AppState`](crate::state::AppState) and answer
+//! [`ApiError`](crate::error::ApiError)s, whose `slug()` names the reason.
+
+pub mod packages;
+pub mod publish;
+pub mod resolve;
+pub mod search;
+pub mod sweep;

@@ -1,0 +1,40 @@
+//! The periodic blob sweep: every replica runs it on its own timer. A sweep
+//! deletes only blobs that no version refers to and that are older than the
+//! grace period, and deleting a blob twice is harmless, so overlapping
+//! sweeps of several replicas are safe.
+
+use std::time::Duration;
+
+use crate::{blobs::SweepReport, state::AppState};
+
+/// One sweep with the configured grace period.
+pub async fn sweep_once(state: &AppState) -> anyhow::Result<SweepReport> {
+    let report = state
+        .blobs
+        .sweep_unreferenced(&state.db, state.config.sweep_grace)
+        .await?;
+    if !report.deleted.is_empty() {
+        tracing::info!(
+            deleted = report.deleted.len(),
+            referenced = report.referenced,
+            young = report.young,
+            "swept unreferenced blobs"
+        );
+    }
+    Ok(report)
+}
+
+/// Sweeps every `interval` until the task is dropped; failures are logged
+/// and retried at the next tick.
+pub async fn sweep_periodically(state: actix_web::web::Data<AppState>, interval: Duration) {
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick is immediate; a starting replica need not sweep at once.
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        if let Err(e) = sweep_once(&state).await {
+            tracing::warn!(error = format!("{e:#}"), "blob sweep failed");
+        }
+    }
+}

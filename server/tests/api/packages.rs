@@ -1,0 +1,214 @@
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::{
+    harness::{Backend, backend_tests, problem, spawn},
+    publish::{published, publisher, tool},
+};
+
+backend_tests!(
+    package_and_version_records,
+    downloads_stream_with_immutable_caching,
+    owners_yank_and_unyank,
+);
+
+async fn package_and_version_records(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    for version in ["1.0.0", "1.10.0", "1.2.0", "2.0.0-rc.1"] {
+        published(
+            &app,
+            &alice.token,
+            tool(&alice.key, "web_fetch", version, &[]),
+        )
+        .await;
+    }
+    // Any spelling reaches it; versions come newest first by SemVer.
+    let package: Value = app
+        .get("/api/v1/tools/Web-Fetch")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(package["name"], "web_fetch");
+    assert_eq!(package["kind"], "tool");
+    assert_eq!(package["description"], "The web_fetch tool fetches things.");
+    let versions: Vec<&str> = package["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["2.0.0-rc.1", "1.10.0", "1.2.0", "1.0.0"]);
+
+    let version: Value = app
+        .get("/api/v1/tools/web_fetch/1.10.0")
+        .await
+        .json()
+        .await
+        .unwrap();
+    for field in [
+        "sha256",
+        "hash",
+        "size",
+        "manifest",
+        "spec",
+        "dependencies",
+        "signer",
+        "yanked",
+        "yank_reason",
+        "publisher",
+        "published_at",
+        "downloads",
+    ] {
+        assert!(version.get(field).is_some(), "{field} missing: {version}");
+    }
+    assert_eq!(version["manifest"]["version"], "1.10.0");
+    assert_eq!(version["downloads"], 0);
+
+    for path in [
+        "/api/v1/tools/nothing",
+        "/api/v1/agents/web_fetch",
+        "/api/v1/tools/web_fetch/9.9.9",
+        "/api/v1/tools/web_fetch/not-semver",
+        "/api/v1/widgets/web_fetch",
+    ] {
+        problem(app.get(path).await, StatusCode::NOT_FOUND, "not-found").await;
+    }
+}
+
+async fn downloads_stream_with_immutable_caching(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let bytes = tool(&alice.key, "web_fetch", "1.0.3", &[]);
+    let record = published(&app, &alice.token, bytes.clone()).await;
+    let sha = record["sha256"].as_str().unwrap();
+
+    let res = app.get("/api/v1/tools/web_fetch/1.0.3/download").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let headers = res.headers().clone();
+    assert_eq!(headers["etag"], format!("\"{sha}\"").as_str());
+    assert_eq!(
+        headers["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    assert_eq!(
+        headers["content-disposition"],
+        "attachment; filename=\"web_fetch@1.0.3.tool\""
+    );
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["content-length"], bytes.len().to_string().as_str());
+    assert_eq!(res.bytes().await.unwrap().as_ref(), bytes.as_slice());
+
+    // A client with the current copy gets 304, which is not a download.
+    let res = app
+        .request(Method::GET, "/api/v1/tools/web_fetch/1.0.3/download")
+        .header("if-none-match", format!("\"{sha}\""))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(res.headers()["etag"], format!("\"{sha}\"").as_str());
+    let res = app
+        .request(Method::GET, "/api/v1/tools/web_fetch/1.0.3/download")
+        .header("if-none-match", "\"something-else\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+
+    let version: Value = app
+        .get("/api/v1/tools/web_fetch/1.0.3")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(version["downloads"], 2);
+    problem(
+        app.get("/api/v1/tools/web_fetch/1.0.4/download").await,
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+}
+
+async fn owners_yank_and_unyank(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let bob = publisher(&app, "bob").await;
+    published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "1.0.0", &[]),
+    )
+    .await;
+    let yank = |token: String, path: &str| {
+        app.request(Method::POST, path)
+            .bearer_auth(token)
+            .json(&json!({"reason": "leaks secrets"}))
+            .send()
+    };
+    problem(
+        yank(bob.token.clone(), "/api/v1/tools/web_fetch/1.0.0/yank")
+            .await
+            .unwrap(),
+        StatusCode::FORBIDDEN,
+        "not-owner",
+    )
+    .await;
+    let no_scope = app.token("alice", &["publish"]).await;
+    problem(
+        yank(no_scope, "/api/v1/tools/web_fetch/1.0.0/yank")
+            .await
+            .unwrap(),
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    problem(
+        yank(alice.token.clone(), "/api/v1/tools/web_fetch/1.0.1/yank")
+            .await
+            .unwrap(),
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+
+    let res = yank(alice.token.clone(), "/api/v1/tools/web_fetch/1.0.0/yank")
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["yanked"], true);
+    assert_eq!(body["yank_reason"], "leaks secrets");
+    // Yanked versions stay downloadable.
+    assert_eq!(
+        app.get("/api/v1/tools/web_fetch/1.0.0/download")
+            .await
+            .status(),
+        StatusCode::OK
+    );
+
+    let unyank = |token: String| {
+        app.request(Method::POST, "/api/v1/tools/web_fetch/1.0.0/unyank")
+            .bearer_auth(token)
+            .send()
+    };
+    problem(
+        unyank(bob.token.clone()).await.unwrap(),
+        StatusCode::FORBIDDEN,
+        "not-owner",
+    )
+    .await;
+    let res = unyank(alice.token.clone()).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["yanked"], false);
+    assert_eq!(body["yank_reason"], Value::Null);
+}

@@ -1,0 +1,1013 @@
+//! Publishing: containers built with core's builder and signed with keys the
+//! test registers, refused for every reason with its own problem type.
+
+use std::io::Read;
+
+use agentlang_core::{
+    Kind, MemberPath, PackageName, SourceTree, Version,
+    container::{self, BuildInput, Created},
+    signing::SecretKey,
+};
+use reqwest::{Response, StatusCode};
+use serde_json::{Value, json};
+
+use crate::harness::{Backend, TestApp, backend_tests, problem, spawn, spawn_with};
+
+backend_tests!(
+    a_tool_is_published_and_recorded,
+    identical_bytes_are_a_retry_and_other_bytes_conflict,
+    badly_signed_containers_are_refused,
+    revoked_keys_refuse_new_uploads_and_mark_old_versions,
+    look_alike_names_and_non_owners_are_refused,
+    tool_dependencies_must_exist,
+    agent_lock_pins_must_match_the_registry,
+    uploads_past_the_limit_are_refused,
+    thirty_concurrent_publishes_give_one_version,
+    a_blob_without_a_commit_is_invisible_and_swept,
+    invalid_containers_and_tokens_are_refused,
+);
+
+/// An account with a token of every scope and a registered signing key.
+pub struct Publisher {
+    pub token: String,
+    pub key: SecretKey,
+}
+
+pub async fn publisher(app: &TestApp, username: &str) -> Publisher {
+    let token = app
+        .account_with_token(username, &["publish", "yank", "keys", "owners"])
+        .await;
+    let key = SecretKey::generate().unwrap();
+    let res = register_key(app, &token, &key).await;
+    assert_eq!(
+        res.status(),
+        StatusCode::CREATED,
+        "{}",
+        res.text().await.unwrap()
+    );
+    Publisher { token, key }
+}
+
+pub async fn register_key(app: &TestApp, token: &str, key: &SecretKey) -> Response {
+    app.request(reqwest::Method::POST, "/api/v1/keys")
+        .bearer_auth(token)
+        .json(&json!({"public_key_pem": key.public_key().to_spki_pem()}))
+        .send()
+        .await
+        .unwrap()
+}
+
+pub fn tool_yaml(name: &str, version: &str, deps: &[(&str, &str)]) -> String {
+    let mut yaml = format!(
+        "name: {name}\nversion: {version}\ndescription: The {name} tool fetches things.\n\
+         kind: builtin\ninput_schema:\n  type: object\n"
+    );
+    if !deps.is_empty() {
+        yaml.push_str("dependencies:\n");
+        for (dep, req) in deps {
+            yaml.push_str(&format!("  {dep}: \"{req}\"\n"));
+        }
+    }
+    yaml
+}
+
+/// Builds a signed container from `files`; `created` varies the bytes.
+pub fn build(
+    key: &SecretKey,
+    kind: Kind,
+    name: &str,
+    version: &str,
+    files: &[(&str, &[u8])],
+    created: i64,
+) -> Vec<u8> {
+    let mut tree = SourceTree::new();
+    for (path, bytes) in files {
+        tree.insert(MemberPath::new(*path).unwrap(), bytes.to_vec());
+    }
+    container::build(&BuildInput {
+        tree: &tree,
+        kind,
+        name: &PackageName::new(name).unwrap(),
+        version: &Version::parse(version).unwrap(),
+        created: Created::from_unix_seconds(created).unwrap(),
+        signing_key: key,
+        prompt_key: None,
+    })
+    .unwrap()
+}
+
+pub fn tool(key: &SecretKey, name: &str, version: &str, deps: &[(&str, &str)]) -> Vec<u8> {
+    tool_at(key, name, version, deps, 1_738_146_600)
+}
+
+pub fn tool_at(
+    key: &SecretKey,
+    name: &str,
+    version: &str,
+    deps: &[(&str, &str)],
+    created: i64,
+) -> Vec<u8> {
+    let yaml = tool_yaml(name, version, deps);
+    build(
+        key,
+        Kind::Tool,
+        name,
+        version,
+        &[("tool.yaml", yaml.as_bytes())],
+        created,
+    )
+}
+
+pub fn agent_yaml(name: &str, version: &str, tools: &[(&str, &str)]) -> String {
+    let mut yaml = format!(
+        "name: {name}\nversion: {version}\ntitle: Deep Research Helper\n\
+         description: Researches markets and papers.\ncategory: Research\n\
+         models:\n  claude-sonnet-4:\n    provider: anthropic\n"
+    );
+    if !tools.is_empty() {
+        yaml.push_str("tools:\n");
+        for (tool, req) in tools {
+            yaml.push_str(&format!("  - name: {tool}\n    version: \"{req}\"\n"));
+        }
+    }
+    yaml
+}
+
+pub fn agent(key: &SecretKey, yaml: &str, lock: Option<&str>) -> Vec<u8> {
+    let doc: Value = yaml_serde::from_str(yaml).unwrap();
+    let (name, version) = (
+        doc["name"].as_str().unwrap().to_owned(),
+        doc["version"].as_str().unwrap().to_owned(),
+    );
+    let mut files: Vec<(&str, &[u8])> = vec![("agent.yaml", yaml.as_bytes())];
+    if let Some(lock) = lock {
+        files.push(("agent.lock", lock.as_bytes()));
+    }
+    build(key, Kind::Agent, &name, &version, &files, 1_738_146_600)
+}
+
+pub async fn publish(app: &TestApp, token: &str, bytes: Vec<u8>) -> Response {
+    app.request(reqwest::Method::POST, "/api/v1/publish")
+        .bearer_auth(token)
+        .header("content-type", "application/octet-stream")
+        .body(bytes)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Publishes and expects 201; returns the version record.
+pub async fn published(app: &TestApp, token: &str, bytes: Vec<u8>) -> Value {
+    let res = publish(app, token, bytes).await;
+    assert_eq!(
+        res.status(),
+        StatusCode::CREATED,
+        "{}",
+        res.text().await.unwrap()
+    );
+    res.json().await.unwrap()
+}
+
+/// Rewrites a container's members: `edit` sees each (path, bytes) and may
+/// change the bytes or drop the member (return `None`).
+pub fn repack(container: &[u8], mut edit: impl FnMut(&str, Vec<u8>) -> Option<Vec<u8>>) -> Vec<u8> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(container));
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::default(),
+    ));
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let path = entry.path().unwrap().to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).unwrap();
+        if let Some(bytes) = edit(&path, bytes) {
+            let mut header = tar::Header::new_ustar();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            header.set_mtime(0);
+            header.set_entry_type(tar::EntryType::Regular);
+            builder
+                .append_data(&mut header, &path, bytes.as_slice())
+                .unwrap();
+        }
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+/// How many blobs the store holds that some version refers to, and how
+/// many that none does.
+pub async fn blob_counts(app: &TestApp) -> (usize, usize) {
+    let report = app
+        .state
+        .blobs
+        .sweep_unreferenced(&app.state.db, std::time::Duration::from_secs(1 << 40))
+        .await
+        .unwrap();
+    assert!(report.deleted.is_empty());
+    (report.referenced, report.young)
+}
+
+async fn a_tool_is_published_and_recorded(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let bytes = tool(&alice.key, "web_fetch", "1.0.3", &[]);
+    let digest = agentlang_registry::blobs::Sha256Digest::of(&bytes);
+    let res = publish(&app, &alice.token, bytes.clone()).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(
+        res.headers()["location"].to_str().unwrap(),
+        "/api/v1/tools/web_fetch/1.0.3"
+    );
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["kind"], "tool");
+    assert_eq!(body["name"], "web_fetch");
+    assert_eq!(body["version"], "1.0.3");
+    assert_eq!(body["sha256"], digest.to_string());
+    assert_eq!(body["hash"], format!("sha256:{digest}"));
+    assert_eq!(body["size"], bytes.len());
+    assert_eq!(body["publisher"], "alice");
+    assert_eq!(body["yanked"], false);
+    assert_eq!(
+        body["signer"]["key_id"],
+        alice.key.public_key().key_id().as_str()
+    );
+    assert_eq!(body["signer"]["revoked_at"], Value::Null);
+    assert_eq!(body["spec"]["kind"], "builtin");
+    assert_eq!(body["manifest"]["name"], "web_fetch");
+    // The blob is in storage under its digest, and counted in metrics.
+    assert_eq!(
+        app.state.blobs.get(&digest).await.unwrap().as_deref(),
+        Some(bytes.as_slice())
+    );
+    assert_eq!(app.state.metrics.publishes.get(), 1);
+    // The first publisher owns the package.
+    let owners: Value = app
+        .get("/api/v1/tools/web_fetch/owners")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(owners["owners"][0]["username"], "alice");
+}
+
+async fn identical_bytes_are_a_retry_and_other_bytes_conflict(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let bytes = tool(&alice.key, "web_fetch", "1.0.0", &[]);
+    let first = published(&app, &alice.token, bytes.clone()).await;
+    let res = publish(&app, &alice.token, bytes).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let again: Value = res.json().await.unwrap();
+    assert_eq!(again["sha256"], first["sha256"]);
+
+    let other = tool_at(&alice.key, "web_fetch", "1.0.0", &[], 1_800_000_000);
+    let body = problem(
+        publish(&app, &alice.token, other).await,
+        StatusCode::CONFLICT,
+        "version-exists",
+    )
+    .await;
+    assert!(body["detail"].as_str().unwrap().contains("1.0.0"), "{body}");
+    // Build metadata does not make another version.
+    let plus = tool(&alice.key, "web_fetch", "1.0.0+build.7", &[]);
+    problem(
+        publish(&app, &alice.token, plus).await,
+        StatusCode::CONFLICT,
+        "version-exists",
+    )
+    .await;
+    assert_eq!(blob_counts(&app).await, (1, 0));
+}
+
+async fn badly_signed_containers_are_refused(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let bob = publisher(&app, "bob").await;
+    let good = tool(&alice.key, "web_fetch", "1.0.0", &[]);
+
+    // Unsigned: no signature.sig at all.
+    let unsigned = repack(&good, |path, bytes| {
+        (path != "signature.sig").then_some(bytes)
+    });
+    let body = problem(
+        publish(&app, &alice.token, unsigned).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "container-invalid",
+    )
+    .await;
+    assert_eq!(body["detail"], "signature.sig is missing");
+
+    // Tampered: the manifest changed after signing.
+    let tampered = repack(&good, |path, bytes| {
+        Some(if path == "manifest.json" {
+            String::from_utf8(bytes)
+                .unwrap()
+                .replace("2025-01-29T10:30:00Z", "2025-01-29T10:30:01Z")
+                .into_bytes()
+        } else {
+            bytes
+        })
+    });
+    let body = problem(
+        publish(&app, &alice.token, tampered).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "signature-invalid",
+    )
+    .await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("does not verify"),
+        "{body}"
+    );
+
+    // Wrong key: the manifest names alice's key, bob's key signed it.
+    let mut manifest = Vec::new();
+    repack(&good, |path, bytes| {
+        if path == "manifest.json" {
+            manifest = bytes.clone();
+        }
+        Some(bytes)
+    });
+    let forged = bob.key.sign(&manifest);
+    let wrong_key = repack(&good, |path, bytes| {
+        Some(if path == "signature.sig" {
+            forged.to_vec()
+        } else {
+            bytes
+        })
+    });
+    problem(
+        publish(&app, &alice.token, wrong_key).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "signature-invalid",
+    )
+    .await;
+
+    // A key nobody registered.
+    let stranger = SecretKey::generate().unwrap();
+    let body = problem(
+        publish(
+            &app,
+            &alice.token,
+            tool(&stranger, "web_fetch", "1.0.0", &[]),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown-key",
+    )
+    .await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("not registered"),
+        "{body}"
+    );
+
+    // Another account's key.
+    let body = problem(
+        publish(
+            &app,
+            &alice.token,
+            tool(&bob.key, "web_fetch", "1.0.0", &[]),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown-key",
+    )
+    .await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("your account"),
+        "{body}"
+    );
+
+    // Nothing was published or stored by any of these.
+    assert_eq!(
+        app.get("/api/v1/tools/web_fetch").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(blob_counts(&app).await, (0, 0));
+}
+
+async fn revoked_keys_refuse_new_uploads_and_mark_old_versions(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "1.0.0", &[]),
+    )
+    .await;
+    let key_id = alice.key.public_key().key_id();
+    let res = app
+        .request(reqwest::Method::DELETE, &format!("/api/v1/keys/{key_id}"))
+        .bearer_auth(&alice.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+
+    let body = problem(
+        publish(
+            &app,
+            &alice.token,
+            tool(&alice.key, "web_fetch", "1.0.1", &[]),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "key-revoked",
+    )
+    .await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("revoked"),
+        "{body}"
+    );
+
+    // The old version stays, shown as signed by a since-revoked key.
+    let version: Value = app
+        .get("/api/v1/tools/web_fetch/1.0.0")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(version["signer"]["key_id"], key_id.as_str());
+    assert!(version["signer"]["revoked_at"].is_string(), "{version}");
+}
+
+async fn look_alike_names_and_non_owners_are_refused(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let bob = publisher(&app, "bob").await;
+    published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web-fetch", "1.0.0", &[]),
+    )
+    .await;
+
+    let body = problem(
+        publish(&app, &bob.token, tool(&bob.key, "Web_Fetch", "2.0.0", &[])).await,
+        StatusCode::CONFLICT,
+        "name-taken",
+    )
+    .await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("web-fetch"),
+        "{body}"
+    );
+    // Even the owner cannot publish under another spelling.
+    let body = problem(
+        publish(
+            &app,
+            &alice.token,
+            tool(&alice.key, "web_fetch", "2.0.0", &[]),
+        )
+        .await,
+        StatusCode::CONFLICT,
+        "name-taken",
+    )
+    .await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("web-fetch"),
+        "{body}"
+    );
+
+    problem(
+        publish(&app, &bob.token, tool(&bob.key, "web-fetch", "2.0.0", &[])).await,
+        StatusCode::FORBIDDEN,
+        "not-owner",
+    )
+    .await;
+
+    // A token restricted to other packages, or without the scope.
+    let res = app
+        .post_json(
+            "/api/v1/tokens",
+            &json!({"username": "alice", "password": "password-123", "name": "narrow",
+                    "scopes": ["publish"], "packages": ["other-*"]}),
+        )
+        .await;
+    let narrow = res.json::<Value>().await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    problem(
+        publish(&app, &narrow, tool(&alice.key, "web-fetch", "2.0.0", &[])).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    let read_only = app.token("alice", &["yank"]).await;
+    problem(
+        publish(
+            &app,
+            &read_only,
+            tool(&alice.key, "web-fetch", "2.0.0", &[]),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    // Owners added later may publish.
+    app.request(reqwest::Method::PUT, "/api/v1/tools/web-fetch/owners")
+        .bearer_auth(&alice.token)
+        .json(&json!({"usernames": ["bob"]}))
+        .send()
+        .await
+        .unwrap();
+    published(&app, &bob.token, tool(&bob.key, "web-fetch", "2.0.0", &[])).await;
+}
+
+async fn tool_dependencies_must_exist(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let body = problem(
+        publish(
+            &app,
+            &alice.token,
+            tool(
+                &alice.key,
+                "web_search",
+                "1.2.0",
+                &[("web_fetch", "^1.0.0")],
+            ),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    assert_eq!(
+        body["errors"][0]["field"], "dependencies.web_fetch",
+        "{body}"
+    );
+
+    published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "1.0.3", &[]),
+    )
+    .await;
+    let body = published(
+        &app,
+        &alice.token,
+        tool(
+            &alice.key,
+            "web_search",
+            "1.2.0",
+            &[("web-fetch", "^1.0.0")],
+        ),
+    )
+    .await;
+    assert_eq!(body["dependencies"], json!({"web-fetch": "^1.0.0"}));
+}
+
+async fn agent_lock_pins_must_match_the_registry(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let fetch = published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "1.0.3", &[]),
+    )
+    .await;
+    let good_hash = fetch["hash"].as_str().unwrap();
+    let wrong_hash = format!("sha256:{}", "0".repeat(64));
+    let lock = |fetch_hash: &str, search_version: &str| {
+        format!(
+            "version: \"1\"\nresolved_at: \"2025-01-29T10:30:00Z\"\ntools:\n  \
+             web_fetch:\n    version: 1.0.3\n    hash: {fetch_hash}\n  \
+             web_search:\n    version: {search_version}\n    hash: {wrong_hash}\n"
+        )
+    };
+    let yaml = agent_yaml("helper", "1.0.0", &[("web_fetch", "^1.0.0")]);
+    let body = problem(
+        publish(
+            &app,
+            &alice.token,
+            agent(&alice.key, &yaml, Some(&lock(&wrong_hash, "1.2.0"))),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "lock-mismatch",
+    )
+    .await;
+    let fields: Vec<&str> = body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["tools.web_fetch", "tools.web_search"], "{body}");
+
+    // web_search exists but not at the pinned version.
+    published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_search", "1.3.0", &[]),
+    )
+    .await;
+    let body = problem(
+        publish(
+            &app,
+            &alice.token,
+            agent(&alice.key, &yaml, Some(&lock(good_hash, "1.2.0"))),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "lock-mismatch",
+    )
+    .await;
+    assert_eq!(body["errors"].as_array().unwrap().len(), 1, "{body}");
+    assert_eq!(body["errors"][0]["field"], "tools.web_search");
+
+    // A lock that matches is stored with the version.
+    let search: Value = app
+        .get("/api/v1/tools/web_search/1.3.0")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let matching = format!(
+        "version: \"1\"\nresolved_at: \"2025-01-29T10:30:00Z\"\ntools:\n  \
+         web_fetch:\n    version: 1.0.3\n    hash: {good_hash}\n  \
+         web_search:\n    version: 1.3.0\n    hash: {}\n",
+        search["hash"].as_str().unwrap()
+    );
+    let body = published(
+        &app,
+        &alice.token,
+        agent(&alice.key, &yaml, Some(&matching)),
+    )
+    .await;
+    assert_eq!(body["lockfile"]["tools"]["web_fetch"]["version"], "1.0.3");
+    assert_eq!(body["spec"]["title"], "Deep Research Helper");
+}
+
+async fn uploads_past_the_limit_are_refused(backend: Backend) {
+    const LIMIT: usize = 64 * 1024;
+    let Some(app) = spawn_with(backend, |c| c.max_upload_bytes = LIMIT).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    // With Content-Length: refused before the body is read.
+    let body = problem(
+        publish(&app, &alice.token, vec![0u8; LIMIT + 1]).await,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload-too-large",
+    )
+    .await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&LIMIT.to_string())
+    );
+
+    // Without Content-Length (chunked): refused once the stream passes the
+    // limit, however much more it would send.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        (0..40).map(|_| Ok(vec![1u8; 4096])).collect();
+    let res = app
+        .request(reqwest::Method::POST, "/api/v1/publish")
+        .bearer_auth(&alice.token)
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            chunks,
+        )))
+        .send()
+        .await
+        .unwrap();
+    problem(res, StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large").await;
+
+    // A chunked body whose first chunk looks like a small upload (and a
+    // header that says so) is still counted byte by byte.
+    let lying: Vec<Result<Vec<u8>, std::io::Error>> = std::iter::once(Ok(vec![2u8; 10]))
+        .chain((0..100).map(|_| Ok(vec![3u8; 8192])))
+        .collect();
+    let res = app
+        .request(reqwest::Method::POST, "/api/v1/publish")
+        .bearer_auth(&alice.token)
+        .header("x-expected-size", "10")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            lying,
+        )))
+        .send()
+        .await
+        .unwrap();
+    problem(res, StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large").await;
+
+    // Nothing is left in the spool folder.
+    let spool = app.state.config.data_dir.join("uploads");
+    assert_eq!(std::fs::read_dir(spool).unwrap().count(), 0);
+
+    // Under the limit, a small container still publishes.
+    published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "1.0.0", &[]),
+    )
+    .await;
+}
+
+async fn thirty_concurrent_publishes_give_one_version(backend: Backend) {
+    let Some(app) = spawn_with(backend, |c| c.workers = Some(4)).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let mut tasks = Vec::new();
+    for i in 0..30 {
+        // Different `created`, so different bytes: only one can win.
+        let bytes = tool_at(&alice.key, "web_fetch", "1.0.0", &[], 1_738_146_600 + i);
+        let request = app
+            .request(reqwest::Method::POST, "/api/v1/publish")
+            .bearer_auth(&alice.token)
+            .body(bytes);
+        tasks.push(actix_web::rt::spawn(async move {
+            request.send().await.unwrap().status()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for task in tasks {
+        statuses.push(task.await.unwrap());
+    }
+    let created = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::CREATED)
+        .count();
+    let conflicts = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::CONFLICT)
+        .count();
+    assert_eq!((created, conflicts), (1, 29), "{statuses:?}");
+    let package: Value = app
+        .get("/api/v1/tools/web_fetch")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(package["versions"].as_array().unwrap().len(), 1);
+    assert_eq!(blob_counts(&app).await, (1, 0));
+}
+
+async fn a_blob_without_a_commit_is_invisible_and_swept(backend: Backend) {
+    let Some(app) = spawn_with(backend, |c| {
+        c.sweep_grace = std::time::Duration::from_secs(1);
+    })
+    .await
+    else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let kept = published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "1.0.0", &[]),
+    )
+    .await;
+    // A publish that crashed after writing its blob: the blob is there, no
+    // row refers to it.
+    let orphan = tool(&alice.key, "web_fetch", "1.0.1", &[]);
+    let digest = app
+        .state
+        .blobs
+        .put(bytes::Bytes::from(orphan.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        app.get("/api/v1/tools/web_fetch/1.0.1").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    let index: Value = app
+        .get("/api/v1/index/tools/web_fetch")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(index["versions"].as_array().unwrap().len(), 1);
+
+    // Young: kept. Past the grace period: swept; the published one stays.
+    let report = agentlang_registry::service::sweep::sweep_once(&app.state)
+        .await
+        .unwrap();
+    assert_eq!((report.referenced, report.young), (1, 1));
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let report = agentlang_registry::service::sweep::sweep_once(&app.state)
+        .await
+        .unwrap();
+    assert_eq!(report.deleted, vec![digest]);
+    assert!(!app.state.blobs.exists(&digest).await.unwrap());
+    let kept_digest = kept["sha256"].as_str().unwrap().parse().unwrap();
+    assert!(app.state.blobs.exists(&kept_digest).await.unwrap());
+
+    // The crashed version can still be published properly afterwards.
+    published(&app, &alice.token, orphan).await;
+}
+
+async fn invalid_containers_and_tokens_are_refused(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let body = problem(
+        publish(&app, &alice.token, b"not a container".to_vec()).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "container-invalid",
+    )
+    .await;
+    assert_eq!(body["detail"], "not a gzip file");
+
+    // A tool.yaml that the format rejects: every problem listed.
+    let broken = build(
+        &alice.key,
+        Kind::Tool,
+        "broken",
+        "1.0.0",
+        &[(
+            "tool.yaml",
+            b"name: broken\nversion: 1.0.0\ndescription: x\nkind: teleport\ninput_schema: 3\n",
+        )],
+        0,
+    );
+    let body = problem(
+        publish(&app, &alice.token, broken).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    let fields: Vec<&str> = body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert!(fields.contains(&"tool.yaml:kind"), "{body}");
+    assert!(fields.contains(&"tool.yaml:input_schema"), "{body}");
+
+    let res = app
+        .request(reqwest::Method::POST, "/api/v1/publish")
+        .body(tool(&alice.key, "web_fetch", "1.0.0", &[]))
+        .send()
+        .await
+        .unwrap();
+    problem(res, StatusCode::UNAUTHORIZED, "unauthenticated").await;
+}
+
+/// Peak resident memory of a process, from `/proc`.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Incompressible filler, so the container is as large as its payload.
+fn noise(len: usize, mut seed: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        out.extend_from_slice(&seed.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// The real binary's peak RSS while it takes a small and then a large
+/// upload: spooling to disk and multipart uploads keep it from growing with
+/// the upload size.
+#[actix_web::test]
+async fn publish_memory_does_not_grow_with_upload_size() {
+    use std::{
+        io::{BufRead, BufReader},
+        process::{Command, Stdio},
+    };
+    const SMALL: usize = 2 << 20;
+    const LARGE: usize = 48 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlang-registry"))
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AGENTLANG_REGISTRY_BIND", "127.0.0.1:0")
+        .env("AGENTLANG_REGISTRY_WORKERS", "1")
+        .env(
+            "AGENTLANG_REGISTRY_MAX_UPLOAD_BYTES",
+            (64u64 << 20).to_string(),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let address = loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the registry logs its address");
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let url = format!("http://{address}");
+    // Building the large container takes longer than the server keeps an
+    // idle connection: never reuse one.
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    client
+        .post(format!("{url}/api/v1/accounts"))
+        .json(&json!({"username": "alice", "password": "password-123"}))
+        .send()
+        .await
+        .unwrap();
+    let token: Value = client
+        .post(format!("{url}/api/v1/tokens"))
+        .json(
+            &json!({"username": "alice", "password": "password-123", "name": "t",
+                      "scopes": ["publish", "keys"]}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = token["token"].as_str().unwrap().to_owned();
+    let key = SecretKey::generate().unwrap();
+    client
+        .post(format!("{url}/api/v1/keys"))
+        .bearer_auth(&token)
+        .json(&json!({"public_key_pem": key.public_key().to_spki_pem()}))
+        .send()
+        .await
+        .unwrap();
+
+    let mut peaks = Vec::new();
+    for (version, size) in [("1.0.0", SMALL), ("1.0.1", LARGE)] {
+        let yaml = agent_yaml("bulky", version, &[]);
+        let filler = noise(size, size as u64 | 1);
+        let bytes = build(
+            &key,
+            Kind::Agent,
+            "bulky",
+            version,
+            &[
+                ("agent.yaml", yaml.as_bytes()),
+                ("context/filler.bin", &filler),
+            ],
+            0,
+        );
+        drop(filler);
+        let res = client
+            .post(format!("{url}/api/v1/publish"))
+            .bearer_auth(&token)
+            .body(bytes)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "{}",
+            res.text().await.unwrap()
+        );
+        peaks.push(peak_rss_kib(child.id()));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let growth_kib = peaks[1].saturating_sub(peaks[0]);
+    eprintln!(
+        "peak RSS after a {} MiB upload: {} KiB; after a {} MiB upload: {} KiB (+{growth_kib} KiB)",
+        SMALL >> 20,
+        peaks[0],
+        LARGE >> 20,
+        peaks[1]
+    );
+    // 46 MiB more upload; bounded buffers (5 MiB parts, two in flight) must
+    // keep the growth well under that.
+    assert!(
+        growth_kib < 24 * 1024,
+        "peak RSS grew by {growth_kib} KiB: {peaks:?}"
+    );
+}

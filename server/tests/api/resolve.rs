@@ -1,0 +1,242 @@
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::{
+    harness::{Backend, TestApp, backend_tests, problem, spawn, spawn_with},
+    publish::{agent_yaml, published, publisher, tool},
+};
+
+backend_tests!(
+    json_requests_resolve_transitively,
+    agent_yaml_resolves_to_a_yaml_lock,
+    yanked_versions_are_skipped_unless_locked,
+    unsatisfiable_requirements_are_explained,
+    unknown_tools_models_and_bad_input_are_refused,
+    slow_resolutions_time_out,
+);
+
+/// web_fetch 1.0.3 and 1.1.0; web_search 1.2.0 needing web_fetch ^1.0.0.
+async fn seed(app: &TestApp) -> crate::publish::Publisher {
+    let alice = publisher(app, "alice").await;
+    for bytes in [
+        tool(&alice.key, "web_fetch", "1.0.3", &[]),
+        tool(&alice.key, "web_fetch", "1.1.0", &[]),
+        tool(
+            &alice.key,
+            "web_search",
+            "1.2.0",
+            &[("web_fetch", "^1.0.0")],
+        ),
+    ] {
+        published(app, &alice.token, bytes).await;
+    }
+    alice
+}
+
+async fn resolve_json(app: &TestApp, request: &Value) -> reqwest::Response {
+    app.request(Method::POST, "/api/v1/resolve")
+        .header("accept", "application/json")
+        .json(request)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn resolved(app: &TestApp, request: &Value) -> Value {
+    let res = resolve_json(app, request).await;
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "{}",
+        res.text().await.unwrap()
+    );
+    res.json().await.unwrap()
+}
+
+async fn json_requests_resolve_transitively(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    seed(&app).await;
+    let lock = resolved(
+        &app,
+        &json!({"tools": {"web_search": "^1.2.0"}, "models": ["claude-sonnet-4"]}),
+    )
+    .await;
+    assert_eq!(lock["version"], "1");
+    assert_eq!(lock["registry"], app.url);
+    assert_eq!(lock["tools"]["web_search"]["version"], "1.2.0");
+    assert_eq!(lock["tools"]["web_search"]["requirement"], "^1.2.0");
+    assert_eq!(
+        lock["tools"]["web_search"]["dependencies"],
+        json!(["web_fetch"])
+    );
+    assert_eq!(lock["tools"]["web_fetch"]["version"], "1.1.0");
+    let index: Value = app
+        .get("/api/v1/index/tools/web_fetch")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        lock["tools"]["web_fetch"]["hash"],
+        index["versions"][1]["hash"]
+    );
+    assert_eq!(lock["models"]["claude-sonnet-4"]["context_window"], 200_000);
+    assert_eq!(lock["models"]["claude-sonnet-4"]["supports_tools"], true);
+    // A null requirement means the newest release.
+    let lock = resolved(&app, &json!({"tools": {"web_fetch": null}})).await;
+    assert_eq!(lock["tools"]["web_fetch"]["version"], "1.1.0");
+    assert!(app.state.metrics.resolves.get() >= 2);
+}
+
+async fn agent_yaml_resolves_to_a_yaml_lock(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    seed(&app).await;
+    let yaml = agent_yaml(
+        "helper",
+        "1.0.0",
+        &[("web_search", "^1.2"), ("web_fetch", "~1.0")],
+    );
+    let res = app
+        .request(Method::POST, "/api/v1/resolve")
+        .header("content-type", "application/yaml")
+        .body(yaml)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "application/yaml");
+    let text = res.text().await.unwrap();
+    let lock = agentlang_core::lockfile::Lockfile::from_slice(text.as_bytes()).unwrap();
+    let fetch = agentlang_core::PackageName::new("web_fetch").unwrap();
+    assert_eq!(lock.tools[&fetch].version.to_string(), "1.0.3");
+    assert_eq!(lock.models.len(), 1);
+
+    let res = app
+        .request(Method::POST, "/api/v1/resolve")
+        .header("content-type", "application/yaml")
+        .body("name: x\nversion: nope\n")
+        .send()
+        .await
+        .unwrap();
+    problem(res, StatusCode::UNPROCESSABLE_ENTITY, "validation-failed").await;
+}
+
+async fn yanked_versions_are_skipped_unless_locked(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = seed(&app).await;
+    let before = resolved(&app, &json!({"tools": {"web_search": "^1.2.0"}})).await;
+    assert_eq!(before["tools"]["web_fetch"]["version"], "1.1.0");
+    let res = app
+        .request(Method::POST, "/api/v1/tools/web_fetch/1.1.0/yank")
+        .bearer_auth(&alice.token)
+        .json(&json!({"reason": "broken"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    // The cache sees the yank at once.
+    let fresh = resolved(&app, &json!({"tools": {"web_search": "^1.2.0"}})).await;
+    assert_eq!(fresh["tools"]["web_fetch"]["version"], "1.0.3");
+    // A lock that already holds the yanked version keeps it.
+    let kept = resolved(
+        &app,
+        &json!({"tools": {"web_search": "^1.2.0"}, "lock": before}),
+    )
+    .await;
+    assert_eq!(kept["tools"]["web_fetch"]["version"], "1.1.0");
+    assert_eq!(
+        kept["tools"]["web_fetch"]["hash"],
+        before["tools"]["web_fetch"]["hash"]
+    );
+}
+
+async fn unsatisfiable_requirements_are_explained(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    seed(&app).await;
+    let res = resolve_json(
+        &app,
+        &json!({"tools": {"web_search": "^1.2.0", "web_fetch": "^2.0.0"}}),
+    )
+    .await;
+    let body = problem(res, StatusCode::UNPROCESSABLE_ENTITY, "unsatisfiable").await;
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.contains("web_fetch"), "{body}");
+    let conflicts = body["conflicts"].as_array().unwrap();
+    assert!(!conflicts.is_empty(), "{body}");
+    assert!(conflicts.iter().all(|c| c["kind"].is_string()), "{body}");
+}
+
+async fn unknown_tools_models_and_bad_input_are_refused(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    seed(&app).await;
+    let body = problem(
+        resolve_json(
+            &app,
+            &json!({"tools": {"web_fetch": null}, "models": ["gpt-99"]}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    assert_eq!(body["errors"][0]["field"], "models.gpt-99");
+    let body = problem(
+        resolve_json(&app, &json!({"tools": {"nothing": "^1"}})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    assert_eq!(body["errors"][0]["field"], "tools.nothing");
+    let body = problem(
+        resolve_json(
+            &app,
+            &json!({"tools": {"bad name": "^1", "web_fetch": "not a req"}}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    assert_eq!(body["errors"].as_array().unwrap().len(), 2, "{body}");
+    let res = app
+        .request(Method::POST, "/api/v1/resolve")
+        .header("content-type", "text/plain")
+        .body("web_fetch")
+        .send()
+        .await
+        .unwrap();
+    problem(
+        res,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported-media-type",
+    )
+    .await;
+}
+
+async fn slow_resolutions_time_out(backend: Backend) {
+    let Some(app) = spawn_with(backend, |c| {
+        c.resolve_timeout = std::time::Duration::ZERO;
+    })
+    .await
+    else {
+        return;
+    };
+    seed(&app).await;
+    let body = problem(
+        resolve_json(&app, &json!({"tools": {"web_search": "^1.2.0"}})).await,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "resolve-timeout",
+    )
+    .await;
+    assert!(body["detail"].as_str().unwrap().contains("0 ms"), "{body}");
+}
