@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod blobs;
+pub mod catalog;
 pub mod config;
 pub mod db;
 pub mod error;

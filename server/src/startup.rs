@@ -119,6 +119,9 @@ impl Application {
                             .finish()
                     }),
                 )
+                // Last: the catalog's scope has an empty prefix and answers
+                // whatever the API did not (HTML pages, HTML 404s).
+                .configure(crate::catalog::configure)
                 .default_service(web::to(error::route_not_found))
                 // Outermost last: request id, then the log span, metrics,
                 // problem completion, and the anonymous-read limit.

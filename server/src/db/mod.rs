@@ -8,6 +8,7 @@
 //! timestamps are integer Unix seconds in both.
 
 pub mod accounts;
+pub mod catalog;
 pub mod index;
 pub mod keys;
 pub mod models;

@@ -4,6 +4,7 @@ mod harness;
 
 mod accounts;
 mod binary;
+mod catalog;
 mod errors;
 mod index;
 mod keys;

@@ -1,0 +1,179 @@
+//! `/search?q=&kind=&category=&page=`: full-text search (the API's storage,
+//! `db::search_packages`) with kind and category filters, or browsing
+//! every package when the query is empty.
+
+use actix_web::{HttpResponse, web};
+use agentlang_core::{Kind, PackageName};
+use agentlang_web::{
+    model::{Chrome, PackageSummary},
+    pages::SearchPage,
+};
+use serde::Deserialize;
+
+use super::{
+    CatalogError, html,
+    session::MaybeSession,
+    views::{newest, summary_text, timestamp},
+};
+use crate::{
+    db::{catalog::PackageListing, packages::PackageRecord},
+    state::AppState,
+};
+
+pub const PER_PAGE: u64 = 20;
+/// Matches considered for a query; the category filter and the total work
+/// within them.
+const MAX_MATCHES: i64 = 500;
+/// Pages past this are refused as not found, so no one asks SQL for a huge
+/// OFFSET.
+const MAX_PAGE: u64 = 1000;
+
+#[derive(Debug, Deserialize)]
+pub struct SearchQuery {
+    #[serde(default)]
+    q: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    category: String,
+    #[serde(default)]
+    page: String,
+}
+
+/// List entries for packages: the newest version's title, category and
+/// version from the version rows, in the order given.
+pub(super) async fn summaries(
+    state: &AppState,
+    listings: Vec<PackageListing>,
+) -> Result<Vec<PackageSummary>, CatalogError> {
+    let mut out = Vec::with_capacity(listings.len());
+    for listing in listings {
+        let briefs = state.db.version_briefs(listing.id).await?;
+        let Some((brief, version)) = newest(&briefs) else {
+            continue;
+        };
+        let (Ok(kind), Ok(name)) = (
+            listing.kind.parse::<Kind>(),
+            PackageName::new(listing.name.as_str()),
+        ) else {
+            continue;
+        };
+        out.push(PackageSummary {
+            kind,
+            name,
+            version,
+            title: brief.title.clone(),
+            summary: summary_text(&listing.description),
+            category: brief.category.clone(),
+            downloads: u64::try_from(listing.downloads).unwrap_or(0),
+            published_at: timestamp(listing.last_published_at),
+        });
+    }
+    Ok(out)
+}
+
+async fn listings_of(
+    state: &AppState,
+    records: &[PackageRecord],
+) -> Result<Vec<PackageListing>, CatalogError> {
+    let mut out = Vec::with_capacity(records.len());
+    for record in records {
+        if let Some(listing) = state.db.package_listing(record.id).await? {
+            out.push(listing);
+        }
+    }
+    Ok(out)
+}
+
+/// `GET /search`.
+pub async fn search(
+    state: web::Data<AppState>,
+    session: MaybeSession,
+    query: web::Query<SearchQuery>,
+) -> Result<HttpResponse, CatalogError> {
+    let SearchQuery {
+        q,
+        kind,
+        category,
+        page,
+    } = query.into_inner();
+    let q = q.trim().to_owned();
+    // Unknown filter values are dropped rather than refused: the page still
+    // answers, and the filter form shows what applied.
+    let kind: Option<Kind> = kind.parse().ok();
+    let category = Some(category.trim().to_owned()).filter(|c| !c.is_empty());
+    let page: u64 = match page.as_str() {
+        "" => 1,
+        raw => raw
+            .parse()
+            .ok()
+            .filter(|p| (1..=MAX_PAGE).contains(p))
+            .ok_or(CatalogError::NotFound)?,
+    };
+    let offset = (page - 1) * PER_PAGE;
+
+    let (results, total) = if q.is_empty() && category.is_none() {
+        let total = state.db.count_packages(kind.map(Kind::as_str)).await?;
+        let listings = state
+            .db
+            .browse_packages(kind.map(Kind::as_str), PER_PAGE as i64, offset as i64)
+            .await?;
+        (
+            summaries(&state, listings).await?,
+            u64::try_from(total).unwrap_or(0),
+        )
+    } else {
+        let listings = if q.is_empty() {
+            state
+                .db
+                .browse_packages(kind.map(Kind::as_str), MAX_MATCHES, 0)
+                .await?
+        } else {
+            let records = state.db.search_packages(&q, kind, MAX_MATCHES, 0).await?;
+            listings_of(&state, &records).await?
+        };
+        match &category {
+            // The category lives in each version's spec: filter on the
+            // newest version's, then page.
+            Some(wanted) => {
+                let all = summaries(&state, listings).await?;
+                let matching: Vec<PackageSummary> = all
+                    .into_iter()
+                    .filter(|s| s.category.as_deref() == Some(wanted.as_str()))
+                    .collect();
+                let total = matching.len() as u64;
+                let shown = matching
+                    .into_iter()
+                    .skip(offset as usize)
+                    .take(PER_PAGE as usize)
+                    .collect();
+                (shown, total)
+            }
+            None => {
+                let total = listings.len() as u64;
+                let shown: Vec<PackageListing> = listings
+                    .into_iter()
+                    .skip(offset as usize)
+                    .take(PER_PAGE as usize)
+                    .collect();
+                (summaries(&state, shown).await?, total)
+            }
+        }
+    };
+    if results.is_empty() && page > 1 {
+        return Err(CatalogError::NotFound);
+    }
+    let mut chrome: Chrome = session.chrome();
+    chrome.search_query = q.clone();
+    html(&SearchPage {
+        chrome,
+        query: q,
+        kind,
+        category,
+        categories: state.db.categories_in_use().await?,
+        results,
+        total,
+        page,
+        per_page: PER_PAGE,
+    })
+}

@@ -1,0 +1,321 @@
+//! Signing in to the catalog with the account password, the cookie session
+//! and its CSRF token.
+//!
+//! The session cookie (`agentlang_session`) holds 32 random bytes; the
+//! database keeps only their SHA-256 with the account, a per-session CSRF
+//! token and the expiry, so every replica serves every session and a leaked
+//! table row does not sign anyone in. The cookie is always `HttpOnly` and
+//! `SameSite=Lax` (links from other sites still arrive signed in, their
+//! POSTs do not), and `Secure` when the registry's public URL is https.
+//!
+//! The sign-in form has no session yet: its CSRF token is a random value in
+//! a short-lived `SameSite=Strict` cookie that the form must echo
+//! (double submit), so another site cannot sign a browser in to its account.
+
+use std::{future::Future, pin::Pin};
+
+use actix_web::{
+    FromRequest, HttpRequest, HttpResponse,
+    cookie::{Cookie, SameSite},
+    dev::Payload,
+    http::StatusCode,
+    web,
+};
+use agentlang_web::{
+    model::{Chrome, SessionUser},
+    pages::{LoginError, LoginPage},
+};
+use sha2::{Digest, Sha256};
+
+use super::{CatalogError, FormFields, constant_time_eq, html_status, see_other};
+use crate::{
+    auth::{decoy_hash, verify_password},
+    db::now,
+    rate_limit::{Bucket, client_key},
+    state::AppState,
+};
+
+pub const SESSION_COOKIE: &str = "agentlang_session";
+pub const LOGIN_CSRF_COOKIE: &str = "agentlang_login_csrf";
+/// Sessions end this long after sign-in, used or not.
+pub const SESSION_LIFETIME_SECS: i64 = 7 * 24 * 3600;
+const LOGIN_FORM_LIFETIME_SECS: i64 = 3600;
+
+/// A random value as URL-safe text (hex), for cookies and CSRF tokens.
+fn random_token() -> Result<String, CatalogError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| CatalogError::internal(anyhow::anyhow!("{e}")))?;
+    Ok(hex::encode(bytes))
+}
+
+fn hash_session_id(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// Whether cookies get `Secure`: only when the public URL is https, so a
+/// registry on plain http (localhost, tests) still works.
+fn secure_cookies(state: &AppState) -> bool {
+    state.public_url.starts_with("https://")
+}
+
+/// A signed-in session.
+#[derive(Debug, Clone)]
+pub struct WebSession {
+    pub id_hash: String,
+    pub account_id: i64,
+    pub username: String,
+    pub is_admin: bool,
+    pub csrf_token: String,
+}
+
+impl WebSession {
+    pub fn chrome(&self) -> Chrome {
+        Chrome {
+            user: Some(SessionUser {
+                username: self.username.clone(),
+                csrf_token: self.csrf_token.clone(),
+            }),
+            search_query: String::new(),
+        }
+    }
+
+    /// 403 unless the form carries this session's CSRF token.
+    pub fn check_csrf(&self, form: &FormFields) -> Result<(), CatalogError> {
+        if constant_time_eq(form.get("csrf_token"), &self.csrf_token) {
+            Ok(())
+        } else {
+            Err(CatalogError::Forbidden("missing or wrong CSRF token"))
+        }
+    }
+}
+
+async fn load_session(req: &HttpRequest) -> Result<Option<WebSession>, CatalogError> {
+    let Some(cookie) = req.cookie(SESSION_COOKIE) else {
+        return Ok(None);
+    };
+    let state = req
+        .app_data::<web::Data<AppState>>()
+        .ok_or_else(|| CatalogError::internal(anyhow::anyhow!("AppState is not registered")))?;
+    let id_hash = hash_session_id(cookie.value());
+    let record = state.db.find_web_session(&id_hash).await?;
+    Ok(record.map(|r| WebSession {
+        id_hash,
+        account_id: r.account_id,
+        username: r.username,
+        is_admin: r.is_admin,
+        csrf_token: r.csrf_token,
+    }))
+}
+
+/// The session, if the request has a live one.
+#[derive(Debug, Clone)]
+pub struct MaybeSession(pub Option<WebSession>);
+
+impl MaybeSession {
+    pub fn chrome(&self) -> Chrome {
+        self.0.as_ref().map(WebSession::chrome).unwrap_or_default()
+    }
+}
+
+impl FromRequest for MaybeSession {
+    type Error = CatalogError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, CatalogError>>>>;
+
+    fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { load_session(&req).await.map(MaybeSession) })
+    }
+}
+
+/// A live session, or a redirect to the sign-in page.
+#[derive(Debug, Clone)]
+pub struct SignedIn(pub WebSession);
+
+impl FromRequest for SignedIn {
+    type Error = CatalogError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, CatalogError>>>>;
+
+    fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            load_session(&req)
+                .await?
+                .map(SignedIn)
+                .ok_or(CatalogError::SignInRequired)
+        })
+    }
+}
+
+fn login_csrf_cookie(value: String, secure: bool) -> Cookie<'static> {
+    Cookie::build(LOGIN_CSRF_COOKIE, value)
+        .path("/login")
+        .http_only(true)
+        .secure(secure)
+        .same_site(SameSite::Strict)
+        .max_age(time::Duration::seconds(LOGIN_FORM_LIFETIME_SECS))
+        .finish()
+}
+
+/// The sign-in page with a fresh form token.
+fn login_page(
+    state: &AppState,
+    status: StatusCode,
+    username: String,
+    error: Option<LoginError>,
+) -> Result<HttpResponse, CatalogError> {
+    let csrf_token = random_token()?;
+    let page = LoginPage {
+        chrome: Chrome::default(),
+        csrf_token: csrf_token.clone(),
+        username,
+        error,
+    };
+    let mut response = html_status(status, &page)?;
+    response
+        .add_cookie(&login_csrf_cookie(csrf_token, secure_cookies(state)))
+        .map_err(CatalogError::internal)?;
+    response.headers_mut().insert(
+        actix_web::http::header::CACHE_CONTROL,
+        actix_web::http::header::HeaderValue::from_static("no-store"),
+    );
+    Ok(response)
+}
+
+/// `GET /login`.
+pub async fn login_form(
+    state: web::Data<AppState>,
+    session: MaybeSession,
+) -> Result<HttpResponse, CatalogError> {
+    if session.0.is_some() {
+        return Ok(see_other("/account"));
+    }
+    login_page(&state, StatusCode::OK, String::new(), None)
+}
+
+/// `POST /login` (`username`, `password`, `csrf_token`).
+pub async fn login(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, CatalogError> {
+    let form = FormFields::parse(&body);
+    let username = form.get("username").trim().to_owned();
+    let expected = req
+        .cookie(LOGIN_CSRF_COOKIE)
+        .map(|c| c.value().to_owned())
+        .unwrap_or_default();
+    if expected.is_empty() || !constant_time_eq(form.get("csrf_token"), &expected) {
+        tracing::info!("sign-in refused: missing or wrong form token");
+        return login_page(
+            &state,
+            StatusCode::FORBIDDEN,
+            username,
+            Some(LoginError::SessionExpired),
+        );
+    }
+    if state
+        .rate_limits
+        .check(
+            Bucket::Credentials,
+            &client_key(req.peer_addr().map(|a| a.ip())),
+        )
+        .is_err()
+    {
+        return login_page(
+            &state,
+            StatusCode::TOO_MANY_REQUESTS,
+            username,
+            Some(LoginError::TooManyAttempts),
+        );
+    }
+    let account = state.db.find_account(&username).await?;
+    let stored_hash = account
+        .as_ref()
+        .map_or_else(|| decoy_hash().to_owned(), |a| a.password_hash.clone());
+    let password = form.get("password").to_owned();
+    let verified = web::block(move || verify_password(&password, &stored_hash))
+        .await
+        .map_err(CatalogError::internal)?;
+    let account = match account {
+        Some(account) if verified && !username.is_empty() => account,
+        _ => {
+            return login_page(
+                &state,
+                StatusCode::UNAUTHORIZED,
+                username,
+                Some(LoginError::InvalidCredentials),
+            );
+        }
+    };
+
+    let secret = random_token()?;
+    let csrf_token = random_token()?;
+    state
+        .db
+        .create_web_session(
+            &hash_session_id(&secret),
+            account.id,
+            &csrf_token,
+            now() + SESSION_LIFETIME_SECS,
+        )
+        .await?;
+    tracing::info!(username = %account.username, "signed in to the catalog");
+    let secure = secure_cookies(&state);
+    let session_cookie = Cookie::build(SESSION_COOKIE, secret)
+        .path("/")
+        .http_only(true)
+        .secure(secure)
+        .same_site(SameSite::Lax)
+        .max_age(time::Duration::seconds(SESSION_LIFETIME_SECS))
+        .finish();
+    let mut spent = login_csrf_cookie(String::new(), secure);
+    spent.make_removal();
+    let mut response = see_other("/account");
+    response
+        .add_cookie(&session_cookie)
+        .map_err(CatalogError::internal)?;
+    response
+        .add_cookie(&spent)
+        .map_err(CatalogError::internal)?;
+    Ok(response)
+}
+
+/// `POST /logout` (`csrf_token`): ends the session everywhere.
+pub async fn logout(
+    state: web::Data<AppState>,
+    session: MaybeSession,
+    body: web::Bytes,
+) -> Result<HttpResponse, CatalogError> {
+    let Some(session) = session.0 else {
+        return Ok(see_other("/"));
+    };
+    session.check_csrf(&FormFields::parse(&body))?;
+    state.db.delete_web_session(&session.id_hash).await?;
+    let mut removal = Cookie::build(SESSION_COOKIE, "")
+        .path("/")
+        .http_only(true)
+        .secure(secure_cookies(&state))
+        .same_site(SameSite::Lax)
+        .finish();
+    removal.make_removal();
+    let mut response = see_other("/");
+    response
+        .add_cookie(&removal)
+        .map_err(CatalogError::internal)?;
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_stored_hashed() {
+        let secret = random_token().unwrap();
+        assert_eq!(secret.len(), 64);
+        let hash = hash_session_id(&secret);
+        assert_ne!(hash, secret);
+        assert_eq!(hash, hash_session_id(&secret));
+        assert_ne!(random_token().unwrap(), secret);
+    }
+}

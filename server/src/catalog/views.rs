@@ -1,0 +1,590 @@
+//! Stored version data to the web crate's view models.
+//!
+//! A version row holds the parsed `agent.yaml` / `tool.yaml` as JSON in the
+//! shape it was written (the core's models serialize back to it) and the
+//! `agent.lock` as JSON. Skills, co-located subagents, `ux.yaml` and a
+//! tool's README live only in the container, so [`ContainerExtras`] reads
+//! them from the stored blob; blobs are content-addressed and immutable, so
+//! what was read once is cached by SHA-256 in this process.
+//!
+//! The readers here are lenient: the data passed validation at publish, and
+//! a field of an unexpected shape is left out rather than failing the page.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex, OnceLock},
+};
+
+use agentlang_core::{
+    Kind, MemberPath, PackageName, Version,
+    container::{self, Limits},
+};
+use agentlang_web::model::*;
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+
+use crate::db::catalog::VersionBrief;
+
+pub fn timestamp(unix_seconds: i64) -> Timestamp {
+    Timestamp(
+        OffsetDateTime::from_unix_timestamp(unix_seconds).unwrap_or(OffsetDateTime::UNIX_EPOCH),
+    )
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn string_at(v: &Value, key: &str) -> Option<String> {
+    str_at(v, key).map(str::to_owned)
+}
+
+fn strings_at(v: &Value, key: &str) -> Vec<String> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn object_at<'a>(v: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {
+    v.get(key).and_then(Value::as_object)
+}
+
+/// A scalar as a short label: strings bare, anything else as compact JSON.
+fn label(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The `agent.lock` entry of `name` under `section` (`tools`, `agents`),
+/// matching names the way the registry does (case and `-`/`_` folded).
+fn lock_entry<'a>(lock: Option<&'a Value>, section: &str, name: &str) -> Option<&'a Value> {
+    let wanted = crate::db::normalize(name);
+    object_at(lock?, section)?
+        .iter()
+        .find(|(k, _)| crate::db::normalize(k) == wanted)
+        .map(|(_, v)| v)
+}
+
+fn version_at(v: Option<&Value>) -> Option<Version> {
+    v.and_then(|e| str_at(e, "version"))
+        .and_then(|s| Version::parse(s).ok())
+}
+
+/// What only the container holds.
+#[derive(Debug, Clone, Default)]
+pub struct ContainerExtras {
+    /// Skill name to (description, allowed tools).
+    pub skills: BTreeMap<String, (String, Vec<String>)>,
+    /// Co-located subagents: (name, description), in path order.
+    pub subagents: Vec<(String, Option<String>)>,
+    pub suggestions: Vec<String>,
+    pub integrations: Vec<(String, Option<String>)>,
+    pub readme: Option<String>,
+}
+
+impl ContainerExtras {
+    /// Reads a container's bytes; a container that no longer reads (it was
+    /// verified at publish) yields no extras rather than no page.
+    pub fn read(kind: Kind, bytes: &[u8]) -> Self {
+        let Ok(container) = container::read(bytes, &Limits::default()) else {
+            return Self::default();
+        };
+        let mut extras = Self::default();
+        for (path, member) in container.kept_members() {
+            let p = path.as_str();
+            if kind == Kind::Tool {
+                if p == "README.md" {
+                    extras.readme = std::str::from_utf8(member).ok().map(str::to_owned);
+                }
+                continue;
+            }
+            if p.starts_with("skills/") && p.ends_with("/SKILL.md") {
+                if let Ok(skill) = agentlang_core::skill::parse_skill(member) {
+                    extras.skills.insert(
+                        skill.name.to_string(),
+                        (skill.description, skill.allowed_tools),
+                    );
+                }
+            } else if p == "ux.yaml" {
+                if let Ok(ux) = agentlang_core::ux::parse_ux(member) {
+                    extras.suggestions = ux.suggestions;
+                    extras.integrations = ux
+                        .integrations
+                        .into_iter()
+                        .map(|i| (i.name, i.website))
+                        .collect();
+                }
+            } else if is_subagent_path(path)
+                && let Ok(spec) = agentlang_core::agent::parse_subagent(member)
+            {
+                extras
+                    .subagents
+                    .push((spec.name.to_string(), spec.description));
+            }
+        }
+        extras
+    }
+}
+
+/// Subagent files by the package's discovery rule: YAML outside `skills/`
+/// and `context/` other than the root's known files.
+fn is_subagent_path(path: &MemberPath) -> bool {
+    let p = path.as_str();
+    (p.ends_with(".yaml") || p.ends_with(".yml"))
+        && !["agent.yaml", "prompt.yaml", "ux.yaml"].contains(&p)
+        && !p.starts_with("skills/")
+        && !p.starts_with("context/")
+}
+
+/// Extras of containers already read, by SHA-256. Content-addressed, so an
+/// entry never goes stale; bounded by clearing when full.
+fn extras_cache() -> &'static Mutex<HashMap<String, Arc<ContainerExtras>>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<ContainerExtras>>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+const EXTRAS_CACHE_ENTRIES: usize = 512;
+
+pub fn cached_extras(sha256: &str) -> Option<Arc<ContainerExtras>> {
+    extras_cache().lock().ok()?.get(sha256).cloned()
+}
+
+pub fn cache_extras(sha256: &str, extras: Arc<ContainerExtras>) {
+    if let Ok(mut cache) = extras_cache().lock() {
+        if cache.len() >= EXTRAS_CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(sha256.to_owned(), extras);
+    }
+}
+
+/// The agent page's view of one version.
+pub fn agent_view(
+    name: &PackageName,
+    version: &Version,
+    spec: &Value,
+    lock: Option<&Value>,
+    extras: &ContainerExtras,
+) -> AgentVersionView {
+    let mut tools: Vec<ToolPin> = Vec::new();
+    for decl in spec
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(tool) = str_at(decl, "name").and_then(|n| PackageName::new(n).ok()) else {
+            continue;
+        };
+        // `delegate` is the runtime's orchestration builtin, not a package.
+        if tool.as_str() == agentlang_core::agent::DELEGATE_TOOL {
+            continue;
+        }
+        tools.push(ToolPin {
+            locked: version_at(lock_entry(lock, "tools", tool.as_str())),
+            requirement: string_at(decl, "version"),
+            name: tool,
+        });
+    }
+    // Tools pinned only because another tool needs them.
+    if let Some(pins) = lock.and_then(|l| object_at(l, "tools")) {
+        for (pinned, entry) in pins {
+            let Ok(tool) = PackageName::new(pinned.as_str()) else {
+                continue;
+            };
+            if tools.iter().any(|t| t.name == tool) {
+                continue;
+            }
+            tools.push(ToolPin {
+                name: tool,
+                requirement: None,
+                locked: version_at(Some(entry)),
+            });
+        }
+    }
+
+    let models = object_at(spec, "models")
+        .into_iter()
+        .flatten()
+        .map(|(model, m)| ModelView {
+            name: model.clone(),
+            provider: string_at(m, "provider"),
+            options: object_at(m, "options")
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.to_string()))
+                .collect(),
+        })
+        .collect();
+
+    let permissions = spec
+        .get("permissions")
+        .map(permission_views)
+        .unwrap_or_default();
+
+    let c = spec.get("constraints").cloned().unwrap_or(Value::Null);
+    let budget = c.get("budget").cloned().unwrap_or(Value::Null);
+    let limits = c.get("limits").cloned().unwrap_or(Value::Null);
+    let sandbox = c.get("sandbox").cloned().unwrap_or(Value::Null);
+    let f = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64);
+    let u = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64);
+    let constraints = ConstraintsView {
+        budget: BudgetView {
+            max_cost_usd: f(&budget, "max_cost_usd"),
+            tolerance: f(&budget, "tolerance"),
+            input_1m_price: f(&budget, "input_1m_price"),
+            output_1m_price: f(&budget, "output_1m_price"),
+        },
+        limits: LimitsView {
+            max_turns: u(&limits, "max_turns"),
+            max_delegation_depth: u(&limits, "max_delegation_depth"),
+            timeout_seconds: u(&limits, "timeout"),
+        },
+        sandbox: SandboxView {
+            disk_quota_bytes: u(&sandbox, "disk_quota"),
+            max_exec_time_seconds: u(&sandbox, "max_exec_time"),
+            allowed_paths: strings_at(&sandbox, "allowed_paths"),
+            allowed_urls: strings_at(&sandbox, "allowed_urls"),
+        },
+    };
+
+    let protocols = spec
+        .get("protocols")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some(ProtocolView {
+                name: string_at(p, "name")?,
+                requirement: string_at(p, "version"),
+            })
+        })
+        .collect();
+
+    let mut skill_names: Vec<String> = spec
+        .get("skills")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| string_at(s, "name"))
+        .collect();
+    for shipped in extras.skills.keys() {
+        if !skill_names.contains(shipped) {
+            skill_names.push(shipped.clone());
+        }
+    }
+    let skills = skill_names
+        .into_iter()
+        .map(|skill| {
+            let shipped = extras.skills.get(&skill);
+            SkillView {
+                description: shipped.map(|(d, _)| d.clone()),
+                allowed_tools: shipped.map(|(_, t)| t.clone()).unwrap_or_default(),
+                name: skill,
+            }
+        })
+        .collect();
+
+    let ui_components = object_at(spec, "ui_components")
+        .into_iter()
+        .flatten()
+        .map(|(component, ui)| UiComponentView {
+            name: component.clone(),
+            sync_actions: object_at(ui, "sync_actions")
+                .into_iter()
+                .flatten()
+                .map(|(action, a)| SyncActionView {
+                    name: action.clone(),
+                    tool: string_at(a, "tool").unwrap_or_default(),
+                })
+                .collect(),
+            agent_actions: match ui.get("agent_actions") {
+                Some(Value::Object(actions)) => actions.keys().cloned().collect(),
+                Some(Value::Array(actions)) => actions.iter().map(label).collect(),
+                _ => Vec::new(),
+            },
+        })
+        .collect();
+
+    let mut subagents: Vec<SubagentView> = extras
+        .subagents
+        .iter()
+        .map(|(sub, description)| {
+            let locked = lock_entry(lock, "agents", sub);
+            SubagentView {
+                name: sub.clone(),
+                description: description.clone(),
+                locked_version: version_at(locked),
+                hash: locked.and_then(|e| string_at(e, "hash")),
+            }
+        })
+        .collect();
+    for (locked_name, entry) in lock
+        .and_then(|l| object_at(l, "agents"))
+        .into_iter()
+        .flatten()
+    {
+        let folded = crate::db::normalize(locked_name);
+        if subagents
+            .iter()
+            .all(|s| crate::db::normalize(&s.name) != folded)
+        {
+            subagents.push(SubagentView {
+                name: locked_name.clone(),
+                description: None,
+                locked_version: version_at(Some(entry)),
+                hash: string_at(entry, "hash"),
+            });
+        }
+    }
+
+    AgentVersionView {
+        name: name.clone(),
+        version: version.clone(),
+        title: string_at(spec, "title").unwrap_or_else(|| name.to_string()),
+        subtitle: string_at(spec, "subtitle"),
+        description_markdown: string_at(spec, "description").unwrap_or_default(),
+        developer: string_at(spec, "developer"),
+        category: string_at(spec, "category"),
+        tools,
+        models,
+        permissions,
+        constraints,
+        protocols,
+        skills,
+        ui_components,
+        subagents,
+        ux: UxView {
+            suggestions: extras.suggestions.clone(),
+            integrations: extras
+                .integrations
+                .iter()
+                .map(|(n, w)| IntegrationView {
+                    name: n.clone(),
+                    website: w.clone(),
+                })
+                .collect(),
+        },
+    }
+}
+
+/// `permissions:`: required then optional capabilities, each with its
+/// per-capability settings.
+fn permission_views(permissions: &Value) -> Vec<PermissionView> {
+    let required = strings_at(permissions, "required");
+    let optional = strings_at(permissions, "optional");
+    let settings = |capability: &str| permissions.get(capability).and_then(Value::as_object);
+    required
+        .iter()
+        .map(|c| (c, true))
+        .chain(optional.iter().map(|c| (c, false)))
+        .map(|(capability, is_required)| {
+            let config = settings(capability);
+            let mut details = Vec::new();
+            for (key, value) in config.into_iter().flatten() {
+                match key.as_str() {
+                    "mode" | "reason" => {}
+                    "wake_triggers" => {
+                        let schedules: Vec<String> = value
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|t| string_at(t, "schedule"))
+                            .collect();
+                        details.push(KeyValue::new("wake on", schedules.join(", ")));
+                    }
+                    "channels" => details.push(KeyValue::new(
+                        "channels",
+                        value
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(label)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )),
+                    _ => details.push(KeyValue::new(key.clone(), label(value))),
+                }
+            }
+            PermissionView {
+                capability: capability.clone(),
+                required: is_required,
+                mode: config.and_then(|c| c.get("mode")).map(label),
+                reason: config.and_then(|c| c.get("reason")).map(label),
+                details,
+            }
+        })
+        .collect()
+}
+
+/// The tool page's view of one version.
+pub fn tool_view(
+    name: &PackageName,
+    version: &Version,
+    spec: &Value,
+    extras: &ContainerExtras,
+) -> ToolVersionView {
+    let description = string_at(spec, "description").unwrap_or_default();
+    let description_markdown = match &extras.readme {
+        Some(readme) if !readme.trim().is_empty() => format!("{description}\n\n{readme}"),
+        _ => description,
+    };
+    ToolVersionView {
+        name: name.clone(),
+        version: version.clone(),
+        description_markdown,
+        input_schema: spec.get("input_schema").cloned(),
+        output_schema: spec.get("output_schema").cloned(),
+        dependencies: object_at(spec, "dependencies")
+            .into_iter()
+            .flatten()
+            .filter_map(|(dep, req)| {
+                Some(ToolDependencyView {
+                    name: PackageName::new(dep.as_str()).ok()?,
+                    requirement: label(req),
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The newest version a listing names: the highest release that is not
+/// yanked, else the highest of any kind.
+pub fn newest(briefs: &[VersionBrief]) -> Option<(&VersionBrief, Version)> {
+    let parsed = || {
+        briefs
+            .iter()
+            .filter_map(|b| Version::parse(&b.version).ok().map(|v| (b, v)))
+    };
+    parsed()
+        .filter(|(b, v)| !b.yanked && !v.is_prerelease())
+        .max_by(|a, b| a.1.cmp(&b.1))
+        .or_else(|| parsed().max_by(|a, b| a.1.cmp(&b.1)))
+}
+
+/// The first sentence or two of a description, as plain text.
+pub fn summary_text(description: &str) -> String {
+    let first = description.split("\n\n").next().unwrap_or_default();
+    let plain = first.split_whitespace().collect::<Vec<_>>().join(" ");
+    if plain.chars().count() <= 200 {
+        return plain;
+    }
+    let cut: String = plain.chars().take(200).collect();
+    let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(head, _)| head);
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn name(s: &str) -> PackageName {
+        PackageName::new(s).unwrap()
+    }
+
+    fn v(s: &str) -> Version {
+        Version::parse(s).unwrap()
+    }
+
+    #[test]
+    fn agent_spec_json_fills_the_view() {
+        let spec = json!({
+            "name": "helper", "version": "1.0.0", "description": "Helps.\n\nMore.",
+            "tools": [{"name": "web_search", "version": "^1.2.0"}, {"name": "delegate"}],
+            "permissions": {
+                "required": ["network"], "optional": ["microphone", "background"],
+                "microphone": {"mode": "on_demand", "reason": "Voice"},
+                "background": {"mode": "scheduled", "wake_triggers": [{"schedule": "0 * * * *"}], "max_runtime": 60}
+            },
+            "constraints": {"budget": {"max_cost_usd": 2.0}, "limits": {"timeout": 300}},
+            "protocols": [{"name": "a2a", "version": "^1.0.0"}],
+            "skills": [{"name": "test-helper"}],
+            "ui_components": {"card": {"sync_actions": {"star": {"tool": "gmail"}}, "agent_actions": {"reply": {}}}}
+        });
+        let lock = json!({"tools": {"web-search": {"version": "1.2.3", "hash": "sha256:00"},
+                                    "web_fetch": {"version": "1.0.0", "hash": "sha256:11"}},
+                          "agents": {"expert": {"version": "1.0.0", "hash": "sha256:22"}}});
+        let mut extras = ContainerExtras::default();
+        extras.skills.insert(
+            "test-helper".into(),
+            ("Tests".into(), vec!["sqlite".into()]),
+        );
+        extras
+            .subagents
+            .push(("expert".into(), Some("Knows".into())));
+        let view = agent_view(&name("helper"), &v("1.0.0"), &spec, Some(&lock), &extras);
+        assert_eq!(view.title, "helper");
+        let tools: Vec<String> = view
+            .tools
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} {:?} {:?}",
+                    t.name,
+                    t.requirement,
+                    t.locked.as_ref().map(ToString::to_string)
+                )
+            })
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                "web_search Some(\"^1.2.0\") Some(\"1.2.3\")",
+                "web_fetch None Some(\"1.0.0\")"
+            ]
+        );
+        assert_eq!(view.permissions.len(), 3);
+        assert!(view.permissions[0].required);
+        assert_eq!(view.permissions[1].mode.as_deref(), Some("on_demand"));
+        assert_eq!(view.permissions[1].reason.as_deref(), Some("Voice"));
+        assert_eq!(
+            view.permissions[2].details,
+            [
+                KeyValue::new("wake on", "0 * * * *"),
+                KeyValue::new("max_runtime", "60")
+            ]
+        );
+        assert_eq!(view.constraints.budget.max_cost_usd, Some(2.0));
+        assert_eq!(view.constraints.limits.timeout_seconds, Some(300));
+        assert_eq!(view.protocols[0].requirement.as_deref(), Some("^1.0.0"));
+        assert_eq!(view.skills[0].allowed_tools, ["sqlite"]);
+        assert_eq!(view.ui_components[0].sync_actions[0].tool, "gmail");
+        assert_eq!(view.ui_components[0].agent_actions, ["reply"]);
+        assert_eq!(view.subagents[0].description.as_deref(), Some("Knows"));
+        assert_eq!(view.subagents[0].hash.as_deref(), Some("sha256:22"));
+    }
+
+    #[test]
+    fn newest_prefers_unyanked_releases() {
+        let brief = |version: &str, yanked: bool| VersionBrief {
+            version: version.into(),
+            yanked,
+            published_at: 0,
+            title: None,
+            category: None,
+        };
+        let briefs = [
+            brief("1.0.0", false),
+            brief("1.1.0", true),
+            brief("2.0.0-rc.1", false),
+        ];
+        assert_eq!(newest(&briefs).unwrap().1, v("1.0.0"));
+        assert_eq!(newest(&briefs[1..]).unwrap().1, v("2.0.0-rc.1"));
+        assert!(newest(&[]).is_none());
+    }
+
+    #[test]
+    fn summaries_are_one_paragraph_of_plain_text() {
+        assert_eq!(summary_text("One\ntwo.\n\nThree."), "One two.");
+        assert!(summary_text(&"word ".repeat(100)).ends_with('…'));
+    }
+}

@@ -1,0 +1,492 @@
+//! The web catalog over plain HTTP, on every backend: pages, HTML errors,
+//! sessions, CSRF, and forms. The browser tests (`tests/browser/`) drive the
+//! same pages in Chromium.
+
+#[path = "../browser/seed.rs"]
+mod seed;
+
+use reqwest::{Response, StatusCode, header, redirect::Policy};
+
+use crate::harness::{Backend, TestApp, backend_tests, spawn, spawn_with};
+
+backend_tests!(
+    every_page_answers_html_with_its_policy,
+    unknown_pages_are_html_and_the_api_keeps_problems,
+    search_filters_pages_and_highlights,
+    tool_pages_list_who_uses_them,
+    sign_in_tokens_and_sign_out_with_csrf,
+    owners_yank_from_the_version_page,
+    static_assets_revalidate_with_etags,
+);
+
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap()
+}
+
+async fn seeded(backend: Backend) -> Option<(TestApp, seed::Seeded)> {
+    let app = spawn(backend).await?;
+    let seeded = seed::seed_catalog(&app.state, &app.url, &app.client).await;
+    Some((app, seeded))
+}
+
+async fn page(res: Response, status: StatusCode) -> String {
+    assert_eq!(res.status(), status, "{}", res.url());
+    let content_type = res.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(content_type, "text/html; charset=utf-8", "{}", res.url());
+    let csp = res.headers()[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.starts_with("default-src 'self'"), "{csp}");
+    res.text().await.unwrap()
+}
+
+/// The value of the first `name="csrf_token"` field in a page.
+fn csrf_field(html: &str) -> String {
+    let marker = "name=\"csrf_token\" value=\"";
+    let start = html.find(marker).expect("a CSRF field") + marker.len();
+    html[start..][..html[start..].find('"').unwrap()].to_owned()
+}
+
+/// `name=value` of a Set-Cookie header for `name`, with its attributes.
+fn set_cookie(res: &Response, name: &str) -> Option<String> {
+    res.headers()
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
+        .map(str::to_owned)
+}
+
+fn cookie_pair(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap().to_owned()
+}
+
+async fn every_page_answers_html_with_its_policy(backend: Backend) {
+    let Some((app, seeded)) = seeded(backend).await else {
+        return;
+    };
+    let pages = [
+        "/".to_owned(),
+        "/search?q=research".to_owned(),
+        "/search".to_owned(),
+        "/agents/research-assistant".to_owned(),
+        "/agents/research-assistant/1.0.0".to_owned(),
+        "/agents/research-assistant/diff?from=1.0.0&to=1.1.0".to_owned(),
+        "/tools/web_search".to_owned(),
+        "/tools/web_search/1.2.0".to_owned(),
+        "/publishers/alice".to_owned(),
+        format!("/keys/{}", seeded.key_id),
+        "/docs".to_owned(),
+        "/login".to_owned(),
+    ];
+    for path in &pages {
+        let html = page(app.get(path).await, StatusCode::OK).await;
+        assert!(html.contains("<title>"), "{path}");
+        assert!(
+            html.contains("<meta name=\"description\" content=\""),
+            "{path}"
+        );
+        assert!(
+            !html.contains("content=\"\""),
+            "{path}: empty meta description"
+        );
+    }
+    let home = page(app.get("/").await, StatusCode::OK).await;
+    assert!(
+        home.contains("<div><dt>Agents</dt><dd>1</dd></div>"),
+        "{home}"
+    );
+    assert!(home.contains("<div><dt>Tools</dt><dd>2</dd></div>"));
+    assert!(home.contains("<div><dt>Versions</dt><dd>4</dd></div>"));
+    assert!(home.contains("href=\"/agents/research-assistant\""));
+
+    let agent = page(app.get("/agents/research-assistant").await, StatusCode::OK).await;
+    assert!(agent.contains("Research Assistant 1.1.0"));
+    assert!(
+        agent.contains("href=\"/tools/web_search/1.2.0\""),
+        "lock pins link their versions"
+    );
+    assert!(agent.contains(&format!("href=\"/keys/{}\"", seeded.key_id)));
+    assert!(agent.contains("<code>wallet</code>"));
+    assert!(agent.contains("risk risk-critical"));
+    assert!(
+        agent.contains("Restricts the agent to"),
+        "skills from the container"
+    );
+    assert!(
+        agent.contains("academic-researcher"),
+        "subagents from the container"
+    );
+    assert!(agent.contains("agentlang pull research-assistant@1.1.0"));
+    let old = page(
+        app.get("/agents/research-assistant/1.0.0").await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(old.contains(&seeded.agent_sha256), "the version's own hash");
+    assert!(!old.contains("<code>wallet</code>"));
+
+    let diff = page(
+        app.get("/agents/research-assistant/diff?from=1.0.0&to=1.1.0")
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(diff.contains("class=\"raises-risk\""));
+    assert!(diff.contains("Risk rises to Critical"));
+}
+
+async fn unknown_pages_are_html_and_the_api_keeps_problems(backend: Backend) {
+    let Some((app, _)) = seeded(backend).await else {
+        return;
+    };
+    for path in [
+        "/no/such/page",
+        "/agents/nobody",
+        "/agents/research-assistant/9.9.9",
+        "/agents/research-assistant/not-a-version",
+        "/agents/bad%20name",
+        "/tools/research-assistant",
+        "/publishers/nobody",
+        "/keys/0000",
+        "/static/../Cargo.toml",
+        "/search?q=web&page=99",
+    ] {
+        let html = page(app.get(path).await, StatusCode::NOT_FOUND).await;
+        assert!(html.contains("Page not found"), "{path}");
+    }
+    // Any spelling of a name finds the package.
+    page(app.get("/agents/Research_Assistant").await, StatusCode::OK).await;
+    let res = app.get("/api/v1/no-such-endpoint").await;
+    crate::harness::problem(res, StatusCode::NOT_FOUND, "not-found").await;
+    // A bad diff request is a 400 page with a reference to the logs.
+    let res = app
+        .get("/agents/research-assistant/diff?from=one&to=1.1.0")
+        .await;
+    let html = page(res, StatusCode::BAD_REQUEST).await;
+    assert!(html.contains("reference <code>"), "{html}");
+}
+
+async fn search_filters_pages_and_highlights(backend: Backend) {
+    let Some((app, _)) = seeded(backend).await else {
+        return;
+    };
+    let html = page(app.get("/search?q=web&kind=tool").await, StatusCode::OK).await;
+    assert!(html.contains("2 results"), "{html}");
+    assert!(html.contains("<mark>web</mark>"));
+    let html = page(app.get("/search?q=web&kind=agent").await, StatusCode::OK).await;
+    assert!(html.contains("No agents or tools match"), "{html}");
+    assert!(html.contains("Search again without the kind and category filters"));
+    let html = page(
+        app.get("/search?q=&category=Business").await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(html.contains("1 result<"), "{html}");
+    assert!(html.contains("href=\"/agents/research-assistant\""));
+    let html = page(app.get("/search?kind=tool").await, StatusCode::OK).await;
+    assert!(html.contains("2 results"), "{html}");
+    // Query syntax is text, never operators.
+    let html = page(
+        app.get("/search?q=%22a%22+OR+b*+NEAR(").await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(html.contains("No agents or tools match"));
+}
+
+async fn tool_pages_list_who_uses_them(backend: Backend) {
+    let Some((app, _)) = seeded(backend).await else {
+        return;
+    };
+    let html = page(app.get("/tools/web_fetch").await, StatusCode::OK).await;
+    // The agent (dependency row and lock pin, counted once) and web_search.
+    assert!(
+        html.contains("href=\"/agents/research-assistant/1.1.0\""),
+        "{html}"
+    );
+    assert!(html.contains("href=\"/tools/web_search/1.2.0\""));
+    let html = page(app.get("/tools/web_search").await, StatusCode::OK).await;
+    assert!(
+        html.contains("<strong>ranked</strong>"),
+        "the README, rendered"
+    );
+    assert!(html.contains("href=\"/tools/web_fetch\""), "its dependency");
+    assert!(html.contains("query"), "the input schema");
+}
+
+async fn sign_in_tokens_and_sign_out_with_csrf(backend: Backend) {
+    let Some((app, _)) = seeded(backend).await else {
+        return;
+    };
+    let client = no_redirects();
+    let url = |p: &str| format!("{}{p}", app.url);
+
+    // The sign-in form's token must match its cookie.
+    let res = client.get(url("/login")).send().await.unwrap();
+    let form_cookie = cookie_pair(&set_cookie(&res, "agentlang_login_csrf").unwrap());
+    let form_token = csrf_field(&res.text().await.unwrap());
+    let credentials = [("username", "alice"), ("password", seed::PASSWORD)];
+    let res = client
+        .post(url("/login"))
+        .header(header::COOKIE, &form_cookie)
+        .form(&credentials)
+        .send()
+        .await
+        .unwrap();
+    let html = page(res, StatusCode::FORBIDDEN).await;
+    assert!(html.contains("The form expired"));
+    let res = client
+        .post(url("/login"))
+        .header(header::COOKIE, &form_cookie)
+        .form(&[
+            ("username", "alice"),
+            ("password", "wrong-password"),
+            ("csrf_token", &form_token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let html = page(res, StatusCode::UNAUTHORIZED).await;
+    assert!(html.contains("The username or password is not right."));
+    assert!(html.contains("value=\"alice\""), "the username is kept");
+    let res = client
+        .post(url("/login"))
+        .header(header::COOKIE, &form_cookie)
+        .form(&[
+            ("username", "alice"),
+            ("password", seed::PASSWORD),
+            ("csrf_token", &form_token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()[header::LOCATION], "/account");
+    let session = set_cookie(&res, "agentlang_session").expect("a session cookie");
+    assert!(session.contains("HttpOnly"), "{session}");
+    assert!(session.contains("SameSite=Lax"), "{session}");
+    assert!(
+        !session.contains("Secure"),
+        "plain-http registry: {session}"
+    );
+    let session = cookie_pair(&session);
+
+    let account = |c: &reqwest::Client| {
+        c.get(url("/account"))
+            .header(header::COOKIE, &session)
+            .send()
+    };
+    let html = page(account(&client).await.unwrap(), StatusCode::OK).await;
+    let csrf = csrf_field(&html);
+
+    // A POST without the token, or with another, is refused.
+    let form = [
+        ("name", "ci"),
+        ("scopes", "publish"),
+        ("expires_in_days", "30"),
+    ];
+    for token in ["", "forged"] {
+        let res = client
+            .post(url("/account/tokens"))
+            .header(header::COOKIE, &session)
+            .form(&[form[0], form[1], form[2], ("csrf_token", token)])
+            .send()
+            .await
+            .unwrap();
+        page(res, StatusCode::FORBIDDEN).await;
+    }
+    let res = client
+        .post(url("/account/tokens"))
+        .header(header::COOKIE, &session)
+        .form(&[form[0], form[1], form[2], ("csrf_token", &csrf)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = page(account(&client).await.unwrap(), StatusCode::OK).await;
+    assert!(html.contains("Copy your new token now"));
+    let start = html
+        .find("id=\"new-token-secret\" class=\"hash\">")
+        .unwrap()
+        + 33;
+    let secret = &html[start..start + html[start..].find('<').unwrap()];
+    let res = app
+        .client
+        .get(url("/api/v1/tokens"))
+        .bearer_auth(secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK, "the shown token works");
+    let html = page(account(&client).await.unwrap(), StatusCode::OK).await;
+    assert!(!html.contains("Copy your new token now"), "shown once");
+    assert!(!html.contains(secret));
+
+    // Invalid input re-renders the page with a message.
+    let res = client
+        .post(url("/account/keys"))
+        .header(header::COOKIE, &session)
+        .form(&[("public_key_pem", "not a key"), ("csrf_token", &csrf)])
+        .send()
+        .await
+        .unwrap();
+    let html = page(res, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(html.contains("That is not a usable Ed25519 public key"));
+
+    // Sign out needs the token too, then the session is gone.
+    let res = client
+        .post(url("/logout"))
+        .header(header::COOKIE, &session)
+        .send()
+        .await
+        .unwrap();
+    page(res, StatusCode::FORBIDDEN).await;
+    let res = client
+        .post(url("/logout"))
+        .header(header::COOKIE, &session)
+        .form(&[("csrf_token", &csrf)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let res = account(&client).await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()[header::LOCATION], "/login");
+}
+
+async fn owners_yank_from_the_version_page(backend: Backend) {
+    let Some((app, _)) = seeded(backend).await else {
+        return;
+    };
+    let client = no_redirects();
+    let url = |p: &str| format!("{}{p}", app.url);
+    let sign_in = |username: &'static str| {
+        let client = client.clone();
+        let url = url("/login");
+        async move {
+            let res = client.get(&url).send().await.unwrap();
+            let cookie = cookie_pair(&set_cookie(&res, "agentlang_login_csrf").unwrap());
+            let token = csrf_field(&res.text().await.unwrap());
+            let res = client
+                .post(&url)
+                .header(header::COOKIE, cookie)
+                .form(&[
+                    ("username", username),
+                    ("password", seed::PASSWORD),
+                    ("csrf_token", &token),
+                ])
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::SEE_OTHER, "{username} signs in");
+            cookie_pair(&set_cookie(&res, "agentlang_session").unwrap())
+        }
+    };
+    app.create_account("bob", seed::PASSWORD).await;
+    let alice = sign_in("alice").await;
+    let bob = sign_in("bob").await;
+    let version_page = |session: &str| {
+        client
+            .get(url("/agents/research-assistant/1.1.0"))
+            .header(header::COOKIE, session.to_owned())
+            .send()
+    };
+    let html = page(version_page(&alice).await.unwrap(), StatusCode::OK).await;
+    assert!(
+        html.contains("/agents/research-assistant/1.1.0/yank"),
+        "owners see the form"
+    );
+    let alice_csrf = csrf_field(&html);
+    let html = page(version_page(&bob).await.unwrap(), StatusCode::OK).await;
+    assert!(!html.contains("/yank\""), "others do not");
+    let bob_csrf = csrf_field(&html);
+
+    let res = client
+        .post(url("/agents/research-assistant/1.1.0/yank"))
+        .header(header::COOKIE, &bob)
+        .form(&[("reason", "mine now"), ("csrf_token", &bob_csrf)])
+        .send()
+        .await
+        .unwrap();
+    page(res, StatusCode::FORBIDDEN).await;
+    let res = client
+        .post(url("/agents/research-assistant/1.1.0/yank"))
+        .header(header::COOKIE, &alice)
+        .form(&[
+            ("reason", "Wallet access by mistake"),
+            ("csrf_token", &alice_csrf),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        res.headers()[header::LOCATION],
+        "/agents/research-assistant/1.1.0"
+    );
+    // The newest unyanked version is now the default, and the reason shows.
+    let html = page(app.get("/agents/research-assistant").await, StatusCode::OK).await;
+    assert!(html.contains("Research Assistant 1.0.0"), "{html}");
+    assert!(html.contains("Wallet access by mistake"));
+
+    // Owners can add owners; the last owner cannot be removed.
+    let res = client
+        .post(url("/account/agents/research-assistant/owners/remove"))
+        .header(header::COOKIE, &alice)
+        .form(&[("username", "alice"), ("csrf_token", &alice_csrf)])
+        .send()
+        .await
+        .unwrap();
+    let html = page(res, StatusCode::CONFLICT).await;
+    assert!(html.contains("is the last owner"));
+    let res = client
+        .post(url("/account/agents/research-assistant/owners"))
+        .header(header::COOKIE, &alice)
+        .form(&[("username", "bob"), ("csrf_token", &alice_csrf)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = page(version_page(&bob).await.unwrap(), StatusCode::OK).await;
+    assert!(
+        html.contains("/agents/research-assistant/1.1.0/unyank"),
+        "bob owns it now"
+    );
+}
+
+async fn static_assets_revalidate_with_etags(backend: Backend) {
+    let Some(app) = spawn_with(backend, |_| {}).await else {
+        return;
+    };
+    let res = app.get("/static/style.css").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()[header::CONTENT_TYPE],
+        "text/css; charset=utf-8"
+    );
+    let etag = res.headers()[header::ETAG].to_str().unwrap().to_owned();
+    assert!(
+        res.headers()[header::CACHE_CONTROL]
+            .to_str()
+            .unwrap()
+            .contains("max-age=86400")
+    );
+    let res = app
+        .request(reqwest::Method::GET, "/static/style.css")
+        .header(header::IF_NONE_MATCH, &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
+    let res = app.get("/static/copy.js").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_ne!(res.headers()[header::ETAG].to_str().unwrap(), etag);
+}

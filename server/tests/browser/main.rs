@@ -1,0 +1,422 @@
+//! The web catalog in a real browser: headless Chromium driven over
+//! WebDriver (`chromedriver`, started here on a free port) against a
+//! registry spawned on port 0 and seeded with real signed containers.
+//!
+//! Without `chromium` and `chromedriver` the tests print a skip line and
+//! pass, except under `CI=true`, where they fail. On a failure the page is
+//! saved as a screenshot under `target/browser-artifacts/`.
+
+mod seed;
+
+use std::{
+    net::TcpListener,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use agentlang_registry::{
+    config::{Config, RateLimitSettings, RegistrationMode},
+    startup::Application,
+    state::AppState,
+};
+use thirtyfour::prelude::*;
+
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const CHROMIUM: &str = "/usr/bin/chromium";
+const PHONE_WIDTH: u32 = 360;
+
+fn artifacts_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/browser-artifacts");
+    std::fs::create_dir_all(&dir).expect("artifacts dir");
+    dir
+}
+
+/// Whether the browser is here; `false` means skip (never under CI).
+fn browser_available() -> bool {
+    let present =
+        std::path::Path::new(CHROMEDRIVER).exists() && std::path::Path::new(CHROMIUM).exists();
+    if !present {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but {CHROMIUM} or {CHROMEDRIVER} is missing (apt-get install chromium chromium-driver)"
+        );
+        eprintln!(
+            "skipped: browser tests need {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium chromium-driver)"
+        );
+    }
+    present
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// chromedriver, stopped when dropped.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Driver {
+    fn start() -> Self {
+        let port = free_port();
+        let log = std::fs::File::create(artifacts_dir().join("chromedriver.log")).unwrap();
+        let child = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start chromedriver");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, port }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Registry {
+    url: String,
+    state: actix_web::web::Data<AppState>,
+    handle: actix_web::dev::ServerHandle,
+    _dir: tempfile::TempDir,
+}
+
+async fn spawn_registry() -> Registry {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = std::num::NonZeroU32::new(100_000).unwrap();
+    let config = Config {
+        bind: "127.0.0.1:0".into(),
+        data_dir: dir.path().join("data"),
+        jwt_secret: Some("browser-test-secret-browser-test-secret".into()),
+        workers: Some(2),
+        rate_limits: RateLimitSettings {
+            enabled: true,
+            publish_per_minute: limit,
+            credentials_per_minute: limit,
+            anonymous_reads_per_minute: limit,
+        },
+        registration: RegistrationMode::Open,
+        ..Config::default()
+    };
+    let app = Application::build(config)
+        .await
+        .expect("build the registry");
+    let url = format!("http://{}", app.address());
+    let state = app.state();
+    let handle = app.handle();
+    actix_web::rt::spawn(app.run_until_stopped());
+    Registry {
+        url,
+        state,
+        handle,
+        _dir: dir,
+    }
+}
+
+async fn browser(driver: &Driver, profile: &std::path::Path) -> WebDriver {
+    let mut caps = DesiredCapabilities::chrome();
+    caps.set_binary(CHROMIUM).unwrap();
+    for arg in [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+    ] {
+        caps.add_arg(arg).unwrap();
+    }
+    caps.add_arg(&format!("--user-data-dir={}", profile.display()))
+        .unwrap();
+    WebDriver::new(format!("http://127.0.0.1:{}", driver.port), caps)
+        .await
+        .expect("a Chromium session")
+}
+
+type Check = Result<(), String>;
+
+fn ensure(ok: bool, what: impl FnOnce() -> String) -> Check {
+    if ok { Ok(()) } else { Err(what()) }
+}
+
+fn wd<T>(r: WebDriverResult<T>) -> Result<T, String> {
+    r.map_err(|e| e.to_string())
+}
+
+async fn text_of(driver: &WebDriver, css: &str) -> Result<String, String> {
+    wd(wd(driver.find(By::Css(css)).await)?.text().await)
+}
+
+/// Saves a screenshot named after the failed check, then fails the test.
+async fn finish<T>(driver: &WebDriver, name: &str, result: Result<T, String>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(message) => {
+            let shot = artifacts_dir().join(format!("{name}.png"));
+            let saved = driver.screenshot(&shot).await.is_ok();
+            let url = driver
+                .current_url()
+                .await
+                .map(|u| u.to_string())
+                .unwrap_or_default();
+            panic!(
+                "{name} failed at {url}: {message}{}",
+                if saved {
+                    format!(" (screenshot: {})", shot.display())
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+}
+
+/// The page's width fits the viewport: no horizontal scrolling.
+async fn no_horizontal_overflow(driver: &WebDriver) -> Check {
+    let widths = wd(driver
+        .execute(
+            "return [document.documentElement.scrollWidth, window.innerWidth];",
+            Vec::new(),
+        )
+        .await)?;
+    let [scroll, inner]: [u64; 2] = wd(widths.convert())?;
+    ensure(scroll <= inner, || {
+        format!("horizontal overflow: scrollWidth {scroll} > innerWidth {inner}")
+    })
+}
+
+async fn sign_in(driver: &WebDriver, base: &str) -> Check {
+    wd(driver.goto(format!("{base}/login")).await)?;
+    wd(wd(driver.find(By::Id("login-username")).await)?
+        .send_keys(seed::PUBLISHER)
+        .await)?;
+    wd(wd(driver.find(By::Id("login-password")).await)?
+        .send_keys(seed::PASSWORD)
+        .await)?;
+    wd(wd(driver
+        .find(By::Css("form.stacked-form button[type=submit]"))
+        .await)?
+    .click()
+    .await)?;
+    let url = wd(driver.current_url().await)?;
+    ensure(url.path() == "/account", || {
+        format!("signed in to {url}, not /account")
+    })
+}
+
+async fn search_and_agent_page(driver: &WebDriver, base: &str, seeded: &seed::Seeded) -> Check {
+    wd(driver.goto(format!("{base}/")).await)?;
+    let search = wd(driver.find(By::Id("home-search")).await)?;
+    wd(search.send_keys("research").await)?;
+    wd(wd(driver
+        .find(By::Css("form.big-search button[type=submit]"))
+        .await)?
+    .click()
+    .await)?;
+    let heading = text_of(driver, "#results-heading").await?;
+    ensure(heading.starts_with("1 result"), || {
+        format!("results heading {heading:?}")
+    })?;
+    let mark = text_of(driver, ".results mark").await?;
+    ensure(mark.eq_ignore_ascii_case("research"), || {
+        format!("highlight {mark:?}")
+    })?;
+    wd(
+        wd(driver.find(By::Css(".results .package-item-title a")).await)?
+            .click()
+            .await,
+    )?;
+
+    let url = wd(driver.current_url().await)?;
+    ensure(url.path() == "/agents/research-assistant", || {
+        format!("at {url}")
+    })?;
+    let title = wd(driver.title().await)?;
+    ensure(title.contains("Research Assistant 1.1.0"), || {
+        format!("title {title:?}")
+    })?;
+    // Tools with the versions the lock pins, linked to those versions.
+    let tool_link = wd(driver
+        .find(By::Css("a[href='/tools/web_search/1.2.0']"))
+        .await)?;
+    ensure(
+        wd(tool_link.text().await)?.contains("1.2.0")
+            || wd(tool_link.text().await)?.contains("web_search"),
+        || "web_search link".into(),
+    )?;
+    let tools = text_of(driver, "section[aria-labelledby=tools-heading] table").await?;
+    ensure(
+        tools.contains("web_fetch") && tools.contains("1.0.3"),
+        || format!("tools table {tools:?}"),
+    )?;
+    // Permissions with their risk.
+    let required = text_of(driver, "#required-permissions + .table-scroll").await?;
+    ensure(
+        required.contains("camera") && required.contains("High"),
+        || format!("required {required:?}"),
+    )?;
+    let optional = text_of(driver, "#optional-permissions + .table-scroll").await?;
+    ensure(
+        optional.contains("wallet") && optional.contains("Critical"),
+        || format!("optional {optional:?}"),
+    )?;
+    // The signer: key id linked to its page, held by the publisher.
+    let signer = wd(driver
+        .find(By::Css(&format!("a[href='/keys/{}']", seeded.key_id)))
+        .await)?;
+    ensure(
+        wd(signer.text().await)?.contains(&seeded.key_id[..12]),
+        || "signer link text".into(),
+    )?;
+    let source = wd(driver.source().await)?;
+    ensure(source.contains("/publishers/alice"), || {
+        "publisher link".into()
+    })?;
+    // Skills and subagents come from the container itself.
+    ensure(
+        source.contains("test-helper") && source.contains("academic-researcher"),
+        || "skills/subagents".into(),
+    )?;
+    Ok(())
+}
+
+async fn diff_page(driver: &WebDriver, base: &str) -> Check {
+    wd(driver
+        .goto(format!(
+            "{base}/agents/research-assistant/diff?from=1.0.0&to=1.1.0"
+        ))
+        .await)?;
+    let row = text_of(driver, "tr.raises-risk").await?;
+    ensure(row.contains("wallet") && row.contains("Risk rises"), || {
+        format!("row {row:?}")
+    })?;
+    let summary = text_of(driver, ".risk-summary").await?;
+    ensure(summary.contains("Critical"), || {
+        format!("summary {summary:?}")
+    })
+}
+
+async fn token_shown_once(driver: &WebDriver, base: &str) -> Result<String, String> {
+    sign_in(driver, base).await?;
+    wd(wd(driver.find(By::Id("token-name")).await)?
+        .send_keys("CI publish")
+        .await)?;
+    wd(wd(driver.find(By::Id("scope-publish")).await)?
+        .click()
+        .await)?;
+    wd(wd(driver
+        .find(By::Css(
+            "form[action='/account/tokens'] button[type=submit]",
+        ))
+        .await)?
+    .click()
+    .await)?;
+    let secret = text_of(driver, "#new-token-secret").await?;
+    ensure(secret.split('.').count() == 3, || {
+        format!("not a JWT: {secret:?}")
+    })?;
+    let listed = text_of(driver, "section[aria-labelledby=tokens-heading] table").await?;
+    ensure(
+        listed.contains("CI publish") && listed.contains("publish"),
+        || format!("tokens {listed:?}"),
+    )?;
+    wd(driver.refresh().await)?;
+    let again = wd(driver.find_all(By::Id("new-token-secret")).await)?;
+    ensure(again.is_empty(), || {
+        "the token is shown again after a reload".into()
+    })?;
+    let source = wd(driver.source().await)?;
+    ensure(!source.contains(&secret), || {
+        "the secret is still in the page".into()
+    })?;
+    Ok(secret)
+}
+
+async fn phone_width(driver: &WebDriver, base: &str, seeded: &seed::Seeded) -> Check {
+    wd(driver.set_window_rect(0, 0, PHONE_WIDTH, 800).await)?;
+    let inner: u64 = wd(wd(driver
+        .execute("return window.innerWidth;", Vec::new())
+        .await)?
+    .convert())?;
+    ensure(inner <= u64::from(PHONE_WIDTH), || {
+        format!("the window is {inner} px wide, not {PHONE_WIDTH}")
+    })?;
+    let pages = [
+        "/".to_owned(),
+        "/search?q=web".to_owned(),
+        "/search?q=nothing-matches-this".to_owned(),
+        "/agents/research-assistant".to_owned(),
+        "/agents/research-assistant/1.0.0".to_owned(),
+        "/agents/research-assistant/diff?from=1.0.0&to=1.1.0".to_owned(),
+        "/tools/web_search".to_owned(),
+        "/tools/web_fetch".to_owned(),
+        "/publishers/alice".to_owned(),
+        format!("/keys/{}", seeded.key_id),
+        "/docs".to_owned(),
+        "/account".to_owned(),
+        "/no/such/page".to_owned(),
+    ];
+    for (i, page) in pages.iter().enumerate() {
+        wd(driver.goto(format!("{base}{page}")).await)?;
+        let shot = artifacts_dir().join(format!("phone-{i:02}.png"));
+        wd(driver.screenshot(&shot).await)?;
+        no_horizontal_overflow(driver)
+            .await
+            .map_err(|e| format!("{page}: {e}"))?;
+    }
+    Ok(())
+}
+
+#[actix_web::test]
+async fn the_catalog_works_in_a_real_browser() {
+    if !browser_available() {
+        return;
+    }
+    let registry = spawn_registry().await;
+    let client = reqwest::Client::new();
+    let seeded = seed::seed_catalog(&registry.state, &registry.url, &client).await;
+    let chromedriver = Driver::start();
+    let profile = tempfile::tempdir().unwrap();
+    let driver = browser(&chromedriver, profile.path()).await;
+    let base = registry.url.clone();
+
+    let result = search_and_agent_page(&driver, &base, &seeded).await;
+    finish(&driver, "search-and-agent-page", result).await;
+    let result = diff_page(&driver, &base).await;
+    finish(&driver, "diff-page", result).await;
+    let result = token_shown_once(&driver, &base).await;
+    let secret = finish(&driver, "token-shown-once", result).await;
+    // The token the page showed works against the API.
+    let res = client
+        .get(format!("{base}/api/v1/tokens"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let result = phone_width(&driver, &base, &seeded).await;
+    finish(&driver, "phone-width", result).await;
+
+    driver.quit().await.unwrap();
+    registry.handle.stop(true).await;
+}
