@@ -79,10 +79,36 @@ const BENCH_PASSWORD: &str = "bench-password";
 
 /// Words for descriptions and keywords, so search has realistic hit rates.
 const WORDS: &[&str] = &[
-    "search", "web", "fetch", "pdf", "email", "calendar", "github", "slack", "sql", "csv",
-    "image", "audio", "video", "translate", "summarize", "code", "review", "deploy", "monitor",
-    "weather", "finance", "crm", "invoice", "maps", "shell", "browser", "vector", "embedding",
-    "scrape", "notify",
+    "search",
+    "web",
+    "fetch",
+    "pdf",
+    "email",
+    "calendar",
+    "github",
+    "slack",
+    "sql",
+    "csv",
+    "image",
+    "audio",
+    "video",
+    "translate",
+    "summarize",
+    "code",
+    "review",
+    "deploy",
+    "monitor",
+    "weather",
+    "finance",
+    "crm",
+    "invoice",
+    "maps",
+    "shell",
+    "browser",
+    "vector",
+    "embedding",
+    "scrape",
+    "notify",
 ];
 
 /// splitmix64, as in `bench_resolve`: every run seeds the same catalog.
@@ -192,7 +218,9 @@ fn agent_yaml(a: u64, tools: &BTreeMap<String, String>) -> String {
          provider: anthropic\n    options:\n      temperature: 0.3\ntools:\n"
     );
     for (name, requirement) in tools {
-        yaml.push_str(&format!("  - name: {name}\n    version: \"{requirement}\"\n"));
+        yaml.push_str(&format!(
+            "  - name: {name}\n    version: \"{requirement}\"\n"
+        ));
     }
     yaml.push_str("permissions:\n  required: [network]\n");
     yaml
@@ -333,7 +361,10 @@ impl Seeder {
             name: spec.name().clone(),
             version: spec.version().clone(),
             description: spec.description().to_owned(),
-            keywords: words::<3>(t.package).iter().map(|w| (*w).to_owned()).collect(),
+            keywords: words::<3>(t.package)
+                .iter()
+                .map(|w| (*w).to_owned())
+                .collect(),
             spec: serde_json::to_value(&spec)?,
             manifest,
             blob,
@@ -424,7 +455,10 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
     let key = register_key(&db, publisher).await?;
     let bench = create_account(&db, "bench", BENCH_PASSWORD).await?;
     let bench_key = register_key(&db, bench).await?;
-    write_private(&out.join("bench-key.pem"), bench_key.to_pkcs8_pem().as_bytes())?;
+    write_private(
+        &out.join("bench-key.pem"),
+        bench_key.to_pkcs8_pem().as_bytes(),
+    )?;
     let key_id = key.public_key().key_id().as_str().to_owned();
     let seeder = Arc::new(Seeder {
         db: db.clone(),
@@ -449,7 +483,7 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
     while let Some(result) = results.next().await {
         result?;
         done += 1;
-        if done % 20_000 == 0 {
+        if done.is_multiple_of(20_000) {
             eprintln!(
                 "seeded {done}/{total} tool versions in {:.1}s",
                 started.elapsed().as_secs_f64()
@@ -490,10 +524,7 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
     let secs = started.elapsed().as_secs_f64();
 
     let request = json!({ "tools": typical_request(packages) });
-    std::fs::write(
-        out.join("resolve.json"),
-        serde_json::to_vec(&request)?,
-    )?;
+    std::fs::write(out.join("resolve.json"), serde_json::to_vec(&request)?)?;
     let [q] = words(0);
     std::fs::write(
         out.join("targets.env"),
@@ -549,7 +580,10 @@ fn payload(seed: u64, size: usize) -> Vec<u8> {
 }
 
 async fn publish(args: &[String]) -> anyhow::Result<()> {
-    let url = args.first().context("publish needs URL")?.trim_end_matches('/');
+    let url = args
+        .first()
+        .context("publish needs URL")?
+        .trim_end_matches('/');
     let key_path = args.get(1).context("publish needs KEY_PEM")?;
     let size: usize = parse_flag(args, "--size", 1024 * 1024)?;
     let count: usize = parse_flag(args, "--count", 64)?;
@@ -558,7 +592,9 @@ async fn publish(args: &[String]) -> anyhow::Result<()> {
     let username: String = parse_flag(args, "--username", "bench".to_owned())?;
     let password: String = parse_flag(args, "--password", BENCH_PASSWORD.to_owned())?;
     let ceiling_dir: Option<PathBuf> = match args.iter().position(|a| a == "--ceiling-dir") {
-        Some(i) => Some(PathBuf::from(args.get(i + 1).context("--ceiling-dir needs a value")?)),
+        Some(i) => Some(PathBuf::from(
+            args.get(i + 1).context("--ceiling-dir needs a value")?,
+        )),
         None => None,
     };
     let key = SecretKey::from_pkcs8_pem(&std::fs::read_to_string(key_path)?)?;
@@ -569,8 +605,12 @@ async fn publish(args: &[String]) -> anyhow::Result<()> {
                 "name: {prefix}{i}\nversion: 1.0.0\ndescription: publish benchmark\n\
                  kind: http\ninput_schema: {{type: object}}\n"
             );
-            tool_container(&key, &yaml, &[("assets/payload.bin", payload(i as u64, size))])
-                .map(Bytes::from)
+            tool_container(
+                &key,
+                &yaml,
+                &[("assets/payload.bin", payload(i as u64, size))],
+            )
+            .map(Bytes::from)
         })
         .collect::<anyhow::Result<_>>()?;
     let bytes: usize = containers.iter().map(Bytes::len).sum();

@@ -18,9 +18,16 @@ use std::{
     time::{Duration, Instant},
 };
 
+use agentlang_core::{
+    Kind, MemberPath, PackageName, SourceTree, Version,
+    container::{self, BuildInput, Created},
+    signing::SecretKey,
+};
 use agentlang_registry::config::{Config, DatabaseUrl, RateLimitSettings, StorageUrl};
+use futures_util::StreamExt;
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 /// Shared by both replicas, as `deploy/registry.env` shares it.
 const JWT_SECRET: &str = "replica-test-secret-replica-test-secret-0123";
@@ -82,10 +89,12 @@ impl Backends {
             .await
             .expect("connect to AGENTLANG_TEST_POSTGRES_URL");
         // `database` is our own `r_<uuid>`: safe to splice.
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{database}\"")))
-            .execute(&admin)
-            .await
-            .expect("create the test database");
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "CREATE DATABASE \"{database}\""
+        )))
+        .execute(&admin)
+        .await
+        .expect("create the test database");
         admin.close().await;
         Some(Self {
             admin_url,
@@ -108,7 +117,10 @@ impl Backends {
         vec![
             ("AGENTLANG_REGISTRY_BIND", "127.0.0.1:0".into()),
             ("AGENTLANG_REGISTRY_PUBLIC_URL", PUBLIC_URL.into()),
-            ("AGENTLANG_REGISTRY_DATA_DIR", data_dir.display().to_string()),
+            (
+                "AGENTLANG_REGISTRY_DATA_DIR",
+                data_dir.display().to_string(),
+            ),
             ("AGENTLANG_REGISTRY_DATABASE_URL", self.database_url()),
             (
                 "AGENTLANG_REGISTRY_STORAGE_URL",
@@ -264,7 +276,12 @@ impl Cluster {
             .send()
             .await
             .unwrap();
-        assert_eq!(res.status(), StatusCode::CREATED, "{}", res.text().await.unwrap());
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "{}",
+            res.text().await.unwrap()
+        );
         let res = self
             .client
             .post(via.path("/api/v1/tokens"))
@@ -272,7 +289,12 @@ impl Cluster {
             .send()
             .await
             .unwrap();
-        assert_eq!(res.status(), StatusCode::CREATED, "{}", res.text().await.unwrap());
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "{}",
+            res.text().await.unwrap()
+        );
         res.json().await.unwrap()
     }
 }
@@ -442,4 +464,303 @@ fn the_deploy_configuration_files_load() {
         ),
         "the example shows the defaults"
     );
+}
+
+/// A signed `.tool` container: tool.yaml (with `dependencies`), a README
+/// and an optional incompressible payload, so its size is what we ask.
+fn tool_container(
+    key: &SecretKey,
+    name: &str,
+    version: &str,
+    dependencies: &[(&str, &str)],
+    readme: &str,
+    payload_bytes: usize,
+) -> Vec<u8> {
+    let mut yaml = format!(
+        "name: {name}\nversion: {version}\ndescription: replica test tool {name}\nkind: http\ninput_schema: {{type: object}}\n"
+    );
+    if !dependencies.is_empty() {
+        yaml.push_str("dependencies:\n");
+        for (dep, req) in dependencies {
+            yaml.push_str(&format!("  {dep}: \"{req}\"\n"));
+        }
+    }
+    let mut tree = SourceTree::new();
+    tree.insert(MemberPath::new("tool.yaml").unwrap(), yaml.into_bytes());
+    tree.insert(
+        MemberPath::new("README.md").unwrap(),
+        readme.as_bytes().to_vec(),
+    );
+    if payload_bytes > 0 {
+        // splitmix64: deterministic and incompressible.
+        let mut state = 0x1234_5678_u64;
+        let mut payload = Vec::with_capacity(payload_bytes + 8);
+        while payload.len() < payload_bytes {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            payload.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+        }
+        payload.truncate(payload_bytes);
+        tree.insert(MemberPath::new("assets/payload.bin").unwrap(), payload);
+    }
+    container::build(&BuildInput {
+        tree: &tree,
+        kind: Kind::Tool,
+        name: &PackageName::new(name).unwrap(),
+        version: &Version::parse(version).unwrap(),
+        created: Created::from_unix_seconds(1_767_225_600).unwrap(),
+        signing_key: key,
+        prompt_key: None,
+    })
+    .unwrap()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+impl Cluster {
+    /// An account with a publish token and a registered signing key.
+    async fn publisher(&self, username: &str) -> (String, SecretKey) {
+        let created = self
+            .account_with_token(&self.a, username, &["publish", "keys"])
+            .await;
+        let token = created["token"].as_str().unwrap().to_owned();
+        let key = SecretKey::generate().unwrap();
+        // Registered through B, used through A: keys live in the database.
+        let res = self
+            .client
+            .post(self.b.path("/api/v1/keys"))
+            .bearer_auth(&token)
+            .json(&json!({"public_key_pem": key.public_key().to_spki_pem()}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "{}",
+            res.text().await.unwrap()
+        );
+        (token, key)
+    }
+
+    async fn publish(&self, via: &Replica, token: &str, body: Vec<u8>) -> reqwest::Response {
+        self.client
+            .post(via.path("/api/v1/publish"))
+            .bearer_auth(token)
+            .header("content-type", "application/octet-stream")
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn get(&self, via: &Replica, path: &str) -> reqwest::Response {
+        self.client.get(via.path(path)).send().await.unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_published_through_one_replica_is_served_at_once_by_the_other() {
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
+    let (a, b) = (&cluster.a, &cluster.b);
+    let (token, key) = cluster.publisher("carol").await;
+    let base = tool_container(&key, "replica_base", "1.2.0", &[], "# base", 0);
+    let top = tool_container(
+        &key,
+        "replica_top",
+        "1.0.0",
+        &[("replica_base", "^1.0")],
+        "# top",
+        0,
+    );
+    for body in [base.clone(), top.clone()] {
+        let res = cluster.publish(a, &token, body).await;
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "{}",
+            res.text().await.unwrap()
+        );
+    }
+
+    // B serves all of it on the very next request: the record, the bytes,
+    // the index, a resolution, search and the catalog page.
+    let res = cluster.get(b, "/api/v1/tools/replica_top/1.0.0").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let record: Value = res.json().await.unwrap();
+    assert_eq!(record["sha256"], sha256_hex(&top), "{record}");
+
+    let res = cluster
+        .get(b, "/api/v1/tools/replica_base/1.2.0/download")
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.bytes().await.unwrap().as_ref(), base.as_slice());
+
+    let res = cluster.get(b, "/api/v1/index/tools/replica_base").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let index = res.text().await.unwrap();
+    assert!(
+        index.contains("1.2.0") && index.contains(&sha256_hex(&base)),
+        "{index}"
+    );
+
+    let res = cluster
+        .client
+        .post(b.path("/api/v1/resolve"))
+        .header("accept", "application/json")
+        .json(&json!({"tools": {"replica_top": "^1"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let lock: Value = res.json().await.unwrap();
+    assert_eq!(lock["tools"]["replica_top"]["version"], "1.0.0", "{lock}");
+    assert_eq!(lock["tools"]["replica_base"]["version"], "1.2.0", "{lock}");
+    assert_eq!(
+        lock["tools"]["replica_base"]["hash"],
+        format!("sha256:{}", sha256_hex(&base)),
+        "{lock}"
+    );
+
+    let res = cluster.get(b, "/api/v1/search?q=replica_top").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let found = res.text().await.unwrap();
+    assert!(found.contains("replica_top"), "{found}");
+
+    let res = cluster.get(b, "/tools/replica_top").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let page = res.text().await.unwrap();
+    assert!(
+        page.contains("replica_top") && page.contains("1.0.0"),
+        "{page}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_publishes_of_one_version_through_both_replicas_have_one_winner() {
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
+    let (token, key) = cluster.publisher("dave").await;
+    for round in 0..5 {
+        let version = format!("1.{round}.0");
+        // Different bytes for one version: exactly one may become it.
+        let first = tool_container(&key, "race_tool", &version, &[], "# first", 0);
+        let second = tool_container(&key, "race_tool", &version, &[], "# second", 0);
+        let (ra, rb) = tokio::join!(
+            cluster.publish(&cluster.a, &token, first.clone()),
+            cluster.publish(&cluster.b, &token, second.clone()),
+        );
+        let mut statuses = [ra.status().as_u16(), rb.status().as_u16()];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [201, 409], "round {round}");
+        let winner = if ra.status() == StatusCode::CREATED {
+            &first
+        } else {
+            &second
+        };
+        for via in [&cluster.a, &cluster.b] {
+            let record: Value = cluster
+                .get(via, &format!("/api/v1/tools/race_tool/{version}"))
+                .await
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(record["sha256"], sha256_hex(winner), "round {round}");
+        }
+    }
+    let package: Value = cluster
+        .get(&cluster.b, "/api/v1/tools/race_tool")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        package["versions"].as_array().map(Vec::len),
+        Some(5),
+        "{package}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_in_the_middle_of_an_upload_leaves_no_partial_version() {
+    let Some(mut cluster) = Cluster::start().await else {
+        return;
+    };
+    let (token, key) = cluster.publisher("erin").await;
+    let big = tool_container(&key, "big_tool", "1.0.0", &[], "# big", 8 * 1024 * 1024);
+
+    // A slow chunked upload to A: 64 KiB every 10 ms, with no length, so A
+    // is spooling it when it dies.
+    let (sent_tx, mut sent_rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
+    let chunks: Vec<bytes::Bytes> = big
+        .chunks(64 * 1024)
+        .map(bytes::Bytes::copy_from_slice)
+        .collect();
+    let body = futures_util::stream::iter(chunks.into_iter().enumerate()).then(move |(i, c)| {
+        let sent_tx = sent_tx.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let _ = sent_tx.send(i);
+            Ok::<_, std::io::Error>(c)
+        }
+    });
+    let upload = tokio::spawn(
+        cluster
+            .client
+            .post(cluster.a.path("/api/v1/publish"))
+            .bearer_auth(&token)
+            .header("content-type", "application/octet-stream")
+            .body(reqwest::Body::wrap_stream(body))
+            .send(),
+    );
+    // About 2 MiB in: a quarter of the container.
+    while sent_rx.recv().await.is_some_and(|i| i < 32) {}
+    cluster.a.kill_9();
+    let cut_off = upload.await.unwrap();
+    assert!(
+        cut_off.is_err() || cut_off.as_ref().is_ok_and(|r| !r.status().is_success()),
+        "the cut-off upload cannot have succeeded: {cut_off:?}"
+    );
+
+    // Nothing of it is visible through B, which keeps serving.
+    let res = cluster.get(&cluster.b, "/readyz").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = cluster.get(&cluster.b, "/api/v1/tools/big_tool").await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let res = cluster
+        .get(&cluster.b, "/api/v1/tools/big_tool/1.0.0")
+        .await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let res = cluster
+        .client
+        .post(cluster.b.path("/api/v1/resolve"))
+        .header("accept", "application/json")
+        .json(&json!({"tools": {"big_tool": null}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // The version was never taken: the whole container publishes through B.
+    let res = cluster.publish(&cluster.b, &token, big.clone()).await;
+    assert_eq!(
+        res.status(),
+        StatusCode::CREATED,
+        "{}",
+        res.text().await.unwrap()
+    );
+
+    // A restarts and serves, the version B published included.
+    cluster.a = Replica::start(&cluster.backends, &cluster.dir.path().join("a")).await;
+    let res = cluster
+        .get(&cluster.a, "/api/v1/tools/big_tool/1.0.0/download")
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.bytes().await.unwrap().as_ref(), big.as_slice());
 }
