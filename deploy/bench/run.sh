@@ -15,6 +15,8 @@
 #   BENCH_TOOLS 10000, BENCH_AGENTS 1000, BENCH_REAL 100 (tools whose 20
 #                      versions are real signed containers)
 #   BENCH_SKIP_BUILD=1 use the existing release build
+#   BENCH_PROFILE      release (default); "debug" only to try the script quickly
+#   BENCH_BIG_MIB      50: size of each of the 16 concurrent uploads of the memory test
 #
 # Client and server share the machine's cores, so absolute numbers are lower
 # than on separate machines; ratios within one run are what the targets use.
@@ -32,6 +34,8 @@ threads="${BENCH_THREADS:-2}"
 tools="${BENCH_TOOLS:-10000}"
 agents="${BENCH_AGENTS:-1000}"
 real="${BENCH_REAL:-100}"
+profile="${BENCH_PROFILE:-release}"
+big_mib="${BENCH_BIG_MIB:-50}"
 mib=$((1024 * 1024))
 mkdir -p "$work"
 
@@ -48,11 +52,12 @@ done
 
 # --- build -------------------------------------------------------------------
 if [ -n "$backends" ] && [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-  log "cargo build --release (registry + seed_catalog example)"
-  (cd "$root" && cargo build --release -q -p agentlang-registry --bin agentlang-registry --example seed_catalog)
+  log "cargo build --$profile (registry + seed_catalog example)"
+  (cd "$root" && cargo build $([ "$profile" = release ] && echo --release) -q -p agentlang-registry \
+     --bin agentlang-registry --example seed_catalog)
 fi
-registry_bin="$root/target/release/agentlang-registry"
-seed_bin="$root/target/release/examples/seed_catalog"
+registry_bin="$root/target/$profile/agentlang-registry"
+seed_bin="$root/target/$profile/examples/seed_catalog"
 if [ -n "$backends" ] && ! { [ -x "$registry_bin" ] && [ -x "$seed_bin" ]; }; then
   echo "bench: release build missing" >&2
   exit 2
@@ -260,7 +265,7 @@ PY
   sample_rss "$server_pid" "$samples" "$stop" &
   local sampler=$!
   local p50m
-  p50m="$("$seed_bin" publish "$url" "$BENCH_KEY" --size $((50 * mib)) --count 16 --concurrency 16 \
+  p50m="$("$seed_bin" publish "$url" "$BENCH_KEY" --size $((big_mib * mib)) --count 16 --concurrency 16 \
           --prefix "big_")"
   touch "$stop"
   wait "$sampler" || true
@@ -275,7 +280,7 @@ PY
   metric["$backend.rss_growth_mib"]="$(((peak - before) / 1024))"
   metric["$backend.rss_after_idle_mib"]="$((after_idle / 1024))"
   metric["$backend.hwm_mib"]="$(($(hwm_kib "$server_pid") / 1024))"
-  log "$backend: 16 x 50 MiB: RSS before $((before / 1024)) MiB, peak $((peak / 1024)) MiB, 5 s later $((after_idle / 1024)) MiB ${metric[$backend.big.statuses]}"
+  log "$backend: 16 x $big_mib MiB: RSS before $((before / 1024)) MiB, peak $((peak / 1024)) MiB, 5 s later $((after_idle / 1024)) MiB ${metric[$backend.big.statuses]}"
 
   # Start-up again, now that the catalog also holds the publishes above.
   stop_server
@@ -286,6 +291,8 @@ PY
     psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" >/dev/null
     pg_db=""
   fi
+  # The uploads above leave about 1 GB of blobs; keep only the logs.
+  rm -rf "$data/registry"
 }
 
 # --- Verdaccio ----------------------------------------------------------------------
@@ -422,7 +429,7 @@ rps_row("GET search", "search")
 rps_row("GET agent page (HTML)", "agent_page")
 for k, label in (("publish1", "publish 1 MiB, 1 in flight"), ("publish16", "publish 1 MiB, 16 in flight")):
     row(label, lambda b, k=k: f"{num(f(f'{b}.{k}.mbps'),1)} MB/s of ceiling {num(f(f'{b}.{k}.ceiling'),0)} MB/s = {num((f(f'{b}.{k}.mbps') or 0)/(f(f'{b}.{k}.ceiling') or 1),2)} {m.get(f'{b}.{k}.statuses')}")
-row("16 x 50 MiB uploads: RSS before / peak / 5 s after", lambda b: f"{m.get(f'{b}.rss_before_mib')} / {m.get(f'{b}.rss_peak_mib')} / {m.get(f'{b}.rss_after_idle_mib')} MiB {m.get(f'{b}.big.statuses')}")
+row(f"16 x {os.environ.get('BENCH_BIG_MIB', '50')} MiB uploads: RSS before / peak / 5 s after", lambda b: f"{m.get(f'{b}.rss_before_mib')} / {m.get(f'{b}.rss_peak_mib')} / {m.get(f'{b}.rss_after_idle_mib')} MiB {m.get(f'{b}.big.statuses')}")
 v = f("verdaccio.packument.rps")
 lines.append("")
 lines.append(f"Verdaccio 6.8 (Node {subprocess.run(['node','--version'],capture_output=True,text=True).stdout.strip()}), same wrk settings, GET of a {m.get('verdaccio.versions')}-version packument ({m.get('verdaccio.packument_bytes')} bytes): {num(v)} req/s, p50 {num(f('verdaccio.packument.p50'),2)} ms, p99 {num(f('verdaccio.packument.p99'),2)} ms.\n")
@@ -438,7 +445,7 @@ def ratio_check(a, b_, goal):
 target("resolve >= 0.5 x /healthz", lambda b: ratio_check(f(f"{b}.resolve.rps"), f(f"{b}.healthz.rps"), 0.5))
 target("publish (1 in flight) >= 0.5 x ceiling", lambda b: ratio_check(f(f"{b}.publish1.mbps"), f(f"{b}.publish1.ceiling"), 0.5))
 target("publish (16 in flight) >= 0.5 x ceiling", lambda b: ratio_check(f(f"{b}.publish16.mbps"), f(f"{b}.publish16.ceiling"), 0.5))
-target("RSS growth under 16 x 50 MiB <= 64 MiB", lambda b: f"{m.get(f'{b}.rss_growth_mib')} MiB ({met(f(f'{b}.rss_growth_mib', 1e9) <= 64)})")
+target(f"RSS growth under 16 x {os.environ.get('BENCH_BIG_MIB', '50')} MiB <= 64 MiB", lambda b: f"{m.get(f'{b}.rss_growth_mib')} MiB ({met(f(f'{b}.rss_growth_mib', 1e9) <= 64)})")
 target("start-up <= 1 s (seeded)", lambda b: f"{m.get(f'{b}.startup_ms')} ms ({met(f(f'{b}.startup_ms', 1e9) <= 1000)})")
 target("resolve >= 10 x Verdaccio packument GET", lambda b: ratio_check(f(f"{b}.resolve.rps"), v, 10))
 text = "\n".join(lines) + "\n"

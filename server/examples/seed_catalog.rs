@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! seed_catalog seed OUT_DIR [--tools 10000] [--agents 1000] [--real 100] [--concurrency 8]
+//!     [--placeholder-blobs]
 //! seed_catalog publish URL KEY_PEM --size BYTES --count N --concurrency C --prefix NAME
 //!     [--username bench] [--password bench-password] [--ceiling-dir DIR]
 //! ```
@@ -17,9 +18,11 @@
 //! requirements), so resolution over HTTP compares with resolution in
 //! memory. The first `--real` tools (all 20 versions each) are real signed
 //! `.tool` containers built with `agentlang_core::container::build`; the rest
-//! store a small content-addressed placeholder blob (the text
-//! `agentlang placeholder tool/<name>@<version>`), whose digest the version
-//! records, so downloads of every version work but only the sample verifies.
+//! record the digest of a small content-addressed placeholder (the text
+//! `agentlang placeholder tool/<name>@<version>`). Placeholder blobs are
+//! stored only with `--placeholder-blobs` (200,000 small objects take about
+//! 800 MiB of filesystem blocks); without it, downloading a placeholder
+//! version fails, and the benchmark downloads from the real sample.
 //! Tool specs are `parse_tool` of a generated tool.yaml and agent specs
 //! `parse_agent` of a generated agent.yaml, serialized as the publish
 //! endpoint stores them. Agents (`agent0` ...) each require 10 distinct
@@ -281,6 +284,8 @@ struct Seeder {
     publisher: i64,
     key: SecretKey,
     key_id: String,
+    /// Whether placeholder blobs are stored too (one small object each).
+    placeholder_blobs: bool,
 }
 
 /// What one version needs to be recorded, owned so it can cross tasks.
@@ -299,7 +304,11 @@ struct Record {
 
 impl Seeder {
     async fn record(&self, r: Record) -> anyhow::Result<()> {
-        let sha256: Sha256Digest = self.blobs.put(r.blob.clone()).await?;
+        let sha256 = if r.signed || self.placeholder_blobs {
+            self.blobs.put(r.blob.clone()).await?
+        } else {
+            Sha256Digest::of(&r.blob)
+        };
         self.db
             .publish_version(&NewVersion {
                 kind: r.kind,
@@ -441,6 +450,7 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
     let agents: u64 = parse_flag(args, "--agents", 1000)?;
     let real: u64 = parse_flag(args, "--real", 100)?;
     let concurrency: usize = parse_flag(args, "--concurrency", 8)?;
+    let placeholder_blobs = args.iter().any(|a| a == "--placeholder-blobs");
     if packages < TIERS * 10 {
         bail!("--tools must be at least {}", TIERS * 10);
     }
@@ -466,6 +476,7 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
         publisher,
         key,
         key_id,
+        placeholder_blobs,
     });
 
     let catalog = tool_catalog(packages);
