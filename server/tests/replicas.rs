@@ -447,6 +447,7 @@ fn the_deploy_configuration_files_load() {
         publish_per_minute,
         credentials_per_minute,
         anonymous_reads_per_minute,
+        agent_messages_per_minute,
     } = config.rate_limits;
     let d = defaults.rate_limits;
     assert_eq!(
@@ -454,13 +455,15 @@ fn the_deploy_configuration_files_load() {
             enabled,
             publish_per_minute,
             credentials_per_minute,
-            anonymous_reads_per_minute
+            anonymous_reads_per_minute,
+            agent_messages_per_minute
         ),
         (
             d.enabled,
             d.publish_per_minute,
             d.credentials_per_minute,
-            d.anonymous_reads_per_minute
+            d.anonymous_reads_per_minute,
+            d.agent_messages_per_minute
         ),
         "the example shows the defaults"
     );
