@@ -73,7 +73,9 @@ declare -A metric
 # wrk_run NAME URL [LUA]: records req/s, p50, p99 (ms) and the error count.
 wrk_run() {
   local name="$1" url="$2" lua="${3:-}" out
-  local args=(-t"$threads" -c"$conns" -d"$duration" --latency)
+  # A 10 s timeout, so slow endpoints report their latency instead of
+  # wrk's default 2 s cut-off (counted separately as timeouts).
+  local args=(-t"$threads" -c"$conns" -d"$duration" --latency --timeout 10s)
   [ -n "$lua" ] && args+=(-s "$lua")
   # Warm-up (caches, connection pools, a JIT for Node) is not measured.
   wrk -t1 -c8 -d3s ${lua:+-s "$lua"} "$url" >/dev/null 2>&1 || true
@@ -84,6 +86,7 @@ wrk_run() {
   p50="$(awk '$1=="50%" {print $2}' <<<"$out")"
   p99="$(awk '$1=="99%" {print $2}' <<<"$out")"
   errors="$(awk '/Non-2xx or 3xx responses/ {print $NF}' <<<"$out")"
+  metric["$name.timeouts"]="$(awk '/Socket errors/ {print $NF}' <<<"$out")"
   metric["$name.rps"]="${rps:-0}"
   metric["$name.p50"]="$(to_ms "${p50:-0us}")"
   metric["$name.p99"]="$(to_ms "${p99:-0us}")"
@@ -416,7 +419,8 @@ def row(label, fn):
     lines.append(f"| {label} | " + " | ".join(fn(b) for b in backends.split()) + " |")
 def rps_row(label, key):
     row(label, lambda b: (f"{num(f(f'{b}.{key}.rps'))} req/s, p50 {num(f(f'{b}.{key}.p50'),2)} ms, p99 {num(f(f'{b}.{key}.p99'),2)} ms"
-                          + (f", {m.get(f'{b}.{key}.errors')} non-2xx" if m.get(f'{b}.{key}.errors', '0') != '0' else ""))
+                          + (f", {m.get(f'{b}.{key}.errors')} non-2xx" if m.get(f'{b}.{key}.errors', '0') != '0' else "")
+                          + (f", {m.get(f'{b}.{key}.timeouts')} timeouts" if m.get(f'{b}.{key}.timeouts', '0') not in ('0', '') else ""))
                          if f(f"{b}.{key}.rps") else f"not measured (status {m.get(f'{b}.{key}.status', '?')})")
 row("seed (tool versions, seconds)", lambda b: f"{num(f(f'{b}.seed_versions'))} in {num(f(f'{b}.seed_seconds'),1)} s")
 row("start-up to /readyz, seeded (ms)", lambda b: f"{m.get(f'{b}.startup_ms')} ms (after the run: {m.get(f'{b}.restart_ms')} ms)")
