@@ -21,14 +21,14 @@ async fn main() -> ExitCode {
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("agentlang-registry: {e}");
+            tracing::error!("invalid configuration: {e:#}");
             return ExitCode::from(2);
         }
     };
     let app = match Application::build(config).await {
         Ok(app) => app,
         Err(e) => {
-            eprintln!("agentlang-registry: {e:#}");
+            tracing::error!("cannot start: {e:#}");
             return ExitCode::FAILURE;
         }
     };
@@ -44,7 +44,7 @@ async fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("agentlang-registry: {e}");
+            tracing::error!("server failed: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -271,10 +271,11 @@ pub async fn revoke_key(
     body: web::Bytes,
 ) -> Result<HttpResponse, CatalogError> {
     session.0.check_csrf(&FormFields::parse(&body))?;
-    if !state
+    if state
         .db
-        .revoke_account_signing_key(session.0.account_id, &key_id)
+        .revoke_signing_key(session.0.account_id, &key_id)
         .await?
+        .is_none()
     {
         return Err(CatalogError::NotFound);
     }

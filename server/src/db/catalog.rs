@@ -480,28 +480,6 @@ impl Db {
         })
     }
 
-    /// Revokes one of the account's keys; revoking twice keeps the first
-    /// time. False when the account holds no such key.
-    pub async fn revoke_account_signing_key(
-        &self,
-        account_id: i64,
-        key_id: &str,
-    ) -> Result<bool, sqlx::Error> {
-        let affected = with_pool!(self, pool => {
-            sqlx::query(
-                "UPDATE signing_keys SET revoked_at = COALESCE(revoked_at, $1)
-                 WHERE key_id = $2 AND account_id = $3",
-            )
-            .bind(now())
-            .bind(key_id)
-            .bind(account_id)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected())
-        })?;
-        Ok(affected > 0)
-    }
-
     /// The username of an account id.
     pub async fn account_username(&self, account_id: i64) -> Result<Option<String>, sqlx::Error> {
         with_pool!(self, pool => {
