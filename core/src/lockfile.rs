@@ -68,7 +68,16 @@ impl Sha256Hash {
     /// The 64 lowercase hex digits without the `sha256:` prefix (the form
     /// `manifest.json` and the `ETag` use).
     pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
+        self.hex_digits().as_str().to_owned()
+    }
+
+    /// The 64 lowercase hex digits, without allocating: locks print one per
+    /// tool, and a registry serializes many locks.
+    fn hex_digits(&self) -> HexDigits {
+        let mut out = [0u8; 64];
+        // Cannot fail: the buffer is exactly twice the digest's length.
+        let _ = hex::encode_to_slice(self.0, &mut out);
+        HexDigits(out)
     }
 
     /// Parses `sha256:<hex>`. Uppercase hex is refused: one digest must have
@@ -89,9 +98,20 @@ impl Sha256Hash {
     }
 }
 
+/// Hex digits on the stack.
+struct HexDigits([u8; 64]);
+
+impl HexDigits {
+    fn as_str(&self) -> &str {
+        // Hex digits are ASCII.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
 impl fmt::Display for Sha256Hash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}", Self::PREFIX, self.to_hex())
+        f.write_str(Self::PREFIX)?;
+        f.write_str(self.hex_digits().as_str())
     }
 }
 
@@ -104,7 +124,10 @@ impl FromStr for Sha256Hash {
 
 impl Serialize for Sha256Hash {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        let mut text = [0u8; Self::PREFIX.len() + 64];
+        text[..Self::PREFIX.len()].copy_from_slice(Self::PREFIX.as_bytes());
+        text[Self::PREFIX.len()..].copy_from_slice(&self.hex_digits().0);
+        s.serialize_str(std::str::from_utf8(&text).unwrap_or_default())
     }
 }
 

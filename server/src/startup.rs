@@ -95,7 +95,7 @@ impl Application {
             tokens,
             public_url,
             identity: Arc::new(identity),
-            index_cache: IndexCache::new(),
+            index_cache: Arc::new(IndexCache::new()),
         });
         let workers = state.config.workers;
         let max_upload = state.config.max_upload_bytes;

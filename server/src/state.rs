@@ -23,5 +23,5 @@ pub struct AppState {
     pub identity: Arc<RegistryIdentity>,
     /// Index entries for resolution, checked against the database's
     /// generation on every use.
-    pub index_cache: IndexCache,
+    pub index_cache: Arc<IndexCache>,
 }

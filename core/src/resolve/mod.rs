@@ -79,8 +79,9 @@ impl SourceError {
     }
 }
 
-/// What to resolve.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What to resolve. Hashable, so a caller can memoize resolutions of one
+/// index state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Request {
     /// The agent's tool requirements; `None` means the newest release.
     pub requirements: BTreeMap<PackageName, Option<VersionReq>>,

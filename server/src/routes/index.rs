@@ -2,7 +2,7 @@
 //! and dependency edges, for client-side resolution. Cacheable: a strong
 //! `ETag` over the body, and `If-None-Match` answers 304.
 
-use actix_web::{HttpRequest, HttpResponse, get, http::header, web};
+use actix_web::{HttpRequest, HttpResponse, get, http::header, web, web::Bytes};
 use sha2::{Digest, Sha256};
 
 use crate::{
@@ -30,9 +30,21 @@ pub async fn get_index(
     path: web::Path<PackagePath>,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name) = path.parse()?;
-    let index = packages::get_index(&state, kind, &name).await?;
-    let body = serde_json::to_vec(&index).map_err(ApiError::internal)?;
-    let etag = format!("\"{}\"", hex::encode(Sha256::digest(&body)));
+    // The document changes only with the registry generation (a publish,
+    // yank or deletion), so it is rendered once per generation.
+    let cache = &state.index_cache;
+    let generation = cache.current_generation(&state.db).await?;
+    let normalized = name.normalized();
+    let (body, etag) = match cache.index_body(generation, kind, &normalized) {
+        Some(cached) => cached,
+        None => {
+            let index = packages::get_index(&state, kind, &name).await?;
+            let body = Bytes::from(serde_json::to_vec(&index).map_err(ApiError::internal)?);
+            let etag = format!("\"{}\"", hex::encode(Sha256::digest(&body)));
+            cache.put_index_body(generation, kind, normalized, body.clone(), etag.clone());
+            (body, etag)
+        }
+    };
     let mut response = if if_none_match(&req, &etag) {
         HttpResponse::NotModified()
     } else {

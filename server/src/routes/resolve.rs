@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{HttpRequest, HttpResponse, http::header, post, web};
+use actix_web::{HttpRequest, HttpResponse, http::header, post, web, web::Bytes};
 use agentlang_core::{PackageName, lockfile::Lockfile};
 use futures_util::StreamExt;
 use serde::Deserialize;
@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use crate::{
     error::{ApiError, FieldError},
-    service::resolve::{ResolveInput, resolve_lock as resolve_service},
+    service::resolve::{RenderKey, ResolveInput, resolve_lock_at},
     state::AppState,
 };
 
@@ -140,30 +140,57 @@ pub async fn resolve_lock(
     state: web::Data<AppState>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input = match content_type(&req).as_str() {
-        "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            let body = read_small_body(payload, MAX_RESOLVE_BODY).await?;
-            ResolveInput::from_agent_yaml(&body)?
-        }
-        "application/json" => {
-            let body = read_small_body(payload, MAX_RESOLVE_BODY).await?;
-            let request: ResolveRequest = serde_json::from_slice(&body)
-                .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
-            request.into_input()?
-        }
+    let content_type = match content_type(&req).as_str() {
+        "application/yaml" | "application/x-yaml" | "text/yaml" => "application/yaml",
+        "application/json" => "application/json",
         _ => {
             return Err(ApiError::UnsupportedMediaType {
                 expected: "application/yaml (an agent.yaml) or application/json",
             });
         }
     };
-    let lock = resolve_service(&state, input).await?;
-    if wants_json(&req) {
-        Ok(HttpResponse::Ok().json(lock))
-    } else {
-        let yaml = lock.to_yaml().map_err(ApiError::internal)?;
-        Ok(HttpResponse::Ok()
-            .content_type("application/yaml")
-            .body(yaml))
-    }
+    let key = RenderKey {
+        content_type,
+        json_answer: wants_json(&req),
+        body: read_small_body(payload, MAX_RESOLVE_BODY).await?.freeze(),
+    };
+    let generation = state.index_cache.current_generation(&state.db).await?;
+    let now = crate::db::now();
+    let json_answer = key.json_answer;
+    let answer = match state.index_cache.rendered(generation, now, &key) {
+        Some(answer) => {
+            state.metrics.resolves.inc();
+            answer
+        }
+        None => {
+            let input = if content_type == "application/json" {
+                let request: ResolveRequest = serde_json::from_slice(&key.body)
+                    .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
+                request.into_input()?
+            } else {
+                ResolveInput::from_agent_yaml(&key.body)?
+            };
+            let lock = resolve_lock_at(&state, generation, now, input).await?;
+            let answer = Bytes::from(if key.json_answer {
+                serde_json::to_vec(&lock).map_err(ApiError::internal)?
+            } else {
+                lock.to_yaml().map_err(ApiError::internal)?.into_bytes()
+            });
+            state
+                .index_cache
+                .put_rendered(generation, now, key, answer.clone());
+            answer
+        }
+    };
+    Ok(respond(json_answer, answer))
+}
+
+fn respond(json: bool, answer: Bytes) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(if json {
+            "application/json"
+        } else {
+            "application/yaml"
+        })
+        .body(answer)
 }

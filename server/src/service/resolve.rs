@@ -1,17 +1,22 @@
 //! Resolution over HTTP: requirements (from an agent.yaml or JSON) in, an
 //! `agent.lock` out.
 //!
-//! The core resolver is synchronous, so the reachable part of the index is
-//! prefetched first (breadth-first over dependency names) and the solver
-//! runs on a blocking thread with a deadline. Version metadata never changes
-//! except the yanked flag and new versions, so index entries and model rows
-//! are cached in-process and trusted only while the registry-wide generation
-//! (one row, bumped by the database in the same transaction as every
-//! publish, yank and model write) is the one they were read at. Replicas
-//! therefore never serve a resolution older than the database.
+//! Version metadata never changes except the yanked flag and new versions,
+//! so index entries, model rows and whole resolutions are cached in-process
+//! and trusted only while the registry-wide generation (one row, bumped by
+//! the database in the same transaction as every publish, yank and model
+//! write) is the one they were read at. The generation is read for every
+//! request, by a read that began after the request arrived (concurrent
+//! requests share one: [`GenerationReads`]), so replicas never serve a
+//! resolution older than the database.
+//!
+//! The core resolver is synchronous; it runs on a blocking thread with a
+//! deadline and asks for each package it reaches, from the cache or, on a
+//! miss, from the database (blocking that thread, not an async worker). It
+//! reads only what the solver visits, not the whole reachable closure.
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet, VecDeque},
+    collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex},
     time::Instant,
 };
@@ -19,13 +24,17 @@ use std::{
 use agentlang_core::{
     Kind, PackageName, Version,
     agent::parse_agent,
-    lockfile::{LockedModel, Lockfile, ModelId, Price, ResolvedAt, Sha256Hash},
-    resolve::{Cancel, PackageSource, Request, ResolveError, SourceError, VersionEntry, resolve},
+    lockfile::{LockedModel, LockedTool, Lockfile, ModelId, Price, ResolvedAt, Sha256Hash},
+    resolve::{
+        Cancel, PackageSource, Request, Resolution, ResolveError, SourceError, VersionEntry,
+        resolve,
+    },
 };
 use semver::VersionReq;
 
 use crate::{
     db::{
+        Db,
         index::PackageIndex,
         models::{ModelName, ModelRecord},
     },
@@ -65,6 +74,7 @@ impl ResolveInput {
 }
 
 type Entries = Option<Arc<Vec<VersionEntry>>>;
+type LockTools = BTreeMap<PackageName, LockedTool>;
 
 #[derive(Debug, Default)]
 struct CacheState {
@@ -74,17 +84,53 @@ struct CacheState {
     /// generation).
     tools: HashMap<String, Entries>,
     models: HashMap<String, Option<ModelRecord>>,
+    /// Successful resolutions by request, as the lock's `tools:` section.
+    /// A request is small and its resolution a pure function of the index
+    /// at this generation.
+    resolutions: HashMap<Request, Arc<LockTools>>,
+    /// Whole answers by exact request, for the second `rendered_second`
+    /// (the lock's `resolved_at`): identical requests within a second get
+    /// identical bytes, so they are rendered once.
+    rendered: HashMap<RenderKey, bytes::Bytes>,
+    rendered_second: i64,
+    rendered_bytes: usize,
+    /// Index documents (`GET /api/v1/index/..`) with their ETag, by kind and
+    /// normalized name.
+    index_bodies: HashMap<(Kind, String), (bytes::Bytes, String)>,
+    index_bytes: usize,
 }
 
-/// Index entries and model rows, valid for one registry generation.
+/// An exact resolve request over HTTP: the answer is a function of this, the
+/// generation and the second.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RenderKey {
+    /// The request's media type, normalized (`application/json`, ...).
+    pub content_type: &'static str,
+    pub json_answer: bool,
+    pub body: bytes::Bytes,
+}
+
+/// Index entries, model rows and resolutions, valid for one registry
+/// generation.
 #[derive(Debug, Default)]
 pub struct IndexCache {
     state: Mutex<CacheState>,
+    generation_reads: GenerationReads,
 }
 
-/// Cached entries stop growing here; past it the cache is cleared (a
+/// Cached packages stop growing here; past it the map is cleared (a
 /// registry with more tools than this simply reads more from the database).
 const MAX_CACHED_PACKAGES: usize = 50_000;
+
+/// Cached resolutions per generation; past it the map is cleared. A
+/// resolution of a typical agent holds tens of tools: a few MiB in all.
+const MAX_CACHED_RESOLUTIONS: usize = 4_096;
+
+/// Bytes of rendered answers kept for one second; past it none are added.
+const MAX_RENDERED_BYTES: usize = 8 * 1024 * 1024;
+
+/// Bytes of index documents kept per generation; past it none are added.
+const MAX_INDEX_BYTES: usize = 32 * 1024 * 1024;
 
 impl IndexCache {
     pub fn new() -> Self {
@@ -98,13 +144,80 @@ impl IndexCache {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Forgets everything read before `generation`.
-    fn observe(&self, generation: i64) {
+    /// The database's current generation, after forgetting everything read
+    /// at another one.
+    pub async fn current_generation(&self, db: &Db) -> Result<i64, ApiError> {
+        let generation = self.generation_reads.read(db).await?;
         let mut state = self.lock();
         if state.generation != generation {
             state.tools.clear();
             state.models.clear();
+            state.resolutions.clear();
+            state.rendered.clear();
+            state.rendered_bytes = 0;
+            state.index_bodies.clear();
+            state.index_bytes = 0;
             state.generation = generation;
+        }
+        Ok(generation)
+    }
+
+    /// A package's index document and ETag at this generation.
+    pub fn index_body(
+        &self,
+        generation: i64,
+        kind: Kind,
+        normalized: &str,
+    ) -> Option<(bytes::Bytes, String)> {
+        let state = self.lock();
+        if state.generation != generation {
+            return None;
+        }
+        state
+            .index_bodies
+            .get(&(kind, normalized.to_owned()))
+            .cloned()
+    }
+
+    pub fn put_index_body(
+        &self,
+        generation: i64,
+        kind: Kind,
+        normalized: String,
+        body: bytes::Bytes,
+        etag: String,
+    ) {
+        let mut state = self.lock();
+        let size = body.len() + etag.len() + normalized.len();
+        if state.generation == generation && state.index_bytes + size <= MAX_INDEX_BYTES {
+            state.index_bytes += size;
+            state.index_bodies.insert((kind, normalized), (body, etag));
+        }
+    }
+
+    /// The answer rendered for `key` at this generation and second.
+    pub fn rendered(&self, generation: i64, second: i64, key: &RenderKey) -> Option<bytes::Bytes> {
+        let state = self.lock();
+        if state.generation != generation || state.rendered_second != second {
+            return None;
+        }
+        state.rendered.get(key).cloned()
+    }
+
+    pub fn put_rendered(&self, generation: i64, second: i64, key: RenderKey, answer: bytes::Bytes) {
+        let mut state = self.lock();
+        if state.generation != generation || second < state.rendered_second {
+            return;
+        }
+        if state.rendered_second != second {
+            state.rendered.clear();
+            state.rendered_bytes = 0;
+            state.rendered_second = second;
+        }
+        let size = key.body.len() + answer.len();
+        if state.rendered_bytes + size <= MAX_RENDERED_BYTES {
+            state.rendered_bytes += size;
+            state.rendered.insert(key, answer);
         }
     }
 
@@ -134,27 +247,126 @@ impl IndexCache {
             state.models.insert(name, model);
         }
     }
-}
 
-/// The prefetched, reachable part of the index.
-struct Prefetched(HashMap<String, Entries>);
+    fn resolution(&self, generation: i64, request: &Request) -> Option<Arc<LockTools>> {
+        let state = self.lock();
+        if state.generation != generation {
+            return None;
+        }
+        state.resolutions.get(request).cloned()
+    }
 
-impl PackageSource for Prefetched {
-    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError> {
-        Ok(self
-            .0
-            .get(&name.normalized())
-            .cloned()
-            .flatten()
-            .map(|entries| entries.as_ref().clone()))
+    fn put_resolution(&self, generation: i64, request: Request, resolution: Arc<LockTools>) {
+        let mut state = self.lock();
+        if state.generation == generation {
+            if state.resolutions.len() >= MAX_CACHED_RESOLUTIONS {
+                state.resolutions.clear();
+            }
+            state.resolutions.insert(request, resolution);
+        }
     }
 }
 
-fn corrupt(what: &str, e: impl std::fmt::Display) -> ApiError {
-    ApiError::internal(anyhow::anyhow!("the index holds an invalid {what}: {e}"))
+/// Reads of the registry generation, shared by concurrent callers without
+/// ever answering one with a value read before it asked.
+///
+/// Reads run one at a time, numbered in the order they start. A caller that
+/// arrives while read `n` is in flight cannot use it (it may have read the
+/// row before the caller's view of the world), so it waits for the next
+/// read, `n + 1`, which every caller that arrived during `n` shares. Under
+/// load one database round trip serves a whole queue of requests; alone, a
+/// request costs one round trip, as before.
+#[derive(Debug, Default)]
+struct GenerationReads {
+    /// Held while a read is in flight; tokio's mutex queues waiters fairly.
+    turn: tokio::sync::Mutex<()>,
+    rounds: Mutex<Rounds>,
 }
 
-fn entries_of(index: PackageIndex) -> Result<Vec<VersionEntry>, ApiError> {
+#[derive(Debug, Default)]
+struct Rounds {
+    /// How many reads have started.
+    started: u64,
+    /// The newest finished read: its number and the generation it saw.
+    finished: Option<(u64, i64)>,
+}
+
+impl GenerationReads {
+    fn rounds(&self) -> std::sync::MutexGuard<'_, Rounds> {
+        self.rounds
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn read(&self, db: &Db) -> Result<i64, ApiError> {
+        // Any read numbered above what has started so far starts after now.
+        let wanted = self.rounds().started + 1;
+        let _turn = self.turn.lock().await;
+        let round = {
+            let mut rounds = self.rounds();
+            if let Some((round, generation)) = rounds.finished
+                && round >= wanted
+            {
+                return Ok(generation);
+            }
+            rounds.started += 1;
+            rounds.started
+        };
+        // If this future is dropped here the round never finishes; the next
+        // caller starts its own.
+        let generation = db.registry_generation().await?;
+        self.rounds().finished = Some((round, generation));
+        Ok(generation)
+    }
+}
+
+/// The index as the solver sees it: the cache, and on a miss the database,
+/// read from the solver's blocking thread.
+struct IndexSource {
+    db: Db,
+    cache: Arc<IndexCache>,
+    generation: i64,
+    runtime: tokio::runtime::Handle,
+}
+
+impl PackageSource for IndexSource {
+    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError> {
+        let normalized = name.normalized();
+        let entries = match self.cache.tool(&normalized) {
+            Some(entries) => entries,
+            None => {
+                let index = self
+                    .runtime
+                    .block_on(self.db.package_index(Kind::Tool, name))
+                    .map_err(SourceError::new)?;
+                let entries = match index {
+                    Some(index) => Some(Arc::new(entries_of(index).map_err(SourceError::new)?)),
+                    None => None,
+                };
+                self.cache
+                    .put_tool(self.generation, normalized, entries.clone());
+                entries
+            }
+        };
+        Ok(entries.map(|entries| entries.as_ref().clone()))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the index holds an invalid {what}: {message}")]
+struct CorruptIndex {
+    what: &'static str,
+    message: String,
+}
+
+fn corrupt(what: &'static str, e: impl std::fmt::Display) -> CorruptIndex {
+    CorruptIndex {
+        what,
+        message: e.to_string(),
+    }
+}
+
+fn entries_of(index: PackageIndex) -> Result<Vec<VersionEntry>, CorruptIndex> {
     index
         .versions
         .into_iter()
@@ -169,7 +381,7 @@ fn entries_of(index: PackageIndex) -> Result<Vec<VersionEntry>, ApiError> {
                             .map_err(|e| corrupt("requirement", e))?,
                     ))
                 })
-                .collect::<Result<_, ApiError>>()?;
+                .collect::<Result<_, CorruptIndex>>()?;
             Ok(VersionEntry {
                 version: Version::parse(&v.version).map_err(|e| corrupt("version", e))?,
                 yanked: v.yanked,
@@ -179,43 +391,6 @@ fn entries_of(index: PackageIndex) -> Result<Vec<VersionEntry>, ApiError> {
             })
         })
         .collect()
-}
-
-/// Reads every tool reachable from `roots`, from the cache where it holds
-/// them and from the database otherwise.
-async fn prefetch(
-    state: &AppState,
-    generation: i64,
-    roots: impl Iterator<Item = PackageName>,
-) -> Result<Prefetched, ApiError> {
-    let cache = &state.index_cache;
-    let mut found: HashMap<String, Entries> = HashMap::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut queue: VecDeque<PackageName> = roots.collect();
-    while let Some(name) = queue.pop_front() {
-        let normalized = name.normalized();
-        if !seen.insert(normalized.clone()) {
-            continue;
-        }
-        let entries = match cache.tool(&normalized) {
-            Some(entries) => entries,
-            None => {
-                let entries = match state.db.package_index(Kind::Tool, &name).await? {
-                    Some(index) => Some(Arc::new(entries_of(index)?)),
-                    None => None,
-                };
-                cache.put_tool(generation, normalized.clone(), entries.clone());
-                entries
-            }
-        };
-        if let Some(entries) = &entries {
-            for entry in entries.iter() {
-                queue.extend(entry.dependencies.keys().cloned());
-            }
-        }
-        found.insert(normalized, entries);
-    }
-    Ok(Prefetched(found))
 }
 
 /// The lock's `models:` entries from the models catalog; every unknown
@@ -274,11 +449,19 @@ async fn lock_models(
 /// Resolves `input` into an `agent.lock` naming this registry. Tools and
 /// files of a given lock are carried over where still valid.
 pub async fn resolve_lock(state: &AppState, input: ResolveInput) -> Result<Lockfile, ApiError> {
-    let generation = state.db.registry_generation().await?;
-    state.index_cache.observe(generation);
+    let generation = state.index_cache.current_generation(&state.db).await?;
+    resolve_lock_at(state, generation, crate::db::now(), input).await
+}
 
+/// [`resolve_lock`] at a generation the caller read, with `resolved_at`
+/// given in Unix seconds.
+pub async fn resolve_lock_at(
+    state: &AppState,
+    generation: i64,
+    resolved_at: i64,
+    input: ResolveInput,
+) -> Result<Lockfile, ApiError> {
     let models = lock_models(state, generation, &input.models).await?;
-    let source = prefetch(state, generation, input.tools.keys().cloned()).await?;
     let request = Request {
         requirements: input.tools,
         pins: input
@@ -287,9 +470,45 @@ pub async fn resolve_lock(state: &AppState, input: ResolveInput) -> Result<Lockf
             .map(Lockfile::tool_pins)
             .unwrap_or_default(),
     };
+    let tools = match state.index_cache.resolution(generation, &request) {
+        Some(tools) => tools,
+        None => {
+            let tools = Arc::new(solve(state, generation, &request).await?.into_lock_tools());
+            state
+                .index_cache
+                .put_resolution(generation, request, Arc::clone(&tools));
+            tools
+        }
+    };
+    state.metrics.resolves.inc();
+
+    let resolved_at = ResolvedAt::from_unix(resolved_at).map_err(ApiError::internal)?;
+    let mut lock = Lockfile::new(resolved_at, Some(state.public_url.clone()));
+    lock.tools = LockTools::clone(&tools);
+    lock.models = models;
+    if let Some(previous) = input.lock {
+        lock.agents = previous.agents;
+        lock.files = previous.files;
+    }
+    Ok(lock)
+}
+
+/// Runs the solver on a blocking thread under the configured deadline.
+async fn solve(
+    state: &AppState,
+    generation: i64,
+    request: &Request,
+) -> Result<Resolution, ApiError> {
+    let source = IndexSource {
+        db: state.db.clone(),
+        cache: Arc::clone(&state.index_cache),
+        generation,
+        runtime: tokio::runtime::Handle::current(),
+    };
     let timeout = state.config.resolve_timeout;
     let cancel = Cancel::with_deadline(Instant::now() + timeout);
-    let resolution = tokio::task::spawn_blocking(move || resolve(&source, &request, &cancel))
+    let request = request.clone();
+    tokio::task::spawn_blocking(move || resolve(&source, &request, &cancel))
         .await
         .map_err(ApiError::internal)?
         .map_err(|e| match e {
@@ -310,16 +529,5 @@ pub async fn resolve_lock(state: &AppState, input: ResolveInput) -> Result<Lockf
                 ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
             }
             other => ApiError::internal(other),
-        })?;
-    state.metrics.resolves.inc();
-
-    let resolved_at = ResolvedAt::from_unix(crate::db::now()).map_err(ApiError::internal)?;
-    let mut lock = Lockfile::new(resolved_at, Some(state.public_url.clone()));
-    lock.tools = resolution.into_lock_tools();
-    lock.models = models;
-    if let Some(previous) = input.lock {
-        lock.agents = previous.agents;
-        lock.files = previous.files;
-    }
-    Ok(lock)
+        })
 }
