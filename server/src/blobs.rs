@@ -25,6 +25,12 @@ const BLOB_PREFIX: &str = "blobs/sha256";
 /// multipart part size, and so the memory one upload holds per part.
 pub const UPLOAD_CHUNK: usize = 5 * 1024 * 1024;
 
+/// Multipart uploads that may run at once per process. Each holds at most
+/// two parts (one being read, one being sent), so this bounds the memory of
+/// all uploads together (here 40 MiB) however many publishes arrive; the
+/// rest wait with their bytes on disk.
+const MULTIPART_UPLOADS_AT_ONCE: usize = 4;
+
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
     #[error("cannot create the storage folder {path}: {source}")]
@@ -49,6 +55,10 @@ pub struct Sha256Digest([u8; 32]);
 impl Sha256Digest {
     pub fn of(bytes: &[u8]) -> Self {
         Self(Sha256::digest(bytes).into())
+    }
+
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
     }
 
     pub fn as_bytes(&self) -> &[u8; 32] {
@@ -87,9 +97,16 @@ impl FromStr for Sha256Digest {
 }
 
 /// Reads up to [`UPLOAD_CHUNK`] bytes: a full chunk unless the file ends.
-async fn read_chunk(file: &mut tokio::fs::File) -> std::io::Result<Bytes> {
+async fn read_chunk(file: &mut tokio::fs::File, size: u64) -> std::io::Result<Bytes> {
     use tokio::io::AsyncReadExt;
-    let mut buf = vec![0u8; UPLOAD_CHUNK];
+    // A buffer of exactly the bytes expected: a `Bytes` made from a longer
+    // one would keep the whole allocation alive.
+    let mut buf = vec![
+        0u8;
+        usize::try_from(size)
+            .unwrap_or(UPLOAD_CHUNK)
+            .min(UPLOAD_CHUNK)
+    ];
     let mut filled = 0;
     while filled < buf.len() {
         let n = file.read(&mut buf[filled..]).await?;
@@ -100,6 +117,22 @@ async fn read_chunk(file: &mut tokio::fs::File) -> std::io::Result<Bytes> {
     }
     buf.truncate(filled);
     Ok(Bytes::from(buf))
+}
+
+/// Hard-links `source` to `dest`, creating its folders. An existing `dest`
+/// holds the same bytes (its name is their digest): its modification time is
+/// refreshed instead.
+fn link_into(source: &std::path::Path, dest: &std::path::Path) -> std::io::Result<()> {
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::hard_link(source, dest) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::File::options()
+            .write(true)
+            .open(dest)?
+            .set_modified(std::time::SystemTime::now()),
+        other => other,
+    }
 }
 
 /// What a sweep did.
@@ -120,18 +153,25 @@ pub struct SweepReport {
 #[derive(Debug, Clone)]
 pub struct Blobs {
     store: Arc<dyn ObjectStore>,
+    /// The same store when it is a local folder: spooled uploads are then
+    /// linked into place instead of copied.
+    local: Option<Arc<LocalFileSystem>>,
+    multipart: Arc<tokio::sync::Semaphore>,
 }
 
 impl Blobs {
     /// Opens the configured store, creating a filesystem root if needed.
     pub fn open(url: &StorageUrl, s3: &S3Settings) -> Result<Self, BlobError> {
+        let mut local = None;
         let store: Arc<dyn ObjectStore> = match url {
             StorageUrl::File(root) => {
                 std::fs::create_dir_all(root).map_err(|source| BlobError::CreateDir {
                     path: root.display().to_string(),
                     source,
                 })?;
-                Arc::new(LocalFileSystem::new_with_prefix(root)?)
+                let store = Arc::new(LocalFileSystem::new_with_prefix(root)?);
+                local = Some(Arc::clone(&store));
+                store
             }
             StorageUrl::S3 { bucket, prefix } => {
                 let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
@@ -162,12 +202,19 @@ impl Blobs {
                 }
             }
         };
-        Ok(Self { store })
+        Ok(Self {
+            local,
+            ..Self::from_store(store)
+        })
     }
 
     /// Wraps any store (tests use the in-memory one).
     pub fn from_store(store: Arc<dyn ObjectStore>) -> Self {
-        Self { store }
+        Self {
+            store,
+            local: None,
+            multipart: Arc::new(tokio::sync::Semaphore::new(MULTIPART_UPLOADS_AT_ONCE)),
+        }
     }
 
     /// `blobs/sha256/ab/cd/<hex>`.
@@ -217,18 +264,31 @@ impl Blobs {
     }
 
     /// Stores the file at `path`, whose SHA-256 the caller computed while
-    /// spooling it, under `digest`, reading at most [`UPLOAD_CHUNK`] bytes at
-    /// a time: small files in one `put`, larger ones as a multipart upload
-    /// of that part size, so memory does not grow with the file.
+    /// spooling it, under `digest`, never holding more of it in memory than
+    /// [`UPLOAD_CHUNK`]: a local store links the file into place (no copy);
+    /// otherwise small files go in one `put` and larger ones as a multipart
+    /// upload of that part size, with at most [`MULTIPART_UPLOADS_AT_ONCE`]
+    /// multipart uploads in flight.
     ///
-    /// Unlike [`Blobs::put`] this overwrites an existing blob (with the same
-    /// bytes): the write refreshes its modification time, so a sweep that
-    /// started before this publish committed sees a young blob and keeps it.
+    /// Unlike [`Blobs::put`] this refreshes an existing blob's modification
+    /// time (its bytes are the same), so a sweep that started before this
+    /// publish committed sees a young blob and keeps it.
     pub async fn put_file(
         &self,
         path: &std::path::Path,
         digest: &Sha256Digest,
     ) -> Result<(), BlobError> {
+        let key = Self::key(digest);
+        if let Some(local) = &self.local
+            && let Ok(dest) = local.path_to_filesystem(&key)
+        {
+            let source = path.to_owned();
+            // A spool on another filesystem cannot be linked: copy instead.
+            if let Ok(Ok(())) = tokio::task::spawn_blocking(move || link_into(&source, &dest)).await
+            {
+                return Ok(());
+            }
+        }
         let io = |e: std::io::Error| {
             BlobError::Store(object_store::Error::Generic {
                 store: "spool",
@@ -237,18 +297,24 @@ impl Blobs {
         };
         let mut file = tokio::fs::File::open(path).await.map_err(io)?;
         let size = file.metadata().await.map_err(io)?.len();
-        let key = Self::key(digest);
         if size <= UPLOAD_CHUNK as u64 {
-            let bytes = read_chunk(&mut file).await.map_err(io)?;
+            let bytes = read_chunk(&mut file, size).await.map_err(io)?;
             self.store.put(&key, PutPayload::from_bytes(bytes)).await?;
             return Ok(());
         }
+        let _turn = self.multipart.acquire().await.map_err(|e| {
+            BlobError::Store(object_store::Error::Generic {
+                store: "spool",
+                source: Box::new(e),
+            })
+        })?;
         let upload = self.store.put_multipart(&key).await?;
         let mut writer = object_store::WriteMultipart::new_with_chunk_size(upload, UPLOAD_CHUNK);
+        let mut left = size;
         loop {
-            // At most two parts in flight plus one being read.
-            writer.wait_for_capacity(2).await?;
-            let chunk = match read_chunk(&mut file).await {
+            // One part in flight plus one being read.
+            writer.wait_for_capacity(1).await?;
+            let chunk = match read_chunk(&mut file, left).await {
                 Ok(chunk) => chunk,
                 Err(e) => {
                     writer.abort().await?;
@@ -258,6 +324,7 @@ impl Blobs {
             if chunk.is_empty() {
                 break;
             }
+            left = left.saturating_sub(chunk.len() as u64);
             writer.put(chunk);
         }
         writer.finish().await?;

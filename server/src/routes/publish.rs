@@ -10,7 +10,7 @@ use crate::{
     rate_limit::{Bucket, client_key},
     service::{
         packages::VersionView,
-        publish::{PublishOutcome, Spool, publish},
+        publish::{PublishOutcome, Upload, publish},
     },
     state::AppState,
 };
@@ -21,8 +21,12 @@ use crate::{
 const DRAIN_AFTER_REFUSAL: usize = 8 * 1024 * 1024;
 
 async fn drain(payload: &mut web::Payload) {
+    drain_up_to(payload, DRAIN_AFTER_REFUSAL).await;
+}
+
+async fn drain_up_to(payload: &mut web::Payload, most: usize) {
     let mut drained = 0;
-    while drained < DRAIN_AFTER_REFUSAL {
+    while drained < most {
         match payload.next().await {
             Some(Ok(chunk)) => drained += chunk.len(),
             _ => return,
@@ -37,6 +41,34 @@ fn declared_length(req: &HttpRequest) -> Option<u64> {
         .ok()?
         .parse()
         .ok()
+}
+
+/// Hands the body to `upload`, refusing it as early as possible; a refused
+/// body is drained (up to a point) so the client reads the answer.
+async fn receive(
+    req: &HttpRequest,
+    payload: &mut web::Payload,
+    upload: &mut Upload,
+    limit: u64,
+) -> Result<(), ApiError> {
+    if declared_length(req).is_some_and(|n| n > limit) {
+        drain(payload).await;
+        return Err(upload.too_large());
+    }
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("reading the body: {e}")))?;
+        if let Err(e) = upload.write(chunk).await {
+            match e {
+                ApiError::PayloadTooLarge { .. } => drain(payload).await,
+                // A container refused before its end: the rest of a body
+                // within the limit is read (not stored), so the client
+                // sees the reason rather than a reset connection.
+                _ => drain_up_to(payload, usize::try_from(limit).unwrap_or(usize::MAX)).await,
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// Publishes a container (`.agent` or `.tool`).
@@ -90,20 +122,14 @@ pub async fn publish_version(
         &client_key(req.peer_addr().map(|a| a.ip())),
     )?;
     let limit = state.config.max_upload_bytes as u64;
-    let mut spool = Spool::create(&state.config.data_dir, limit).await?;
-    if declared_length(&req).is_some_and(|n| n > limit) {
-        drain(&mut payload).await;
-        return Err(spool.too_large());
+    let mut upload = Upload::start(&state.config.data_dir, limit);
+    if let Err(e) = receive(&req, &mut payload, &mut upload, limit).await {
+        // The spool file is gone before the answer is.
+        upload.abandon().await;
+        return Err(e);
     }
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("reading the body: {e}")))?;
-        if let Err(e) = spool.write(&chunk).await {
-            drain(&mut payload).await;
-            return Err(e);
-        }
-    }
-    let upload = spool.finish().await?;
-    let (mut response, view) = match publish(&state, &auth, &upload).await? {
+    let (upload, container) = upload.finish().await?;
+    let (mut response, view) = match publish(&state, &auth, &upload, container).await? {
         PublishOutcome::Created(view) => (HttpResponse::Created(), view),
         PublishOutcome::Unchanged(view) => (HttpResponse::Ok(), view),
     };

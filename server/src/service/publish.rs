@@ -8,9 +8,11 @@
 //! between the last two leaves an unreferenced blob, which the sweep removes.
 
 use std::{
-    io::BufReader,
+    io::{Read, Write},
     path::{Path, PathBuf},
 };
+
+use bytes::{Buf, Bytes};
 
 use agentlang_core::{
     Diagnostics, Kind, PackageName,
@@ -22,8 +24,6 @@ use agentlang_core::{
 };
 use semver::VersionReq;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use tokio::io::AsyncWriteExt;
 
 use crate::{
     auth::{Authenticated, Scope},
@@ -37,19 +37,38 @@ use crate::{
 /// Where uploads are spooled, under the data folder.
 pub const SPOOL_DIR: &str = "uploads";
 
-/// An upload being written to a temporary file while it is hashed and
-/// counted. Dropping it (or the [`SpooledUpload`] it becomes) deletes the
-/// file.
+/// Body bytes gathered before they are handed to the verifying thread:
+/// actix delivers the body in small pieces, and a hand-over between threads
+/// costs more than copying a few of them.
+const BATCH_BYTES: usize = 128 * 1024;
+
+/// Batches queued between the handler and the verifying thread: at most
+/// 512 KiB per upload in flight.
+const QUEUED_BATCHES: usize = 4;
+
+/// An upload in progress. The handler hands it the body chunk by chunk; a
+/// blocking thread writes each chunk to a temporary file and reads it as a
+/// container at the same time, so the bytes pass through memory once and
+/// verification (hashes, structure, limits) ends when the body does. An
+/// invalid container is refused as soon as its bytes show it. Dropping the
+/// upload stops the thread and deletes the file.
 #[derive(Debug)]
-pub struct Spool {
-    file: tokio::fs::File,
-    path: tempfile::TempPath,
-    hasher: Sha256,
-    size: u64,
+pub struct Upload {
+    feed: Option<tokio::sync::mpsc::Sender<Bytes>>,
+    batch: bytes::BytesMut,
+    /// Taken when awaited.
+    verifier: Option<tokio::task::JoinHandle<Verified>>,
+    received: u64,
     limit: u64,
 }
 
-/// A complete upload on disk.
+/// What the verifying thread ends with.
+type Verified = (
+    Result<Container, container::ContainerError>,
+    std::io::Result<tempfile::TempPath>,
+);
+
+/// A complete, verified upload on disk.
 #[derive(Debug)]
 pub struct SpooledUpload {
     path: tempfile::TempPath,
@@ -63,37 +82,110 @@ impl SpooledUpload {
     }
 }
 
-impl Spool {
-    /// A new temporary file in `<data_dir>/uploads`, refusing more than
-    /// `limit` bytes.
-    pub async fn create(data_dir: &Path, limit: u64) -> Result<Self, ApiError> {
+/// The body as a blocking reader, copying every chunk to the spool file
+/// before handing it on. A failed write ends the stream and is kept, so it
+/// is reported as the server's fault, not the container's.
+struct SpoolingReader {
+    chunks: tokio::sync::mpsc::Receiver<Bytes>,
+    current: Bytes,
+    file: std::fs::File,
+    write_error: Option<std::io::Error>,
+}
+
+impl Read for SpoolingReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.chunks.blocking_recv() {
+                Some(chunk) => {
+                    if let Err(e) = self.file.write_all(&chunk) {
+                        let message = e.to_string();
+                        self.write_error = Some(e);
+                        return Err(std::io::Error::other(message));
+                    }
+                    self.current = chunk;
+                }
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        self.current.advance(n);
+        Ok(n)
+    }
+}
+
+impl Upload {
+    /// Starts the verifying thread with a new temporary file in
+    /// `<data_dir>/uploads`; more than `limit` bytes are refused.
+    pub fn start(data_dir: &Path, limit: u64) -> Self {
         let dir: PathBuf = data_dir.join(SPOOL_DIR);
-        tokio::fs::create_dir_all(&dir)
-            .await
-            .map_err(ApiError::internal)?;
-        let (file, path) =
-            tokio::task::spawn_blocking(move || tempfile::NamedTempFile::new_in(dir))
-                .await
-                .map_err(ApiError::internal)?
-                .map_err(ApiError::internal)?
-                .into_parts();
-        Ok(Self {
-            file: tokio::fs::File::from_std(file),
-            path,
-            hasher: Sha256::new(),
-            size: 0,
+        let (feed, chunks) = tokio::sync::mpsc::channel(QUEUED_BATCHES);
+        let limits = Limits {
+            max_compressed_bytes: limit,
+            ..Limits::default()
+        };
+        let verifier = tokio::task::spawn_blocking(move || -> Verified {
+            let spool =
+                std::fs::create_dir_all(&dir).and_then(|()| tempfile::NamedTempFile::new_in(&dir));
+            let (file, path) = match spool {
+                Ok(spool) => spool.into_parts(),
+                Err(e) => {
+                    let refused = container::ContainerError::Io(e.to_string());
+                    return (Err(refused), Err(e));
+                }
+            };
+            let mut reader = SpoolingReader {
+                chunks,
+                current: Bytes::new(),
+                file,
+                write_error: None,
+            };
+            let verified = container::read(&mut reader, &limits);
+            let spooled = match reader.write_error.take() {
+                Some(e) => Err(e),
+                None => reader.file.flush().map(|()| path),
+            };
+            (verified, spooled)
+        });
+        Self {
+            feed: Some(feed),
+            batch: bytes::BytesMut::new(),
+            verifier: Some(verifier),
+            received: 0,
             limit,
-        })
+        }
     }
 
-    /// Appends one chunk of the body; 413 once the total passes the limit.
-    pub async fn write(&mut self, chunk: &[u8]) -> Result<(), ApiError> {
-        self.size += chunk.len() as u64;
-        if self.size > self.limit {
+    /// Passes on one chunk of the body: 413 past the limit, or the
+    /// container's refusal as soon as the verifier has one.
+    pub async fn write(&mut self, chunk: Bytes) -> Result<(), ApiError> {
+        self.received += chunk.len() as u64;
+        if self.received > self.limit {
             return Err(self.too_large());
         }
-        self.hasher.update(chunk);
-        self.file.write_all(chunk).await.map_err(ApiError::internal)
+        if self.batch.is_empty() && chunk.len() >= BATCH_BYTES {
+            return self.send(chunk).await;
+        }
+        self.batch.extend_from_slice(&chunk);
+        if self.batch.len() >= BATCH_BYTES {
+            let batch = self.batch.split().freeze();
+            return self.send(batch).await;
+        }
+        Ok(())
+    }
+
+    async fn send(&mut self, batch: Bytes) -> Result<(), ApiError> {
+        let Some(feed) = &self.feed else {
+            return Ok(());
+        };
+        if feed.send(batch).await.is_err() {
+            // The verifier stopped before the body ended: it has refused it.
+            self.feed = None;
+            return Err(self.outcome().await.err().unwrap_or_else(|| {
+                ApiError::internal(anyhow::anyhow!("the container reader stopped early"))
+            }));
+        }
+        Ok(())
     }
 
     pub fn too_large(&self) -> ApiError {
@@ -102,17 +194,40 @@ impl Spool {
         }
     }
 
-    pub async fn finish(mut self) -> Result<SpooledUpload, ApiError> {
-        self.file.flush().await.map_err(ApiError::internal)?;
-        let digest: [u8; 32] = self.hasher.finalize().into();
-        let sha256 = hex::encode(digest)
-            .parse()
-            .map_err(|e| ApiError::internal(anyhow::anyhow!("{e}")))?;
-        Ok(SpooledUpload {
-            path: self.path,
-            sha256,
-            size: self.size,
-        })
+    async fn outcome(&mut self) -> Result<(Container, tempfile::TempPath), ApiError> {
+        let verifier = self
+            .verifier
+            .take()
+            .ok_or_else(|| ApiError::internal(anyhow::anyhow!("the upload already ended")))?;
+        let (verified, spooled) = verifier.await.map_err(ApiError::internal)?;
+        let path = spooled.map_err(ApiError::internal)?;
+        let container = verified.map_err(|e| ApiError::ContainerInvalid(e.to_string()))?;
+        Ok((container, path))
+    }
+
+    /// Gives the upload up: the verifying thread sees the body end, and its
+    /// spool file is deleted before this returns.
+    pub async fn abandon(mut self) {
+        self.feed = None;
+        if let Some(verifier) = self.verifier.take() {
+            drop(verifier.await);
+        }
+    }
+
+    /// Ends the body and waits for the verdict on it.
+    pub async fn finish(mut self) -> Result<(SpooledUpload, Container), ApiError> {
+        if !self.batch.is_empty() {
+            let batch = self.batch.split().freeze();
+            self.send(batch).await?;
+        }
+        self.feed = None;
+        let (container, path) = self.outcome().await?;
+        let upload = SpooledUpload {
+            path,
+            sha256: Sha256Digest::from_bytes(*container.sha256().as_bytes()),
+            size: container.size(),
+        };
+        Ok((upload, container))
     }
 }
 
@@ -124,30 +239,6 @@ pub enum PublishOutcome {
     /// The same bytes were already published as this version: an
     /// idempotent retry (200).
     Unchanged(Box<VersionView>),
-}
-
-/// Reads and checks the container off the async workers: structure, sizes
-/// and hashes, with the upload limit as the compressed-size bound.
-async fn read_container(upload: &SpooledUpload, limit: u64) -> Result<Container, ApiError> {
-    let path = upload.path().to_owned();
-    let limits = Limits {
-        max_compressed_bytes: limit,
-        ..Limits::default()
-    };
-    let container = tokio::task::spawn_blocking(move || {
-        let file = std::fs::File::open(&path)?;
-        Ok::<_, std::io::Error>(container::read(BufReader::new(file), &limits))
-    })
-    .await
-    .map_err(ApiError::internal)?
-    .map_err(ApiError::internal)?
-    .map_err(|e| ApiError::ContainerInvalid(e.to_string()))?;
-    if container.sha256().to_hex() != upload.sha256.to_string() {
-        return Err(ApiError::internal(anyhow::anyhow!(
-            "the spooled upload changed while it was read"
-        )));
-    }
-    Ok(container)
 }
 
 /// The signer must be a registered key of the caller, not revoked, and the
@@ -407,10 +498,9 @@ pub async fn publish(
     state: &AppState,
     auth: &Authenticated,
     upload: &SpooledUpload,
+    container: Container,
 ) -> Result<PublishOutcome, ApiError> {
     auth.require(Scope::Publish)?;
-    let limit = state.config.max_upload_bytes as u64;
-    let container = read_container(upload, limit).await?;
     let manifest = container.manifest();
     let (kind, name, version) = (manifest.kind(), manifest.name(), manifest.version());
     auth.require_package(name)?;

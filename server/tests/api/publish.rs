@@ -829,6 +829,19 @@ async fn invalid_containers_and_tokens_are_refused(backend: Backend) {
     .await;
     assert_eq!(body["detail"], "not a gzip file");
 
+    // Refused from its first bytes, a body larger than what is drained after
+    // an oversized one still gets its answer, and leaves no blob behind.
+    let mut large = b"not a container".to_vec();
+    large.resize(12 << 20, 7);
+    let body = problem(
+        publish(&app, &alice.token, large).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "container-invalid",
+    )
+    .await;
+    assert_eq!(body["detail"], "not a gzip file");
+    assert_eq!(blob_counts(&app).await, (0, 0));
+
     // A tool.yaml that the format rejects: every problem listed.
     let broken = build(
         &alice.key,
