@@ -148,60 +148,100 @@ impl Db {
     }
 }
 
-/// The search-relevant facts of one live version.
+/// One live version, as search ranks it: no spec is read.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct VersionSummary {
+pub struct VersionHead {
     pub package_id: i64,
+    /// The version row's id, for [`Db::version_facts`].
+    pub id: i64,
     pub version: String,
     pub yanked: bool,
     pub downloads: i64,
-    /// agent.yaml's `title` and `category`; tools have neither.
+}
+
+/// agent.yaml's `title` and `category` of one version; tools have neither.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct VersionFacts {
+    pub id: i64,
     pub title: Option<String>,
     pub category: Option<String>,
 }
 
 /// Ids per query: far below either backend's bind limit.
-const SUMMARY_CHUNK: usize = 500;
+const ID_CHUNK: usize = 500;
 
-impl Db {
-    /// Every live version of the given packages, unordered.
-    pub async fn version_summaries(
-        &self,
-        package_ids: &[i64],
-    ) -> Result<Vec<VersionSummary>, sqlx::Error> {
-        let mut out = Vec::new();
-        for chunk in package_ids.chunks(SUMMARY_CHUNK) {
-            match self {
+/// `SELECT ... WHERE <column> IN (ids)`, chunked, in either dialect.
+macro_rules! select_in {
+    ($db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {{
+        let mut out: Vec<$row> = Vec::new();
+        for chunk in $ids.chunks(ID_CHUNK) {
+            match $db {
                 Db::Sqlite(pool) => {
-                    let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                        "SELECT package_id, version, yanked, downloads,
-                                json_extract(spec, '$.title') AS title,
-                                json_extract(spec, '$.category') AS category
-                         FROM versions WHERE deleted_at IS NULL AND package_id IN (",
-                    );
+                    let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new($sqlite);
                     let mut ids = query.separated(", ");
                     for id in chunk {
                         ids.push_bind(*id);
                     }
                     query.push(")");
-                    out.extend(query.build_query_as().fetch_all(pool).await?);
+                    out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
                 }
                 Db::Postgres(pool) => {
-                    let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new(
-                        "SELECT package_id, version, yanked, downloads,
-                                spec->>'title' AS title, spec->>'category' AS category
-                         FROM versions WHERE deleted_at IS NULL AND package_id IN (",
-                    );
+                    let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new($postgres);
                     let mut ids = query.separated(", ");
                     for id in chunk {
                         ids.push_bind(*id);
                     }
                     query.push(")");
-                    out.extend(query.build_query_as().fetch_all(pool).await?);
+                    out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
                 }
             }
         }
         Ok(out)
+    }};
+}
+
+impl Db {
+    /// Which of the given packages have a live version.
+    pub async fn packages_with_live_versions(
+        &self,
+        package_ids: &[i64],
+    ) -> Result<Vec<i64>, sqlx::Error> {
+        let rows: Result<Vec<(i64,)>, sqlx::Error> = select_in!(
+            self,
+            (i64,),
+            "SELECT DISTINCT package_id FROM versions WHERE deleted_at IS NULL AND package_id IN (",
+            "SELECT DISTINCT package_id FROM versions WHERE deleted_at IS NULL AND package_id IN (",
+            package_ids
+        );
+        Ok(rows?.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// Every live version of the given packages, unordered.
+    pub async fn version_heads(
+        &self,
+        package_ids: &[i64],
+    ) -> Result<Vec<VersionHead>, sqlx::Error> {
+        const SELECT: &str = "SELECT package_id, id, version, yanked, downloads
+             FROM versions WHERE deleted_at IS NULL AND package_id IN (";
+        select_in!(self, VersionHead, SELECT, SELECT, package_ids)
+    }
+
+    /// Title and category of the given versions: reading specs is the
+    /// expensive part of search, so it is done for the versions shown.
+    pub async fn version_facts(
+        &self,
+        version_ids: &[i64],
+    ) -> Result<Vec<VersionFacts>, sqlx::Error> {
+        select_in!(
+            self,
+            VersionFacts,
+            "SELECT id, json_extract(spec, '$.title') AS title,
+                    json_extract(spec, '$.category') AS category
+             FROM versions WHERE id IN (",
+            "SELECT id, spec->>'title' AS title, spec->>'category' AS category
+             FROM versions WHERE id IN (",
+            version_ids
+        )
     }
 }
 

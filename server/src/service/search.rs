@@ -9,7 +9,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::{
-    db::{Db, index::VersionSummary, packages::PackageRecord, search::query_terms},
+    db::{Db, index::VersionHead, packages::PackageRecord, search::query_terms},
     error::{ApiError, FieldError},
 };
 
@@ -103,38 +103,43 @@ pub struct SearchPage {
     pub per_page: u32,
 }
 
-/// The version a search result shows: the newest non-yanked release, else
-/// the newest non-yanked prerelease, else the newest of all (then every
-/// version is yanked and `version` is `None`).
-fn summarize(package: PackageRecord, versions: &[VersionSummary]) -> Option<SearchResult> {
-    let kind: Kind = package.kind.parse().ok()?;
-    let parsed: Vec<(semver::Version, &VersionSummary)> = versions
+/// The version a search result shows: the newest usable release, else the
+/// newest usable prerelease (`None` when every live version is yanked).
+/// Also the version whose title and category describe the package: the
+/// shown one, or the newest of any when none is usable. `None` when the
+/// package has no live version (nothing to show or download).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Chosen {
+    shown: Option<String>,
+    /// Row id of the version whose facts are shown.
+    facts_from: i64,
+    downloads: i64,
+}
+
+fn choose(versions: &[VersionHead]) -> Option<Chosen> {
+    let parsed: Vec<(semver::Version, &VersionHead)> = versions
         .iter()
         .filter_map(|v| Some((semver::Version::parse(&v.version).ok()?, v)))
         .collect();
-    // No live version: nothing to show or download.
     let newest_any = parsed.iter().max_by(|a, b| a.0.cmp(&b.0))?;
     let usable = |release: bool| {
         parsed
             .iter()
-            .filter(|(v, s)| !s.yanked && v.pre.is_empty() == release)
+            .filter(|(v, h)| !h.yanked && v.pre.is_empty() == release)
             .max_by(|a, b| a.0.cmp(&b.0))
     };
     let shown = usable(true).or_else(|| usable(false));
-    let facts = shown.unwrap_or(newest_any).1;
-    Some(SearchResult {
-        kind,
-        name: package.name,
-        version: shown.map(|(v, _)| v.to_string()),
-        title: facts.title.clone(),
-        description: package.description,
-        category: facts.category.clone(),
+    Some(Chosen {
+        shown: shown.map(|(v, _)| v.to_string()),
+        facts_from: shown.unwrap_or(newest_any).1.id,
         downloads: versions.iter().map(|v| v.downloads).sum(),
     })
 }
 
-/// Runs a search. Input is literal: operators and quotes of either
-/// database's full-text syntax are just characters.
+/// Searches, filters by category and paginates. Specs (title, category)
+/// are read only for the page shown, or, with a category filter, for one
+/// version per candidate: the expensive part of a search is bounded by what
+/// it shows, not by how many versions its matches have.
 pub async fn search_packages(db: &Db, query: &SearchQuery) -> Result<SearchPage, ApiError> {
     let candidates = if query_terms(&query.q).is_empty() {
         if query.q.trim().is_empty() {
@@ -147,33 +152,74 @@ pub async fn search_packages(db: &Db, query: &SearchQuery) -> Result<SearchPage,
         db.search_packages(&query.q, query.kind, MAX_CANDIDATES, 0)
             .await?
     };
-    let ids: Vec<i64> = candidates.iter().map(|p| p.id).collect();
-    let mut by_package: HashMap<i64, Vec<VersionSummary>> = HashMap::new();
-    for summary in db.version_summaries(&ids).await? {
-        by_package
-            .entry(summary.package_id)
-            .or_default()
-            .push(summary);
+    let skip = (query.page as usize - 1).saturating_mul(query.per_page as usize);
+    let per_page = query.per_page as usize;
+
+    // Without a category filter the page is known from which candidates
+    // have a live version; only its packages are summarized.
+    let (page_candidates, total, wanted) = match query.category.as_deref() {
+        None => {
+            let ids: Vec<i64> = candidates.iter().map(|p| p.id).collect();
+            let live: std::collections::HashSet<i64> = db
+                .packages_with_live_versions(&ids)
+                .await?
+                .into_iter()
+                .collect();
+            let listed: Vec<PackageRecord> = candidates
+                .into_iter()
+                .filter(|p| live.contains(&p.id))
+                .collect();
+            let total = listed.len() as u64;
+            let page: Vec<PackageRecord> = listed.into_iter().skip(skip).take(per_page).collect();
+            (page, Some(total), None)
+        }
+        Some(category) => (candidates, None, Some(category.to_lowercase())),
+    };
+
+    let ids: Vec<i64> = page_candidates.iter().map(|p| p.id).collect();
+    let mut heads: HashMap<i64, Vec<VersionHead>> = HashMap::new();
+    for head in db.version_heads(&ids).await? {
+        heads.entry(head.package_id).or_default().push(head);
     }
-    let wanted = query.category.as_deref().map(str::to_lowercase);
-    let matches: Vec<SearchResult> = candidates
+    let chosen: Vec<(PackageRecord, Chosen)> = page_candidates
         .into_iter()
         .filter_map(|p| {
-            let versions = by_package.remove(&p.id).unwrap_or_default();
-            summarize(p, &versions)
-        })
-        .filter(|r| match &wanted {
-            None => true,
-            Some(c) => r.category.as_deref().map(str::to_lowercase).as_ref() == Some(c),
+            let chosen = choose(heads.get(&p.id).map_or(&[][..], Vec::as_slice))?;
+            Some((p, chosen))
         })
         .collect();
-    let total = matches.len() as u64;
-    let skip = (query.page as usize - 1).saturating_mul(query.per_page as usize);
-    let results = matches
+    let fact_ids: Vec<i64> = chosen.iter().map(|(_, c)| c.facts_from).collect();
+    let facts: HashMap<i64, (Option<String>, Option<String>)> = db
+        .version_facts(&fact_ids)
+        .await?
         .into_iter()
-        .skip(skip)
-        .take(query.per_page as usize)
+        .map(|f| (f.id, (f.title, f.category)))
         .collect();
+    let matches = chosen.into_iter().filter_map(|(package, chosen)| {
+        let (title, category) = facts.get(&chosen.facts_from).cloned().unwrap_or_default();
+        if let Some(wanted) = &wanted
+            && category.as_deref().map(str::to_lowercase).as_ref() != Some(wanted)
+        {
+            return None;
+        }
+        Some(SearchResult {
+            kind: package.kind.parse().ok()?,
+            name: package.name,
+            version: chosen.shown,
+            title,
+            description: package.description,
+            category,
+            downloads: chosen.downloads,
+        })
+    });
+    let (results, total) = match total {
+        Some(total) => (matches.collect(), total),
+        None => {
+            let all: Vec<SearchResult> = matches.collect();
+            let total = all.len() as u64;
+            (all.into_iter().skip(skip).take(per_page).collect(), total)
+        }
+    };
     Ok(SearchPage {
         results,
         total,
@@ -186,49 +232,37 @@ pub async fn search_packages(db: &Db, query: &SearchQuery) -> Result<SearchPage,
 mod tests {
     use super::*;
 
-    fn summary(version: &str, yanked: bool, downloads: i64) -> VersionSummary {
-        VersionSummary {
+    fn head(id: i64, version: &str, yanked: bool, downloads: i64) -> VersionHead {
+        VersionHead {
             package_id: 1,
+            id,
             version: version.to_owned(),
             yanked,
             downloads,
-            title: Some(format!("title {version}")),
-            category: Some("Research".to_owned()),
-        }
-    }
-
-    fn package() -> PackageRecord {
-        PackageRecord {
-            id: 1,
-            kind: "agent".to_owned(),
-            name: "a".to_owned(),
-            normalized_name: "a".to_owned(),
-            description: "d".to_owned(),
-            keywords: String::new(),
-            created_at: 0,
-            updated_at: 0,
         }
     }
 
     #[test]
     fn results_show_the_newest_usable_release() {
         let versions = [
-            summary("1.0.0", false, 1),
-            summary("1.1.0", true, 2),
-            summary("2.0.0-rc.1", false, 3),
+            head(1, "1.0.0", false, 1),
+            head(2, "1.1.0", true, 2),
+            head(3, "2.0.0-rc.1", false, 3),
         ];
-        let r = summarize(package(), &versions).unwrap();
-        assert_eq!(r.version.as_deref(), Some("1.0.0"));
-        assert_eq!(r.title.as_deref(), Some("title 1.0.0"));
-        assert_eq!(r.downloads, 6);
+        let c = choose(&versions).unwrap();
+        assert_eq!(c.shown.as_deref(), Some("1.0.0"));
+        assert_eq!(c.facts_from, 1);
+        assert_eq!(c.downloads, 6);
 
-        let only_pre = [summary("1.0.0", true, 0), summary("2.0.0-rc.1", false, 0)];
-        let r = summarize(package(), &only_pre).unwrap();
-        assert_eq!(r.version.as_deref(), Some("2.0.0-rc.1"));
+        let only_pre = [head(1, "1.0.0", true, 0), head(2, "2.0.0-rc.1", false, 0)];
+        let c = choose(&only_pre).unwrap();
+        assert_eq!((c.shown.as_deref(), c.facts_from), (Some("2.0.0-rc.1"), 2));
 
-        let all_yanked = [summary("1.0.0", true, 0)];
-        assert_eq!(summarize(package(), &all_yanked).unwrap().version, None);
-        assert_eq!(summarize(package(), &[]), None);
+        // Every version yanked: no version shown, the newest one described.
+        let all_yanked = [head(1, "1.0.0", true, 0), head(2, "1.2.0", true, 0)];
+        let c = choose(&all_yanked).unwrap();
+        assert_eq!((c.shown, c.facts_from), (None, 2));
+        assert_eq!(choose(&[]), None);
     }
 
     #[test]
