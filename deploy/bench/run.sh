@@ -225,6 +225,15 @@ PY
   wrk_run "$backend.healthz" "$url/healthz"
   if [ "$resolve_status" = 200 ]; then
     wrk_run "$backend.resolve" "$url/api/v1/resolve" "$lua"
+    # The same load, but each agent's request once: resolutions the cache
+    # has not seen (the solver, and index reads where the cache misses).
+    local many
+    many="$("$seed_bin" resolve "$url" "$data/out/resolve-many.json" --concurrency "$conns")"
+    log "$backend: distinct resolves $many"
+    metric["$backend.resolve_distinct.rps"]="$(jq -r .rps <<<"$many")"
+    metric["$backend.resolve_distinct.p50"]="$(jq -r .p50_ms <<<"$many")"
+    metric["$backend.resolve_distinct.p99"]="$(jq -r .p99_ms <<<"$many")"
+    metric["$backend.resolve_distinct.statuses"]="$(jq -c .statuses <<<"$many")"
   else
     log "$backend: resolve answers $resolve_status; not measured"
   fi
@@ -260,7 +269,13 @@ PY
   metric["$backend.publish16.ceiling"]="$(jq -r .ceiling_mb_per_s <<<"$p16")"
   metric["$backend.publish16.statuses"]="$(jq -c .statuses <<<"$p16")"
 
-  # Memory: 16 concurrent 50 MiB uploads, sampled every 50 ms.
+  # Memory: 16 concurrent 50 MiB uploads, sampled every 50 ms, on a freshly
+  # started server, so the growth is what the uploads cost and not the
+  # caches the read benchmarks above filled.
+  local rss_after_reads
+  rss_after_reads="$(rss_kib "$server_pid")"
+  stop_server
+  start_server "$port"
   sleep 2
   local before after_idle stop="$work/stop-sampler" samples="$work/rss-$backend.txt"
   before="$(rss_kib "$server_pid")"
@@ -278,11 +293,10 @@ PY
   peak="$(sort -n "$samples" | tail -1)"
   metric["$backend.big.statuses"]="$(jq -c .statuses <<<"$p50m")"
   metric["$backend.big.mbps"]="$(jq -r .mb_per_s <<<"$p50m")"
+  metric["$backend.rss_after_reads_mib"]="$((rss_after_reads / 1024))"
   metric["$backend.rss_before_mib"]="$((before / 1024))"
   metric["$backend.rss_peak_mib"]="$((peak / 1024))"
-  # Growth over the idle RSS measured right after start-up, not over the
-  # (higher) RSS the 1 MiB publishes left behind.
-  metric["$backend.rss_growth_mib"]="$((peak / 1024 - ${metric[$backend.idle_rss_mib]}))"
+  metric["$backend.rss_growth_mib"]="$(((peak - before) / 1024))"
   metric["$backend.rss_after_idle_mib"]="$((after_idle / 1024))"
   metric["$backend.hwm_mib"]="$(($(hwm_kib "$server_pid") / 1024))"
   log "$backend: 16 x $big_mib MiB: RSS before $((before / 1024)) MiB, peak $((peak / 1024)) MiB, 5 s later $((after_idle / 1024)) MiB ${metric[$backend.big.statuses]}"
@@ -426,7 +440,8 @@ row("seed (tool versions, seconds)", lambda b: f"{num(f(f'{b}.seed_versions'))} 
 row("start-up to /readyz, seeded (ms)", lambda b: f"{m.get(f'{b}.startup_ms')} ms (after the run: {m.get(f'{b}.restart_ms')} ms)")
 row("idle RSS", lambda b: f"{m.get(f'{b}.idle_rss_mib')} MiB")
 rps_row("GET /healthz", "healthz")
-rps_row("POST /api/v1/resolve (10 tools, transitive)", "resolve")
+rps_row("POST /api/v1/resolve (10 tools, transitive; one agent, repeated)", "resolve")
+row("POST /api/v1/resolve, 1,000 distinct agents once each (uncached)", lambda b: f"{num(f(f'{b}.resolve_distinct.rps'))} req/s, p50 {num(f(f'{b}.resolve_distinct.p50'),2)} ms, p99 {num(f(f'{b}.resolve_distinct.p99'),2)} ms {m.get(f'{b}.resolve_distinct.statuses')}" if f(f"{b}.resolve_distinct.rps") else "not measured")
 row("resolve / healthz", lambda b: num((f(f'{b}.resolve.rps') or 0) / (f(f'{b}.healthz.rps') or 1), 3))
 rps_row("GET version record", "version")
 rps_row("GET index (20 versions)", "index")
@@ -435,7 +450,8 @@ rps_row("GET search", "search")
 rps_row("GET agent page (HTML)", "agent_page")
 for k, label in (("publish1", "publish 1 MiB, 1 in flight"), ("publish16", "publish 1 MiB, 16 in flight")):
     row(label, lambda b, k=k: f"{num(f(f'{b}.{k}.mbps'),1)} MB/s of ceiling {num(f(f'{b}.{k}.ceiling'),0)} MB/s = {num((f(f'{b}.{k}.mbps') or 0)/(f(f'{b}.{k}.ceiling') or 1),2)} {m.get(f'{b}.{k}.statuses')}")
-row(f"16 x {os.environ.get('BENCH_BIG_MIB', '50')} MiB uploads: RSS idle at start / before / peak / 5 s after", lambda b: f"{m.get(f'{b}.idle_rss_mib')} / {m.get(f'{b}.rss_before_mib')} / {m.get(f'{b}.rss_peak_mib')} / {m.get(f'{b}.rss_after_idle_mib')} MiB (VmHWM {m.get(f'{b}.hwm_mib')}) {m.get(f'{b}.big.statuses')}")
+row("RSS after the read and publish benchmarks (caches filled)", lambda b: f"{m.get(f'{b}.rss_after_reads_mib')} MiB")
+row(f"16 x {os.environ.get('BENCH_BIG_MIB', '50')} MiB uploads on a fresh server: RSS idle before / peak / 5 s after", lambda b: f"{m.get(f'{b}.rss_before_mib')} / {m.get(f'{b}.rss_peak_mib')} / {m.get(f'{b}.rss_after_idle_mib')} MiB (VmHWM {m.get(f'{b}.hwm_mib')}), {num(f(f'{b}.big.mbps'),0)} MB/s {m.get(f'{b}.big.statuses')}")
 v = f("verdaccio.packument.rps")
 lines.append("")
 lines.append(f"Verdaccio 6.8 (Node {subprocess.run(['node','--version'],capture_output=True,text=True).stdout.strip()}), same wrk settings, GET of a {m.get('verdaccio.versions')}-version packument ({m.get('verdaccio.packument_bytes')} bytes): {num(v)} req/s, p50 {num(f('verdaccio.packument.p50'),2)} ms, p99 {num(f('verdaccio.packument.p99'),2)} ms.\n")
@@ -451,7 +467,7 @@ def ratio_check(a, b_, goal):
 target("resolve >= 0.5 x /healthz", lambda b: ratio_check(f(f"{b}.resolve.rps"), f(f"{b}.healthz.rps"), 0.5))
 target("publish (1 in flight) >= 0.5 x ceiling", lambda b: ratio_check(f(f"{b}.publish1.mbps"), f(f"{b}.publish1.ceiling"), 0.5))
 target("publish (16 in flight) >= 0.5 x ceiling", lambda b: ratio_check(f(f"{b}.publish16.mbps"), f(f"{b}.publish16.ceiling"), 0.5))
-target(f"RSS growth (peak over idle at start) under 16 x {os.environ.get('BENCH_BIG_MIB', '50')} MiB <= 64 MiB", lambda b: f"{m.get(f'{b}.rss_growth_mib')} MiB ({met(f(f'{b}.rss_growth_mib', 1e9) <= 64)})")
+target(f"RSS growth (peak over idle before) under 16 x {os.environ.get('BENCH_BIG_MIB', '50')} MiB <= 64 MiB", lambda b: f"{m.get(f'{b}.rss_growth_mib')} MiB ({met(f(f'{b}.rss_growth_mib', 1e9) <= 64)})")
 target("start-up <= 1 s (seeded)", lambda b: f"{m.get(f'{b}.startup_ms')} ms ({met(f(f'{b}.startup_ms', 1e9) <= 1000)})")
 target("resolve >= 10 x Verdaccio packument GET", lambda b: ratio_check(f(f"{b}.resolve.rps"), v, 10))
 text = "\n".join(lines) + "\n"

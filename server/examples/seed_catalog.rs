@@ -6,6 +6,7 @@
 //!     [--placeholder-blobs]
 //! seed_catalog publish URL KEY_PEM --size BYTES --count N --concurrency C --prefix NAME
 //!     [--username bench] [--password bench-password] [--ceiling-dir DIR]
+//! seed_catalog resolve URL FILE [--concurrency 16]
 //! ```
 //!
 //! `seed` reads the registry's own configuration (`AGENTLANG_REGISTRY_*`, so
@@ -31,8 +32,12 @@
 //! It also creates the accounts `seeder` (owner of the catalog) and `bench`
 //! (password `bench-password`) with a registered signing key written to
 //! `OUT_DIR/bench-key.pem`, and writes `OUT_DIR/resolve.json` (the 10-tool
-//! request of `bench_resolve`'s typical case) and `OUT_DIR/targets.env`
-//! (paths for the read benchmarks).
+//! request of `bench_resolve`'s typical case), `OUT_DIR/resolve-many.json`
+//! (every agent's request) and `OUT_DIR/targets.env` (paths for the read
+//! benchmarks).
+//!
+//! `resolve` posts each request of such a file once, so every resolution
+//! is one the registry has not cached, and prints req/s and p50/p99.
 //!
 //! `publish` builds `--count` signed tool containers of `--size` bytes
 //! (incompressible payload) in memory, then posts them with `--concurrency`
@@ -536,6 +541,15 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
 
     let request = json!({ "tools": typical_request(packages) });
     std::fs::write(out.join("resolve.json"), serde_json::to_vec(&request)?)?;
+    // Every agent's request, for resolves that miss the resolution cache.
+    let requests: Vec<Value> = agent_tools
+        .iter()
+        .map(|tools| json!({ "tools": tools }))
+        .collect();
+    std::fs::write(
+        out.join("resolve-many.json"),
+        serde_json::to_vec(&requests)?,
+    )?;
     let [q] = words(0);
     std::fs::write(
         out.join("targets.env"),
@@ -686,6 +700,58 @@ async fn publish(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Posts each request of a JSON array once (`resolve URL FILE
+/// [--concurrency N]`): resolutions the registry has not cached, since no
+/// two agents ask for the same tools. Prints req/s and latency percentiles.
+async fn resolve_each(args: &[String]) -> anyhow::Result<()> {
+    let url = args
+        .first()
+        .context("resolve needs URL")?
+        .trim_end_matches('/');
+    let file = args.get(1).context("resolve needs FILE")?;
+    let concurrency: usize = parse_flag(args, "--concurrency", 16)?;
+    let requests: Vec<Value> = serde_json::from_slice(&std::fs::read(file)?)?;
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let results: Vec<(u16, f64)> = stream::iter(requests.into_iter().map(|body| {
+        let client = client.clone();
+        async move {
+            let t0 = Instant::now();
+            let status = client
+                .post(format!("{url}/api/v1/resolve"))
+                .header("accept", "application/json")
+                .json(&body)
+                .send()
+                .await
+                .map_or(0, |r| r.status().as_u16());
+            (status, t0.elapsed().as_secs_f64() * 1000.0)
+        }
+    }))
+    .buffer_unordered(concurrency)
+    .collect()
+    .await;
+    let secs = started.elapsed().as_secs_f64();
+    let mut latencies: Vec<f64> = results.iter().map(|(_, ms)| *ms).collect();
+    latencies.sort_by(f64::total_cmp);
+    let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
+    let mut counts: BTreeMap<u16, usize> = BTreeMap::new();
+    for (s, _) in &results {
+        *counts.entry(*s).or_default() += 1;
+    }
+    println!(
+        "{}",
+        json!({
+            "count": results.len(),
+            "concurrency": concurrency,
+            "rps": results.len() as f64 / secs,
+            "p50_ms": pct(0.5),
+            "p99_ms": pct(0.99),
+            "statuses": counts,
+        })
+    );
+    Ok(())
+}
+
 /// SHA-256 plus a buffered write to a new file, per container, one thread:
 /// the least work any publish of these bytes must do.
 fn measure_ceiling(dir: &Path, containers: &[Bytes]) -> anyhow::Result<f64> {
@@ -708,8 +774,9 @@ async fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("seed") => seed(&args[1..]).await,
         Some("publish") => publish(&args[1..]).await,
+        Some("resolve") => resolve_each(&args[1..]).await,
         _ => Err(anyhow::anyhow!(
-            "usage: seed_catalog seed OUT_DIR [...] | seed_catalog publish URL KEY_PEM [...] (see the file's header)"
+            "usage: seed_catalog seed OUT_DIR [...] | seed_catalog publish URL KEY_PEM [...] | seed_catalog resolve URL FILE [...] (see the file's header)"
         )),
     };
     match result {
