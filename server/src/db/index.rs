@@ -201,19 +201,12 @@ macro_rules! select_in {
 }
 
 impl Db {
-    /// Which of the given packages have a live version.
-    pub async fn packages_with_live_versions(
-        &self,
-        package_ids: &[i64],
-    ) -> Result<Vec<i64>, sqlx::Error> {
-        let rows: Result<Vec<(i64,)>, sqlx::Error> = select_in!(
-            self,
-            (i64,),
-            "SELECT DISTINCT package_id FROM versions WHERE deleted_at IS NULL AND package_id IN (",
-            "SELECT DISTINCT package_id FROM versions WHERE deleted_at IS NULL AND package_id IN (",
-            package_ids
-        );
-        Ok(rows?.into_iter().map(|(id,)| id).collect())
+    /// The records of the given packages, unordered.
+    pub async fn packages_by_ids(&self, ids: &[i64]) -> Result<Vec<PackageRecord>, sqlx::Error> {
+        const SELECT: &str = "SELECT id, kind, name, normalized_name, description, keywords,
+                    created_at, updated_at
+             FROM packages WHERE id IN (";
+        select_in!(self, PackageRecord, SELECT, SELECT, ids)
     }
 
     /// Every live version of the given packages, unordered.

@@ -28,7 +28,115 @@ pub fn query_terms(query: &str) -> Vec<String> {
         .collect()
 }
 
+/// A package with a live (not deleted) version; uses the partial index
+/// `versions_live_package`. A macro, so queries stay `&'static str`.
+macro_rules! has_live_version {
+    () => {
+        "EXISTS (SELECT 1 FROM versions v WHERE v.package_id = p.id AND v.deleted_at IS NULL)"
+    };
+}
+
 impl Db {
+    /// Ids of the packages with a live version matching every term of
+    /// `query` (as prefixes), best first, at most `limit`: search ranks ids
+    /// and reads whole records only for what it shows.
+    pub async fn search_live_package_ids(
+        &self,
+        query: &str,
+        kind: Option<Kind>,
+        limit: i64,
+    ) -> Result<Vec<i64>, sqlx::Error> {
+        let terms = query_terms(query);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let kind = kind.map(Kind::as_str);
+        match self {
+            Db::Sqlite(pool) => {
+                let fts_query = terms
+                    .iter()
+                    .map(|t| format!("\"{t}\"*"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                sqlx::query_scalar::<_, i64>(concat!(
+                    "SELECT p.id FROM packages_fts f JOIN packages p ON p.id = f.rowid
+                     WHERE packages_fts MATCH $1 AND ($2 IS NULL OR p.kind = $2)
+                       AND ",
+                    has_live_version!(),
+                    "
+                     ORDER BY bm25(packages_fts, 10.0, 1.0, 5.0), p.normalized_name
+                     LIMIT $3"
+                ))
+                .bind(fts_query)
+                .bind(kind)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+            }
+            Db::Postgres(pool) => {
+                let ts_query = terms
+                    .iter()
+                    .map(|t| format!("{t}:*"))
+                    .collect::<Vec<_>>()
+                    .join(" & ");
+                sqlx::query_scalar::<_, i64>(concat!(
+                    "SELECT p.id FROM packages p
+                     WHERE p.search_document @@ to_tsquery('simple', $1)
+                       AND ($2::text IS NULL OR p.kind = $2)
+                       AND ",
+                    has_live_version!(),
+                    "
+                     ORDER BY ts_rank(p.search_document, to_tsquery('simple', $1)) DESC,
+                              p.normalized_name
+                     LIMIT $3"
+                ))
+                .bind(ts_query)
+                .bind(kind)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+            }
+        }
+    }
+
+    /// Ids of every package with a live version, by normalized name, at
+    /// most `limit`: what an empty search lists.
+    pub async fn live_package_ids(
+        &self,
+        kind: Option<Kind>,
+        limit: i64,
+    ) -> Result<Vec<i64>, sqlx::Error> {
+        let kind = kind.map(Kind::as_str);
+        match self {
+            Db::Sqlite(pool) => {
+                sqlx::query_scalar::<_, i64>(concat!(
+                    "SELECT p.id FROM packages p WHERE ($1 IS NULL OR p.kind = $1)
+                       AND ",
+                    has_live_version!(),
+                    "
+                     ORDER BY p.normalized_name, p.kind LIMIT $2"
+                ))
+                .bind(kind)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+            }
+            Db::Postgres(pool) => {
+                sqlx::query_scalar::<_, i64>(concat!(
+                    "SELECT p.id FROM packages p WHERE ($1::text IS NULL OR p.kind = $1)
+                       AND ",
+                    has_live_version!(),
+                    "
+                     ORDER BY p.normalized_name, p.kind LIMIT $2"
+                ))
+                .bind(kind)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+            }
+        }
+    }
+
     /// Packages matching every term of `query` (as prefixes), best first.
     /// A query without words matches nothing.
     pub async fn search_packages(

@@ -141,51 +141,46 @@ fn choose(versions: &[VersionHead]) -> Option<Chosen> {
 /// version per candidate: the expensive part of a search is bounded by what
 /// it shows, not by how many versions its matches have.
 pub async fn search_packages(db: &Db, query: &SearchQuery) -> Result<SearchPage, ApiError> {
-    let candidates = if query_terms(&query.q).is_empty() {
+    // Ranked ids of matches with a live version (nothing to show without).
+    let ids = if query_terms(&query.q).is_empty() {
         if query.q.trim().is_empty() {
-            db.list_packages(query.kind, MAX_CANDIDATES).await?
+            db.live_package_ids(query.kind, MAX_CANDIDATES).await?
         } else {
             // Only punctuation: nothing can match it literally.
             Vec::new()
         }
     } else {
-        db.search_packages(&query.q, query.kind, MAX_CANDIDATES, 0)
+        db.search_live_package_ids(&query.q, query.kind, MAX_CANDIDATES)
             .await?
     };
     let skip = (query.page as usize - 1).saturating_mul(query.per_page as usize);
     let per_page = query.per_page as usize;
-
-    // Without a category filter the page is known from which candidates
-    // have a live version; only its packages are summarized.
-    let (page_candidates, total, wanted) = match query.category.as_deref() {
+    // Without a category filter the page is known now; with one, every
+    // match's shown version decides.
+    let (shown_ids, total, wanted) = match query.category.as_deref() {
         None => {
-            let ids: Vec<i64> = candidates.iter().map(|p| p.id).collect();
-            let live: std::collections::HashSet<i64> = db
-                .packages_with_live_versions(&ids)
-                .await?
-                .into_iter()
-                .collect();
-            let listed: Vec<PackageRecord> = candidates
-                .into_iter()
-                .filter(|p| live.contains(&p.id))
-                .collect();
-            let total = listed.len() as u64;
-            let page: Vec<PackageRecord> = listed.into_iter().skip(skip).take(per_page).collect();
+            let total = ids.len() as u64;
+            let page: Vec<i64> = ids.into_iter().skip(skip).take(per_page).collect();
             (page, Some(total), None)
         }
-        Some(category) => (candidates, None, Some(category.to_lowercase())),
+        Some(category) => (ids, None, Some(category.to_lowercase())),
     };
 
-    let ids: Vec<i64> = page_candidates.iter().map(|p| p.id).collect();
+    let mut records: HashMap<i64, PackageRecord> = db
+        .packages_by_ids(&shown_ids)
+        .await?
+        .into_iter()
+        .map(|p| (p.id, p))
+        .collect();
     let mut heads: HashMap<i64, Vec<VersionHead>> = HashMap::new();
-    for head in db.version_heads(&ids).await? {
+    for head in db.version_heads(&shown_ids).await? {
         heads.entry(head.package_id).or_default().push(head);
     }
-    let chosen: Vec<(PackageRecord, Chosen)> = page_candidates
-        .into_iter()
-        .filter_map(|p| {
-            let chosen = choose(heads.get(&p.id).map_or(&[][..], Vec::as_slice))?;
-            Some((p, chosen))
+    let chosen: Vec<(PackageRecord, Chosen)> = shown_ids
+        .iter()
+        .filter_map(|id| {
+            let chosen = choose(heads.get(id).map_or(&[][..], Vec::as_slice))?;
+            Some((records.remove(id)?, chosen))
         })
         .collect();
     let fact_ids: Vec<i64> = chosen.iter().map(|(_, c)| c.facts_from).collect();
