@@ -273,22 +273,58 @@ impl IndexCache {
 /// Reads run one at a time, numbered in the order they start. A caller that
 /// arrives while read `n` is in flight cannot use it (it may have read the
 /// row before the caller's view of the world), so it waits for the next
-/// read, `n + 1`, which every caller that arrived during `n` shares. Under
-/// load one database round trip serves a whole queue of requests; alone, a
-/// request costs one round trip, as before.
-#[derive(Debug, Default)]
+/// read, `n + 1`, which every caller that arrived during `n` shares: the
+/// first of them to wake starts it, and its result wakes them all at once.
+/// Under load one database round trip serves a whole queue of requests;
+/// alone, a request costs one round trip.
+#[derive(Debug)]
 struct GenerationReads {
-    /// Held while a read is in flight; tokio's mutex queues waiters fairly.
-    turn: tokio::sync::Mutex<()>,
     rounds: Mutex<Rounds>,
+    /// The newest finished read, published to every waiting caller.
+    finished: tokio::sync::watch::Sender<Finished>,
 }
 
 #[derive(Debug, Default)]
 struct Rounds {
     /// How many reads have started.
     started: u64,
-    /// The newest finished read: its number and the generation it saw.
-    finished: Option<(u64, i64)>,
+    /// Whether one is in flight.
+    reading: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Finished {
+    /// The read's number (0: none yet) and the generation it saw.
+    round: u64,
+    generation: i64,
+    /// Bumped when a read ends without a value (an error, or its caller
+    /// gone), so waiters wake and one of them reads instead.
+    abandoned: u64,
+}
+
+impl Default for GenerationReads {
+    fn default() -> Self {
+        Self {
+            rounds: Mutex::default(),
+            finished: tokio::sync::watch::Sender::new(Finished::default()),
+        }
+    }
+}
+
+/// Marks the read in flight as over when its future ends or is dropped.
+struct Reading<'a>(&'a GenerationReads, Option<(u64, i64)>);
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        self.0.rounds().reading = false;
+        match self.1 {
+            Some((round, generation)) => self.0.finished.send_modify(|f| {
+                f.round = round;
+                f.generation = generation;
+            }),
+            None => self.0.finished.send_modify(|f| f.abandoned += 1),
+        }
+    }
 }
 
 impl GenerationReads {
@@ -299,24 +335,36 @@ impl GenerationReads {
     }
 
     async fn read(&self, db: &Db) -> Result<i64, ApiError> {
+        let mut finished = self.finished.subscribe();
         // Any read numbered above what has started so far starts after now.
         let wanted = self.rounds().started + 1;
-        let _turn = self.turn.lock().await;
-        let round = {
-            let mut rounds = self.rounds();
-            if let Some((round, generation)) = rounds.finished
-                && round >= wanted
-            {
-                return Ok(generation);
+        loop {
+            let newest = *finished.borrow_and_update();
+            if newest.round >= wanted {
+                return Ok(newest.generation);
             }
-            rounds.started += 1;
-            rounds.started
-        };
-        // If this future is dropped here the round never finishes; the next
-        // caller starts its own.
-        let generation = db.registry_generation().await?;
-        self.rounds().finished = Some((round, generation));
-        Ok(generation)
+            let round = {
+                let mut rounds = self.rounds();
+                (!rounds.reading).then(|| {
+                    rounds.reading = true;
+                    rounds.started += 1;
+                    rounds.started
+                })
+            };
+            let Some(round) = round else {
+                // A read is in flight; its end (or abandonment) wakes us.
+                if finished.changed().await.is_err() {
+                    return Err(ApiError::internal(anyhow::anyhow!(
+                        "the generation reader is gone"
+                    )));
+                }
+                continue;
+            };
+            let mut reading = Reading(self, None);
+            let generation = db.registry_generation().await?;
+            reading.1 = Some((round, generation));
+            return Ok(generation);
+        }
     }
 }
 
@@ -530,4 +578,54 @@ async fn solve(
             }
             other => ApiError::internal(other),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DatabaseUrl;
+
+    async fn bump(db: &Db) {
+        let Db::Sqlite(pool) = db else {
+            unreachable!("the test opens SQLite")
+        };
+        sqlx::query("UPDATE registry_generation SET generation = generation + 1 WHERE id = 1")
+            .execute(pool)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn shared_generation_reads_are_never_older_than_the_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::connect(&DatabaseUrl::SqlitePath(dir.path().join("r.db")))
+            .await
+            .unwrap();
+        let reads = Arc::new(GenerationReads::default());
+        let first = reads.read(&db).await.unwrap();
+        bump(&db).await;
+        // A read asked for after a write sees it.
+        assert_eq!(reads.read(&db).await.unwrap(), first + 1);
+
+        // Many callers at once: every one sees the latest write before it
+        // asked, and none waits forever.
+        bump(&db).await;
+        let calls: Vec<_> = (0..64)
+            .map(|_| {
+                let (reads, db) = (Arc::clone(&reads), db.clone());
+                tokio::spawn(async move { reads.read(&db).await.unwrap() })
+            })
+            .collect();
+        for call in calls {
+            assert_eq!(call.await.unwrap(), first + 2);
+        }
+
+        // A caller that gives up mid-read does not stall the next ones.
+        for _ in 0..20 {
+            let abandoned = reads.read(&db);
+            drop(tokio::time::timeout(std::time::Duration::ZERO, abandoned).await);
+        }
+        bump(&db).await;
+        assert_eq!(reads.read(&db).await.unwrap(), first + 3);
+    }
 }
