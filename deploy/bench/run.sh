@@ -264,9 +264,11 @@ PY
   log "$backend: publish x16 $p16"
   metric["$backend.publish1.mbps"]="$(jq -r .mb_per_s <<<"$p1")"
   metric["$backend.publish1.ceiling"]="$(jq -r .ceiling_mb_per_s <<<"$p1")"
+  metric["$backend.publish1.floor"]="$(jq -r .verify_floor_mb_per_s <<<"$p1")"
   metric["$backend.publish1.statuses"]="$(jq -c .statuses <<<"$p1")"
   metric["$backend.publish16.mbps"]="$(jq -r .mb_per_s <<<"$p16")"
   metric["$backend.publish16.ceiling"]="$(jq -r .ceiling_mb_per_s <<<"$p16")"
+  metric["$backend.publish16.floor"]="$(jq -r .verify_floor_mb_per_s <<<"$p16")"
   metric["$backend.publish16.statuses"]="$(jq -c .statuses <<<"$p16")"
 
   # Memory: 16 concurrent 50 MiB uploads, sampled every 50 ms, on a freshly
@@ -449,7 +451,7 @@ rps_row("GET download (real container)", "download")
 rps_row("GET search", "search")
 rps_row("GET agent page (HTML)", "agent_page")
 for k, label in (("publish1", "publish 1 MiB, 1 in flight"), ("publish16", "publish 1 MiB, 16 in flight")):
-    row(label, lambda b, k=k: f"{num(f(f'{b}.{k}.mbps'),1)} MB/s of ceiling {num(f(f'{b}.{k}.ceiling'),0)} MB/s = {num((f(f'{b}.{k}.mbps') or 0)/(f(f'{b}.{k}.ceiling') or 1),2)} {m.get(f'{b}.{k}.statuses')}")
+    row(label, lambda b, k=k: f"{num(f(f'{b}.{k}.mbps'),1)} MB/s of ceiling {num(f(f'{b}.{k}.ceiling'),0)} MB/s = {num((f(f'{b}.{k}.mbps') or 0)/(f(f'{b}.{k}.ceiling') or 1),2)}; verify + write floor {num(f(f'{b}.{k}.floor'),0)} MB/s {m.get(f'{b}.{k}.statuses')}")
 row("RSS after the read and publish benchmarks (caches filled)", lambda b: f"{m.get(f'{b}.rss_after_reads_mib')} MiB")
 row(f"16 x {os.environ.get('BENCH_BIG_MIB', '50')} MiB uploads on a fresh server: RSS idle before / peak / 5 s after", lambda b: f"{m.get(f'{b}.rss_before_mib')} / {m.get(f'{b}.rss_peak_mib')} / {m.get(f'{b}.rss_after_idle_mib')} MiB (VmHWM {m.get(f'{b}.hwm_mib')}), {num(f(f'{b}.big.mbps'),0)} MB/s {m.get(f'{b}.big.statuses')}")
 v = f("verdaccio.packument.rps")
