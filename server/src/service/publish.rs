@@ -51,7 +51,9 @@ const QUEUED_BATCHES: usize = 4;
 /// container at the same time, so the bytes pass through memory once and
 /// verification (hashes, structure, limits) ends when the body does. An
 /// invalid container is refused as soon as its bytes show it. Dropping the
-/// upload stops the thread and deletes the file.
+/// upload stops the thread and deletes the file (`abandon` waits for both).
+/// Each upload in flight holds one blocking thread; the handler starts one
+/// only for an authenticated, rate-limited publish.
 #[derive(Debug)]
 pub struct Upload {
     feed: Option<tokio::sync::mpsc::Sender<Bytes>>,
