@@ -206,6 +206,23 @@ async fn no_horizontal_overflow(driver: &WebDriver) -> Check {
     })
 }
 
+/// Waits for a navigation started by a click to arrive at `path`: a click
+/// returns before the browser has followed the form post and its redirect
+/// (and password hashing takes a while in a debug build).
+async fn wait_for_path(driver: &WebDriver, path: &str) -> Check {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let url = wd(driver.current_url().await)?;
+        if url.path() == path {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("at {url} after 30 s, not {path}"));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 async fn sign_in(driver: &WebDriver, base: &str) -> Check {
     wd(driver.goto(format!("{base}/login")).await)?;
     wd(wd(driver.find(By::Id("login-username")).await)?
@@ -219,10 +236,9 @@ async fn sign_in(driver: &WebDriver, base: &str) -> Check {
         .await)?
     .click()
     .await)?;
-    let url = wd(driver.current_url().await)?;
-    ensure(url.path() == "/account", || {
-        format!("signed in to {url}, not /account")
-    })
+    wait_for_path(driver, "/account")
+        .await
+        .map_err(|e| format!("signing in: {e}"))
 }
 
 async fn search_and_agent_page(driver: &WebDriver, base: &str, seeded: &seed::Seeded) -> Check {
@@ -248,10 +264,7 @@ async fn search_and_agent_page(driver: &WebDriver, base: &str, seeded: &seed::Se
             .await,
     )?;
 
-    let url = wd(driver.current_url().await)?;
-    ensure(url.path() == "/agents/research-assistant", || {
-        format!("at {url}")
-    })?;
+    wait_for_path(driver, "/agents/research-assistant").await?;
     let title = wd(driver.title().await)?;
     ensure(title.contains("Research Assistant 1.1.0"), || {
         format!("title {title:?}")
