@@ -28,6 +28,25 @@ pub fn query_terms(query: &str) -> Vec<String> {
         .collect()
 }
 
+/// FTS5 syntax: every term as a prefix. `"term"*`: a quoted string is never
+/// an FTS5 operator.
+fn fts5_query(terms: &[String]) -> String {
+    terms
+        .iter()
+        .map(|t| format!("\"{t}\"*"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// tsquery syntax: every term as a prefix, all required.
+fn tsquery(terms: &[String]) -> String {
+    terms
+        .iter()
+        .map(|t| format!("{t}:*"))
+        .collect::<Vec<_>>()
+        .join(" & ")
+}
+
 /// A package with a live (not deleted) version; uses the partial index
 /// `versions_live_package`. A macro, so queries stay `&'static str`.
 macro_rules! has_live_version {
@@ -53,11 +72,7 @@ impl Db {
         let kind = kind.map(Kind::as_str);
         match self {
             Db::Sqlite(pool) => {
-                let fts_query = terms
-                    .iter()
-                    .map(|t| format!("\"{t}\"*"))
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let fts_query = fts5_query(&terms);
                 sqlx::query_scalar::<_, i64>(concat!(
                     "SELECT p.id FROM packages_fts f JOIN packages p ON p.id = f.rowid
                      WHERE packages_fts MATCH $1 AND ($2 IS NULL OR p.kind = $2)
@@ -74,11 +89,7 @@ impl Db {
                 .await
             }
             Db::Postgres(pool) => {
-                let ts_query = terms
-                    .iter()
-                    .map(|t| format!("{t}:*"))
-                    .collect::<Vec<_>>()
-                    .join(" & ");
+                let ts_query = tsquery(&terms);
                 sqlx::query_scalar::<_, i64>(concat!(
                     "SELECT p.id FROM packages p
                      WHERE p.search_document @@ to_tsquery('simple', $1)
@@ -153,12 +164,7 @@ impl Db {
         let kind = kind.map(Kind::as_str);
         match self {
             Db::Sqlite(pool) => {
-                // `"term"*`: a quoted string is never an FTS5 operator.
-                let fts_query = terms
-                    .iter()
-                    .map(|t| format!("\"{t}\"*"))
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let fts_query = fts5_query(&terms);
                 sqlx::query_as::<_, PackageRecord>(
                     "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
                             p.created_at, p.updated_at
@@ -175,11 +181,7 @@ impl Db {
                 .await
             }
             Db::Postgres(pool) => {
-                let ts_query = terms
-                    .iter()
-                    .map(|t| format!("{t}:*"))
-                    .collect::<Vec<_>>()
-                    .join(" & ");
+                let ts_query = tsquery(&terms);
                 sqlx::query_as::<_, PackageRecord>(
                     "SELECT id, kind, name, normalized_name, description, keywords,
                             created_at, updated_at
