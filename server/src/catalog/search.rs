@@ -15,10 +15,7 @@ use super::{
     session::MaybeSession,
     views::{newest, summary_text, timestamp},
 };
-use crate::{
-    db::{catalog::PackageListing, packages::PackageRecord},
-    state::AppState,
-};
+use crate::{db::catalog::PackageListing, state::AppState};
 
 pub const PER_PAGE: u64 = 20;
 /// Matches considered for a query; the category filter and the total work
@@ -72,13 +69,10 @@ pub(super) async fn summaries(
     Ok(out)
 }
 
-async fn listings_of(
-    state: &AppState,
-    records: &[PackageRecord],
-) -> Result<Vec<PackageListing>, CatalogError> {
-    let mut out = Vec::with_capacity(records.len());
-    for record in records {
-        if let Some(listing) = state.db.package_listing(record.id).await? {
+async fn listings_of(state: &AppState, ids: &[i64]) -> Result<Vec<PackageListing>, CatalogError> {
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(listing) = state.db.package_listing(*id).await? {
             out.push(listing);
         }
     }
@@ -112,52 +106,62 @@ pub async fn search(
     };
     let offset = (page - 1) * PER_PAGE;
 
-    let (results, total) = if q.is_empty() && category.is_none() {
-        let total = state.db.count_packages(kind.map(Kind::as_str)).await?;
-        let listings = state
-            .db
-            .browse_packages(kind.map(Kind::as_str), PER_PAGE as i64, offset as i64)
-            .await?;
-        (
-            summaries(&state, listings).await?,
-            u64::try_from(total).unwrap_or(0),
-        )
-    } else {
-        let listings = if q.is_empty() {
-            state
+    let (results, total) = match &category {
+        None if q.is_empty() => {
+            let total = state.db.count_packages(kind.map(Kind::as_str)).await?;
+            let listings = state
                 .db
-                .browse_packages(kind.map(Kind::as_str), MAX_MATCHES, 0)
+                .browse_packages(kind.map(Kind::as_str), PER_PAGE as i64, offset as i64)
+                .await?;
+            (
+                summaries(&state, listings).await?,
+                u64::try_from(total).unwrap_or(0),
+            )
+        }
+        None => {
+            // Ranked ids count the matches; only the page shown is read.
+            let ids = state
+                .db
+                .search_live_package_ids(&q, kind, MAX_MATCHES)
+                .await?;
+            let total = ids.len() as u64;
+            let shown: Vec<i64> = ids
+                .into_iter()
+                .skip(offset as usize)
+                .take(PER_PAGE as usize)
+                .collect();
+            (
+                summaries(&state, listings_of(&state, &shown).await?).await?,
+                total,
+            )
+        }
+        // The category lives in each version's spec: filter every match on
+        // its newest version's, then page.
+        Some(wanted) => {
+            let listings = if q.is_empty() {
+                state
+                    .db
+                    .browse_packages(kind.map(Kind::as_str), MAX_MATCHES, 0)
+                    .await?
+            } else {
+                let ids = state
+                    .db
+                    .search_live_package_ids(&q, kind, MAX_MATCHES)
+                    .await?;
+                listings_of(&state, &ids).await?
+            };
+            let matching: Vec<PackageSummary> = summaries(&state, listings)
                 .await?
-        } else {
-            let records = state.db.search_packages(&q, kind, MAX_MATCHES, 0).await?;
-            listings_of(&state, &records).await?
-        };
-        match &category {
-            // The category lives in each version's spec: filter on the
-            // newest version's, then page.
-            Some(wanted) => {
-                let all = summaries(&state, listings).await?;
-                let matching: Vec<PackageSummary> = all
-                    .into_iter()
-                    .filter(|s| s.category.as_deref() == Some(wanted.as_str()))
-                    .collect();
-                let total = matching.len() as u64;
-                let shown = matching
-                    .into_iter()
-                    .skip(offset as usize)
-                    .take(PER_PAGE as usize)
-                    .collect();
-                (shown, total)
-            }
-            None => {
-                let total = listings.len() as u64;
-                let shown: Vec<PackageListing> = listings
-                    .into_iter()
-                    .skip(offset as usize)
-                    .take(PER_PAGE as usize)
-                    .collect();
-                (summaries(&state, shown).await?, total)
-            }
+                .into_iter()
+                .filter(|s| s.category.as_deref() == Some(wanted.as_str()))
+                .collect();
+            let total = matching.len() as u64;
+            let shown = matching
+                .into_iter()
+                .skip(offset as usize)
+                .take(PER_PAGE as usize)
+                .collect();
+            (shown, total)
         }
     };
     if results.is_empty() && page > 1 {

@@ -5,7 +5,7 @@
 
 use agentlang_core::Kind;
 
-use super::{Db, packages::PackageRecord};
+use super::Db;
 
 /// Longest query text considered; the rest is ignored.
 const MAX_QUERY_LEN: usize = 256;
@@ -142,60 +142,6 @@ impl Db {
                 ))
                 .bind(kind)
                 .bind(limit)
-                .fetch_all(pool)
-                .await
-            }
-        }
-    }
-
-    /// Packages matching every term of `query` (as prefixes), best first.
-    /// A query without words matches nothing.
-    pub async fn search_packages(
-        &self,
-        query: &str,
-        kind: Option<Kind>,
-        limit: i64,
-        offset: i64,
-    ) -> Result<Vec<PackageRecord>, sqlx::Error> {
-        let terms = query_terms(query);
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        let kind = kind.map(Kind::as_str);
-        match self {
-            Db::Sqlite(pool) => {
-                let fts_query = fts5_query(&terms);
-                sqlx::query_as::<_, PackageRecord>(
-                    "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
-                            p.created_at, p.updated_at
-                     FROM packages_fts f JOIN packages p ON p.id = f.rowid
-                     WHERE packages_fts MATCH $1 AND ($2 IS NULL OR p.kind = $2)
-                     ORDER BY bm25(packages_fts, 10.0, 1.0, 5.0), p.normalized_name
-                     LIMIT $3 OFFSET $4",
-                )
-                .bind(fts_query)
-                .bind(kind)
-                .bind(limit)
-                .bind(offset)
-                .fetch_all(pool)
-                .await
-            }
-            Db::Postgres(pool) => {
-                let ts_query = tsquery(&terms);
-                sqlx::query_as::<_, PackageRecord>(
-                    "SELECT id, kind, name, normalized_name, description, keywords,
-                            created_at, updated_at
-                     FROM packages
-                     WHERE search_document @@ to_tsquery('simple', $1)
-                       AND ($2::text IS NULL OR kind = $2)
-                     ORDER BY ts_rank(search_document, to_tsquery('simple', $1)) DESC,
-                              normalized_name
-                     LIMIT $3 OFFSET $4",
-                )
-                .bind(ts_query)
-                .bind(kind)
-                .bind(limit)
-                .bind(offset)
                 .fetch_all(pool)
                 .await
             }

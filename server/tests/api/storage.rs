@@ -355,62 +355,44 @@ async fn search_finds_packages_by_name_keyword_and_description(backend: Backend)
     )
     .await;
     let db = &app.state.db;
-    let names = |hits: Vec<agentlang_registry::db::packages::PackageRecord>| {
-        hits.into_iter().map(|p| p.name).collect::<Vec<_>>()
+    // Ranked ids, shown as names in rank order.
+    let names = |ids: Vec<i64>| async move {
+        let records = db.packages_by_ids(&ids).await.unwrap();
+        ids.iter()
+            .map(|id| records.iter().find(|p| p.id == *id).unwrap().name.clone())
+            .collect::<Vec<_>>()
+    };
+    let search = |q: &'static str, kind: Option<Kind>, limit: i64| async move {
+        db.search_live_package_ids(q, kind, limit).await.unwrap()
     };
 
     // The name outweighs a keyword.
     assert_eq!(
-        names(db.search_packages("search", None, 10, 0).await.unwrap()),
+        names(search("search", None, 10).await).await,
         ["web-search", "research-assistant"]
     );
     assert_eq!(
-        names(
-            db.search_packages("search", Some(Kind::Agent), 10, 0)
-                .await
-                .unwrap()
-        ),
+        names(search("search", Some(Kind::Agent), 10).await).await,
         ["research-assistant"]
     );
     assert_eq!(
-        names(db.search_packages("arxiv", None, 10, 0).await.unwrap()),
+        names(search("arxiv", None, 10).await).await,
         ["paper_fetch"]
     );
     assert_eq!(
-        names(db.search_packages("intern", None, 10, 0).await.unwrap()),
+        names(search("intern", None, 10).await).await,
         ["web-search"],
         "prefixes match"
     );
     assert_eq!(
-        names(
-            db.search_packages("papers fetch", None, 10, 0)
-                .await
-                .unwrap()
-        ),
+        names(search("papers fetch", None, 10).await).await,
         ["paper_fetch"],
         "every term must match"
     );
-    assert_eq!(
-        db.search_packages("search", None, 1, 1)
-            .await
-            .unwrap()
-            .len(),
-        1,
-        "paged"
-    );
+    assert_eq!(search("search", None, 1).await.len(), 1, "limited");
     // Operator characters are not syntax.
-    assert!(
-        db.search_packages("\"*) OR (NEAR", None, 10, 0)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        db.search_packages("", None, 10, 0)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(search("\"*) OR (NEAR", None, 10).await.is_empty());
+    assert!(search("", None, 10).await.is_empty());
 
     // The index follows updates: a new release's description is searchable.
     let alice = app.account_id("alice").await;
@@ -434,15 +416,10 @@ async fn search_finds_packages_by_name_keyword_and_description(backend: Backend)
     .await
     .unwrap();
     assert_eq!(
-        names(db.search_packages("duckduckgo", None, 10, 0).await.unwrap()),
+        names(search("duckduckgo", None, 10).await).await,
         ["web-search"]
     );
-    assert!(
-        db.search_packages("internet", None, 10, 0)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(search("internet", None, 10).await.is_empty());
 }
 
 async fn versions_list_in_semver_order_and_yank(backend: Backend) {
