@@ -164,8 +164,15 @@ fn wd<T>(r: WebDriverResult<T>) -> Result<T, String> {
     r.map_err(|e| e.to_string())
 }
 
+/// The text of the first element matching `css`, waiting for it to appear:
+/// a click that submits a form returns before the next page has loaded.
 async fn text_of(driver: &WebDriver, css: &str) -> Result<String, String> {
-    wd(wd(driver.find(By::Css(css)).await)?.text().await)
+    let element = driver
+        .query(By::Css(css))
+        .wait(Duration::from_secs(20), Duration::from_millis(100))
+        .first()
+        .await;
+    wd(wd(element)?.text().await)
 }
 
 /// Saves a screenshot named after the failed check, then fails the test.
