@@ -37,6 +37,14 @@ pub struct Global {
 pub enum KindArg {
     Agent,
     Tool,
+    Protocol,
+}
+
+/// What `--deny` turns into failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DenyLevel {
+    /// Warnings fail the command, like errors.
+    Warnings,
 }
 
 #[derive(Debug, Subcommand)]
@@ -79,11 +87,24 @@ pub enum Command {
         #[arg(long)]
         update: bool,
     },
-    /// Validate, lock, encrypt the prompt, sign and pack a directory into NAME@VERSION.agent (or .tool)
+    /// Validate, lock, encrypt the prompt, sign and pack a directory into NAME@VERSION.agent (or .tool, .protocol)
     #[command(
-        after_help = "Examples:\n  agentlang build ./my-agent\n  agentlang build ./web_search --output dist/web_search.tool\n  SOURCE_DATE_EPOCH=1700000000 agentlang build ./my-agent   # reproducible bytes"
+        after_help = "Examples:\n  agentlang build ./my-agent\n  agentlang build ./my-agent --quality --deny warnings\n  agentlang build ./web_search --output dist/web_search.tool\n  SOURCE_DATE_EPOCH=1700000000 agentlang build ./my-agent   # reproducible bytes"
     )]
     Build(BuildArgs),
+    /// Review an agent's prompt against its spec: rule findings, plus a model's when AGENTLANG_REVIEW_URL is set
+    #[command(
+        after_help = "Examples:\n  agentlang quality ./my-agent\n  agentlang quality ./my-agent --deny warnings --json\n  AGENTLANG_REVIEW_URL=https://api.example.com/v1 AGENTLANG_REVIEW_KEY=... agentlang quality ./my-agent"
+    )]
+    Quality {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        #[command(flatten)]
+        review: ReviewArgs,
+    },
+    /// Check and replay AgentLang event logs (JSON lines, a JSON array, or YAML `events:`)
+    #[command(subcommand)]
+    Events(EventsCommand),
     /// Show a container: manifest, signer, members, lock, permissions (and the prompt, given its key)
     #[command(
         after_help = "Examples:\n  agentlang inspect research-assistant@1.0.0.agent\n  agentlang inspect research-assistant@1.0.0.agent --prompt-key ~/.config/agentlang/research_assistant.prompt.key"
@@ -94,16 +115,49 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         prompt_key: Option<PathBuf>,
     },
-    /// Check a container's structure, hashes and signature; exit 0 only when all hold
+    /// Check a container (structure, hashes, signature) or an install directory (every check of install, offline); exit 0 only when all hold
     #[command(
-        after_help = "Examples:\n  agentlang verify web_search@1.2.0.tool                  # signer's key from the registry\n  agentlang verify web_search@1.2.0.tool --pubkey pub.pem # offline"
+        after_help = "Examples:\n  agentlang verify web_search@1.2.0.tool                  # signer's key from the registry\n  agentlang verify web_search@1.2.0.tool --pubkey pub.pem # offline\n  agentlang verify ./research-assistant                   # an install directory, offline"
     )]
     Verify {
-        file: PathBuf,
-        /// Check against this public key (SPKI PEM) instead of asking the registry
+        /// A .agent / .tool file, or a directory made by `agentlang install`
+        path: PathBuf,
+        /// Check a file against this public key (SPKI PEM) instead of asking the registry
         #[arg(long, value_name = "PEM")]
         pubkey: Option<PathBuf>,
     },
+    /// Download an agent and every tool its lock pins, verify them all, and install them into a directory
+    #[command(
+        after_help = "Examples:\n  agentlang install research-assistant\n  agentlang install research-assistant@^1 --dir agents/research --host claude-desktop\n  agentlang install research-assistant@^1 --frozen   # refuse if the registry would now pick another version"
+    )]
+    Install {
+        /// NAME or NAME@REQUIREMENT (Cargo rules: `1.2` means `^1.2`)
+        spec: String,
+        /// The install directory [default: ./NAME]
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Refuse to change what DIR holds: fail if the registry would now resolve differently
+        #[arg(long)]
+        frozen: bool,
+        /// Also check the agent against this host (a built-in name, one of yours, or a host file)
+        #[arg(long, value_name = "NAME|FILE")]
+        host: Option<String>,
+    },
+    /// Check whether a host grants what an agent asks for: granted, downgraded, degraded or refused, per capability
+    #[command(
+        after_help = "Examples:\n  agentlang check ./research-assistant --host claude-desktop\n  agentlang check research-assistant@1.0.0.agent --host mobile-app\n  agentlang check ./my-agent --host ~/kiosk.yaml\n\nBuilt-in hosts: claude-desktop, replit-agent, desktop-app, mobile-app, browser-extension, local.\nAdd your own as <config>/hosts/NAME.yaml."
+    )]
+    Check {
+        /// An install directory, a package directory or a .agent file
+        path: PathBuf,
+        #[arg(long, value_name = "NAME|FILE", default_value = "local")]
+        host: String,
+    },
+    /// Verify and install an agent (or use a directory), check the host, and hand it to a runtime
+    #[command(
+        after_help = "Examples:\n  agentlang run research-assistant@^1 --prompt \"Research X\" --runtime \"python3 runner.py\"\n  agentlang run ./my-agent --prompt \"Research X\" --host claude-desktop\n  AGENTLANG_RUNTIME=./runner agentlang run ./research-assistant --prompt \"Research X\" --prompt-key research_assistant.prompt.key\n\nThe runtime reads the hand-off (JSON, format agentlang.handoff/1) on standard input;\nits path is also in AGENTLANG_HANDOFF. Its exit code is run's. With no runtime\nconfigured, run prints the hand-off."
+    )]
+    Run(RunArgs),
     /// Upload a container (building it first when given a directory)
     #[command(
         after_help = "Examples:\n  agentlang publish research-assistant@1.0.0.agent\n  agentlang publish ./my-agent"
@@ -203,6 +257,68 @@ pub struct BuildArgs {
     /// Where to write the container [default: ./NAME@VERSION.KIND]
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// Review the prompt first (see `agentlang quality`); errors stop the build
+    #[arg(long)]
+    pub quality: bool,
+    #[command(flatten)]
+    pub review: ReviewArgs,
+}
+
+/// How a quality review judges its findings.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct ReviewArgs {
+    /// Make warnings fail too (`--deny warnings`)
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub deny: Option<DenyLevel>,
+}
+
+impl ReviewArgs {
+    pub fn deny_warnings(self) -> bool {
+        self.deny == Some(DenyLevel::Warnings)
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EventsCommand {
+    /// Check every event against the schema and across events; exit 1 on any problem
+    #[command(
+        after_help = "Examples:\n  agentlang events validate session.jsonl\n  agentlang events validate session.yaml --agent ./my-agent   # tools declared, delegations known"
+    )]
+    Validate {
+        file: PathBuf,
+        /// Also check tool calls and delegations against this agent directory
+        #[arg(long, value_name = "DIR")]
+        agent: Option<PathBuf>,
+    },
+    /// Print the log as a timeline: one lane per agent, calls with results and durations
+    #[command(after_help = "Example:\n  agentlang events replay session.jsonl")]
+    Replay { file: PathBuf },
+    /// Print the event format's JSON Schema
+    #[command(after_help = "Example:\n  agentlang events schema > events.schema.json")]
+    Schema,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// An install directory, a package directory, or NAME[@REQUIREMENT] to install first
+    pub target: String,
+    /// What to ask the agent
+    #[arg(long)]
+    pub prompt: String,
+    #[arg(long, value_name = "NAME|FILE", default_value = "local")]
+    pub host: String,
+    /// The publisher's prompt key, to decrypt an encrypted prompt [default: NAME.prompt.key beside your signing key, when there]
+    #[arg(long, value_name = "FILE")]
+    pub prompt_key: Option<PathBuf>,
+    /// The runtime command line [env: AGENTLANG_RUNTIME; else [runtime] command in config.toml]
+    #[arg(long, value_name = "CMD")]
+    pub runtime: Option<String>,
+    /// How to compile the prompt for the runtime [default: [runtime] prompt_format in config.toml, else markdown]
+    #[arg(long, value_enum)]
+    pub prompt_format: Option<PromptFormat>,
+    /// Where NAME[@REQ] is installed [default: ./NAME]
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,5 +1,6 @@
-//! Where the CLI keeps its state: `config.toml` (default registry) and
-//! `credentials.toml` (a token per registry, mode 0600), in
+//! Where the CLI keeps its state: `config.toml` (default registry, the
+//! runtime `run` hands agents to), `credentials.toml` (a token per registry,
+//! mode 0600) and `hosts/*.yaml` (host profiles of your own), in
 //! `AGENTLANG_CONFIG_DIR` or the platform's config folder.
 
 use std::{
@@ -27,6 +28,24 @@ pub fn config_dir() -> Result<PathBuf> {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub registry: Option<String>,
+    #[serde(default)]
+    pub runtime: RuntimeConfig,
+}
+
+/// `[runtime]` in config.toml: what `agentlang run` hands agents to.
+///
+/// ```toml
+/// [runtime]
+/// command = "python3 ~/runtimes/langgraph_runner.py"
+/// prompt_format = "xml"
+/// ```
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeConfig {
+    /// A shell command line; it reads the hand-off on standard input.
+    pub command: Option<String>,
+    /// `markdown` (the default) or `xml`.
+    pub prompt_format: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -48,6 +67,7 @@ struct Entry {
 pub struct Settings {
     pub dir: PathBuf,
     pub registry: String,
+    pub runtime: RuntimeConfig,
     token_override: Option<String>,
 }
 
@@ -56,16 +76,18 @@ impl Settings {
     /// the embedded default.
     pub fn load(registry_flag: Option<String>, token_flag: Option<String>) -> Result<Self> {
         let dir = config_dir()?;
+        let config = read_toml::<Config>(&dir.join("config.toml"))?.unwrap_or_default();
         let registry = match registry_flag.or_else(|| env_nonempty("AGENTLANG_REGISTRY")) {
             Some(r) => r,
-            None => read_toml::<Config>(&dir.join("config.toml"))?
-                .and_then(|c| c.registry)
+            None => config
+                .registry
                 .unwrap_or_else(|| DEFAULT_REGISTRY.to_owned()),
         };
         let registry = normalize_url(&registry)?;
         Ok(Self {
             dir,
             registry,
+            runtime: config.runtime,
             token_override: token_flag.or_else(|| env_nonempty("AGENTLANG_TOKEN")),
         })
     }
@@ -113,7 +135,7 @@ impl Settings {
     }
 }
 
-fn env_nonempty(name: &str) -> Option<String> {
+pub fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 

@@ -26,7 +26,7 @@ pub enum ChangeKind {
 /// One line of `lock`'s report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LockChange {
-    /// `tool`, `subagent` or `model`.
+    /// `tool`, `subagent`, `model` or `protocol`.
     pub section: &'static str,
     pub name: String,
     pub change: ChangeKind,
@@ -172,10 +172,28 @@ pub fn diff(old: Option<&Lockfile>, new: &Lockfile) -> Vec<LockChange> {
         })
         .unwrap_or_default()
     }
+    fn protocols(l: Option<&Lockfile>) -> BTreeMap<String, Entry> {
+        l.map(|l| {
+            l.protocols
+                .iter()
+                .map(|(n, p)| {
+                    (
+                        n.to_string(),
+                        Entry {
+                            version: Some(p.version.semver().clone()),
+                            hash: p.hash,
+                        },
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+    }
     let mut out = Vec::new();
     diff_section("tool", &tools(old), &tools(Some(new)), &mut out);
     diff_section("subagent", &agents(old), &agents(Some(new)), &mut out);
     diff_section("model", &models(old), &models(Some(new)), &mut out);
+    diff_section("protocol", &protocols(old), &protocols(Some(new)), &mut out);
     out
 }
 
@@ -189,6 +207,9 @@ pub struct LocalLock {
     pub agents: BTreeMap<PackageName, LockedAgent>,
     /// Registry tools and their merged requirements (`None`: newest).
     pub tools: BTreeMap<PackageName, Option<VersionReq>>,
+    /// The agent's protocols: requirement, and the version of an inline
+    /// definition.
+    pub protocols: BTreeMap<String, (Option<VersionReq>, Option<agentlang_core::Version>)>,
 }
 
 impl LocalLock {
@@ -212,10 +233,25 @@ impl LocalLock {
                 Some((spec.name.clone(), LockedAgent { version, hash }))
             })
             .collect();
+        let inline = agentlang_core::protocols::inline_protocols(&pkg.agent).unwrap_or_default();
+        let protocols = pkg
+            .agent
+            .protocols
+            .iter()
+            .map(|d| {
+                let defined = d
+                    .custom_name()
+                    .and_then(|n| PackageName::new(n).ok())
+                    .and_then(|n| inline.get(&n))
+                    .map(|def| def.version.clone());
+                (d.name.clone(), (d.version.clone(), defined))
+            })
+            .collect();
         Self {
             files,
             agents,
             tools: pkg.tool_requirements(),
+            protocols,
         }
     }
 }
@@ -280,6 +316,26 @@ pub fn stale_reasons(lock: &Lockfile, local: &LocalLock) -> Vec<String> {
         // with one is a direct dependency that the package dropped.
         if tool.requirement.is_some() && !local.tools.contains_key(name) {
             reasons.push(format!("tool {name} is locked but no longer required"));
+        }
+    }
+    for (name, (req, inline)) in &local.protocols {
+        let locked = lock.protocols.iter().find(|(n, _)| n.as_str() == name);
+        match locked {
+            None => reasons.push(format!("protocol {name} is not in the lock")),
+            Some((_, p)) if !same_requirement(p.requirement.as_ref(), req.as_ref()) => {
+                reasons.push(format!("protocol {name}: the requirement changed"));
+            }
+            Some((_, p)) if inline.as_ref().is_some_and(|v| *v != p.version) => {
+                reasons.push(format!(
+                    "protocol {name}: its x-protocols definition changed"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    for name in lock.protocols.keys() {
+        if !local.protocols.contains_key(name.as_str()) {
+            reasons.push(format!("protocol {name} is locked but no longer declared"));
         }
     }
     reasons
@@ -395,7 +451,63 @@ mod tests {
                 .iter()
                 .map(|(n, r)| (name(n), r.map(|r| VersionReq::parse(r).unwrap())))
                 .collect(),
+            protocols: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn protocols_missing_changed_or_dropped_make_a_lock_stale() {
+        use agentlang_core::{
+            lockfile::LockedProtocol,
+            protocols::{ProtocolName, ProtocolSource},
+        };
+        let mut local = local(&[]);
+        let req = |r: &str| Some(VersionReq::parse(r).unwrap());
+        local.protocols.insert("a2a".into(), (req("^1.0.0"), None));
+        local.protocols.insert(
+            "custom/acme-sync".into(),
+            (req("^1.0.0"), Some(Version::parse("1.1.0").unwrap())),
+        );
+        let mut l = lock_for(&local, &[]);
+        let locked = |v: &str, r: &str, source| LockedProtocol {
+            version: Version::parse(v).unwrap(),
+            requirement: req(r),
+            source,
+            hash: None,
+        };
+        l.protocols.insert(
+            ProtocolName::new("custom/acme-sync").unwrap(),
+            locked("1.0.0", "^1.0.0", ProtocolSource::Inline),
+        );
+        l.protocols.insert(
+            ProtocolName::new("mcp").unwrap(),
+            locked("2024.11.5", "^2024.11", ProtocolSource::Catalog),
+        );
+        assert_eq!(
+            stale_reasons(&l, &local),
+            [
+                "protocol a2a is not in the lock",
+                "protocol custom/acme-sync: its x-protocols definition changed",
+                "protocol mcp is locked but no longer declared",
+            ]
+        );
+        l.protocols.insert(
+            ProtocolName::new("a2a").unwrap(),
+            locked("1.0.0", "^1.0.0", ProtocolSource::Catalog),
+        );
+        l.protocols.remove("mcp");
+        l.protocols.insert(
+            ProtocolName::new("custom/acme-sync").unwrap(),
+            locked("1.1.0", "^1.0.0", ProtocolSource::Inline),
+        );
+        assert!(stale_reasons(&l, &local).is_empty());
+        let mut old = l.clone();
+        old.protocols.get_mut("a2a").unwrap().version = Version::parse("0.9.0").unwrap();
+        let described: Vec<String> = diff(Some(&old), &l)
+            .iter()
+            .map(LockChange::describe)
+            .collect();
+        assert_eq!(described, ["↑ protocol a2a 0.9.0 -> 1.0.0"]);
     }
 
     fn lock_for(local: &LocalLock, tools: &[(&str, LockedTool)]) -> Lockfile {

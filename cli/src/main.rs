@@ -1,10 +1,13 @@
 //! `agentlang`: build, sign, publish and pull AgentLang agents and tools.
 
 mod args;
+mod catalogs;
 mod client;
 mod commands;
 mod config;
 mod container_file;
+mod hosts;
+mod install;
 mod keyfiles;
 mod lockdiff;
 mod output;

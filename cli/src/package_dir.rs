@@ -2,8 +2,9 @@
 //! which of its files go into the container. DESIGN.md lists the members:
 //! for an agent `agent.yaml`, `prompt.yaml`, `agent.lock`, its co-located
 //! subagents, `skills/**`, `ux.yaml` and `context/**`; for a tool
-//! `tool.yaml` and its README. Anything else (notes, scripts, test data) is
-//! left out and named, so nothing leaks into a published package unseen.
+//! `tool.yaml` and its README; for a protocol `protocol.yaml` and
+//! `README.md`. Anything else (notes, scripts, test data) is left out and
+//! named, so nothing leaks into a published package unseen.
 
 use agentlang_core::{
     Kind, MemberPath, SourceTree,
@@ -13,18 +14,38 @@ use agentlang_core::{
 use anyhow::{Result, bail};
 
 pub const TOOL_FILE: &str = "tool.yaml";
+pub use agentlang_core::protocols::PROTOCOL_FILE;
 pub const README_FILE: &str = "README.md";
 
-/// An agent directory holds agent.yaml, a tool directory tool.yaml.
+/// An agent directory holds agent.yaml, a tool directory tool.yaml, a
+/// protocol directory protocol.yaml; exactly one of them.
 pub fn detect_kind(tree: &SourceTree, shown: &str) -> Result<Kind> {
-    match (tree.contains(AGENT_FILE), tree.contains(TOOL_FILE)) {
-        (true, false) => Ok(Kind::Agent),
-        (false, true) => Ok(Kind::Tool),
-        (true, true) => {
-            bail!("{shown} holds both agent.yaml and tool.yaml; a package is one or the other")
-        }
-        (false, false) => bail!("{shown} holds neither agent.yaml nor tool.yaml"),
+    let found: Vec<(Kind, &str)> = [
+        (Kind::Agent, AGENT_FILE),
+        (Kind::Tool, TOOL_FILE),
+        (Kind::Protocol, PROTOCOL_FILE),
+    ]
+    .into_iter()
+    .filter(|(_, file)| tree.contains(file))
+    .collect();
+    match found.as_slice() {
+        [(kind, _)] => Ok(*kind),
+        [] => bail!("{shown} holds neither agent.yaml nor tool.yaml (nor protocol.yaml)"),
+        many => bail!(
+            "{shown} holds both {}; a package is one or the other",
+            many.iter()
+                .map(|(_, f)| *f)
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
     }
+}
+
+/// What a protocol container carries: protocol.yaml and README.md.
+pub fn protocol_members(tree: &SourceTree) -> (SourceTree, Vec<MemberPath>) {
+    split(tree, |path| {
+        [PROTOCOL_FILE, README_FILE].contains(&path.as_str())
+    })
 }
 
 /// Splits a tree into what an agent container carries and what it leaves out.
@@ -92,6 +113,15 @@ mod tests {
         assert!(both.to_string().contains("both"), "{both}");
         let none = detect_kind(&tree(&["notes.md"]), "d").unwrap_err();
         assert!(none.to_string().contains("neither"), "{none}");
+        assert_eq!(
+            detect_kind(&tree(&["protocol.yaml"]), "d").unwrap(),
+            Kind::Protocol
+        );
+        let both = detect_kind(&tree(&["tool.yaml", "protocol.yaml"]), "d").unwrap_err();
+        assert!(
+            both.to_string().contains("tool.yaml and protocol.yaml"),
+            "{both}"
+        );
     }
 
     #[test]

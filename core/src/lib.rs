@@ -6,15 +6,22 @@
 
 pub mod agent;
 pub mod capability;
+pub mod constraints;
 pub mod container;
 pub mod crypt;
 pub mod diagnostics;
+pub mod events;
+pub mod handoff;
+pub mod host;
 pub mod keys;
+pub mod lockcheck;
 pub mod lockfile;
 pub mod names;
 pub mod package;
 pub mod prompt;
 pub mod protocol;
+pub mod protocols;
+pub mod quality;
 pub mod resolve;
 pub mod signing;
 pub mod skill;

@@ -341,6 +341,22 @@ pub struct LockedModel {
     pub output_1m_price: Option<Price>,
 }
 
+/// The version of one protocol the agent speaks, as `lock` chose it from
+/// the registry's catalog, a published protocol package or the agent's own
+/// `x-protocols`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedProtocol {
+    pub version: Version,
+    /// The requirement it was chosen for, as the agent wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requirement: Option<semver::VersionReq>,
+    pub source: crate::protocols::ProtocolSource,
+    /// Of the `.protocol` container, for a published custom protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<Sha256Hash>,
+}
+
 /// A whole `agent.lock`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -357,6 +373,10 @@ pub struct Lockfile {
     pub agents: BTreeMap<PackageName, LockedAgent>,
     #[serde(default)]
     pub models: BTreeMap<ModelId, LockedModel>,
+    /// Absent from locks written before protocols were locked, and from
+    /// agents that declare none, so those locks keep their bytes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protocols: BTreeMap<crate::protocols::ProtocolName, LockedProtocol>,
     #[serde(default)]
     pub files: BTreeMap<MemberPath, Sha256Hash>,
 }
@@ -371,6 +391,7 @@ impl Lockfile {
             tools: BTreeMap::new(),
             agents: BTreeMap::new(),
             models: BTreeMap::new(),
+            protocols: BTreeMap::new(),
             files: BTreeMap::new(),
         }
     }

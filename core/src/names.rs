@@ -21,7 +21,7 @@ pub enum NameError {
     BadChar(char),
     #[error("{0:?} is not a valid SemVer 2.0 version: {1}")]
     BadVersion(String, String),
-    #[error("{0:?} is not a package kind (expected \"agent\" or \"tool\")")]
+    #[error("{0:?} is not a package kind (expected \"agent\", \"tool\" or \"protocol\")")]
     BadKind(String),
 }
 
@@ -159,22 +159,25 @@ impl<'de> Deserialize<'de> for Version {
 }
 
 /// What a package is. The set is closed in code but open in storage (a text
-/// column), so later kinds (protocols, skills) are a new variant, not a
-/// migration.
+/// column), so a later kind (skills, say) is a new variant, not a migration.
+/// A `protocol` package carries a custom protocol definition
+/// (`protocol.yaml`), which agents name as `custom/<name>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     Agent,
     Tool,
+    Protocol,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 2] = [Kind::Agent, Kind::Tool];
+    pub const ALL: [Kind; 3] = [Kind::Agent, Kind::Tool, Kind::Protocol];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Agent => "agent",
             Kind::Tool => "tool",
+            Kind::Protocol => "protocol",
         }
     }
 
@@ -183,6 +186,7 @@ impl Kind {
         match self {
             Kind::Agent => "agents",
             Kind::Tool => "tools",
+            Kind::Protocol => "protocols",
         }
     }
 
@@ -204,6 +208,7 @@ impl FromStr for Kind {
         match s {
             "agent" | "agents" => Ok(Kind::Agent),
             "tool" | "tools" => Ok(Kind::Tool),
+            "protocol" | "protocols" => Ok(Kind::Protocol),
             other => Err(NameError::BadKind(other.to_owned())),
         }
     }
@@ -247,5 +252,21 @@ mod tests {
         assert!(bad.is_err());
         let v: Version = serde_json::from_str("\"1.2.3-rc.1+build\"").unwrap();
         assert!(v.is_prerelease());
+    }
+
+    #[test]
+    fn every_kind_round_trips_through_its_spellings() {
+        for kind in Kind::ALL {
+            assert_eq!(kind.as_str().parse::<Kind>(), Ok(kind));
+            assert_eq!(kind.plural().parse::<Kind>(), Ok(kind));
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+            assert_eq!(serde_json::from_str::<Kind>(&json).unwrap(), kind);
+        }
+        assert_eq!(Kind::Protocol.extension(), "protocol");
+        assert_eq!(
+            "skill".parse::<Kind>(),
+            Err(NameError::BadKind("skill".into()))
+        );
     }
 }

@@ -1,7 +1,16 @@
-//! A whole agent directory: agent.yaml, its co-located subagents, skills,
-//! ux.yaml and prompt.yaml, validated together so cross-file references
-//! (crew paths, skill names, skill tool lists, ux tool names) are checked
-//! too. Every diagnostic carries the file it is in.
+//! A whole package validated from its members: for an agent, agent.yaml,
+//! its co-located subagents, skills, ux.yaml, prompt.yaml and agent.lock,
+//! together, so cross-file references (crew paths, skill names, skill tool
+//! lists, ux tool names) are checked too; for a tool, tool.yaml and the
+//! files it names. Every diagnostic carries the file it is in.
+//!
+//! [`validate_package`] is the one entry point: `agentlang validate`,
+//! `agentlang build` and the registry's publish all call it, the CLI with a
+//! directory read into a [`SourceTree`], the registry with a verified
+//! [`Container`] (whose manifest lists every member and which keeps in
+//! memory the members validation reads, see
+//! [`crate::container::is_kept_member`]). Both are seen through
+//! [`Members`], so the two cannot disagree on what a package is.
 //!
 //! Subagent discovery: every `*.yaml` / `*.yml` file in the package except
 //! the known files at the root (agent.yaml, prompt.yaml, ux.yaml) and
@@ -14,11 +23,17 @@ use std::collections::BTreeMap;
 use semver::VersionReq;
 use serde::Serialize;
 
+use crate::Kind;
 use crate::agent::{AgentSpec, DELEGATE_TOOL, Discovery, ToolConfig, parse_agent, parse_subagent};
+use crate::container::Container;
 use crate::diagnostics::{Diagnostics, index, join};
+use crate::lockcheck::MAX_LOCKED_TOOLS;
+use crate::lockfile::Lockfile;
 use crate::names::PackageName;
 use crate::prompt::parse_prompt;
+use crate::protocols::{PROTOCOL_FILE, ProtocolSpec, parse_protocol};
 use crate::skill::{SKILL_FILE, Skill, parse_skill};
+use crate::tool::{ToolSpec, parse_tool};
 use crate::tree::{MemberPath, SourceTree};
 use crate::ux::{UxHints, parse_ux};
 
@@ -27,8 +42,167 @@ pub const PROMPT_FILE: &str = "prompt.yaml";
 pub const ENCRYPTED_PROMPT_FILE: &str = "prompt.yaml.enc";
 pub const UX_FILE: &str = "ux.yaml";
 pub const LOCK_FILE: &str = "agent.lock";
+pub const TOOL_FILE: &str = "tool.yaml";
 const SKILLS_DIR: &str = "skills/";
 const CONTEXT_DIR: &str = "context/";
+
+/// A package's members as validation sees them: the path of every member,
+/// with the bytes of those it can read. A directory gives all bytes; a
+/// container gives the bytes of its kept members and, for the others, only
+/// that they exist (the manifest's file list).
+#[derive(Debug, Clone, Default)]
+pub struct Members<'a> {
+    /// By path, so lookups take a `&str`.
+    files: BTreeMap<&'a str, (&'a MemberPath, Option<&'a [u8]>)>,
+}
+
+impl<'a> Members<'a> {
+    /// A package directory read into memory.
+    pub fn from_tree(tree: &'a SourceTree) -> Self {
+        Self {
+            files: tree
+                .iter()
+                .map(|(p, b)| (p.as_str(), (p, Some(b))))
+                .collect(),
+        }
+    }
+
+    /// A verified container: every member its manifest lists (so
+    /// `manifest.json` and `signature.sig` are not members), with the bytes
+    /// of the kept ones.
+    pub fn from_container(container: &'a Container) -> Self {
+        Self {
+            files: container
+                .manifest()
+                .files()
+                .iter()
+                .map(|f| {
+                    let bytes = container.member(f.path.as_str());
+                    (f.path.as_str(), (&f.path, bytes))
+                })
+                .collect(),
+        }
+    }
+
+    /// The bytes of a member, when it exists and its bytes are at hand.
+    pub fn get(&self, path: &str) -> Option<&'a [u8]> {
+        self.files.get(path).and_then(|(_, bytes)| *bytes)
+    }
+
+    pub fn contains(&self, path: &str) -> bool {
+        self.files.contains_key(path)
+    }
+
+    pub fn paths(&self) -> impl Iterator<Item = &'a MemberPath> + '_ {
+        self.files.values().map(|(path, _)| *path)
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The bytes of a member validation must read. A member that exists but
+    /// whose bytes were not kept is a problem of its own (it cannot happen
+    /// with the container reader's keep rules, which cover every file
+    /// validation reads), never a silent pass.
+    fn read(&self, path: &MemberPath, diags: &mut Diagnostics) -> Option<&'a [u8]> {
+        let bytes = self.get(path.as_str());
+        if bytes.is_none() && self.contains(path.as_str()) {
+            let mut d = Diagnostics::new();
+            d.push("", "the member's bytes are not available to validation");
+            diags.extend(d.in_file(path.as_str()));
+        }
+        bytes
+    }
+}
+
+/// A validated package of either kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Package {
+    Agent(Box<AgentPackage>),
+    Tool(Box<ToolPackage>),
+    Protocol(Box<ProtocolPackage>),
+}
+
+/// A validated protocol package: its `protocol.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProtocolPackage {
+    pub protocol: ProtocolSpec,
+}
+
+/// A validated tool directory or container.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolPackage {
+    pub tool: ToolSpec,
+}
+
+/// The package's kind by its definition file: agent.yaml, tool.yaml or
+/// protocol.yaml, exactly one of them. `None` when none or several are
+/// there.
+pub fn detect_kind(members: &Members<'_>) -> Option<Kind> {
+    match (
+        members.contains(AGENT_FILE),
+        members.contains(TOOL_FILE),
+        members.contains(PROTOCOL_FILE),
+    ) {
+        (true, false, false) => Some(Kind::Agent),
+        (false, true, false) => Some(Kind::Tool),
+        (false, false, true) => Some(Kind::Protocol),
+        _ => None,
+    }
+}
+
+/// Validates a package of `kind` from its members: every rule of every
+/// file, and the references between files. The one function behind
+/// `agentlang validate`, `agentlang build` and the registry's publish.
+pub fn validate_package(kind: Kind, members: &Members<'_>) -> Result<Package, Diagnostics> {
+    match kind {
+        Kind::Agent => validate_agent(members).map(|p| Package::Agent(Box::new(p))),
+        Kind::Tool => validate_tool(members).map(|p| Package::Tool(Box::new(p))),
+        Kind::Protocol => validate_protocol(members).map(|p| Package::Protocol(Box::new(p))),
+    }
+}
+
+/// protocol.yaml.
+pub fn validate_protocol(members: &Members<'_>) -> Result<ProtocolPackage, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let Some(bytes) = MemberPath::new(PROTOCOL_FILE)
+        .ok()
+        .and_then(|p| members.read(&p, &mut diags))
+    else {
+        if diags.is_empty() {
+            diags.push("", "the package has no protocol.yaml");
+        }
+        return Err(diags.in_file(PROTOCOL_FILE));
+    };
+    let protocol = parse_protocol(bytes).map_err(|d| d.in_file(PROTOCOL_FILE))?;
+    Ok(ProtocolPackage { protocol })
+}
+
+/// tool.yaml, and the README it names must be a member.
+pub fn validate_tool(members: &Members<'_>) -> Result<ToolPackage, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let Some(bytes) = MemberPath::new(TOOL_FILE)
+        .ok()
+        .and_then(|p| members.read(&p, &mut diags))
+    else {
+        if diags.is_empty() {
+            diags.push("", "the package has no tool.yaml");
+        }
+        return Err(diags.in_file(TOOL_FILE));
+    };
+    let tool = parse_tool(bytes).map_err(|d| d.in_file(TOOL_FILE))?;
+    if let Some(readme) = tool.readme().filter(|r| !members.contains(r.as_str())) {
+        diags.push("readme", format!("{readme} is not a file in the package"));
+        return Err(diags.in_file(TOOL_FILE));
+    }
+    Ok(ToolPackage { tool })
+}
 
 /// A validated agent directory.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -40,6 +214,10 @@ pub struct AgentPackage {
     pub skills: BTreeMap<PackageName, Skill>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ux: Option<UxHints>,
+    /// agent.lock, when the package carries one (parsed only; how it
+    /// relates to the files and the registry is [`crate::lockcheck`]'s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<Lockfile>,
 }
 
 impl AgentPackage {
@@ -74,8 +252,8 @@ fn is_yaml(path: &MemberPath) -> bool {
 }
 
 /// Files that are subagents by discovery (see the module docs).
-fn discovered_subagents(tree: &SourceTree) -> impl Iterator<Item = &MemberPath> {
-    tree.paths().filter(|p| {
+fn discovered_subagents<'a>(members: &'a Members<'_>) -> impl Iterator<Item = &'a MemberPath> {
+    members.paths().filter(|p| {
         is_yaml(p)
             && ![AGENT_FILE, PROMPT_FILE, UX_FILE].contains(&p.as_str())
             && !p.as_str().starts_with(SKILLS_DIR)
@@ -83,14 +261,24 @@ fn discovered_subagents(tree: &SourceTree) -> impl Iterator<Item = &MemberPath> 
     })
 }
 
-/// Validates an agent directory as a whole.
+/// Validates an agent directory read into memory as a whole.
 pub fn validate_agent_tree(tree: &SourceTree) -> Result<AgentPackage, Diagnostics> {
+    validate_agent(&Members::from_tree(tree))
+}
+
+fn member(path: &str) -> MemberPath {
+    MemberPath::new(path).expect("the package's fixed file names are member paths")
+}
+
+/// Validates an agent package as a whole.
+pub fn validate_agent(members: &Members<'_>) -> Result<AgentPackage, Diagnostics> {
     let mut diags = Diagnostics::new();
 
-    let agent = match tree.get(AGENT_FILE) {
+    let agent = match members.read(&member(AGENT_FILE), &mut diags) {
         Some(bytes) => parse_agent(bytes)
             .map_err(|d| diags.extend(d.in_file(AGENT_FILE)))
             .ok(),
+        None if members.contains(AGENT_FILE) => None,
         None => {
             let mut d = Diagnostics::new();
             d.push("", "the package has no agent.yaml");
@@ -99,7 +287,7 @@ pub fn validate_agent_tree(tree: &SourceTree) -> Result<AgentPackage, Diagnostic
         }
     };
 
-    match tree.get(PROMPT_FILE) {
+    match members.read(&member(PROMPT_FILE), &mut diags) {
         // PromptLang rules, not just well-formed YAML: a prompt that would
         // not compile is refused before it is built or published.
         Some(bytes) => {
@@ -109,7 +297,7 @@ pub fn validate_agent_tree(tree: &SourceTree) -> Result<AgentPackage, Diagnostic
         }
         // A built container carries the prompt encrypted; the registry
         // cannot read it, only check it is there.
-        None if tree.contains(ENCRYPTED_PROMPT_FILE) => {}
+        None if members.contains(ENCRYPTED_PROMPT_FILE) || members.contains(PROMPT_FILE) => {}
         None => {
             let mut d = Diagnostics::new();
             d.push("", "the package has no prompt.yaml");
@@ -118,14 +306,18 @@ pub fn validate_agent_tree(tree: &SourceTree) -> Result<AgentPackage, Diagnostic
     }
 
     // Subagents: discovered files plus crew paths.
-    let mut subagent_paths: Vec<MemberPath> = discovered_subagents(tree).cloned().collect();
+    let mut subagent_paths: Vec<MemberPath> = discovered_subagents(members).cloned().collect();
+    // Membership by set: a crew of thousands against thousands of files
+    // stays linear.
+    let mut known: std::collections::BTreeSet<MemberPath> =
+        subagent_paths.iter().cloned().collect();
     if let Some(crew) = agent.as_ref().and_then(|a| a.delegate.as_ref()) {
         let mut missing = Diagnostics::new();
         for (i, member) in crew.agents.iter().enumerate() {
             let path = member.member_path();
             match path {
-                Some(p) if tree.contains(p.as_str()) => {
-                    if !subagent_paths.contains(&p) {
+                Some(p) if members.contains(p.as_str()) => {
+                    if known.insert(p.clone()) {
                         subagent_paths.push(p);
                     }
                 }
@@ -139,7 +331,9 @@ pub fn validate_agent_tree(tree: &SourceTree) -> Result<AgentPackage, Diagnostic
     }
     let mut subagents = BTreeMap::new();
     for path in subagent_paths {
-        let bytes = tree.get(path.as_str()).unwrap_or_default();
+        let Some(bytes) = members.read(&path, &mut diags) else {
+            continue;
+        };
         match parse_subagent(bytes) {
             Ok(spec) => {
                 subagents.insert(path, spec);
@@ -171,6 +365,8 @@ pub fn validate_agent_tree(tree: &SourceTree) -> Result<AgentPackage, Diagnostic
     }
 
     if let Some(a) = &agent {
+        // Child budgets of a static crew fit the parent's (core::constraints).
+        diags.extend(crate::constraints::check_crew_budgets(a, &subagents).in_file(AGENT_FILE));
         let mut d = Diagnostics::new();
         for (i, t) in a.tools.iter().enumerate() {
             if let Some(ToolConfig::Delegate(cfg)) = &t.config
@@ -188,19 +384,47 @@ pub fn validate_agent_tree(tree: &SourceTree) -> Result<AgentPackage, Diagnostic
         diags.extend(d.in_file(AGENT_FILE));
     }
 
-    let skills = read_skills(tree, &mut diags);
+    let skills = read_skills(members, &mut diags);
     check_skill_refs(agent.as_ref(), &subagents, &skills, &mut diags);
 
-    let ux = tree.get(UX_FILE).and_then(|bytes| match parse_ux(bytes) {
-        Ok(ux) => Some(ux),
-        Err(d) => {
-            diags.extend(d.in_file(UX_FILE));
-            None
-        }
-    });
+    let ux = members
+        .read(&member(UX_FILE), &mut diags)
+        .and_then(|bytes| match parse_ux(bytes) {
+            Ok(ux) => Some(ux),
+            Err(d) => {
+                diags.extend(d.in_file(UX_FILE));
+                None
+            }
+        });
     if let (Some(ux), Some(a)) = (&ux, &agent) {
         diags.extend(check_ux(ux, a).in_file(UX_FILE));
     }
+
+    // The lock's shape is part of the package; whether it matches the
+    // files and the registry is checked by `lockcheck` where those are known.
+    let lock = members
+        .read(&member(LOCK_FILE), &mut diags)
+        .and_then(|bytes| match Lockfile::from_slice(bytes) {
+            Ok(lock) if lock.tools.len() > MAX_LOCKED_TOOLS => {
+                let mut d = Diagnostics::new();
+                d.push(
+                    "tools",
+                    format!(
+                        "agent.lock pins {} tools; at most {MAX_LOCKED_TOOLS} are allowed",
+                        lock.tools.len()
+                    ),
+                );
+                diags.extend(d.in_file(LOCK_FILE));
+                None
+            }
+            Ok(lock) => Some(lock),
+            Err(e) => {
+                let mut d = Diagnostics::new();
+                d.push("", e.to_string());
+                diags.extend(d.in_file(LOCK_FILE));
+                None
+            }
+        });
 
     match agent {
         Some(agent) if diags.is_empty() => Ok(AgentPackage {
@@ -208,15 +432,16 @@ pub fn validate_agent_tree(tree: &SourceTree) -> Result<AgentPackage, Diagnostic
             subagents,
             skills,
             ux,
+            lock,
         }),
         _ => Err(diags),
     }
 }
 
 /// Every `skills/<dir>/SKILL.md`; the frontmatter name must match `<dir>`.
-fn read_skills(tree: &SourceTree, diags: &mut Diagnostics) -> BTreeMap<PackageName, Skill> {
+fn read_skills(members: &Members<'_>, diags: &mut Diagnostics) -> BTreeMap<PackageName, Skill> {
     let mut skills = BTreeMap::new();
-    for (path, bytes) in tree.iter() {
+    for path in members.paths() {
         let Some(rest) = path.as_str().strip_prefix(SKILLS_DIR) else {
             continue;
         };
@@ -226,6 +451,9 @@ fn read_skills(tree: &SourceTree, diags: &mut Diagnostics) -> BTreeMap<PackageNa
         if file != SKILL_FILE {
             continue;
         }
+        let Some(bytes) = members.read(path, diags) else {
+            continue;
+        };
         match parse_skill(bytes) {
             Ok(skill) if skill.name.as_str() != dir => {
                 let mut d = Diagnostics::new();

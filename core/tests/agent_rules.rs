@@ -427,12 +427,28 @@ const CASES: &[Case] = &[
         "did you mean \"inject\"",
     ),
     // protocols
+    // A custom protocol missing from x-protocols may be a published
+    // protocol package: lock and publish check it against the registry.
     case(
         AY,
-        "name: custom/acme-sync",
-        "name: custom/acme-stream",
-        "protocols[2].name",
-        "custom protocol \"acme-stream\" is not defined under x-protocols",
+        "  - name: custom/acme-sync\n    version: ^1.0.0",
+        "  - name: custom/acme-sync\n    version: ^2.0.0",
+        "protocols[2].version",
+        "^2.0.0 does not match the inline definition of acme-sync (x-protocols.acme-sync.version is 1.0.0)",
+    ),
+    case(
+        AY,
+        "transport: websocket",
+        "transport: carrier-pigeon",
+        "x-protocols.acme-sync.schema.transport",
+        "\"carrier-pigeon\" is not one of: http | websocket",
+    ),
+    case(
+        AY,
+        "      auth: bearer\n",
+        "      auth: bearer\n      messages: {type: 12}\n",
+        "x-protocols.acme-sync.schema.messages",
+        "not a valid JSON Schema",
     ),
     case(
         AY,

@@ -544,6 +544,60 @@ fn kept_member_over_its_cap() {
 }
 
 #[test]
+fn kept_members_are_bounded_in_total() {
+    // 40 top-level YAML members of 256 KiB each: every one under the
+    // per-member limit, 10 MiB together. The reader refuses on the declared
+    // sizes, before it holds more than the total limit.
+    let bytes = with_extra(|t| {
+        for i in 0..40 {
+            t.file(&format!("extra{i:02}.yaml"), &vec![b'a'; 256 * 1024]);
+        }
+    });
+    let limits = Limits {
+        max_ratio: 10_000,
+        ..Limits::default()
+    };
+    assert_eq!(
+        read_with(&bytes, limits).unwrap_err(),
+        ContainerError::KeptMembersTooLarge {
+            limit: Limits::default().max_kept_total_bytes
+        }
+    );
+}
+
+#[test]
+fn the_manifest_check_stops_the_read_where_the_manifest_ends() {
+    // Members sorted after manifest.json are never reached: a refusal of
+    // the manifest ends the read even before a broken member behind it.
+    let bytes = with_extra(|t| {
+        t.file("zz-after-manifest.yaml", b"never read");
+    });
+    let mut seen = None;
+    let refused = container::read_checked(&bytes[..], &Limits::default(), |m| {
+        seen = Some(m.name().to_string());
+        Err("not yours")
+    })
+    .unwrap_err();
+    assert!(matches!(
+        refused,
+        container::ReadError::Refused("not yours")
+    ));
+    assert_eq!(seen.as_deref(), Some("demo-agent"));
+    // Accepting the manifest reads on, and the container's own checks
+    // still apply.
+    let accepted = container::read_checked(&sample_container()[..], &Limits::default(), |_| {
+        Ok::<(), &str>(())
+    });
+    assert!(accepted.is_ok());
+    assert!(matches!(
+        container::read_checked(&bytes[..], &Limits::default(), |_| Ok::<(), &str>(())),
+        Err(container::ReadError::Container(
+            ContainerError::UnlistedMember(_)
+        ))
+    ));
+}
+
+#[test]
 fn name_disagreeing_with_agent_yaml() {
     let bytes = signed_container(
         Kind::Agent,

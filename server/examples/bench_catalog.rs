@@ -52,10 +52,7 @@ async fn main() -> anyhow::Result<()> {
         workers: Some(1),
         rate_limits: RateLimitSettings {
             enabled: false,
-            publish_per_minute: limit,
-            credentials_per_minute: limit,
-            anonymous_reads_per_minute: limit,
-            agent_messages_per_minute: limit,
+            ..RateLimitSettings::all_at(limit)
         },
         registration: RegistrationMode::Open,
         ..Config::default()

@@ -71,6 +71,7 @@ use agentlang_registry::{
         accounts::AdminRule,
         packages::{DependencyEdge, NewVersion},
     },
+    service::packages::ContainerExtras,
 };
 use anyhow::{Context, bail};
 use bytes::Bytes;
@@ -305,6 +306,8 @@ struct Record {
     dependencies: Vec<DependencyEdge>,
     description: String,
     keywords: Vec<String>,
+    /// What pages show from the container, as publish stores it.
+    extras: Value,
 }
 
 impl Seeder {
@@ -325,6 +328,8 @@ impl Seeder {
                 manifest: &r.manifest,
                 spec: &r.spec,
                 lockfile: None,
+                quality_report: None,
+                extras: Some(&r.extras),
                 dependencies: &r.dependencies,
                 description: &r.description,
                 keywords: &r.keywords,
@@ -339,11 +344,12 @@ impl Seeder {
         let yaml = tool_yaml(t);
         let spec = parse_tool(yaml.as_bytes())
             .map_err(|d| anyhow::anyhow!("generated tool.yaml is invalid: {d:?}"))?;
-        let (blob, manifest) = if real {
+        let (blob, manifest, extras) = if real {
             let bytes = tool_container(&self.key, &yaml, &[])?;
             let read = container::read(bytes.as_slice(), &Limits::default())?;
             let manifest: Value = serde_json::from_slice(read.manifest_bytes())?;
-            (Bytes::from(bytes), manifest)
+            let extras = ContainerExtras::of(Kind::Tool, &read).to_stored();
+            (Bytes::from(bytes), manifest, extras)
         } else {
             let text = format!(
                 "agentlang placeholder tool/{}@{}\n",
@@ -359,7 +365,8 @@ impl Seeder {
                 "signer": self.key_id,
                 "files": [{"path": "tool.yaml", "size": yaml.len(), "sha256": sha256_hex(yaml.as_bytes())}],
             });
-            (Bytes::from(text), manifest)
+            let extras = ContainerExtras::default().to_stored();
+            (Bytes::from(text), manifest, extras)
         };
         let dependencies = spec
             .dependency_requirements()
@@ -384,6 +391,7 @@ impl Seeder {
             blob,
             signed: real,
             dependencies,
+            extras,
         })
     }
 
@@ -424,6 +432,7 @@ impl Seeder {
             blob: Bytes::from(text),
             signed: false,
             dependencies,
+            extras: ContainerExtras::default().to_stored(),
         })
     }
 }
@@ -462,8 +471,16 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
     std::fs::create_dir_all(&out)?;
 
     let config = Config::from_env()?;
-    let db = Db::connect(&config.effective_database_url()).await?;
-    let blobs = Blobs::open(&config.effective_storage_url(), &config.s3)?;
+    let db = Db::connect(
+        &config.effective_database_url(),
+        config.limits.database_timeout,
+    )
+    .await?;
+    let blobs = Blobs::open(
+        &config.effective_storage_url(),
+        &config.s3,
+        config.limits.storage_timeout,
+    )?;
     let started = Instant::now();
 
     let publisher = create_account(&db, "seeder", "seeder-password").await?;

@@ -7,14 +7,14 @@ use std::{
     str::FromStr,
 };
 
-use actix_web::{FromRequest, HttpRequest, dev::Payload, http::header, web};
+use actix_web::{FromRequest, HttpMessage, HttpRequest, dev::Payload, http::header, web};
 use agentlang_core::PackageName;
 use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier, password_hash::SaltString};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
-use crate::{error::ApiError, state::AppState};
+use crate::{error::ApiError, rate_limit::VerifiedClaims, state::AppState};
 
 /// The `aud` of every token this registry issues and accepts.
 pub const AUDIENCE: &str = "agentlang-registry";
@@ -395,6 +395,20 @@ pub fn load_or_create_secret(data_dir: &Path) -> std::io::Result<Vec<u8>> {
 // ---------------------------------------------------------------------------
 // The extractor
 
+/// The token of an `Authorization: Bearer <token>` header, if that is what
+/// it holds.
+pub fn bearer_token(header: Option<&header::HeaderValue>) -> Option<&str> {
+    header?
+        .to_str()
+        .ok()
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
 /// The caller of a request that carried a valid, unrevoked token.
 #[derive(Debug, Clone)]
 pub struct Authenticated {
@@ -446,22 +460,21 @@ impl Authenticated {
             .headers()
             .get(header::AUTHORIZATION)
             .ok_or_else(|| ApiError::Unauthenticated("no bearer token".to_owned()))?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::Unauthenticated("the Authorization header is not a bearer token".into())
-            })?;
-        let claims = state
-            .tokens
-            .verify(token)
-            .map_err(|e| ApiError::Unauthenticated(e.to_string()))?;
+        let token = bearer_token(Some(header)).ok_or_else(|| {
+            ApiError::Unauthenticated("the Authorization header is not a bearer token".into())
+        })?;
+        // The rate-limit middleware has usually checked the signature already.
+        let verified = req
+            .extensions()
+            .get::<VerifiedClaims>()
+            .map(|v| v.0.clone());
+        let claims = match verified {
+            Some(claims) => claims,
+            None => state
+                .tokens
+                .verify(token)
+                .map_err(|e| ApiError::Unauthenticated(e.to_string()))?,
+        };
         let grant = state
             .db
             .find_token_grant(&claims.jti)

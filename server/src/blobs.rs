@@ -11,8 +11,11 @@ use std::{collections::HashSet, fmt, str::FromStr, sync::Arc, time::Duration};
 use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::{
-    ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, aws::AmazonS3Builder,
-    local::LocalFileSystem, path::Path, prefix::PrefixStore,
+    ClientConfigKey, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
+    aws::{AmazonS3Builder, AmazonS3ConfigKey},
+    local::LocalFileSystem,
+    path::Path,
+    prefix::PrefixStore,
 };
 use sha2::{Digest, Sha256};
 
@@ -160,8 +163,10 @@ pub struct Blobs {
 }
 
 impl Blobs {
-    /// Opens the configured store, creating a filesystem root if needed.
-    pub fn open(url: &StorageUrl, s3: &S3Settings) -> Result<Self, BlobError> {
+    /// Opens the configured store, creating a filesystem root if needed. An
+    /// S3 call gives up after `timeout`, retries included, so an unreachable
+    /// store fails requests instead of holding them.
+    pub fn open(url: &StorageUrl, s3: &S3Settings, timeout: Duration) -> Result<Self, BlobError> {
         let mut local = None;
         let store: Arc<dyn ObjectStore> = match url {
             StorageUrl::File(root) => {
@@ -174,7 +179,24 @@ impl Blobs {
                 store
             }
             StorageUrl::S3 { bucket, prefix } => {
-                let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+                // Set by key, not by replacing the client options, which
+                // would drop what `from_env` read (AWS_ALLOW_HTTP).
+                let seconds = |d: Duration| format!("{}s", d.as_secs().max(1));
+                let mut builder = AmazonS3Builder::from_env()
+                    .with_bucket_name(bucket)
+                    .with_config(
+                        AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+                        seconds(timeout),
+                    )
+                    .with_config(
+                        AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
+                        seconds(timeout.min(Duration::from_secs(5))),
+                    )
+                    .with_retry(RetryConfig {
+                        max_retries: 2,
+                        retry_timeout: timeout,
+                        ..RetryConfig::default()
+                    });
                 if let Some(endpoint) = &s3.endpoint {
                     // S3-compatible servers are addressed by path, not by
                     // bucket subdomain, and often over plain HTTP locally.

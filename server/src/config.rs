@@ -11,6 +11,7 @@ use std::{
     time::Duration,
 };
 
+use ipnet::IpNet;
 use serde::Deserialize;
 
 /// Prefix of every environment variable the registry reads.
@@ -122,23 +123,109 @@ pub struct RateLimitSettings {
     pub enabled: bool,
     /// Publishes per token, and per client address.
     pub publish_per_minute: NonZeroU32,
-    /// Token and account creations per client address.
+    /// Account creations, token creations and sign-ins per client address.
     pub credentials_per_minute: NonZeroU32,
-    /// Unauthenticated reads under `/api` per client address.
+    /// Password checks per username tried (existing or not).
+    pub logins_per_username_per_minute: NonZeroU32,
+    /// Requests without a valid token per client address: API reads,
+    /// catalog pages, downloads.
     pub anonymous_reads_per_minute: NonZeroU32,
+    /// Requests per token whose signature verifies.
+    pub authenticated_per_minute: NonZeroU32,
+    /// Resolutions and searches per token or client address, on top of the
+    /// budgets above.
+    pub expensive_per_minute: NonZeroU32,
     /// Agent-protocol messages (`POST /clowl`, each MoltSpeak message, each
     /// item of a batch) per client address.
     pub agent_messages_per_minute: NonZeroU32,
+    /// Proxies whose `X-Forwarded-For` names the client: addresses or
+    /// networks (`10.0.0.0/8`). Empty (the default): the peer address is the
+    /// client, whatever the headers say.
+    #[serde(deserialize_with = "networks")]
+    pub trusted_proxies: Vec<IpNet>,
 }
 
 impl Default for RateLimitSettings {
     fn default() -> Self {
+        let n = |n| NonZeroU32::new(n).expect("non-zero");
         Self {
             enabled: true,
-            publish_per_minute: NonZeroU32::new(60).expect("non-zero"),
-            credentials_per_minute: NonZeroU32::new(30).expect("non-zero"),
-            anonymous_reads_per_minute: NonZeroU32::new(1200).expect("non-zero"),
-            agent_messages_per_minute: NonZeroU32::new(600).expect("non-zero"),
+            publish_per_minute: n(60),
+            credentials_per_minute: n(30),
+            logins_per_username_per_minute: n(10),
+            anonymous_reads_per_minute: n(1200),
+            authenticated_per_minute: n(6000),
+            expensive_per_minute: n(120),
+            agent_messages_per_minute: n(600),
+            trusted_proxies: Vec::new(),
+        }
+    }
+}
+
+impl RateLimitSettings {
+    /// Every budget at `per_minute`, limits on: for tests and benchmarks
+    /// that want limits out of their way, or one number to hit.
+    pub fn all_at(per_minute: NonZeroU32) -> Self {
+        Self {
+            enabled: true,
+            publish_per_minute: per_minute,
+            credentials_per_minute: per_minute,
+            logins_per_username_per_minute: per_minute,
+            anonymous_reads_per_minute: per_minute,
+            authenticated_per_minute: per_minute,
+            expensive_per_minute: per_minute,
+            agent_messages_per_minute: per_minute,
+            trusted_proxies: Vec::new(),
+        }
+    }
+}
+
+/// An address (`127.0.0.1`, `::1`) or a network (`10.0.0.0/8`).
+pub fn parse_network(text: &str) -> Result<IpNet, String> {
+    let text = text.trim();
+    text.parse::<IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(IpNet::from))
+        .map_err(|_| format!("{text:?} is not an IP address or network"))
+}
+
+fn networks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| parse_network(s).map_err(serde::de::Error::custom))
+        .collect()
+}
+
+/// How long a request may take and how much work the registry takes on at
+/// once: what one slow or hostile client can hold.
+#[derive(Debug, Clone)]
+pub struct RequestLimits {
+    /// A request body that sends nothing for this long is cut off (408).
+    pub body_idle_timeout: Duration,
+    /// The whole body of an upload must arrive within this (408).
+    pub upload_timeout: Duration,
+    /// Every request but an upload, its body included, is answered within
+    /// this (a slow body 408, slow work 503).
+    pub request_timeout: Duration,
+    /// Uploads verified at once by this process; more get 503.
+    pub max_concurrent_uploads: usize,
+    /// Uploads one account may have in flight at once; more get 429.
+    pub max_concurrent_uploads_per_account: usize,
+    /// How long a request waits for a database connection before 503.
+    pub database_timeout: Duration,
+    /// How long one object-storage call may take (retries included).
+    pub storage_timeout: Duration,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        Self {
+            body_idle_timeout: Duration::from_secs(30),
+            upload_timeout: Duration::from_secs(600),
+            request_timeout: Duration::from_secs(30),
+            max_concurrent_uploads: 32,
+            max_concurrent_uploads_per_account: 4,
+            database_timeout: Duration::from_secs(5),
+            storage_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -223,6 +310,8 @@ pub struct Config {
     pub sweep_grace: Duration,
     /// How long one resolution may run before it is answered 503.
     pub resolve_timeout: Duration,
+    /// Timeouts and concurrency bounds of requests.
+    pub limits: RequestLimits,
 }
 
 impl Default for Config {
@@ -244,6 +333,7 @@ impl Default for Config {
             sweep_interval: Duration::from_secs(3600),
             sweep_grace: Duration::from_secs(3600),
             resolve_timeout: Duration::from_secs(5),
+            limits: RequestLimits::default(),
         }
     }
 }
@@ -268,6 +358,13 @@ struct FileConfig {
     sweep_interval_secs: Option<u64>,
     sweep_grace_secs: Option<u64>,
     resolve_timeout_ms: Option<u64>,
+    body_idle_timeout_secs: Option<u64>,
+    upload_timeout_secs: Option<u64>,
+    request_timeout_secs: Option<u64>,
+    max_concurrent_uploads: Option<usize>,
+    max_concurrent_uploads_per_account: Option<usize>,
+    database_timeout_secs: Option<u64>,
+    storage_timeout_secs: Option<u64>,
 }
 
 impl Config {
@@ -350,6 +447,55 @@ impl Config {
         }
         if let Some(v) = file.resolve_timeout_ms {
             self.resolve_timeout = Duration::from_millis(v);
+        }
+        let limits = &mut self.limits;
+        let secs = Duration::from_secs;
+        for (value, slot) in [
+            (file.body_idle_timeout_secs, &mut limits.body_idle_timeout),
+            (file.upload_timeout_secs, &mut limits.upload_timeout),
+            (file.request_timeout_secs, &mut limits.request_timeout),
+            (file.database_timeout_secs, &mut limits.database_timeout),
+            (file.storage_timeout_secs, &mut limits.storage_timeout),
+        ] {
+            if let Some(v) = value {
+                *slot = secs(v);
+            }
+        }
+        if let Some(v) = file.max_concurrent_uploads {
+            limits.max_concurrent_uploads = v;
+        }
+        if let Some(v) = file.max_concurrent_uploads_per_account {
+            limits.max_concurrent_uploads_per_account = v;
+        }
+        self.check_limits()
+            .map_err(|(key, message)| invalid(&key.to_ascii_lowercase(), message))
+    }
+
+    /// Timeouts of zero would refuse every request, and zero uploads every
+    /// publish: both are configuration mistakes.
+    fn check_limits(&self) -> Result<(), (&'static str, String)> {
+        let limits = &self.limits;
+        for (name, value) in [
+            ("BODY_IDLE_TIMEOUT_SECS", limits.body_idle_timeout),
+            ("UPLOAD_TIMEOUT_SECS", limits.upload_timeout),
+            ("REQUEST_TIMEOUT_SECS", limits.request_timeout),
+            ("DATABASE_TIMEOUT_SECS", limits.database_timeout),
+            ("STORAGE_TIMEOUT_SECS", limits.storage_timeout),
+        ] {
+            if value.is_zero() {
+                return Err((name, "must be at least 1 second".to_owned()));
+            }
+        }
+        for (name, value) in [
+            ("MAX_CONCURRENT_UPLOADS", limits.max_concurrent_uploads),
+            (
+                "MAX_CONCURRENT_UPLOADS_PER_ACCOUNT",
+                limits.max_concurrent_uploads_per_account,
+            ),
+        ] {
+            if value == 0 {
+                return Err((name, "must be at least 1".to_owned()));
+            }
         }
         Ok(())
     }
@@ -444,6 +590,33 @@ impl Config {
         if let Some(v) = number("RESOLVE_TIMEOUT_MS")? {
             self.resolve_timeout = Duration::from_millis(v);
         }
+        for (name, slot) in [
+            ("BODY_IDLE_TIMEOUT_SECS", &mut self.limits.body_idle_timeout),
+            ("UPLOAD_TIMEOUT_SECS", &mut self.limits.upload_timeout),
+            ("REQUEST_TIMEOUT_SECS", &mut self.limits.request_timeout),
+            ("DATABASE_TIMEOUT_SECS", &mut self.limits.database_timeout),
+            ("STORAGE_TIMEOUT_SECS", &mut self.limits.storage_timeout),
+        ] {
+            if let Some(v) = number(name)? {
+                *slot = Duration::from_secs(v);
+            }
+        }
+        if let Some(v) = number("MAX_CONCURRENT_UPLOADS")? {
+            self.limits.max_concurrent_uploads = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = number("MAX_CONCURRENT_UPLOADS_PER_ACCOUNT")? {
+            self.limits.max_concurrent_uploads_per_account =
+                usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = var("TRUSTED_PROXIES") {
+            self.rate_limits.trusted_proxies = v
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(parse_network)
+                .collect::<Result<_, _>>()
+                .map_err(|m| invalid("TRUSTED_PROXIES", m))?;
+        }
+        self.check_limits().map_err(|(name, m)| invalid(name, m))?;
         if let Some(secret) = &self.jwt_secret
             && secret.len() < 32
         {
@@ -567,6 +740,36 @@ mod tests {
         let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_STORAGE_URL", "ftp://x")]))
             .unwrap_err();
         assert!(err.to_string().contains("not a storage URL"), "{err}");
+    }
+
+    #[test]
+    fn limits_and_trusted_proxies_are_configurable() {
+        let config = Config::from_sources(env_of(&[
+            ("AGENTLANG_REGISTRY_BODY_IDLE_TIMEOUT_SECS", "5"),
+            ("AGENTLANG_REGISTRY_MAX_CONCURRENT_UPLOADS", "3"),
+            (
+                "AGENTLANG_REGISTRY_TRUSTED_PROXIES",
+                "10.0.0.0/8, 127.0.0.1",
+            ),
+        ]))
+        .unwrap();
+        assert_eq!(config.limits.body_idle_timeout, Duration::from_secs(5));
+        assert_eq!(config.limits.max_concurrent_uploads, 3);
+        assert_eq!(config.rate_limits.trusted_proxies.len(), 2);
+        assert!(
+            config.rate_limits.trusted_proxies[1]
+                .contains(&"127.0.0.1".parse::<std::net::IpAddr>().unwrap())
+        );
+        let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_TRUSTED_PROXIES", "nope")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("TRUSTED_PROXIES"), "{err}");
+        let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_REQUEST_TIMEOUT_SECS", "0")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("at least 1 second"), "{err}");
+        // Defaults: no proxy is trusted, silence is cut off within 30 s.
+        let config = Config::from_sources(env_of(&[])).unwrap();
+        assert!(config.rate_limits.trusted_proxies.is_empty());
+        assert!(config.limits.body_idle_timeout <= Duration::from_secs(30));
     }
 
     #[test]

@@ -21,15 +21,26 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::request_id::RequestId;
+pub use agentlang_core::lockcheck::ProblemKind as LockProblemKind;
 
 /// The prefix of every problem `type` URI.
 pub const PROBLEM_TYPE_BASE: &str = "https://agentlang.dev/problems/";
 
-/// One invalid input, named by its JSON field path (`scopes[1]`).
+/// One invalid input, named by its JSON field path (`scopes[1]`). A
+/// problem inside an uploaded package also names the package file and the
+/// path in it, exactly as `agentlang validate` prints them; `field` is then
+/// `file:path`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct FieldError {
     pub field: String,
     pub message: String,
+    /// The package member the problem is in (`specialists/x.yaml`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The path inside that file (`tools[0].version`); empty for the
+    /// document as a whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl FieldError {
@@ -37,6 +48,22 @@ impl FieldError {
         Self {
             field: field.into(),
             message: message.into(),
+            file: None,
+            path: None,
+        }
+    }
+
+    /// A problem at `path` inside the package member `file`.
+    pub fn in_file(file: &str, path: &str, message: impl Into<String>) -> Self {
+        Self {
+            field: if path.is_empty() {
+                file.to_owned()
+            } else {
+                format!("{file}:{path}")
+            },
+            message: message.into(),
+            file: Some(file.to_owned()),
+            path: Some(path.to_owned()),
         }
     }
 }
@@ -51,6 +78,10 @@ pub enum ApiError {
     UnsupportedMediaType { expected: &'static str },
     #[error("the request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    /// The body went silent, or took too long in all; the number is the
+    /// limit passed, in seconds.
+    #[error("the request body took too long (limit: {0} s); send it again without pauses")]
+    RequestTimeout(u64),
     #[error("authentication required: {0}")]
     Unauthenticated(String),
     #[error("wrong username or password")]
@@ -83,10 +114,12 @@ pub enum ApiError {
     NameTaken(String),
     #[error("{0}")]
     VersionExists(String),
-    /// An agent.lock pins tool versions the registry does not hold; one
-    /// field error per bad pin (`tools.<name>`).
-    #[error("agent.lock pins tool versions this registry does not hold")]
-    LockMismatch(Vec<FieldError>),
+    /// agent.lock does not tell the truth about the package or the
+    /// registry: one problem type per kind of failure, one field error per
+    /// tool or file (`tools.<name>`, `files.<path>`, `agents.<name>`,
+    /// `models.<id>`).
+    #[error("{}", lock_detail(*.0))]
+    Lock(LockProblemKind, Vec<FieldError>),
     /// No versions meet the requirements: the explanation, and the facts
     /// behind it as the `conflicts` extension member.
     #[error("{explanation}")]
@@ -106,6 +139,17 @@ impl ApiError {
         Self::Internal(err.into())
     }
 
+    /// A failure reading the request body: a timeout (the deadline
+    /// middleware answers 408 for it anyway), else a broken body.
+    pub fn from_payload(err: &actix_web::error::PayloadError) -> Self {
+        match err {
+            actix_web::error::PayloadError::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                Self::RequestTimeout(0)
+            }
+            other => Self::BadRequest(format!("cannot read the request body: {other}")),
+        }
+    }
+
     /// The stable slug of the problem `type` URI.
     pub fn slug(&self) -> &'static str {
         match self {
@@ -113,6 +157,7 @@ impl ApiError {
             Self::BadRequest(_) => "malformed-request",
             Self::UnsupportedMediaType { .. } => "unsupported-media-type",
             Self::PayloadTooLarge { .. } => "payload-too-large",
+            Self::RequestTimeout(_) => "request-timeout",
             Self::Unauthenticated(_) => "unauthenticated",
             Self::InvalidCredentials => "invalid-credentials",
             Self::Forbidden(_) => "forbidden",
@@ -128,7 +173,7 @@ impl ApiError {
             Self::NotOwner(_) => "not-owner",
             Self::NameTaken(_) => "name-taken",
             Self::VersionExists(_) => "version-exists",
-            Self::LockMismatch(_) => "lock-mismatch",
+            Self::Lock(kind, _) => lock_slug(*kind),
             Self::Unsatisfiable { .. } => "unsatisfiable",
             Self::ResolveTimeout(_) => "resolve-timeout",
             Self::Internal(_) => "internal",
@@ -141,6 +186,7 @@ impl ApiError {
             Self::BadRequest(_) => "Malformed request",
             Self::UnsupportedMediaType { .. } => "Unsupported media type",
             Self::PayloadTooLarge { .. } => "Payload too large",
+            Self::RequestTimeout(_) => "Request timeout",
             Self::Unauthenticated(_) => "Authentication required",
             Self::InvalidCredentials => "Invalid credentials",
             Self::Forbidden(_) => "Forbidden",
@@ -156,7 +202,7 @@ impl ApiError {
             Self::NotOwner(_) => "Not an owner",
             Self::NameTaken(_) => "The name is taken",
             Self::VersionExists(_) => "The version exists",
-            Self::LockMismatch(_) => "agent.lock does not match the registry",
+            Self::Lock(kind, _) => lock_title(*kind),
             Self::Unsatisfiable { .. } => "The requirements cannot be met",
             Self::ResolveTimeout(_) => "Resolution timed out",
             Self::Internal(_) => "Internal server error",
@@ -190,7 +236,7 @@ impl ApiError {
             instance: None,
             request_id: None,
             errors: match self {
-                Self::Validation(errors) | Self::LockMismatch(errors) => errors.clone(),
+                Self::Validation(errors) | Self::Lock(_, errors) => errors.clone(),
                 _ => Vec::new(),
             },
             conflicts: match self {
@@ -208,6 +254,7 @@ impl ResponseError for ApiError {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Unauthenticated(_) | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::RegistrationClosed => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
@@ -218,7 +265,7 @@ impl ResponseError for ApiError {
             | Self::SignatureInvalid(_)
             | Self::KeyRevoked(_)
             | Self::UnknownKey(_)
-            | Self::LockMismatch(_)
+            | Self::Lock(..)
             | Self::Unsatisfiable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::NotOwner(_) => StatusCode::FORBIDDEN,
             Self::NameTaken(_) | Self::VersionExists(_) => StatusCode::CONFLICT,
@@ -245,6 +292,9 @@ impl ResponseError for ApiError {
             Self::RateLimited { retry_after_secs } => {
                 response.insert_header((header::RETRY_AFTER, retry_after_secs.to_string()));
             }
+            Self::Unavailable(_) | Self::ResolveTimeout(_) => {
+                response.insert_header((header::RETRY_AFTER, "5"));
+            }
             _ => {}
         }
         // Rendered here too, so a response that escapes the middleware still
@@ -257,7 +307,84 @@ impl ResponseError for ApiError {
     }
 }
 
+impl ApiError {
+    /// The whole response, its problem completed with the request's path
+    /// and id, for a middleware that answers without the request in hand
+    /// (it went into the handler that was given up on).
+    pub fn complete_response(&self, instance: &str, request_id: Option<&str>) -> HttpResponse {
+        let mut response = self.error_response();
+        let mut problem = self.problem();
+        problem.instance = Some(instance.to_owned());
+        problem.request_id = request_id.map(str::to_owned);
+        if let Some(id) = request_id.and_then(|id| header::HeaderValue::from_str(id).ok()) {
+            response
+                .headers_mut()
+                .insert(crate::request_id::REQUEST_ID_HEADER, id);
+        }
+        response.set_body(BoxBody::new(
+            serde_json::to_vec(&problem).unwrap_or_default(),
+        ))
+    }
+}
+
 pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// The problem type of each kind of lock failure.
+fn lock_slug(kind: LockProblemKind) -> &'static str {
+    match kind {
+        LockProblemKind::Missing => "lock-missing",
+        LockProblemKind::Files => "lock-files-mismatch",
+        LockProblemKind::Agents => "lock-agents-mismatch",
+        LockProblemKind::Models => "lock-models-undeclared",
+        LockProblemKind::NotInRegistry => "lock-mismatch",
+        LockProblemKind::Unpinned => "lock-unpinned",
+        LockProblemKind::Unsatisfied => "lock-unsatisfied",
+        LockProblemKind::Unrelated => "lock-unrelated",
+        LockProblemKind::Yanked => "lock-yanked",
+    }
+}
+
+fn lock_title(kind: LockProblemKind) -> &'static str {
+    match kind {
+        LockProblemKind::Missing => "The agent has no agent.lock",
+        LockProblemKind::Files => "agent.lock does not hash the package's files",
+        LockProblemKind::Agents => "agent.lock does not pin the subagents",
+        LockProblemKind::Models => "agent.lock names undeclared models",
+        LockProblemKind::NotInRegistry => "agent.lock does not match the registry",
+        LockProblemKind::Unpinned => "agent.lock leaves a requirement unpinned",
+        LockProblemKind::Unsatisfied => "agent.lock does not satisfy a requirement",
+        LockProblemKind::Unrelated => "agent.lock pins an unrelated tool",
+        LockProblemKind::Yanked => "agent.lock pins a yanked version",
+    }
+}
+
+fn lock_detail(kind: LockProblemKind) -> &'static str {
+    match kind {
+        LockProblemKind::Missing => {
+            "an agent that requires registry tools must carry an agent.lock"
+        }
+        LockProblemKind::Files => "agent.lock's files section does not match the package's members",
+        LockProblemKind::Agents => {
+            "agent.lock's agents section does not pin the co-located subagents by hash"
+        }
+        LockProblemKind::Models => {
+            "agent.lock's models section names models the agent does not declare"
+        }
+        LockProblemKind::NotInRegistry => {
+            "agent.lock pins tool versions this registry does not hold"
+        }
+        LockProblemKind::Unpinned => {
+            "a tool requirement of the agent or of a pinned tool has no pin in agent.lock"
+        }
+        LockProblemKind::Unsatisfied => {
+            "a pin in agent.lock does not satisfy the requirement it answers"
+        }
+        LockProblemKind::Unrelated => "agent.lock pins tools no requirement leads to",
+        LockProblemKind::Yanked => {
+            "agent.lock pins yanked versions the previous version did not pin"
+        }
+    }
+}
 
 /// An RFC 9457 problem document.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -309,6 +436,7 @@ pub fn json_error(err: JsonPayloadError, _req: &HttpRequest) -> actix_web::Error
             ApiError::PayloadTooLarge { limit }
         }
         JsonPayloadError::Deserialize(e) => ApiError::BadRequest(format!("invalid JSON body: {e}")),
+        JsonPayloadError::Payload(e) => ApiError::from_payload(&e),
         other => ApiError::BadRequest(other.to_string()),
     }
     .into()
@@ -336,9 +464,45 @@ pub async fn route_not_found(req: HttpRequest) -> Result<HttpResponse, ApiError>
 }
 
 impl From<sqlx::Error> for ApiError {
+    /// A database that cannot be reached (no connection within the
+    /// configured timeout, a refused or broken connection) is 503: the
+    /// client may retry, and nothing was written. Anything else is a bug.
     fn from(err: sqlx::Error) -> Self {
-        Self::Internal(err.into())
+        if is_unreachable(&err) {
+            tracing::warn!(error = %err, "the database is unreachable");
+            Self::Unavailable("the database is unavailable; retry shortly".to_owned())
+        } else {
+            Self::Internal(err.into())
+        }
     }
+}
+
+impl From<crate::blobs::BlobError> for ApiError {
+    /// Object storage failing (unreachable, timing out, answering 5xx) is
+    /// 503: nothing was written that a retry would not write again. A blob
+    /// whose bytes no longer match its key is a bug, 500.
+    fn from(err: crate::blobs::BlobError) -> Self {
+        match err {
+            crate::blobs::BlobError::Corrupt(_) => Self::internal(err),
+            other => {
+                tracing::warn!(error = %other, "object storage failed");
+                Self::Unavailable("blob storage is unavailable; retry shortly".to_owned())
+            }
+        }
+    }
+}
+
+/// Whether a database error says the database is out of reach rather than
+/// that a query is wrong.
+pub fn is_unreachable(err: &sqlx::Error) -> bool {
+    matches!(
+        err,
+        sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed
+    )
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod blobs;
 pub mod catalog;
 pub mod config;
 pub mod db;
+pub mod deadlines;
 pub mod error;
 pub mod identity;
 pub mod metrics;

@@ -5,7 +5,13 @@
 
 use utoipa::{
     Modify, OpenApi,
-    openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
+    openapi::{
+        ContentBuilder, Ref, RefOr, ResponseBuilder,
+        header::HeaderBuilder,
+        path::Operation,
+        schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type},
+        security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
+    },
 };
 
 use crate::{auth, error, metrics, routes};
@@ -29,6 +35,10 @@ use crate::{auth, error, metrics, routes};
         routes::models::list_models,
         routes::models::get_model,
         routes::models::put_model,
+        routes::protocols::list_protocols,
+        routes::protocols::get_protocol,
+        routes::protocols::put_protocol,
+        routes::schemas::get_events_schema,
         routes::health::get_healthz,
         routes::health::get_readyz,
         metrics::get_metrics,
@@ -45,6 +55,7 @@ use crate::{auth, error, metrics, routes};
         routes::packages::get_package,
         routes::packages::get_version,
         routes::packages::download_version,
+        routes::quality::get_quality_report,
         routes::packages::yank_version,
         routes::packages::unyank_version,
         routes::index::get_index,
@@ -61,12 +72,14 @@ use crate::{auth, error, metrics, routes};
         routes::moltspeak::MoltSpeakMessage,
         routes::moltspeak::MoltSpeakIdentity,
     )),
-    modifiers(&BearerSecurity),
+    modifiers(&BearerSecurity, &CommonResponses),
     tags(
         (name = "accounts", description = "Registration"),
         (name = "tokens", description = "API tokens: scoped, expiring, revocable JWTs"),
         (name = "owners", description = "Who may publish a package"),
         (name = "models", description = "The models catalog used in lockfiles"),
+        (name = "protocols", description = "The protocol catalog: versions with their status (stable, deprecated with a successor, removed); custom protocols are packages of kind `protocol`"),
+        (name = "schemas", description = "JSON Schemas of the formats agents and runtimes exchange, such as the event format"),
         (name = "operations", description = "Health, readiness and metrics"),
         (name = "agent protocols", description = "Agents talk to the registry in CLowl 0.2 and MoltSpeak 0.1. \
             Protocol answers are HTTP 200 whatever they say (errors travel in the protocol); \
@@ -100,6 +113,98 @@ impl Modify for BearerSecurity {
                     .build(),
             ),
         );
+    }
+}
+
+/// The answers any route can give whatever it does, documented once as
+/// shared responses and named by every operation that lacks its own: 429
+/// past a rate limit and 503 when a backend is out of reach or the request
+/// ran past its deadline (both with `Retry-After`), and 408 for a request
+/// body that goes silent or arrives too slowly. Health and metrics are
+/// never limited and read no backend but readiness's own.
+#[derive(Debug)]
+struct CommonResponses;
+
+const UNLIMITED: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let retry_after = || {
+            HeaderBuilder::new()
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::Integer)
+                        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                        .minimum(Some(0)),
+                ))
+                .description(Some("Seconds to wait before retrying"))
+                .build()
+        };
+        let problem = || {
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name(
+                    <error::Problem as utoipa::ToSchema>::name(),
+                )))
+                .build()
+        };
+        let shared = [
+            (
+                "RateLimited",
+                "Too many requests from this client or token (`rate-limited`)",
+                true,
+            ),
+            (
+                "Unavailable",
+                "A backend is out of reach, or the request ran past its deadline (`unavailable`)",
+                true,
+            ),
+            (
+                "RequestTimeout",
+                "The request body went silent for 30 s, or took longer than the request's time in all (`request-timeout`); the connection is closed",
+                false,
+            ),
+        ];
+        let components = openapi.components.get_or_insert_with(Default::default);
+        for (name, description, retry) in shared {
+            let mut response = ResponseBuilder::new()
+                .description(description)
+                .content(error::PROBLEM_JSON, problem());
+            if retry {
+                response = response.header("Retry-After", retry_after());
+            }
+            components
+                .responses
+                .insert(name.to_owned(), RefOr::T(response.build()));
+        }
+        for (path, item) in &mut openapi.paths.paths {
+            if UNLIMITED.contains(&path.as_str()) {
+                continue;
+            }
+            let operations = [
+                item.get.as_mut(),
+                item.put.as_mut(),
+                item.post.as_mut(),
+                item.delete.as_mut(),
+                item.patch.as_mut(),
+            ];
+            for operation in operations.into_iter().flatten() {
+                add_common(operation);
+            }
+        }
+    }
+}
+
+fn add_common(operation: &mut Operation) {
+    let mut common = vec![("429", "RateLimited"), ("503", "Unavailable")];
+    if operation.request_body.is_some() {
+        common.push(("408", "RequestTimeout"));
+    }
+    for (status, name) in common {
+        operation
+            .responses
+            .responses
+            .entry(status.to_owned())
+            .or_insert_with(|| RefOr::Ref(Ref::from_response_name(name)));
     }
 }
 

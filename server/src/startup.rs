@@ -13,18 +13,24 @@ use utoipa::OpenApi;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
-    auth::{TokenKeys, load_or_create_secret},
+    auth::{TokenKeys, decoy_hash, load_or_create_secret},
     blobs::Blobs,
     config::Config,
     db::Db,
-    error,
+    deadlines, error,
     identity::RegistryIdentity,
     metrics::{self, Metrics},
     openapi::ApiDoc,
     rate_limit::{self, RateLimits},
     request_id::{self, RequestSpan},
     routes,
-    service::{resolve::IndexCache, sweep},
+    service::{
+        credentials::PasswordWork,
+        packages::{self, DownloadCounter},
+        publish::{self, UploadSlots},
+        resolve::IndexCache,
+        sweep,
+    },
     state::AppState,
 };
 
@@ -39,8 +45,9 @@ pub struct Application {
     server: Server,
     address: SocketAddr,
     state: web::Data<AppState>,
-    /// The periodic blob sweep, stopped with the server.
-    sweeper: Option<tokio::task::JoinHandle<()>>,
+    /// The periodic blob sweep and download-count flush, stopped with the
+    /// server.
+    background: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Application {
@@ -63,11 +70,34 @@ impl Application {
             .clone()
             .unwrap_or_else(|| format!("http://{address}"));
 
-        let db = Db::connect(&config.effective_database_url()).await?;
+        let db = Db::connect(
+            &config.effective_database_url(),
+            config.limits.database_timeout,
+        )
+        .await?;
         db.seed_models()
             .await
             .context("cannot seed the models catalog")?;
-        let blobs = Blobs::open(&config.effective_storage_url(), &config.s3)?;
+        let blobs = Blobs::open(
+            &config.effective_storage_url(),
+            &config.s3,
+            config.limits.storage_timeout,
+        )?;
+        // Uploads cut off by a crash of this process left their spool files.
+        let removed = publish::clean_spool(&config.data_dir).with_context(|| {
+            format!(
+                "cannot clean the upload spool in {}",
+                config.data_dir.join(publish::SPOOL_DIR).display()
+            )
+        })?;
+        if removed > 0 {
+            tracing::info!(removed, "removed the spool files of interrupted uploads");
+        }
+        // The decoy hash costs one argon2 run: pay it now, not on a worker
+        // during the first sign-in.
+        tokio::task::spawn_blocking(|| decoy_hash().len())
+            .await
+            .context("cannot prepare the password decoy")?;
 
         let secret = match &config.jwt_secret {
             Some(secret) => secret.as_bytes().to_vec(),
@@ -88,6 +118,12 @@ impl Application {
 
         let state = web::Data::new(AppState {
             rate_limits: RateLimits::new(&config.rate_limits),
+            passwords: PasswordWork::per_core(),
+            uploads: UploadSlots::new(
+                config.limits.max_concurrent_uploads,
+                config.limits.max_concurrent_uploads_per_account,
+            ),
+            downloads: DownloadCounter::default(),
             metrics: Metrics::new()?,
             config: Arc::new(config),
             db,
@@ -129,8 +165,9 @@ impl Application {
                 .configure(crate::catalog::configure)
                 .default_service(web::to(error::route_not_found))
                 // Outermost last: request id, then the log span, metrics,
-                // problem completion, and the anonymous-read limit.
-                .wrap(from_fn(rate_limit::limit_anonymous_reads))
+                // problem completion, rate limits, and the deadlines.
+                .wrap(from_fn(deadlines::bound_request))
+                .wrap(from_fn(rate_limit::limit_requests))
                 .wrap(from_fn(error::problem_details))
                 .wrap(from_fn(metrics::record_requests))
                 .wrap(TracingLogger::<RequestSpan>::new())
@@ -144,11 +181,17 @@ impl Application {
         let interval = state.config.sweep_interval;
         let sweeper = (!interval.is_zero())
             .then(|| actix_web::rt::spawn(sweep::sweep_periodically(state.clone(), interval)));
+        let download_flusher =
+            actix_web::rt::spawn(packages::flush_downloads_periodically(state.clone()));
+        let extras_backfill = actix_web::rt::spawn(packages::backfill_extras(state.clone()));
         Ok(Self {
             server,
             address,
             state,
-            sweeper,
+            background: sweeper
+                .into_iter()
+                .chain([download_flusher, extras_backfill])
+                .collect(),
         })
     }
 
@@ -175,8 +218,11 @@ impl Application {
     /// in-flight requests get [`SHUTDOWN_GRACE_SECS`] to finish.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
-        if let Some(sweeper) = self.sweeper {
-            sweeper.abort();
+        for task in self.background {
+            task.abort();
+        }
+        if let Err(e) = self.state.downloads.flush(&self.state.db).await {
+            tracing::warn!(error = %e, "download counts not written at shutdown");
         }
         self.state.db.close().await;
         result

@@ -4,8 +4,17 @@
 use std::sync::Arc;
 
 use crate::{
-    auth::TokenKeys, blobs::Blobs, config::Config, db::Db, identity::RegistryIdentity,
-    metrics::Metrics, rate_limit::RateLimits, service::resolve::IndexCache,
+    auth::TokenKeys,
+    blobs::Blobs,
+    config::Config,
+    db::Db,
+    identity::RegistryIdentity,
+    metrics::Metrics,
+    rate_limit::RateLimits,
+    service::{
+        credentials::PasswordWork, packages::DownloadCounter, publish::UploadSlots,
+        resolve::IndexCache,
+    },
 };
 
 #[derive(Debug)]
@@ -24,4 +33,10 @@ pub struct AppState {
     /// Index entries for resolution, checked against the database's
     /// generation on every use.
     pub index_cache: Arc<IndexCache>,
+    /// Slots for password hashing and checking.
+    pub passwords: PasswordWork,
+    /// Slots for uploads being verified.
+    pub uploads: UploadSlots,
+    /// Download counts not yet written to the database.
+    pub downloads: DownloadCounter,
 }

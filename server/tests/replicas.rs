@@ -9,25 +9,17 @@
 //! them these tests print a skip line, except under `CI=true`, where they
 //! fail. Each test gets its own database and key prefix.
 
-use std::{
-    collections::HashMap,
-    io::{BufRead, BufReader},
-    path::Path,
-    process::{Child, Command, Stdio},
-    sync::mpsc,
-    time::{Duration, Instant},
-};
+mod support;
 
-use agentlang_core::{
-    Kind, MemberPath, PackageName, SourceTree, Version,
-    container::{self, BuildInput, Created},
-    signing::SecretKey,
-};
-use agentlang_registry::config::{Config, DatabaseUrl, RateLimitSettings, StorageUrl};
+use std::{collections::HashMap, path::Path, time::Duration};
+
+use agentlang_core::signing::SecretKey;
+use agentlang_registry::config::{Config, DatabaseUrl, StorageUrl};
 use futures_util::StreamExt;
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use support::{Backends, Registry, tool_container};
 
 /// Shared by both replicas, as `deploy/registry.env` shares it.
 const JWT_SECRET: &str = "replica-test-secret-replica-test-secret-0123";
@@ -36,209 +28,24 @@ const JWT_SECRET: &str = "replica-test-secret-replica-test-secret-0123";
 /// other.
 const PUBLIC_URL: &str = "http://registry.test";
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
+/// Everything a replica is configured with, all through the environment,
+/// as in `deploy/registry.env`.
+fn replica_env(backends: &Backends) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("AGENTLANG_REGISTRY_PUBLIC_URL", PUBLIC_URL.into()),
+        ("AGENTLANG_REGISTRY_JWT_SECRET", JWT_SECRET.into()),
+        ("AGENTLANG_REGISTRY_RATE_LIMITS", "off".into()),
+        ("AGENTLANG_REGISTRY_WORKERS", "2".into()),
+    ];
+    env.extend(backends.env());
+    env
 }
 
-struct Backends {
-    admin_url: String,
-    database: String,
-    s3_endpoint: String,
-    s3_bucket: String,
-    s3_key: String,
-    s3_secret: String,
-    s3_region: String,
-}
+/// One replica.
+type Replica = Registry;
 
-/// `postgres://u@h:p/db?x` with the database swapped for `name`.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = url
-        .split_once('?')
-        .map_or((url, None), |(b, q)| (b, Some(q)));
-    let after_scheme = base.find("://").map_or(0, |i| i + 3);
-    let host_end = base[after_scheme..]
-        .find('/')
-        .map_or(base.len(), |i| after_scheme + i);
-    let mut out = format!("{}/{name}", &base[..host_end]);
-    if let Some(q) = query {
-        out.push('?');
-        out.push_str(q);
-    }
-    out
-}
-
-impl Backends {
-    /// A fresh database; `None` (with a skip line) when the backends are
-    /// not configured outside CI.
-    async fn create() -> Option<Self> {
-        let (Some(admin_url), Some(s3_endpoint)) = (
-            env("AGENTLANG_TEST_POSTGRES_URL"),
-            env("AGENTLANG_TEST_S3_ENDPOINT"),
-        ) else {
-            assert!(
-                env("CI").as_deref() != Some("true"),
-                "CI=true but AGENTLANG_TEST_POSTGRES_URL or AGENTLANG_TEST_S3_ENDPOINT is not set"
-            );
-            eprintln!(
-                "skipped: replicas need PostgreSQL + S3 (set AGENTLANG_TEST_POSTGRES_URL and AGENTLANG_TEST_S3_ENDPOINT)"
-            );
-            return None;
-        };
-        let database = format!("r_{}", uuid::Uuid::new_v4().simple());
-        let admin = sqlx::PgPool::connect(&admin_url)
-            .await
-            .expect("connect to AGENTLANG_TEST_POSTGRES_URL");
-        // `database` is our own `r_<uuid>`: safe to splice.
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "CREATE DATABASE \"{database}\""
-        )))
-        .execute(&admin)
-        .await
-        .expect("create the test database");
-        admin.close().await;
-        Some(Self {
-            admin_url,
-            database,
-            s3_endpoint,
-            s3_bucket: env("AGENTLANG_TEST_S3_BUCKET").unwrap_or_else(|| "agentlang-test".into()),
-            s3_key: env("AGENTLANG_TEST_S3_ACCESS_KEY_ID").unwrap_or_else(|| "test".into()),
-            s3_secret: env("AGENTLANG_TEST_S3_SECRET_ACCESS_KEY").unwrap_or_else(|| "test".into()),
-            s3_region: env("AGENTLANG_TEST_S3_REGION").unwrap_or_else(|| "us-east-1".into()),
-        })
-    }
-
-    fn database_url(&self) -> String {
-        with_database(&self.admin_url, &self.database)
-    }
-
-    /// Everything a replica is configured with, all through the
-    /// environment, as in `deploy/registry.env`.
-    fn replica_env(&self, data_dir: &Path) -> Vec<(&'static str, String)> {
-        vec![
-            ("AGENTLANG_REGISTRY_BIND", "127.0.0.1:0".into()),
-            ("AGENTLANG_REGISTRY_PUBLIC_URL", PUBLIC_URL.into()),
-            (
-                "AGENTLANG_REGISTRY_DATA_DIR",
-                data_dir.display().to_string(),
-            ),
-            ("AGENTLANG_REGISTRY_DATABASE_URL", self.database_url()),
-            (
-                "AGENTLANG_REGISTRY_STORAGE_URL",
-                format!("s3://{}/{}", self.s3_bucket, self.database),
-            ),
-            ("AGENTLANG_REGISTRY_JWT_SECRET", JWT_SECRET.into()),
-            ("AGENTLANG_REGISTRY_RATE_LIMITS", "off".into()),
-            ("AGENTLANG_REGISTRY_WORKERS", "2".into()),
-            // `info`: the address line the harness waits for.
-            ("AGENTLANG_REGISTRY_LOG", "info".into()),
-            ("AWS_ENDPOINT", self.s3_endpoint.clone()),
-            ("AWS_ALLOW_HTTP", "true".into()),
-            ("AWS_REGION", self.s3_region.clone()),
-            ("AWS_ACCESS_KEY_ID", self.s3_key.clone()),
-            ("AWS_SECRET_ACCESS_KEY", self.s3_secret.clone()),
-        ]
-    }
-}
-
-impl Drop for Backends {
-    fn drop(&mut self) {
-        let admin_url = self.admin_url.clone();
-        let name = self.database.clone();
-        // Drop is synchronous: a short-lived runtime on its own thread.
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async {
-                if let Ok(pool) = sqlx::PgPool::connect(&admin_url).await {
-                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-                    )))
-                    .execute(&pool)
-                    .await;
-                }
-            });
-        })
-        .join();
-    }
-}
-
-/// One running `agentlang-registry` process.
-struct Replica {
-    child: Child,
-    url: String,
-}
-
-impl Replica {
-    /// Starts the binary and waits for the address it logs; the process is
-    /// ready when `/readyz` answers 200.
-    async fn start(backends: &Backends, data_dir: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentlang-registry"))
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .envs(backends.replica_env(data_dir))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start agentlang-registry");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            // Keeps draining after the address line, so the pipe never fills.
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let address = loop {
-            let line = rx
-                .recv_timeout(Duration::from_secs(60))
-                .expect("the replica logs its address");
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest
-                    .split_whitespace()
-                    .next()
-                    .expect("an address")
-                    .to_owned();
-            }
-        };
-        let replica = Self {
-            child,
-            url: format!("http://{address}"),
-        };
-        replica.wait_ready().await;
-        replica
-    }
-
-    async fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(res) = reqwest::get(format!("{}/readyz", self.url)).await
-                && res.status() == StatusCode::OK
-            {
-                return;
-            }
-            assert!(Instant::now() < deadline, "{} never became ready", self.url);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    fn path(&self, path: &str) -> String {
-        format!("{}{path}", self.url)
-    }
-
-    /// SIGKILL: no graceful shutdown, no cleanup.
-    fn kill_9(&mut self) {
-        self.child.kill().expect("SIGKILL the replica");
-        self.child.wait().expect("reap the replica");
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+async fn start_replica(backends: &Backends, data_dir: &Path) -> Replica {
+    Registry::start(data_dir, &replica_env(backends)).await
 }
 
 /// Two replicas over one database and bucket, each with its own data folder
@@ -253,10 +60,10 @@ struct Cluster {
 
 impl Cluster {
     async fn start() -> Option<Self> {
-        let backends = Backends::create().await?;
+        let backends = Backends::create("replicas").await?;
         let dir = tempfile::tempdir().expect("tempdir");
-        let a = Replica::start(&backends, &dir.path().join("a")).await;
-        let b = Replica::start(&backends, &dir.path().join("b")).await;
+        let a = start_replica(&backends, &dir.path().join("a")).await;
+        let b = start_replica(&backends, &dir.path().join("b")).await;
         assert_ne!(a.url, b.url);
         Some(Self {
             a,
@@ -380,7 +187,7 @@ async fn a_replica_killed_with_sigkill_restarts_and_serves_while_the_other_keeps
 
     // A comes back over the same database (migrations already applied) and
     // its own data folder, and serves the token B just accepted.
-    cluster.a = Replica::start(&cluster.backends, &cluster.dir.path().join("a")).await;
+    cluster.a = start_replica(&cluster.backends, &cluster.dir.path().join("a")).await;
     let res = cluster
         .client
         .get(cluster.a.path("/api/v1/tokens"))
@@ -429,7 +236,16 @@ fn the_deploy_configuration_files_load() {
     );
     assert!(config.jwt_secret.is_some(), "replicas must share a secret");
     assert!(config.public_url.is_some(), "replicas must share an issuer");
-    assert!(!config.rate_limits.enabled, "limited at the proxy instead");
+    assert!(config.rate_limits.enabled, "limited per forwarded client");
+    let nginx_in_compose_network: std::net::IpAddr = "172.30.0.9".parse().unwrap();
+    assert!(
+        config
+            .rate_limits
+            .trusted_proxies
+            .iter()
+            .any(|net| net.contains(&nginx_in_compose_network)),
+        "the proxy's X-Forwarded-For is believed"
+    );
 
     let toml = deploy.join("registry.example.toml");
     let config = Config::from_sources(|k| {
@@ -442,82 +258,38 @@ fn the_deploy_configuration_files_load() {
     assert_eq!(config.max_upload_bytes, defaults.max_upload_bytes);
     assert_eq!(config.database_url, None);
     assert_eq!(config.storage_url, None);
-    let RateLimitSettings {
-        enabled,
-        publish_per_minute,
-        credentials_per_minute,
-        anonymous_reads_per_minute,
-        agent_messages_per_minute,
-    } = config.rate_limits;
-    let d = defaults.rate_limits;
+    let (file, d) = (config.rate_limits, defaults.rate_limits);
     assert_eq!(
         (
-            enabled,
-            publish_per_minute,
-            credentials_per_minute,
-            anonymous_reads_per_minute,
-            agent_messages_per_minute
+            file.enabled,
+            file.publish_per_minute,
+            file.credentials_per_minute,
+            file.logins_per_username_per_minute,
+            file.anonymous_reads_per_minute,
+            file.authenticated_per_minute,
+            file.expensive_per_minute,
+            file.agent_messages_per_minute,
+            file.trusted_proxies,
         ),
         (
             d.enabled,
             d.publish_per_minute,
             d.credentials_per_minute,
+            d.logins_per_username_per_minute,
             d.anonymous_reads_per_minute,
-            d.agent_messages_per_minute
+            d.authenticated_per_minute,
+            d.expensive_per_minute,
+            d.agent_messages_per_minute,
+            d.trusted_proxies,
         ),
         "the example shows the defaults"
     );
-}
-
-/// A signed `.tool` container: tool.yaml (with `dependencies`), a README
-/// and an optional incompressible payload, so its size is what we ask.
-fn tool_container(
-    key: &SecretKey,
-    name: &str,
-    version: &str,
-    dependencies: &[(&str, &str)],
-    readme: &str,
-    payload_bytes: usize,
-) -> Vec<u8> {
-    let mut yaml = format!(
-        "name: {name}\nversion: {version}\ndescription: replica test tool {name}\nkind: http\ninput_schema: {{type: object}}\n"
+    let (file, d) = (&config.limits, &defaults.limits);
+    assert_eq!(
+        format!("{file:?}"),
+        format!("{d:?}"),
+        "the example shows the default request limits"
     );
-    if !dependencies.is_empty() {
-        yaml.push_str("dependencies:\n");
-        for (dep, req) in dependencies {
-            yaml.push_str(&format!("  {dep}: \"{req}\"\n"));
-        }
-    }
-    let mut tree = SourceTree::new();
-    tree.insert(MemberPath::new("tool.yaml").unwrap(), yaml.into_bytes());
-    tree.insert(
-        MemberPath::new("README.md").unwrap(),
-        readme.as_bytes().to_vec(),
-    );
-    if payload_bytes > 0 {
-        // splitmix64: deterministic and incompressible.
-        let mut state = 0x1234_5678_u64;
-        let mut payload = Vec::with_capacity(payload_bytes + 8);
-        while payload.len() < payload_bytes {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            payload.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
-        }
-        payload.truncate(payload_bytes);
-        tree.insert(MemberPath::new("assets/payload.bin").unwrap(), payload);
-    }
-    container::build(&BuildInput {
-        tree: &tree,
-        kind: Kind::Tool,
-        name: &PackageName::new(name).unwrap(),
-        version: &Version::parse(version).unwrap(),
-        created: Created::from_unix_seconds(1_767_225_600).unwrap(),
-        signing_key: key,
-        prompt_key: None,
-    })
-    .unwrap()
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -760,7 +532,7 @@ async fn sigkill_in_the_middle_of_an_upload_leaves_no_partial_version() {
     );
 
     // A restarts and serves, the version B published included.
-    cluster.a = Replica::start(&cluster.backends, &cluster.dir.path().join("a")).await;
+    cluster.a = start_replica(&cluster.backends, &cluster.dir.path().join("a")).await;
     let res = cluster
         .get(&cluster.a, "/api/v1/tools/big_tool/1.0.0/download")
         .await;

@@ -171,6 +171,11 @@ impl Registry {
         }
     }
 
+    /// The registry's data folder (its SQLite database is `registry.db`).
+    pub fn data_dir(&self) -> &Path {
+        self._data.path()
+    }
+
     /// Stops the server now (to test what clients do when it is gone).
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -362,6 +367,48 @@ pub fn simple_tool(name: &str, version: &str, dependencies: &[(&str, &str)]) -> 
         }
     }
     yaml
+}
+
+/// Signs a user up, makes a signing key and registers it.
+pub fn publisher(registry: &Registry, name: &str) -> User {
+    let user = User::new(&registry.url);
+    user.sign_up(name, "correct horse battery staple");
+    user.ok(&["keygen"]);
+    let pubkey = user.config.path().join("signing.pem.pub");
+    let run = user
+        .ok(&["--json", "keys", "register", pubkey.to_str().unwrap()])
+        .json();
+    assert_eq!(run["key_id"].as_str().map(str::len), Some(64), "{run}");
+    user
+}
+
+/// The tools the research-assistant fixture needs: web_search (^1.2.0,
+/// which needs web_fetch), web_fetch (~1.0.0), artifacts and sqlite.
+pub fn publish_research_tools(user: &User) {
+    let fixtures = workspace_root().join("core/tests/fixtures/tools");
+    for (dir, fixture) in [
+        ("web_fetch", "web_fetch.tool.yaml"),
+        ("web_search", "web_search.tool.yaml"),
+    ] {
+        let yaml = std::fs::read_to_string(fixtures.join(fixture)).unwrap();
+        write_tool(&user.path(dir), &yaml);
+    }
+    write_tool(
+        &user.path("artifacts"),
+        &simple_tool("artifacts", "0.4.0", &[]),
+    );
+    write_tool(&user.path("sqlite"), &simple_tool("sqlite", "1.0.0", &[]));
+    for dir in ["web_fetch", "artifacts", "sqlite", "web_search"] {
+        let run = user.ok(&["--json", "publish", dir]).json();
+        assert_eq!(run["kind"], "tool");
+        assert!(
+            run["url"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{}/tools/", user.registry)),
+            "{run}"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -228,8 +228,40 @@ fn lock_sends_requirements_models_and_pins_and_reports_changes() {
         "/api/v1/resolve",
         Reply::json(200, &resolved("1.2.0")),
     );
+    // The protocol catalog: a2a 1 deprecated in favour of 2; mcp by date.
+    mock.route(
+        "GET",
+        "/api/v1/protocols/a2a",
+        Reply::json(
+            200,
+            &json!({"name": "a2a", "source": "catalog", "description": "", "updated_at": "2025-01-01T00:00:00Z", "versions": [
+                {"version": "1.0.0", "status": "deprecated", "successor": "2.0.0", "message": "migrate to v2"},
+                {"version": "2.0.0", "status": "stable"}
+            ]}),
+        ),
+    );
+    mock.route(
+        "GET",
+        "/api/v1/protocols/mcp",
+        Reply::json(
+            200,
+            &json!({"name": "mcp", "source": "catalog", "description": "", "updated_at": "2025-01-01T00:00:00Z", "versions": [
+                {"version": "2024.11.5", "status": "stable"},
+                {"version": "2025.6.18", "status": "stable"}
+            ]}),
+        ),
+    );
+    let resolves = || -> Vec<serde_json::Value> {
+        mock.seen()
+            .iter()
+            .filter(|s| s.path == "/api/v1/resolve")
+            .map(|s| serde_json::from_slice(&s.body).unwrap())
+            .collect()
+    };
 
-    let first = user.ok(&["--json", "lock", "ra"]).json();
+    let run = user.run(&["--json", "lock", "ra"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let first = run.json();
     assert_eq!(first["written"], true);
     let added: Vec<&str> = first["changes"]
         .as_array()
@@ -238,10 +270,28 @@ fn lock_sends_requirements_models_and_pins_and_reports_changes() {
         .map(|c| c["change"].as_str().unwrap())
         .collect();
     assert!(
-        added.iter().all(|c| *c == "added") && added.len() == 7,
+        added.iter().all(|c| *c == "added") && added.len() == 10,
         "{first}"
     );
-    let request: serde_json::Value = serde_json::from_slice(&mock.seen()[0].body).unwrap();
+    // Protocols: the catalog's choice, the deprecated one included; the
+    // inline custom protocol as defined.
+    assert_eq!(
+        first["lock"]["protocols"],
+        json!({
+            "a2a": {"version": "1.0.0", "requirement": "^1.0.0", "source": "catalog"},
+            "custom/acme-sync": {"version": "1.0.0", "requirement": "^1.0.0", "source": "inline"},
+            "mcp": {"version": "2024.11.5", "requirement": "^2024.11", "source": "catalog"},
+        })
+    );
+    let warned = user.run(&["lock", "ra", "--update"]);
+    assert!(
+        warned
+            .stderr
+            .contains("a2a 1.0.0 is deprecated, migrate to 2.0.0: migrate to v2"),
+        "{}",
+        warned.stderr
+    );
+    let request = resolves()[0].clone();
     assert_eq!(
         request["tools"],
         json!({ "artifacts": "*", "sqlite": "*", "web_fetch": "~1.0.0", "web_search": "^1.2.0" })
@@ -272,10 +322,10 @@ fn lock_sends_requirements_models_and_pins_and_reports_changes() {
         "{}",
         run.stdout
     );
-    let request: serde_json::Value = serde_json::from_slice(&mock.seen()[1].body).unwrap();
+    let request = resolves()[2].clone();
     assert_eq!(request["lock"]["tools"]["web_search"]["version"], "1.2.0");
     user.ok(&["lock", "ra", "--update"]);
-    let request: serde_json::Value = serde_json::from_slice(&mock.seen()[2].body).unwrap();
+    let request = resolves()[3].clone();
     assert!(
         request.get("lock").is_none(),
         "--update resolves from scratch"

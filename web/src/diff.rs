@@ -485,8 +485,9 @@ mod tests {
             diff.constraints.iter().map(line).collect::<Vec<_>>(),
             [
                 "Changed Budget cap: $2.00 -> $5.00",
+                // Dropping a limit falls back to the spec's default.
+                "Changed Timeout: 300 s -> none (default)",
                 "Changed Allowed URLs: https://api.example.com, https://*.googleapis.com -> https://api.example.com, https://*.googleapis.com, https://arxiv.org",
-                "Removed Timeout: 300 s -> -",
             ]
         );
         assert_eq!(

@@ -315,9 +315,13 @@ impl ConstraintsView {
         let mut entries = Vec::new();
         let b = &self.budget;
         let money = |v: f64| format!("${v:.2}");
-        if let Some(v) = b.max_cost_usd {
-            entries.push(KeyValue::new("Budget cap", money(v)));
-        }
+        // The spec's defaults are shown too, marked: a reader should not
+        // have to know that an absent cap means unlimited.
+        entries.push(KeyValue::new(
+            "Budget cap",
+            b.max_cost_usd
+                .map_or_else(|| "unlimited (default)".to_owned(), money),
+        ));
         if let Some(v) = b.tolerance {
             entries.push(KeyValue::new(
                 "Budget tolerance",
@@ -337,27 +341,35 @@ impl ConstraintsView {
             ));
         }
         let l = &self.limits;
-        if let Some(v) = l.max_turns {
-            let value = if v == 0 {
-                "unlimited".to_owned()
-            } else {
-                v.to_string()
-            };
-            entries.push(KeyValue::new("Max turns", value));
+        let default = |label: &str| format!("{label} (default)");
+        match l.max_turns {
+            Some(0) => entries.push(KeyValue::new("Max turns", "unlimited")),
+            Some(v) => entries.push(KeyValue::new("Max turns", v.to_string())),
+            None => entries.push(KeyValue::new("Max turns", default("unlimited"))),
         }
-        if let Some(v) = l.max_delegation_depth {
-            entries.push(KeyValue::new("Max delegation depth", v.to_string()));
-        }
-        if let Some(v) = l.timeout_seconds {
-            entries.push(KeyValue::new("Timeout", format!("{v} s")));
-        }
+        entries.push(KeyValue::new(
+            "Max delegation depth",
+            l.max_delegation_depth.map_or_else(
+                || default(&agentlang_core::constraints::DEFAULT_MAX_DELEGATION_DEPTH.to_string()),
+                |v| v.to_string(),
+            ),
+        ));
+        entries.push(KeyValue::new(
+            "Timeout",
+            l.timeout_seconds
+                .map_or_else(|| default("none"), |v| format!("{v} s")),
+        ));
         let s = &self.sandbox;
-        if let Some(v) = s.disk_quota_bytes {
-            entries.push(KeyValue::new("Disk quota", human_bytes(v)));
-        }
-        if let Some(v) = s.max_exec_time_seconds {
-            entries.push(KeyValue::new("Max time per tool call", format!("{v} s")));
-        }
+        entries.push(KeyValue::new(
+            "Disk quota",
+            s.disk_quota_bytes
+                .map_or_else(|| default("unlimited"), human_bytes),
+        ));
+        entries.push(KeyValue::new(
+            "Max time per tool call",
+            s.max_exec_time_seconds
+                .map_or_else(|| default("unlimited"), |v| format!("{v} s")),
+        ));
         if !s.allowed_paths.is_empty() {
             entries.push(KeyValue::new("Allowed paths", s.allowed_paths.join(", ")));
         }
@@ -367,8 +379,9 @@ impl ConstraintsView {
         entries
     }
 
+    /// True when nothing is declared: only the spec's defaults apply.
     pub fn is_empty(&self) -> bool {
-        self.entries().is_empty()
+        *self == Self::default()
     }
 }
 
@@ -376,6 +389,28 @@ impl ConstraintsView {
 pub struct ProtocolView {
     pub name: String,
     pub requirement: Option<String>,
+}
+
+/// What the registry's protocol catalog says today about a protocol an
+/// agent declares: the version chosen (the lock's, while it still fits),
+/// and a deprecation naming the successor, or why nothing fits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolNotice {
+    pub name: String,
+    pub version: Option<String>,
+    pub message: Option<String>,
+    /// Removed or unsatisfiable: the agent fails validation now.
+    pub is_error: bool,
+}
+
+impl ProtocolNotice {
+    pub fn css_class(&self) -> &'static str {
+        match (&self.message, self.is_error) {
+            (_, true) => "notice notice-error",
+            (Some(_), false) => "notice notice-warning",
+            (None, false) => "notice",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -399,6 +434,22 @@ pub struct UiComponentView {
     pub sync_actions: Vec<SyncActionView>,
     /// Routed to the LLM.
     pub agent_actions: Vec<String>,
+}
+
+/// Whether an agent version can start on one known host (the spec's host
+/// capability matrix, `agentlang check --host`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostFitView {
+    pub host: String,
+    pub description: String,
+    /// No required capability is refused.
+    pub runnable: bool,
+    /// Required capabilities the host refuses: the agent will not start.
+    pub refused: Vec<String>,
+    /// Optional capabilities the host refuses: the agent runs without them.
+    pub degraded: Vec<String>,
+    /// Granted in a weaker mode, as `notifications: on_demand → user_triggered`.
+    pub downgraded: Vec<String>,
 }
 
 /// A co-located subagent shipped inside the container.
@@ -668,5 +719,21 @@ mod tests {
             ]
         );
         assert!(ConstraintsView::default().is_empty());
+        let defaults: Vec<String> = ConstraintsView::default()
+            .entries()
+            .into_iter()
+            .map(|kv| format!("{}: {}", kv.key, kv.value))
+            .collect();
+        assert_eq!(
+            defaults,
+            [
+                "Budget cap: unlimited (default)",
+                "Max turns: unlimited (default)",
+                "Max delegation depth: 3 (default)",
+                "Timeout: none (default)",
+                "Disk quota: unlimited (default)",
+                "Max time per tool call: unlimited (default)",
+            ]
+        );
     }
 }

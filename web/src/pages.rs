@@ -13,7 +13,11 @@
 //! `/{agents|tools}/{name}/{version}/yank` (field `reason`) and `/unyank`.
 //! Every POST form carries a hidden `csrf_token`.
 
-use agentlang_core::{Kind, PackageName, Version};
+use agentlang_core::{
+    Kind, PackageName, Version,
+    events::timeline::{Item, Row, Timeline, seconds},
+    quality::{Finding, QualityReport, Severity},
+};
 use askama::Template;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
@@ -202,6 +206,8 @@ impl SearchPage {
 pub struct AgentPage {
     pub chrome: Chrome,
     pub agent: AgentVersionView,
+    /// Per known host, whether this version can run there.
+    pub hosts: Vec<HostFitView>,
     /// Every version of the agent, newest first.
     pub versions: Vec<VersionSummary>,
     pub artifact: ArtifactView,
@@ -209,9 +215,32 @@ pub struct AgentPage {
     /// Downloads over all versions.
     pub total_downloads: u64,
     pub owner_controls: Option<OwnerControls>,
+    /// The deterministic prompt review stored at publish; `None` for
+    /// versions published before reports existed.
+    pub quality: Option<QualityReport>,
+    /// The declared protocols against today's catalog.
+    pub protocol_notices: Vec<ProtocolNotice>,
 }
 
 impl AgentPage {
+    /// The notice about one declared protocol, if any.
+    pub fn protocol_notice(&self, name: &str) -> Option<&ProtocolNotice> {
+        self.protocol_notices.iter().find(|n| n.name == name)
+    }
+
+    pub fn finding_location(&self, f: &Finding) -> String {
+        finding_location(f)
+    }
+
+    /// `risk` CSS class for the quality summary.
+    pub fn quality_class(&self) -> &'static str {
+        match &self.quality {
+            Some(q) if q.count(Severity::Error) > 0 => "notice notice-error",
+            Some(q) if q.count(Severity::Warning) > 0 => "notice notice-warning",
+            _ => "notice",
+        }
+    }
+
     pub fn meta_description(&self) -> String {
         let summary = plain_summary(&self.agent.description_markdown);
         let lead = match &self.agent.subtitle {
@@ -456,6 +485,245 @@ impl ToolPage {
             "tools:\n  {}:\n    version: {}\n    hash: sha256:{}",
             self.tool.name, self.tool.version, self.artifact.sha256
         )
+    }
+}
+
+// ---------------------------------------------------------------- protocol
+
+/// One version of a protocol and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolVersionRow {
+    pub version: Version,
+    /// `stable`, `deprecated` or `removed`.
+    pub status: String,
+    pub successor: Option<Version>,
+    pub message: Option<String>,
+}
+
+/// The definition a protocol package carries (`protocol.yaml`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolDefinitionView {
+    pub version: Version,
+    pub message_format: String,
+    pub transport: String,
+    pub auth: String,
+}
+
+/// `/protocols/{name}`: a catalog protocol (`a2a`, `mcp`) or a published
+/// custom protocol, with every version's status.
+#[derive(Template)]
+#[template(path = "protocol.html")]
+pub struct ProtocolPage {
+    pub chrome: Chrome,
+    pub name: String,
+    /// True for a published `protocol` package (agents name it
+    /// `custom/<name>`), false for a catalog entry.
+    pub is_package: bool,
+    pub description: String,
+    /// Oldest first.
+    pub versions: Vec<ProtocolVersionRow>,
+    /// The newest version's definition (packages only).
+    pub definition: Option<ProtocolDefinitionView>,
+    pub owners: Vec<String>,
+}
+
+impl ProtocolPage {
+    /// How an agent declares it.
+    pub fn declared_as(&self) -> String {
+        if self.is_package {
+            format!("custom/{}", self.name)
+        } else {
+            self.name.clone()
+        }
+    }
+
+    pub fn requirement_snippet(&self) -> String {
+        let newest = self
+            .versions
+            .iter()
+            .rev()
+            .find(|v| v.status == "stable")
+            .map(|v| format!("\n    version: ^{}", v.version))
+            .unwrap_or_default();
+        format!("protocols:\n  - name: {}{newest}", self.declared_as())
+    }
+
+    pub fn status_class(&self, row: &ProtocolVersionRow) -> &'static str {
+        match row.status.as_str() {
+            "deprecated" => "status status-deprecated",
+            "removed" => "status status-removed",
+            _ => "status status-stable",
+        }
+    }
+
+    pub fn owner_href(&self, owner: &str) -> String {
+        publisher_href(owner)
+    }
+}
+
+// ---------------------------------------------------------------- replay
+
+/// What the replay form accepts, for its hint text.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayLimits {
+    pub max_bytes: usize,
+    pub max_events: usize,
+}
+
+/// `/replay`: an events file uploaded and laid out as a timeline, one lane
+/// per agent. Rendered on the server; the layout is CSS classes only.
+#[derive(Template)]
+#[template(path = "replay.html")]
+pub struct ReplayPage {
+    pub chrome: Chrome,
+    pub limits: ReplayLimits,
+    /// The uploaded file's name, as the browser sent it.
+    pub file_name: Option<String>,
+    /// Problems that keep the log from being replayed (parse and schema).
+    pub errors: Vec<String>,
+    pub timeline: Option<Timeline>,
+}
+
+impl ReplayPage {
+    pub fn limit_label(&self) -> String {
+        format!(
+            "{} and {} events",
+            human_bytes(self.limits.max_bytes as u64),
+            self.limits.max_events
+        )
+    }
+
+    pub fn lane_count(&self) -> usize {
+        self.timeline.as_ref().map_or(0, |t| t.lanes.len())
+    }
+
+    pub fn rows(&self) -> &[Row] {
+        self.timeline.as_ref().map_or(&[], |t| t.rows.as_slice())
+    }
+
+    /// Takes the lane by value or reference, as templates hand them over.
+    pub fn lane_name(&self, lane: impl std::borrow::Borrow<usize>) -> &str {
+        self.timeline
+            .as_ref()
+            .and_then(|t| t.lanes.get(*lane.borrow()))
+            .map_or("", |l| l.agent.as_str())
+    }
+
+    pub fn offset(&self, row: &Row) -> String {
+        seconds(row.offset_ms)
+    }
+
+    /// One cell per lane for a row: what each lane shows at this moment.
+    pub fn cells(&self, row: &Row) -> Vec<Cell> {
+        let lanes = self.lane_count();
+        let (lo, hi, arrow_right) = match &row.item {
+            Item::Delegate {
+                from_lane, to_lane, ..
+            } => (
+                (*from_lane).min(*to_lane),
+                (*from_lane).max(*to_lane),
+                to_lane >= from_lane,
+            ),
+            _ => (row.lane, row.lane, true),
+        };
+        (0..lanes)
+            .map(|lane| {
+                let part = if let Item::Delegate {
+                    from_lane, to_lane, ..
+                } = &row.item
+                {
+                    if lane == *from_lane {
+                        CellPart::ArrowFrom
+                    } else if lane == *to_lane {
+                        CellPart::ArrowTo
+                    } else if lane > lo && lane < hi {
+                        CellPart::ArrowThrough
+                    } else {
+                        CellPart::Empty
+                    }
+                } else if lane == row.lane {
+                    CellPart::Event
+                } else {
+                    CellPart::Empty
+                };
+                let direction = if arrow_right { "right" } else { "left" };
+                Cell {
+                    class: match part {
+                        CellPart::Event => "lane-cell event-cell".to_owned(),
+                        CellPart::ArrowFrom => {
+                            format!("lane-cell arrow arrow-from arrow-{direction}")
+                        }
+                        CellPart::ArrowThrough => {
+                            format!("lane-cell arrow arrow-through arrow-{direction}")
+                        }
+                        CellPart::ArrowTo => {
+                            format!("lane-cell arrow arrow-to arrow-{direction} event-cell")
+                        }
+                        CellPart::Empty => "lane-cell empty-cell".to_owned(),
+                    },
+                    // The event's text sits in its own lane; a delegation's
+                    // in the receiving lane, where the arrow ends.
+                    shows_event: matches!(part, CellPart::Event | CellPart::ArrowTo),
+                }
+            })
+            .collect()
+    }
+
+    pub fn row_class(&self, row: &Row) -> &'static str {
+        if row.is_error() {
+            "event-row is-error"
+        } else {
+            "event-row"
+        }
+    }
+
+    /// The CSS class of an event's kind.
+    pub fn kind_class(&self, row: &Row) -> &'static str {
+        match row.item {
+            Item::Think { .. } => "kind-think",
+            Item::Message { .. } => "kind-message",
+            Item::ToolCall { .. } => "kind-tool-call",
+            Item::OrphanResult { .. } => "kind-tool-result",
+            Item::Delegate { .. } => "kind-delegate",
+            Item::Compact { .. } => "kind-compaction",
+        }
+    }
+
+    pub fn kind_label(&self, row: &Row) -> &'static str {
+        match row.item {
+            Item::Think { .. } => "think",
+            Item::Message { .. } => "message",
+            Item::ToolCall { .. } => "tool call",
+            Item::OrphanResult { .. } => "tool result",
+            Item::Delegate { .. } => "delegate",
+            Item::Compact { .. } => "compaction",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CellPart {
+    Event,
+    ArrowFrom,
+    ArrowThrough,
+    ArrowTo,
+    Empty,
+}
+
+/// One lane's cell in a timeline row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub class: String,
+    pub shows_event: bool,
+}
+
+/// Where a finding is: `file: path`.
+fn finding_location(f: &Finding) -> String {
+    match (&f.file, f.path.is_empty()) {
+        (Some(file), false) => format!("{file}: {}", f.path),
+        (Some(file), true) => file.clone(),
+        (None, false) => f.path.clone(),
+        (None, true) => String::new(),
     }
 }
 

@@ -18,6 +18,24 @@ fn agent_page(owner: bool) -> AgentPage {
     AgentPage {
         chrome: chrome(),
         agent: fixtures::research_assistant(),
+        hosts: vec![
+            HostFitView {
+                host: "claude-desktop".to_owned(),
+                description: "Claude Desktop.".to_owned(),
+                runnable: false,
+                refused: vec!["camera".to_owned(), "background".to_owned()],
+                degraded: vec!["microphone".to_owned()],
+                downgraded: Vec::new(),
+            },
+            HostFitView {
+                host: "desktop-app".to_owned(),
+                description: "A desktop application.".to_owned(),
+                runnable: true,
+                refused: Vec::new(),
+                degraded: Vec::new(),
+                downgraded: vec!["notifications: on_demand → user_triggered".to_owned()],
+            },
+        ],
         versions: fixtures::versions(),
         artifact: fixtures::artifact(),
         owners: vec!["acme".to_owned(), "dana".to_owned()],
@@ -25,6 +43,93 @@ fn agent_page(owner: bool) -> AgentPage {
         owner_controls: owner.then(|| OwnerControls {
             csrf_token: "csrf-session-token".to_owned(),
         }),
+        quality: Some(quality_report()),
+        protocol_notices: vec![ProtocolNotice {
+            name: "a2a".to_owned(),
+            version: Some("1.0.0".to_owned()),
+            message: Some(
+                "a2a 1.0.0 is deprecated, migrate to 2.0.0: a2a v1 is deprecated; migrate to v2"
+                    .to_owned(),
+            ),
+            is_error: false,
+        }],
+    }
+}
+
+fn quality_report() -> agentlang_core::quality::QualityReport {
+    use agentlang_core::quality::{Finding, QualityReport, Severity, Skipped, Source};
+    QualityReport {
+        findings: vec![Finding {
+            rule: "undeclared-tool".to_owned(),
+            severity: Severity::Warning,
+            file: Some("prompt.yaml".to_owned()),
+            path: "sections[3].content".to_owned(),
+            message: "the prompt names \"user_memory\", which no agent of the package declares"
+                .to_owned(),
+            hint: Some("declare user_memory under tools:, or remove it from the prompt".to_owned()),
+            source: Source::Rules,
+        }],
+        skipped: vec![Skipped {
+            rule: "unused-tool".to_owned(),
+            reason: "the prompt is encrypted; only its size is known".to_owned(),
+        }],
+        prompt_tokens: Some(212),
+        model_review: None,
+    }
+}
+
+const REPLAY_LOG: &str = r#"{"type":"agent.delegate","timestamp":"2025-01-29T10:00:00Z","from":"orchestrator","to":"researcher","task":"Find papers"}
+{"type":"tool.call","timestamp":"2025-01-29T10:00:01Z","agent_id":"researcher","tool":"web_search","call_id":"a"}
+{"type":"tool.result","timestamp":"2025-01-29T10:00:03Z","call_id":"a","error":"timeout"}
+{"type":"agent.message","timestamp":"2025-01-29T10:00:04Z","agent_id":"orchestrator","role":"assistant","content":"Done"}
+"#;
+
+fn replay_page(with_log: bool) -> ReplayPage {
+    use agentlang_core::events::{self, Limits, timeline::Timeline};
+    let timeline = with_log.then(|| {
+        let log = events::parse(REPLAY_LOG.as_bytes(), &Limits::default()).unwrap();
+        Timeline::new(&log, &events::check(&log, None))
+    });
+    ReplayPage {
+        chrome: Chrome::default(),
+        limits: ReplayLimits {
+            max_bytes: 1024 * 1024,
+            max_events: 5000,
+        },
+        file_name: with_log.then(|| "session.jsonl".to_owned()),
+        errors: vec![],
+        timeline,
+    }
+}
+
+fn protocol_page() -> ProtocolPage {
+    let v = |s: &str| Version::parse(s).unwrap();
+    ProtocolPage {
+        chrome: Chrome::default(),
+        name: "acme-sync".to_owned(),
+        is_package: true,
+        description: "Sync state between Acme agents over websockets.".to_owned(),
+        versions: vec![
+            ProtocolVersionRow {
+                version: v("1.0.0"),
+                status: "deprecated".to_owned(),
+                successor: Some(v("1.1.0")),
+                message: Some("this version was yanked: drops messages".to_owned()),
+            },
+            ProtocolVersionRow {
+                version: v("1.1.0"),
+                status: "stable".to_owned(),
+                successor: None,
+                message: None,
+            },
+        ],
+        definition: Some(ProtocolDefinitionView {
+            version: v("1.1.0"),
+            message_format: "json".to_owned(),
+            transport: "websocket".to_owned(),
+            auth: "bearer".to_owned(),
+        }),
+        owners: vec!["acme".to_owned()],
     }
 }
 
@@ -158,6 +263,9 @@ fn all_pages() -> Vec<(&'static str, String)> {
         ("agent", agent_page(false).render().unwrap()),
         ("agent-owner", agent_page(true).render().unwrap()),
         ("tool", tool_page().render().unwrap()),
+        ("protocol", protocol_page().render().unwrap()),
+        ("replay-form", replay_page(false).render().unwrap()),
+        ("replay", replay_page(true).render().unwrap()),
         ("diff", diff_page().render().unwrap()),
         (
             "publisher",
@@ -297,6 +405,11 @@ fn every_post_form_carries_a_csrf_token() {
             "{name}: lower-case method only"
         );
         for caps in form.captures_iter(&html) {
+            // The replay upload changes nothing and answers only its
+            // sender (see server/src/catalog/replay.rs): no session, no token.
+            if caps[0].starts_with(r#"<form method="post" action="/replay""#) {
+                continue;
+            }
             forms += 1;
             assert!(
                 csrf.is_match(&caps[1]),
@@ -377,6 +490,14 @@ fn agent_page_shows_risk_and_every_section() {
         r#"<td><span class="risk risk-medium">Medium</span></td>"#,
         r#"<td><span class="risk risk-high">High</span></td>"#,
         r#"<h3 id="required-permissions">Required</h3>"#,
+        // Per known host, whether the agent can start there.
+        r#"<h2 id="hosts-heading">Hosts</h2>"#,
+        r#"<th scope="row"><code>claude-desktop</code>"#,
+        r#"<td><span class="risk risk-high">No</span></td>"#,
+        "<li>Refuses required: <code>camera</code>, <code>background</code></li>",
+        "<li>Runs without: <code>microphone</code></li>",
+        r#"<td><span class="status status-ok">Yes</span></td>"#,
+        "<li>Downgrades: <code>notifications: on_demand → user_triggered</code></li>",
         r#"<h3 id="optional-permissions">Optional</h3>"#,
         "Voice commands and meeting transcription",
         "schedule: <code>0 * * * *</code>",
@@ -645,6 +766,63 @@ fn signed_in_header_has_a_sign_out_form() {
     let html = agent_page(false).render().unwrap();
     assert!(html.contains(r#"<li><a href="/account">acme</a></li>"#));
     assert!(html.contains(r#"<form method="post" action="/logout" class="inline-form"><input type="hidden" name="csrf_token" value="csrf-session-token">"#));
+}
+
+#[test]
+fn agent_page_shows_quality_protocol_notices_and_default_constraints() {
+    let html = agent_page(false).render().unwrap();
+    assert!(html.contains("<strong>1 warning</strong>"), "{html}");
+    assert!(html.contains("<code>undeclared-tool</code>"), "{html}");
+    assert!(html.contains("prompt.yaml: sections[3].content"), "{html}");
+    assert!(
+        html.contains("Not checked: <code>unused-tool</code>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<strong>Deprecated:</strong> a2a 1.0.0 is deprecated, migrate to 2.0.0"),
+        "{html}"
+    );
+    let mut page = agent_page(false);
+    page.agent.constraints = ConstraintsView::default();
+    page.quality = None;
+    let html = page.render().unwrap();
+    assert!(
+        html.contains("<dt>Max delegation depth</dt><dd>3 (default)</dd>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("published before the registry reviewed prompts"),
+        "{html}"
+    );
+}
+
+#[test]
+fn replay_page_draws_lanes_arrows_and_errors() {
+    let html = replay_page(true).render().unwrap();
+    assert!(html.contains("session.jsonl: 4 events, 2 agents"), "{html}");
+    assert_eq!(html.matches("class=\"lane-head\"").count(), 2);
+    assert!(html.contains("arrow arrow-from arrow-right"), "{html}");
+    assert!(
+        html.contains("arrow arrow-to arrow-right event-cell"),
+        "{html}"
+    );
+    assert!(html.contains("<strong>Error:</strong> timeout"), "{html}");
+    assert_eq!(html.matches("event-row is-error").count(), 1);
+    let form = replay_page(false).render().unwrap();
+    assert!(form.contains("at most 1.0 MiB and 5000 events"), "{form}");
+    assert!(!form.contains("timeline-section"));
+}
+
+#[test]
+fn protocol_page_lists_versions_with_status_and_how_to_declare() {
+    let html = protocol_page().render().unwrap();
+    assert!(html.contains("<code>custom/acme-sync</code>"), "{html}");
+    assert!(html.contains("status status-deprecated"), "{html}");
+    assert!(html.contains("version: ^1.1.0"), "{html}");
+    assert!(
+        html.contains("href=\"/protocols/acme-sync/1.1.0\""),
+        "{html}"
+    );
 }
 
 #[test]

@@ -10,8 +10,7 @@ use agentlang_core::{
     Kind, PackageName, SourceTree, Version,
     container::{self, BuildInput, Created, Limits, PROMPT_PATH},
     crypt::PromptKey,
-    package::AgentPackage,
-    tool::parse_tool,
+    package::{AgentPackage, Package},
 };
 use anyhow::{Context, Result, bail};
 use serde_json::json;
@@ -24,9 +23,44 @@ use crate::{
 };
 
 pub fn run(env: &Env, args: &BuildArgs) -> Result<ExitCode> {
+    if args.quality {
+        quality_gate(env, &args.dir, args.review.deny_warnings())?;
+    }
     let built = build_dir(env, &args.dir, &args.keys, args.output.as_deref())?;
     env.out.emit(&built.summary, || built.human.clone());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `build --quality`: the review of `agentlang quality` first; errors (and
+/// warnings with `--deny warnings`) stop the build before anything is
+/// locked, signed or written.
+fn quality_gate(env: &Env, dir: &Path, deny_warnings: bool) -> Result<()> {
+    let tree = source::read_dir(dir)?;
+    let shown = dir.display().to_string();
+    if package_dir::detect_kind(&tree, &shown)? != Kind::Agent {
+        bail!("--quality reviews an agent's prompt; {shown} is not an agent");
+    }
+    let pkg = lock::validated(env, &tree, &shown)?;
+    let report = super::quality::review_package(env, &tree, &pkg)?;
+    // With --json the build's own summary is the one document on stdout,
+    // so the review only decides.
+    let passed = if env.out.json {
+        report.passes(deny_warnings)
+    } else {
+        super::quality::print_report(&env.out, &shown, &report, deny_warnings)
+    };
+    if !passed {
+        bail!(
+            "the quality review of {shown} failed ({}{}); nothing was built",
+            report.summary(),
+            if deny_warnings {
+                ", --deny warnings"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(())
 }
 
 /// A finished build: where it went and what to tell the user (`publish DIR`
@@ -56,6 +90,7 @@ pub fn build_dir(env: &Env, dir: &Path, keys: &BuildKeys, output: Option<&Path>)
     let (mut checked, agent) = match package_dir::detect_kind(&tree, &shown)? {
         Kind::Agent => check_agent(env, &tree, &shown)?,
         Kind::Tool => (check_tool(env, &tree, &shown)?, None),
+        Kind::Protocol => (check_protocol(env, &tree, &shown)?, None),
     };
     let key_path = match &keys.key {
         Some(p) => p.clone(),
@@ -168,28 +203,31 @@ fn check_agent(
 }
 
 fn check_tool(env: &Env, tree: &SourceTree, shown: &str) -> Result<Checked> {
-    let spec = match parse_tool(tree.get(package_dir::TOOL_FILE).unwrap_or_default()) {
-        Ok(spec) => spec,
-        Err(problems) => {
-            if !env.out.json {
-                for p in problems.in_file(package_dir::TOOL_FILE).iter() {
-                    // Listed above the one `error:` line the command ends with.
-                    eprintln!("  {} {p}", env.out.red("✗"));
-                }
-            }
-            bail!(
-                "tool.yaml in {shown} is not valid; `agentlang validate {shown}` lists the problems"
-            )
-        }
+    let Package::Tool(tool) = lock::validated_package(env, Kind::Tool, tree, shown)? else {
+        bail!("{shown} is an agent, not a tool");
     };
-    if let Some(readme) = spec.readme().filter(|r| !tree.contains(r.as_str())) {
-        bail!("tool.yaml names the readme {readme}, which is not in {shown}");
-    }
+    let spec = &tool.tool;
     let (members, left_out) = package_dir::tool_members(tree, spec.readme());
     Ok(Checked {
         kind: Kind::Tool,
         name: spec.name().clone(),
         version: spec.version().clone(),
+        members,
+        left_out: left_out.iter().map(ToString::to_string).collect(),
+    })
+}
+
+fn check_protocol(env: &Env, tree: &SourceTree, shown: &str) -> Result<Checked> {
+    let Package::Protocol(protocol) = lock::validated_package(env, Kind::Protocol, tree, shown)?
+    else {
+        bail!("{shown} is not a protocol package");
+    };
+    let spec = protocol.protocol;
+    let (members, left_out) = package_dir::protocol_members(tree);
+    Ok(Checked {
+        kind: Kind::Protocol,
+        name: spec.name,
+        version: spec.version,
         members,
         left_out: left_out.iter().map(ToString::to_string).collect(),
     })

@@ -73,6 +73,8 @@ pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<Exit
             .member("tool.yaml")
             .map(tool_permission_lines)
             .unwrap_or_default(),
+        // A protocol definition asks for no capabilities.
+        Kind::Protocol => Vec::new(),
     };
     let lock: Option<Value> = c
         .member("agent.lock")

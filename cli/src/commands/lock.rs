@@ -9,9 +9,10 @@ use std::{
 };
 
 use agentlang_core::{
-    MemberPath, SourceTree,
-    lockfile::{Lockfile, resolved_at_now_or_source_date_epoch},
-    package::{AgentPackage, LOCK_FILE, validate_agent_tree},
+    Kind, MemberPath, SourceTree,
+    lockfile::{LockedProtocol, Lockfile, resolved_at_now_or_source_date_epoch},
+    package::{AgentPackage, LOCK_FILE, Members, Package, validate_package},
+    protocols::{self, ProtocolName},
 };
 use anyhow::{Context, Result, bail};
 use reqwest::StatusCode;
@@ -19,6 +20,7 @@ use serde_json::json;
 
 use super::Env;
 use crate::{
+    catalogs,
     client::ApiError,
     container_file,
     lockdiff::{self, LocalLock, LockChange},
@@ -28,7 +30,7 @@ use crate::{
 pub fn run(env: &Env, dir: &Path, update: bool) -> Result<ExitCode> {
     let tree = source::read_dir(dir)?;
     let shown = dir.display().to_string();
-    if package_dir::detect_kind(&tree, &shown)? != agentlang_core::Kind::Agent {
+    if package_dir::detect_kind(&tree, &shown)? != Kind::Agent {
         bail!("{shown} is a tool; only agents have an agent.lock");
     }
     let pkg = validated(env, &tree, &shown)?;
@@ -39,12 +41,28 @@ pub fn run(env: &Env, dir: &Path, update: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The package, or every problem printed and a one-line failure.
+/// The agent package, or every problem printed and a one-line failure.
 pub fn validated(env: &Env, tree: &SourceTree, shown: &str) -> Result<AgentPackage> {
-    validate_agent_tree(tree).or_else(|problems| {
-        if !env.out.json {
+    match validated_package(env, Kind::Agent, tree, shown)? {
+        Package::Agent(pkg) => Ok(*pkg),
+        Package::Tool(_) => bail!("{shown} is a tool, not an agent"),
+        Package::Protocol(_) => bail!("{shown} is a protocol, not an agent"),
+    }
+}
+
+/// Validates with `core::package::validate_package`, the function
+/// `validate` and the registry's publish call. On failure every problem is
+/// listed (on stderr, or as `{"valid": false, "problems": [...]}` on stdout
+/// with `--json`) above the one `error:` line the command ends with.
+pub fn validated_package(env: &Env, kind: Kind, tree: &SourceTree, shown: &str) -> Result<Package> {
+    validate_package(kind, &Members::from_tree(tree)).or_else(|problems| {
+        if env.out.json {
+            env.out.emit(
+                &json!({ "valid": false, "problems": problems }),
+                String::new,
+            );
+        } else {
             for p in problems.iter() {
-                // Listed above the one `error:` line the command ends with.
                 eprintln!("  {} {p}", env.out.red("✗"));
             }
         }
@@ -83,7 +101,9 @@ pub fn relock(
     update: bool,
 ) -> Result<Relocked> {
     let local = LocalLock::of(members, pkg);
-    let mut lock = resolve(env, &local, pkg, if update { None } else { existing })?;
+    let keep = if update { None } else { existing };
+    let mut lock = resolve(env, &local, pkg, keep)?;
+    lock.protocols = lock_protocols(env, pkg, keep)?;
     lock.registry = Some(env.ctx.registry.clone());
     lock.agents = local.agents;
     lock.files = local.files;
@@ -108,6 +128,50 @@ pub fn relock(
         changes,
         written: !unchanged,
     })
+}
+
+/// The protocol versions the agent speaks: inline definitions as written,
+/// the rest chosen from the registry's catalog (or its protocol packages),
+/// keeping what the existing lock holds while it still fits. Errors stop
+/// the lock; deprecations are printed as warnings naming the successor.
+fn lock_protocols(
+    env: &Env,
+    pkg: &AgentPackage,
+    keep: Option<&Lockfile>,
+) -> Result<BTreeMap<ProtocolName, LockedProtocol>> {
+    let spec = &pkg.agent;
+    if spec.protocols.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let pins = keep
+        .map(|l| {
+            l.protocols
+                .iter()
+                .map(|(n, p)| (n.to_string(), p.version.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let report = if catalogs::all_inline(spec) {
+        protocols::check_agent(spec, &|_| None, &pins)
+    } else {
+        catalogs::check_protocols(&env.anonymous()?, spec, &pins)?
+    };
+    catalogs::require_valid(&report, &env.out)?;
+    Ok(report
+        .choices
+        .into_iter()
+        .map(|c| {
+            (
+                c.name,
+                LockedProtocol {
+                    version: c.version,
+                    requirement: c.requirement,
+                    source: c.source,
+                    hash: c.hash,
+                },
+            )
+        })
+        .collect())
 }
 
 /// `POST /api/v1/resolve`: the registry picks tool versions (transitively)
@@ -209,12 +273,13 @@ fn report(env: &Env, dir: &Path, r: &Relocked) {
             let mut lines: Vec<String> = r.changes.iter().map(LockChange::describe).collect();
             lines.push(if r.written {
                 format!(
-                    "{} wrote {} ({} tools, {} subagents, {} models)",
+                    "{} wrote {} ({} tools, {} subagents, {} models, {} protocols)",
                     env.out.green("✓"),
                     path.display(),
                     r.lock.tools.len(),
                     r.lock.agents.len(),
-                    r.lock.models.len()
+                    r.lock.models.len(),
+                    r.lock.protocols.len()
                 )
             } else {
                 format!("{} {} is up to date", env.out.green("✓"), path.display())

@@ -2,13 +2,18 @@
 
 mod account;
 mod build;
+mod check;
+mod events;
 mod inspect;
+mod install;
 mod keygen;
 mod keys;
 mod lock;
 mod prompt;
 mod publish;
-mod pull;
+pub mod pull;
+mod quality;
+mod run;
 mod search;
 mod validate;
 mod yank;
@@ -19,7 +24,7 @@ use anyhow::Result;
 use clap::CommandFactory;
 
 use crate::{
-    args::{Cli, Command, KindArg, PromptCommand},
+    args::{Cli, Command, EventsCommand, KindArg, PromptCommand},
     client::Client,
     config::Settings,
     output::Output,
@@ -55,8 +60,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             );
             return Ok(ExitCode::SUCCESS);
         }
-        // Needs no registry: works before any configuration exists.
+        // Need no registry: work before any configuration exists.
         Command::Keygen { output, force } => return keygen::run(&out, output, force),
+        Command::Events(EventsCommand::Validate { file, agent }) => {
+            return events::validate(&out, &file, agent.as_deref());
+        }
+        Command::Events(EventsCommand::Replay { file }) => return events::replay(&out, &file),
+        Command::Events(EventsCommand::Schema) => return events::schema(),
         _ => {}
     }
     let env = Env {
@@ -78,15 +88,34 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Inspect { file, prompt_key } => {
             inspect::inspect(&env, &file, prompt_key.as_deref())
         }
-        Command::Verify { file, pubkey } => inspect::verify(&env, &file, pubkey.as_deref()),
+        Command::Verify { path, pubkey } if path.is_dir() => {
+            if pubkey.is_some() {
+                anyhow::bail!(
+                    "--pubkey checks a container file; an install directory records its signers' keys"
+                );
+            }
+            install::verify(&env, &path)
+        }
+        Command::Verify { path, pubkey } => inspect::verify(&env, &path, pubkey.as_deref()),
+        Command::Install {
+            spec,
+            dir,
+            frozen,
+            host,
+        } => install::run(&env, &spec, dir, frozen, host.as_deref()),
+        Command::Check { path, host } => check::run(&env, &path, &host),
+        Command::Run(args) => run::run(&env, &args),
         Command::Pull { spec, kind, output } => pull::run(&env, &spec, kind, output),
         Command::Lock { dir, update } => lock::run(&env, &dir, update),
         Command::Build(args) => build::run(&env, &args),
+        Command::Quality { dir, review } => quality::run(&env, &dir, review),
         Command::Publish { path, build } => publish::run(&env, &path, &build),
         Command::Prompt(PromptCommand::Compile { file, format }) => {
             prompt::compile(&env, &file, format)
         }
-        Command::Keygen { .. } | Command::Completions { .. } => unreachable!("handled above"),
+        Command::Keygen { .. } | Command::Completions { .. } | Command::Events(_) => {
+            unreachable!("handled above")
+        }
     }
 }
 
@@ -95,6 +124,7 @@ impl KindArg {
         match self {
             KindArg::Agent => "agents",
             KindArg::Tool => "tools",
+            KindArg::Protocol => "protocols",
         }
     }
 }

@@ -3,13 +3,14 @@
 //! the registry's key, and only then put it in place.
 
 use std::{
+    collections::BTreeMap,
     io::{self, BufReader, Seek, Write},
     path::PathBuf,
     process::ExitCode,
 };
 
 use agentlang_core::{
-    Kind, Version,
+    Kind, PackageName, Version,
     container::{self, Limits, Sha256Digest},
 };
 use anyhow::{Context, Result, bail};
@@ -35,9 +36,32 @@ pub struct IndexEntry {
     pub hash: String,
     #[serde(default)]
     pub yanked: bool,
+    /// Tool name to requirement, as the index lists them.
+    #[serde(default)]
+    pub dependencies: BTreeMap<String, String>,
 }
 
 impl IndexEntry {
+    /// The tool dependencies, parsed; a malformed entry is the registry's
+    /// error, reported as such.
+    pub fn dependencies(&self) -> Result<BTreeMap<PackageName, VersionReq>> {
+        self.dependencies
+            .iter()
+            .map(|(name, req)| {
+                let bad = || {
+                    format!(
+                        "the index lists a malformed dependency {name} {req:?} for {}",
+                        self.version
+                    )
+                };
+                Ok((
+                    PackageName::new(name.as_str()).with_context(bad)?,
+                    VersionReq::parse(req).with_context(bad)?,
+                ))
+            })
+            .collect()
+    }
+
     pub fn digest(&self) -> Result<Sha256Digest> {
         let hex = self.hash.strip_prefix("sha256:").unwrap_or(&self.hash);
         Sha256Digest::parse_hex(hex)
@@ -233,6 +257,7 @@ impl KindArg {
         match self {
             KindArg::Agent => Kind::Agent,
             KindArg::Tool => Kind::Tool,
+            KindArg::Protocol => Kind::Protocol,
         }
     }
 }
@@ -246,6 +271,7 @@ mod tests {
             version: Version::parse(v).unwrap(),
             hash: format!("sha256:{}", "0".repeat(64)),
             yanked,
+            dependencies: BTreeMap::new(),
         }
     }
 

@@ -1,73 +1,151 @@
 //! `validate DIR`: every problem with its file and path; exit 1 on any.
-//! An agent directory is validated as a whole (agent.yaml, prompt.yaml,
-//! subagents, skills, ux.yaml); a tool directory is its tool.yaml.
+//! The directory is validated whole by `core::package::validate_package`,
+//! the function `build` and the registry's publish call too (an agent:
+//! agent.yaml, prompt.yaml, subagents, skills, ux.yaml; a tool its tool.yaml,
+//! a protocol its protocol.yaml).
+//!
+//! An agent's protocols are also checked against the registry's catalog
+//! when it answers (deprecations are warnings naming the successor;
+//! unsatisfiable and removed versions are problems); without a registry
+//! that check is skipped with a note, so validation still works offline.
 
 use std::{path::Path, process::ExitCode};
 
-use agentlang_core::{Diagnostics, Kind, package::validate_agent_tree, tool::parse_tool};
+use agentlang_core::{
+    Diagnostics, constraints,
+    package::{Members, Package, validate_package},
+};
 use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::Env;
-use crate::{package_dir, source};
+use crate::{catalogs, package_dir, source};
 
 pub fn run(env: &Env, dir: &Path) -> Result<ExitCode> {
     let tree = source::read_dir(dir)?;
     let shown = dir.display().to_string();
-    let outcome = match package_dir::detect_kind(&tree, &shown)? {
-        Kind::Agent => validate_agent_tree(&tree).map(|pkg| {
-            let summary = json!({
-                "valid": true,
-                "kind": "agent",
-                "name": pkg.agent.name,
-                "version": pkg.agent.version,
-                "files": tree.len(),
-                "subagents": pkg.subagents.len(),
-                "skills": pkg.skills.len(),
-                "tools": pkg.tool_requirements().len(),
-            });
-            let line = format!(
-                "{shown} is valid: agent {}, {} files, {} subagents, {} skills, {} registry tools",
-                pkg.agent.name,
-                tree.len(),
-                pkg.subagents.len(),
-                pkg.skills.len(),
-                pkg.tool_requirements().len()
-            );
-            (summary, line)
-        }),
-        Kind::Tool => {
-            let bytes = tree.get(package_dir::TOOL_FILE).unwrap_or_default();
-            parse_tool(bytes)
-                .map_err(|d| d.in_file(package_dir::TOOL_FILE))
-                .and_then(|spec| match spec.readme() {
-                    Some(readme) if !tree.contains(readme.as_str()) => {
-                        let mut d = Diagnostics::new();
-                        d.push("readme", format!("{readme} is not a file in the package"));
-                        Err(d.in_file(package_dir::TOOL_FILE))
-                    }
-                    _ => Ok(spec),
-                })
-                .map(|spec| {
-                    let deps = spec.dependency_requirements().len();
-                    let summary = json!({
-                        "valid": true,
-                        "kind": "tool",
-                        "name": spec.name(),
-                        "version": spec.version(),
-                        "files": tree.len(),
-                        "dependencies": deps,
-                    });
-                    let line = format!(
-                        "{shown} is valid: tool {}@{}, {deps} tool dependencies",
-                        spec.name(),
-                        spec.version()
-                    );
-                    (summary, line)
-                })
+    let kind = package_dir::detect_kind(&tree, &shown)?;
+    let outcome = validate_package(kind, &Members::from_tree(&tree)).and_then(|package| {
+        Ok(match package {
+            Package::Agent(pkg) => {
+                let protocols = check_protocols_online(env, &pkg)?;
+                let limits = constraints::effective(&pkg.agent);
+                let constraint_rows: Vec<Value> = limits
+                    .rows()
+                    .into_iter()
+                    .map(|(name, value, default)| json!({"name": name, "value": value, "default": default}))
+                    .collect();
+                let summary = json!({
+                    "valid": true,
+                    "kind": "agent",
+                    "name": pkg.agent.name,
+                    "version": pkg.agent.version,
+                    "files": tree.len(),
+                    "subagents": pkg.subagents.len(),
+                    "skills": pkg.skills.len(),
+                    "tools": pkg.tool_requirements().len(),
+                    "constraints": constraint_rows,
+                    "protocols": protocols,
+                });
+                let shown_limits: Vec<String> = limits
+                    .rows()
+                    .into_iter()
+                    .map(|(name, value, default)| {
+                        format!("{name} {value}{}", if default { " (default)" } else { "" })
+                    })
+                    .collect();
+                let line = format!(
+                    "{shown} is valid: agent {}, {} files, {} subagents, {} skills, {} registry tools\n  constraints: {}",
+                    pkg.agent.name,
+                    tree.len(),
+                    pkg.subagents.len(),
+                    pkg.skills.len(),
+                    pkg.tool_requirements().len(),
+                    shown_limits.join(", ")
+                );
+                (summary, line)
+            }
+            Package::Protocol(protocol) => {
+                let spec = &protocol.protocol;
+                let summary = json!({
+                    "valid": true,
+                    "kind": "protocol",
+                    "name": spec.name,
+                    "version": spec.version,
+                    "agents_name_it": spec.protocol_name(),
+                    "files": tree.len(),
+                });
+                let line = format!(
+                    "{shown} is valid: protocol {}@{} ({} over {}, agents declare it as {})",
+                    spec.name,
+                    spec.version,
+                    spec.schema.message_format,
+                    spec.schema.transport,
+                    spec.protocol_name()
+                );
+                (summary, line)
+            }
+            Package::Tool(tool) => {
+                let spec = &tool.tool;
+                let deps = spec.dependency_requirements().len();
+                let summary = json!({
+                    "valid": true,
+                    "kind": "tool",
+                    "name": spec.name(),
+                    "version": spec.version(),
+                    "files": tree.len(),
+                    "dependencies": deps,
+                });
+                let line = format!(
+                    "{shown} is valid: tool {}@{}, {deps} tool dependencies",
+                    spec.name(),
+                    spec.version()
+                );
+                (summary, line)
+            }
+        })
+    });
+    report(env, &shown, outcome)
+}
+
+/// The agent's protocols against the registry's catalog: problems are
+/// diagnostics on agent.yaml, deprecations warnings on stderr. A registry
+/// that does not answer skips the check (with a note).
+fn check_protocols_online(
+    env: &Env,
+    pkg: &agentlang_core::package::AgentPackage,
+) -> Result<Value, Diagnostics> {
+    let spec = &pkg.agent;
+    if spec.protocols.is_empty() {
+        return Ok(json!({"checked": true, "warnings": []}));
+    }
+    let report = if catalogs::all_inline(spec) {
+        agentlang_core::protocols::check_agent(spec, &|_| None, &Default::default())
+    } else {
+        let checked = env
+            .anonymous()
+            .and_then(|client| catalogs::check_protocols(&client, spec, &Default::default()));
+        match checked {
+            Ok(report) => report,
+            Err(e) => {
+                let reason = crate::client::one_line(&format!("{e:#}"));
+                if !env.out.json {
+                    eprintln!("note: protocols not checked against a catalog ({reason})");
+                }
+                return Ok(json!({"checked": false, "reason": reason}));
+            }
         }
     };
-    report(env, &shown, outcome)
+    if !report.errors.is_empty() {
+        return Err(report.errors.in_file(agentlang_core::package::AGENT_FILE));
+    }
+    let warnings: Vec<String> = report.warnings.iter().map(ToString::to_string).collect();
+    if !env.out.json {
+        for w in &warnings {
+            eprintln!("{} agent.yaml: {w}", env.out.yellow("warning:"));
+        }
+    }
+    Ok(json!({"checked": true, "warnings": warnings}))
 }
 
 fn report(

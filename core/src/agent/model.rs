@@ -421,6 +421,10 @@ pub struct CrewMember {
     pub task: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<String>,
+    /// US dollars of the parent's budget allocated to this member (the
+    /// spec's child budget allocation); unused budget returns to the parent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
     #[serde(flatten)]
     pub extensions: Extensions,
 }

@@ -945,9 +945,24 @@ fn static_crew(r: &mut Reader, v: &Value, path: &str) -> Option<StaticCrew> {
         }
         for (i, item) in items.iter().enumerate() {
             let mp = index(&ap, i);
-            let Some(mf) = r.fields(item, &mp, &["path", "task", "depends_on"]) else {
+            let Some(mf) = r.fields(item, &mp, &["path", "task", "depends_on", "budget"]) else {
                 continue;
             };
+            let budget = mf.get("budget").and_then(|b| {
+                let bp = mf.at("budget");
+                let x = r.f64(b, &bp)?;
+                if x < 0.0 {
+                    r.error(
+                        &bp,
+                        ShapeError::OutOfRange {
+                            value: x.to_string(),
+                            rule: "must not be negative",
+                        },
+                    );
+                    return None;
+                }
+                Some(x)
+            });
             let Some(member_path) = r.req_text(&mf, "path") else {
                 continue;
             };
@@ -955,6 +970,7 @@ fn static_crew(r: &mut Reader, v: &Value, path: &str) -> Option<StaticCrew> {
                 path: member_path,
                 task: r.opt_text(&mf, "task"),
                 depends_on: r.opt_string_list(&mf, "depends_on"),
+                budget,
                 extensions: mf.extensions.clone(),
             };
             let file_ok = member.member_path().is_some_and(|p| {

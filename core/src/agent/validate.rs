@@ -1,7 +1,8 @@
 //! Rules that relate one section of an agent.yaml to another: every tool an
 //! action calls is declared, tool names are declared once, a static crew's
-//! dependencies exist and form no cycle, custom protocols are defined, and
-//! the delegate tool stays within the delegation limit.
+//! dependencies exist and form no cycle, inline custom protocols are well
+//! formed and match their requirement, and the delegate tool stays within
+//! the delegation limit (the spec's default of 3 when none is declared).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -14,7 +15,7 @@ pub(super) fn cross_check(spec: &AgentSpec, diags: &mut Diagnostics) {
     if let Some(crew) = &spec.delegate {
         crew_graph(crew, diags);
     }
-    custom_protocols(spec, diags);
+    crate::protocols::check_inline(spec, diags);
     delegation_depth(spec, diags);
 }
 
@@ -106,7 +107,12 @@ fn crew_graph(crew: &StaticCrew, diags: &mut Diagnostics) {
         let dp = join(&index("delegate.agents", i), "depends_on");
         for (j, dep) in member.depends_on.iter().enumerate() {
             if !ids.contains_key(dep.as_str()) {
-                let known: Vec<&str> = ids.keys().copied().collect();
+                // A few names say what is meant; all of them, once per
+                // unknown dependency, would grow with the square of the crew.
+                let mut known: Vec<&str> = ids.keys().copied().take(MAX_LISTED).collect();
+                if ids.len() > MAX_LISTED {
+                    known.push("…");
+                }
                 diags.push(
                     index(&dp, j),
                     format!(
@@ -125,7 +131,16 @@ fn crew_graph(crew: &StaticCrew, diags: &mut Diagnostics) {
     }
 }
 
-/// Every dependency cycle, each once, as `a -> b -> a`.
+/// Crew members named in one message at most.
+const MAX_LISTED: usize = 10;
+
+/// Cycles reported at most: one is enough to fix, and a crew of thousands
+/// could otherwise hold as many.
+const MAX_CYCLES: usize = 10;
+
+/// Dependency cycles, each once, as `a -> b -> a`, at most [`MAX_CYCLES`].
+/// An iterative depth-first search: a chain as long as the crew cannot
+/// overflow the stack, and each member is visited once.
 fn cycles(crew: &StaticCrew) -> Vec<Vec<String>> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
@@ -141,67 +156,58 @@ fn cycles(crew: &StaticCrew) -> Vec<Vec<String>> {
     let mut marks: BTreeMap<&str, Mark> = edges.keys().map(|k| (*k, Mark::New)).collect();
     let mut found = Vec::new();
 
-    fn visit<'a>(
-        node: &'a str,
-        edges: &BTreeMap<&'a str, Vec<&'a str>>,
-        marks: &mut BTreeMap<&'a str, Mark>,
-        stack: &mut Vec<&'a str>,
-        found: &mut Vec<Vec<String>>,
-    ) {
-        marks.insert(node, Mark::Active);
-        stack.push(node);
-        for next in edges.get(node).into_iter().flatten() {
-            match marks.get(next) {
-                Some(Mark::New) => visit(next, edges, marks, stack, found),
-                Some(Mark::Active) => {
-                    let start = stack.iter().position(|n| n == next).unwrap_or(0);
-                    let mut cycle: Vec<String> =
-                        stack[start..].iter().map(|s| (*s).to_owned()).collect();
-                    cycle.push((*next).to_owned());
-                    found.push(cycle);
-                }
-                // Done, or not a member (reported separately).
-                _ => {}
-            }
-        }
-        stack.pop();
-        marks.insert(node, Mark::Done);
-    }
-
     // Crew order, so the message follows the file.
     for member in &crew.agents {
-        if marks.get(member.id()) == Some(&Mark::New) {
-            visit(member.id(), &edges, &mut marks, &mut Vec::new(), &mut found);
+        if marks.get(member.id()) != Some(&Mark::New) {
+            continue;
+        }
+        // The path from the root, each node with how many of its edges
+        // have been followed.
+        let mut stack: Vec<(&str, usize)> = vec![(member.id(), 0)];
+        marks.insert(member.id(), Mark::Active);
+        while let Some((node, followed)) = stack.last().copied() {
+            let next = edges.get(node).and_then(|e| e.get(followed)).copied();
+            let Some(next) = next else {
+                stack.pop();
+                marks.insert(node, Mark::Done);
+                continue;
+            };
+            if let Some(top) = stack.last_mut() {
+                top.1 += 1;
+            }
+            match marks.get(next) {
+                Some(Mark::New) => {
+                    marks.insert(next, Mark::Active);
+                    stack.push((next, 0));
+                }
+                Some(Mark::Active) if found.len() < MAX_CYCLES => {
+                    let start = stack.iter().position(|(n, _)| *n == next).unwrap_or(0);
+                    let mut cycle: Vec<String> = stack[start..]
+                        .iter()
+                        .map(|(n, _)| (*n).to_owned())
+                        .collect();
+                    cycle.push(next.to_owned());
+                    found.push(cycle);
+                }
+                // Done, past the cap, or not a member (reported separately).
+                _ => {}
+            }
         }
     }
     found
 }
 
-fn custom_protocols(spec: &AgentSpec, diags: &mut Diagnostics) {
-    let defined = spec
-        .extensions
-        .get("x-protocols")
-        .and_then(serde_json::Value::as_object);
-    for (i, p) in spec.protocols.iter().enumerate() {
-        let Some(custom) = p.custom_name() else {
-            continue;
-        };
-        if !defined.is_some_and(|d| d.contains_key(custom)) {
-            diags.push(
-                join(&index("protocols", i), "name"),
-                format!("custom protocol {custom:?} is not defined under x-protocols"),
-            );
-        }
-    }
-}
-
+/// A custom protocol may also be published as a `protocol` package, so one
+/// missing from `x-protocols` is checked against the registry (by `lock`
+/// and `publish`), not here.
 fn delegation_depth(spec: &AgentSpec, diags: &mut Diagnostics) {
-    let limit = spec
-        .constraints
-        .as_ref()
-        .and_then(|c| c.limits.as_ref())
-        .and_then(|l| l.max_delegation_depth);
-    let Some(limit) = limit else { return };
+    let limits = crate::constraints::effective(spec);
+    let limit = limits.max_delegation_depth;
+    let origin = if limits.max_delegation_depth_is_default {
+        " (the default; set constraints.limits.max_delegation_depth to allow more)"
+    } else {
+        ""
+    };
     for (i, t) in spec.tools.iter().enumerate() {
         if let Some(ToolConfig::Delegate(cfg)) = &t.config
             && let Some(depth) = cfg.max_depth
@@ -209,8 +215,56 @@ fn delegation_depth(spec: &AgentSpec, diags: &mut Diagnostics) {
         {
             diags.push(
                 join(&join(&index("tools", i), "config"), "max_depth"),
-                format!("{depth} exceeds constraints.limits.max_delegation_depth ({limit})"),
+                format!(
+                    "{depth} exceeds constraints.limits.max_delegation_depth ({limit}){origin}"
+                ),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{
+        Extensions,
+        model::{CrewMember, CrewProcess, DelegateMode},
+    };
+
+    fn crew(members: impl IntoIterator<Item = (String, Vec<String>)>) -> StaticCrew {
+        StaticCrew {
+            mode: DelegateMode::Static,
+            process: CrewProcess::Sequential,
+            agents: members
+                .into_iter()
+                .map(|(name, depends_on)| CrewMember {
+                    path: format!("./{name}.yaml"),
+                    task: None,
+                    depends_on,
+                    budget: None,
+                    extensions: Extensions::new(),
+                })
+                .collect(),
+            extensions: Extensions::new(),
+        }
+    }
+
+    #[test]
+    fn a_crew_as_long_as_a_file_allows_is_searched_without_recursion() {
+        // 50,000 members in one chain closing into a cycle: a recursive
+        // search would overflow a test thread's stack.
+        let n = 50_000;
+        let chain = crew((0..n).map(|i| (format!("a{i}"), vec![format!("a{}", (i + 1) % n)])));
+        let found = cycles(&chain);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].len(), n + 1);
+        assert_eq!(found[0].first(), found[0].last());
+    }
+
+    #[test]
+    fn reported_cycles_are_capped() {
+        // Every member depends on itself: as many cycles as members.
+        let selfish = crew((0..1_000).map(|i| (format!("s{i}"), vec![format!("s{i}")])));
+        assert_eq!(cycles(&selfish).len(), MAX_CYCLES);
     }
 }

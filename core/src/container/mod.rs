@@ -23,7 +23,7 @@ pub use manifest::{
     Created, FORMAT, FileEntry, MANIFEST_PATH, MAX_MANIFEST_DEPTH, Manifest, ManifestError,
     SIGNATURE_PATH, Sha256Digest,
 };
-pub use read::{Container, read};
+pub use read::{Container, ReadError, read, read_checked};
 
 use std::collections::HashMap;
 
@@ -61,6 +61,10 @@ pub struct Limits {
     /// Largest member kept in memory (manifest, signature, yaml, SKILL.md,
     /// README.md); a larger one of those names is refused.
     pub max_kept_member_bytes: u64,
+    /// Bytes of all kept members together: what one container may make its
+    /// reader hold in memory, whatever the compressed and decompressed
+    /// limits allow.
+    pub max_kept_total_bytes: u64,
 }
 
 impl Default for Limits {
@@ -72,6 +76,7 @@ impl Default for Limits {
             max_ratio: 100,
             ratio_grace_bytes: 1024 * 1024,
             max_kept_member_bytes: 1024 * 1024,
+            max_kept_total_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -128,6 +133,10 @@ pub enum ContainerError {
     CaseCollision { path: String, other: String },
     #[error("member {path:?} is {size} bytes; at most {limit} are allowed for it")]
     KeptMemberTooLarge { path: String, size: u64, limit: u64 },
+    #[error(
+        "the metadata members (YAML files, SKILL.md, README.md, agent.lock, manifest) exceed {limit} bytes in all"
+    )]
+    KeptMembersTooLarge { limit: u64 },
     #[error("manifest.json is missing")]
     MissingManifest,
     #[error(transparent)]
@@ -183,15 +192,20 @@ pub enum ContainerError {
 }
 
 /// Members [`read`] keeps in memory (up to [`Limits::max_kept_member_bytes`]):
-/// the metadata the registry indexes and shows. Top-level `*.yaml.enc` is
-/// kept too, so a client holding the prompt key can decrypt without reading
-/// the container twice.
+/// the metadata the registry indexes and shows, and every file package
+/// validation reads (`package::validate_package`): every `*.yaml` / `*.yml`
+/// wherever it is (subagents may live in folders, and a static crew may name
+/// any path), the lock and the skills. Top-level `*.yaml.enc` is kept too, so
+/// a client holding the prompt key can decrypt without reading the container
+/// twice.
 pub fn is_kept_member(path: &MemberPath) -> bool {
     let p = path.as_str();
     matches!(
         p,
         MANIFEST_PATH | SIGNATURE_PATH | "agent.lock" | "README.md"
-    ) || (path.is_top_level() && (p.ends_with(".yaml") || p.ends_with(".yaml.enc")))
+    ) || p.ends_with(".yaml")
+        || p.ends_with(".yml")
+        || (path.is_top_level() && p.ends_with(".yaml.enc"))
         || (p.starts_with("skills/") && path.file_name() == "SKILL.md")
 }
 
@@ -200,6 +214,7 @@ pub fn definition_file(kind: Kind) -> &'static str {
     match kind {
         Kind::Agent => "agent.yaml",
         Kind::Tool => "tool.yaml",
+        Kind::Protocol => "protocol.yaml",
     }
 }
 

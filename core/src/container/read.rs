@@ -11,6 +11,7 @@
 use std::{
     cell::{Cell, RefCell},
     collections::BTreeMap,
+    convert::Infallible,
     io::{self, BufRead, BufReader, Cursor, Read},
     rc::Rc,
 };
@@ -130,6 +131,54 @@ impl Container {
 /// never holding more than the kept members in memory. Every refusal has
 /// its own [`ContainerError`] variant.
 pub fn read<R: Read>(reader: R, limits: &Limits) -> Result<Container, ContainerError> {
+    read_checked(reader, limits, |_| Ok::<(), Infallible>(())).map_err(|e| match e {
+        ReadError::Container(e) => e,
+        ReadError::Refused(never) => match never {},
+    })
+}
+
+/// Why [`read_checked`] stopped: the container, or the caller's check of
+/// its manifest.
+#[derive(Debug)]
+pub enum ReadError<E> {
+    Container(ContainerError),
+    Refused(E),
+}
+
+/// [`read`], calling `on_manifest` as soon as `manifest.json` has been read
+/// and parsed, before the members that follow it: a caller that can refuse
+/// on the manifest alone (the signer, the package name) stops reading there.
+pub fn read_checked<R: Read, E>(
+    reader: R,
+    limits: &Limits,
+    on_manifest: impl FnOnce(&Manifest) -> Result<(), E>,
+) -> Result<Container, ReadError<E>> {
+    let mut check = Some(on_manifest);
+    let mut refused = None;
+    let read = read_inner(reader, limits, &mut |manifest| match check
+        .take()
+        .map(|check| check(manifest))
+    {
+        Some(Err(e)) => {
+            refused = Some(e);
+            false
+        }
+        _ => true,
+    });
+    match (read, refused) {
+        (_, Some(e)) => Err(ReadError::Refused(e)),
+        (Ok(container), None) => Ok(container),
+        (Err(e), None) => Err(ReadError::Container(e)),
+    }
+}
+
+/// `on_manifest` answers whether to read on; when it says no, the error
+/// returned is a placeholder the caller replaces with its own refusal.
+fn read_inner<R: Read>(
+    reader: R,
+    limits: &Limits,
+    on_manifest: &mut dyn FnMut(&Manifest) -> bool,
+) -> Result<Container, ContainerError> {
     let state = Rc::new(State::default());
     let mut compressed = Compressed {
         inner: reader,
@@ -152,7 +201,7 @@ pub fn read<R: Read>(reader: R, limits: &Limits) -> Result<Container, ContainerE
     };
 
     let mut archive = tar::Archive::new(tar_stream);
-    let members = read_members(&mut archive, limits, &state)?;
+    let members = read_members(&mut archive, limits, &state, on_manifest)?;
 
     // What follows the last member: the end-of-archive marker (two zero
     // blocks, tar-rs has read the first if it was there), optionally more
@@ -190,7 +239,7 @@ pub fn read<R: Read>(reader: R, limits: &Limits) -> Result<Container, ContainerE
     let size = state.compressed.get();
     let sha256 = Sha256Digest::from_bytes(compressed.hasher.finalize().into());
 
-    check_against_manifest(members.seen, members.kept, sha256, size)
+    check_against_manifest(members.seen, members.kept, members.manifest, sha256, size)
 }
 
 /// What the tar pass learned about one member.
@@ -204,6 +253,11 @@ struct Seen {
 struct Members {
     seen: BTreeMap<MemberPath, Seen>,
     kept: BTreeMap<MemberPath, Vec<u8>>,
+    /// Bytes of every kept member so far, against
+    /// [`Limits::max_kept_total_bytes`].
+    kept_bytes: u64,
+    /// Parsed as soon as it has been read.
+    manifest: Option<Manifest>,
     /// Offset in the tar stream just past the last entry's padded data.
     end_of_last: u64,
 }
@@ -219,10 +273,13 @@ fn read_members<R: Read>(
     archive: &mut tar::Archive<R>,
     limits: &Limits,
     state: &State,
+    on_manifest: &mut dyn FnMut(&Manifest) -> bool,
 ) -> Result<Members, ContainerError> {
     let mut members = Members {
         seen: BTreeMap::new(),
         kept: BTreeMap::new(),
+        kept_bytes: 0,
+        manifest: None,
         end_of_last: 0,
     };
     let mut case_index = CaseIndex::default();
@@ -305,6 +362,15 @@ fn read_members<R: Read>(
                 limit: limits.max_kept_member_bytes,
             });
         }
+        if keep {
+            // Refused on the declared size, before any of it is read.
+            members.kept_bytes += header_size;
+            if members.kept_bytes > limits.max_kept_total_bytes {
+                return Err(ContainerError::KeptMembersTooLarge {
+                    limit: limits.max_kept_total_bytes,
+                });
+            }
+        }
         let mut kept = Vec::new();
         let mut head = Vec::new();
         let mut hasher = Sha256::new();
@@ -327,6 +393,13 @@ fn read_members<R: Read>(
         }
         if read != header_size {
             return Err(ContainerError::TruncatedTar);
+        }
+        if path.as_str() == MANIFEST_PATH {
+            let manifest = Manifest::parse(&kept)?;
+            if !on_manifest(&manifest) {
+                return Err(ContainerError::Io("refused on its manifest".into()));
+            }
+            members.manifest = Some(manifest);
         }
         if keep {
             members.kept.insert(path.clone(), kept);
@@ -404,6 +477,7 @@ fn describe(entry_type: tar::EntryType) -> String {
 fn check_against_manifest(
     mut seen: BTreeMap<MemberPath, Seen>,
     mut kept: BTreeMap<MemberPath, Vec<u8>>,
+    manifest: Option<Manifest>,
     sha256: Sha256Digest,
     size: u64,
 ) -> Result<Container, ContainerError> {
@@ -421,7 +495,8 @@ fn check_against_manifest(
     kept.remove(SIGNATURE_PATH);
     seen.remove(SIGNATURE_PATH);
 
-    let manifest = Manifest::parse(&manifest_bytes)?;
+    // Parsed when it was read; present whenever its bytes are.
+    let manifest = manifest.ok_or(ContainerError::MissingManifest)?;
 
     for (path, member) in &seen {
         let listed = manifest

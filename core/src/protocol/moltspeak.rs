@@ -1025,18 +1025,91 @@ impl Transmission {
     }
 }
 
+/// Messages one batch may hold. The spec bounds a batch's bytes
+/// ([`MAX_BATCH_BYTES`]); this bounds the work one batch asks of a receiver
+/// (ten megabytes of `0,` would otherwise be five million items).
+pub const MAX_BATCH_ITEMS: usize = 100;
+
+/// Why a batch could not be split into its items.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BatchError {
+    /// More than the given number of items; counting stopped there.
+    TooMany { limit: usize },
+    /// Not JSON, or not an array.
+    Invalid(MoltError),
+}
+
+/// The raw items of a batch (a JSON array), without parsing them: at most
+/// `max` of them, refused as soon as one more is seen, so a huge array costs
+/// no more memory than `max` items.
+pub fn batch_items(bytes: &[u8], max: usize) -> Result<Vec<&RawValue>, BatchError> {
+    struct Items<'c> {
+        max: usize,
+        overflow: &'c std::cell::Cell<bool>,
+    }
+    impl<'de> serde::de::Visitor<'de> for Items<'_> {
+        type Value = Vec<&'de RawValue>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON array")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                if items.len() == self.max {
+                    self.overflow.set(true);
+                    return Err(serde::de::Error::custom("too many items"));
+                }
+                items.push(item);
+            }
+            Ok(items)
+        }
+    }
+    let overflow = std::cell::Cell::new(false);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let items = serde::Deserializer::deserialize_seq(
+        &mut de,
+        Items {
+            max,
+            overflow: &overflow,
+        },
+    )
+    .and_then(|items| de.end().map(|()| items));
+    items.map_err(|e| {
+        if overflow.get() {
+            BatchError::TooMany { limit: max }
+        } else if e.is_data() {
+            BatchError::Invalid(MoltError::new(
+                ErrorCode::Schema,
+                "a batch must be a JSON array",
+                None,
+            ))
+        } else {
+            BatchError::Invalid(MoltError::new(
+                ErrorCode::Parse,
+                format!("not valid JSON: {e}"),
+                None,
+            ))
+        }
+    })
+}
+
 /// Parses a batch (a JSON array of messages or envelopes) of at most
-/// [`MAX_BATCH_BYTES`]. The batch as a whole fails only when it is too large
-/// or not an array; each item succeeds or fails on its own, and an item over
-/// [`MAX_MESSAGE_BYTES`] fails without being parsed further.
+/// [`MAX_BATCH_BYTES`] and [`MAX_BATCH_ITEMS`]. The batch as a whole fails
+/// only when it is too large or not an array; each item succeeds or fails on
+/// its own, and an item over [`MAX_MESSAGE_BYTES`] fails without being
+/// parsed further.
 pub fn parse_batch(bytes: &[u8]) -> Result<Vec<Result<Transmission, MoltError>>, MoltError> {
     check_size(bytes.len(), MAX_BATCH_BYTES, "batch")?;
-    let items: Vec<&RawValue> = serde_json::from_slice(bytes).map_err(|e| {
-        if e.is_data() {
-            MoltError::new(ErrorCode::Schema, "a batch must be a JSON array", None)
-        } else {
-            MoltError::new(ErrorCode::Parse, format!("not valid JSON: {e}"), None)
-        }
+    let items = batch_items(bytes, MAX_BATCH_ITEMS).map_err(|e| match e {
+        BatchError::TooMany { limit } => MoltError::new(
+            ErrorCode::InvalidParam,
+            format!("a batch holds at most {limit} messages"),
+            None,
+        ),
+        BatchError::Invalid(e) => e,
     })?;
     Ok(items
         .into_iter()

@@ -8,7 +8,7 @@
 //! refuse digits glued to letters or other digits, so UUIDs, dates, hashes
 //! and base64 do not match.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::sync::LazyLock;
 
@@ -50,7 +50,12 @@ pub struct PiiFinding {
     pub path: String,
 }
 
-/// Everything a scan found, in document order.
+/// Findings one scan records at most. Past it the scan stops: the report
+/// is enough to refuse the message, and a hostile payload of a million
+/// addresses costs no more than one of a thousand.
+pub const MAX_FINDINGS: usize = 1000;
+
+/// Everything a scan found, in document order, up to [`MAX_FINDINGS`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PiiReport {
     findings: Vec<PiiFinding>,
@@ -65,9 +70,15 @@ impl PiiReport {
         &self.findings
     }
 
-    /// How many pieces of personal data were found.
+    /// How many pieces of personal data were found (at most
+    /// [`MAX_FINDINGS`]).
     pub fn count(&self) -> usize {
         self.findings.len()
+    }
+
+    /// Whether the scan stopped at [`MAX_FINDINGS`].
+    pub fn is_truncated(&self) -> bool {
+        self.findings.len() >= MAX_FINDINGS
     }
 
     /// The kinds found, each once, sorted.
@@ -79,14 +90,12 @@ impl PiiReport {
     /// document order: `p.params.attendees`, as MoltSpeak's `detected_pii`
     /// shows them.
     pub fn fields(&self) -> Vec<String> {
-        let mut fields: Vec<String> = Vec::new();
-        for f in &self.findings {
-            let field = strip_indices(&f.path);
-            if !fields.contains(&field) {
-                fields.push(field);
-            }
-        }
-        fields
+        let mut seen = HashSet::new();
+        self.findings
+            .iter()
+            .map(|f| strip_indices(&f.path))
+            .filter(|field| seen.insert(field.clone()))
+            .collect()
     }
 }
 
@@ -154,24 +163,39 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     }
 });
 
-/// The kinds of PII in one string, one entry per occurrence, in order.
+/// The kinds of PII in one string, one entry per occurrence, in order (at
+/// most [`MAX_FINDINGS`]).
 pub fn scan_str(text: &str) -> Vec<PiiType> {
-    let mut spans: Vec<(usize, usize, PiiType)> = Vec::new();
-    for (kind, regex) in &PATTERNS.by_priority {
+    scan_str_at_most(text, MAX_FINDINGS)
+}
+
+/// [`scan_str`], stopping after `most` findings. Linear in the text: each
+/// pattern makes one pass, and a match is checked against the spans claimed
+/// so far in a sorted map (non-overlapping, so the one claimed span that
+/// starts last before the match's end is the only one it can overlap).
+fn scan_str_at_most(text: &str, most: usize) -> Vec<PiiType> {
+    // Start to (end, kind) of every claimed span.
+    let mut claimed: BTreeMap<usize, (usize, PiiType)> = BTreeMap::new();
+    'patterns: for (kind, regex) in &PATTERNS.by_priority {
         for caps in regex.captures_iter(text) {
+            if claimed.len() >= most {
+                break 'patterns;
+            }
             let Some(m) = caps.get(1) else { continue };
             if *kind == PiiType::Phone && !plausible_phone(m.as_str()) {
                 continue;
             }
             // An earlier, more specific pattern already claimed this text.
-            let overlaps = spans.iter().any(|&(s, e, _)| m.start() < e && s < m.end());
+            let overlaps = claimed
+                .range(..m.end())
+                .next_back()
+                .is_some_and(|(_, &(end, _))| end > m.start());
             if !overlaps {
-                spans.push((m.start(), m.end(), *kind));
+                claimed.insert(m.start(), (m.end(), *kind));
             }
         }
     }
-    spans.sort_by_key(|&(start, _, _)| start);
-    spans.into_iter().map(|(_, _, kind)| kind).collect()
+    claimed.into_values().map(|(_, kind)| kind).collect()
 }
 
 fn plausible_phone(candidate: &str) -> bool {
@@ -180,7 +204,8 @@ fn plausible_phone(candidate: &str) -> bool {
 }
 
 /// Scans every string in `value`, naming paths from `root` (`"p"`), and
-/// skipping the subtrees whose paths are in `exempt`.
+/// skipping the subtrees whose paths are in `exempt`. Stops after
+/// [`MAX_FINDINGS`].
 pub fn scan_value(value: &Value, root: &str, exempt: &[&str]) -> PiiReport {
     let mut report = PiiReport::default();
     walk(value, root, exempt, &mut report);
@@ -188,12 +213,13 @@ pub fn scan_value(value: &Value, root: &str, exempt: &[&str]) -> PiiReport {
 }
 
 fn walk(value: &Value, path: &str, exempt: &[&str], report: &mut PiiReport) {
-    if exempt.contains(&path) {
+    let room = MAX_FINDINGS - report.findings.len();
+    if room == 0 || exempt.contains(&path) {
         return;
     }
     match value {
         Value::String(s) => {
-            for pii_type in scan_str(s) {
+            for pii_type in scan_str_at_most(s, room) {
                 report.findings.push(PiiFinding {
                     pii_type,
                     path: path.to_owned(),
@@ -285,5 +311,27 @@ mod tests {
             json!({"types": ["email", "phone"], "count": 3, "fields": ["p.params.attendees", "p.note"]})
         );
         assert_eq!(scan_value(&p, "p", &[]).count(), 4);
+    }
+
+    #[test]
+    fn overlapping_patterns_keep_the_first_claim() {
+        // The SSN pattern would match inside the phone number; the phone,
+        // claimed first, wins, and a later separate SSN still counts.
+        assert_eq!(
+            scan_str("+1 415-555-0123 and 078-05-1120"),
+            [PiiType::Phone, PiiType::Ssn]
+        );
+    }
+
+    #[test]
+    fn hostile_payloads_are_capped_and_linear() {
+        // 144,000 addresses (1 MB): the findings stop at the cap.
+        let text = "a@b.cc ".repeat(144_000);
+        assert_eq!(scan_str(&text).len(), MAX_FINDINGS);
+        let many = Value::Array(vec![Value::String("a@b.cc".into()); 5_000]);
+        let report = scan_value(&many, "p", &[]);
+        assert_eq!(report.count(), MAX_FINDINGS);
+        assert!(report.is_truncated());
+        assert_eq!(report.fields(), ["p"]);
     }
 }

@@ -119,8 +119,21 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
         match pubgrub::resolve(&self, Pkg::Root, root_version()) {
             Ok(selected) => self.resolution(selected.into_iter().collect()),
             Err(PubGrubError::NoSolution(mut tree)) => {
-                tree.collapse_no_versions();
+                // The explanation is part of the answer, so it runs inside
+                // the deadline too.
+                if self.cancel.is_cancelled() {
+                    return Err(ResolveError::Cancelled);
+                }
+                // pubgrub's collapse clones shared subtrees (`Arc::make_mut`),
+                // which is exponential on a derivation DAG with much
+                // sharing; such trees are explained uncollapsed.
+                if report::unfolded_size(&tree) <= report::MAX_COLLAPSED_NODES {
+                    tree.collapse_no_versions();
+                }
                 let (explanation, conflicts) = report::explain(&tree, &self);
+                if self.cancel.is_cancelled() {
+                    return Err(ResolveError::Cancelled);
+                }
                 Err(ResolveError::Unsatisfiable {
                     explanation,
                     conflicts,

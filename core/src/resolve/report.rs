@@ -3,6 +3,11 @@
 //! rather than as the sets of versions the solver works with, plus the same
 //! facts in structured form for the HTTP layer.
 
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
+
 use pubgrub::{
     DefaultStringReporter, DerivationTree, Derived, External, Map, ReportFormatter, Reporter, Term,
 };
@@ -21,19 +26,82 @@ type Terms = Map<Pkg, Term<CandidateSet>>;
 /// At most this many versions are listed in one phrase of an explanation.
 const MAX_LISTED: usize = 5;
 
+/// Derivation trees whose unfolded size (every shared subtree counted each
+/// time it is reached) exceeds this are not collapsed (see
+/// `Provider::solve`).
+pub(super) const MAX_COLLAPSED_NODES: u64 = 10_000;
+
+/// Conflicts reported at most; an explanation past this many facts is not
+/// made clearer by more.
+const MAX_CONFLICTS: usize = 64;
+
+/// The longest explanation sent, in bytes; a longer one is cut at a line.
+const MAX_EXPLANATION_BYTES: usize = 16 * 1024;
+
+/// How many nodes `tree` has with every shared subtree counted each time it
+/// is reached, saturating past [`MAX_COLLAPSED_NODES`]. Memoised by node, so
+/// linear in the DAG however much it shares.
+pub(super) fn unfolded_size(tree: &Tree) -> u64 {
+    fn size(tree: &Tree, memo: &mut HashMap<*const Tree, u64>) -> u64 {
+        let DerivationTree::Derived(derived) = tree else {
+            return 1;
+        };
+        let mut total = 1u64;
+        for cause in [&derived.cause1, &derived.cause2] {
+            let key = Arc::as_ptr(cause);
+            let n = match memo.get(&key) {
+                Some(n) => *n,
+                None => {
+                    let n = size(cause, memo);
+                    memo.insert(key, n);
+                    n
+                }
+            };
+            total = total.saturating_add(n).min(MAX_COLLAPSED_NODES + 1);
+        }
+        total
+    }
+    size(tree, &mut HashMap::new())
+}
+
 pub(super) fn explain<S: PackageSource + ?Sized>(
     tree: &Tree,
     provider: &Provider<'_, S>,
 ) -> (String, Vec<Conflict>) {
-    let words = Words { provider };
-    let explanation = DefaultStringReporter::report_with_formatter(tree, &words);
+    let words = Words {
+        provider,
+        by_dependency: by_dependency(provider),
+    };
+    let mut explanation = DefaultStringReporter::report_with_formatter(tree, &words);
+    if explanation.len() > MAX_EXPLANATION_BYTES {
+        let limit = explanation.floor_char_boundary(MAX_EXPLANATION_BYTES);
+        let cut = explanation[..limit].rfind('\n').unwrap_or(limit);
+        explanation.truncate(cut);
+        explanation.push_str("\n(explanation truncated)");
+    }
     let mut conflicts = Vec::new();
-    words.collect(tree, &mut conflicts);
+    words.collect(tree, &mut HashSet::new(), &mut conflicts);
     (explanation, conflicts)
+}
+
+/// Every requirement text stated on a package, whoever states it: the
+/// lookups of requirements without a dependent, indexed once.
+fn by_dependency<S: PackageSource + ?Sized>(
+    provider: &Provider<'_, S>,
+) -> HashMap<Pkg, Vec<(CandidateSet, String)>> {
+    let mut index: HashMap<Pkg, Vec<(CandidateSet, String)>> = HashMap::new();
+    for ((_, to), entries) in &provider.texts.borrow().by_edge {
+        index
+            .entry(to.clone())
+            .or_default()
+            .extend(entries.iter().cloned());
+    }
+    index
 }
 
 struct Words<'p, 'a, S: ?Sized> {
     provider: &'p Provider<'a, S>,
+    by_dependency: HashMap<Pkg, Vec<(CandidateSet, String)>>,
 }
 
 impl<S: PackageSource + ?Sized> Words<'_, '_, S> {
@@ -109,11 +177,13 @@ impl<S: PackageSource + ?Sized> Words<'_, '_, S> {
     /// written; else the versions it leaves.
     fn requirement(&self, from: Option<&Pkg>, to: &Pkg, set: &CandidateSet) -> String {
         let texts = self.provider.texts.borrow();
-        let written = texts
-            .by_edge
-            .iter()
-            .filter(|((f, t), _)| t == to && from.is_none_or(|from| f == from))
-            .flat_map(|(_, entries)| entries)
+        let entries = match from {
+            Some(from) => texts.by_edge.get(&(from.clone(), to.clone())),
+            None => self.by_dependency.get(to),
+        };
+        let written = entries
+            .into_iter()
+            .flatten()
             .filter(|(s, _)| s == set)
             .map(|(_, text)| text.clone())
             .min();
@@ -171,11 +241,21 @@ impl<S: PackageSource + ?Sized> Words<'_, '_, S> {
         }
     }
 
-    fn collect(&self, tree: &Tree, out: &mut Vec<Conflict>) {
+    /// The facts at the leaves of `tree`, each once. A shared subtree is
+    /// walked once (`seen` holds its id), so the walk is linear in the DAG.
+    fn collect(&self, tree: &Tree, seen: &mut HashSet<usize>, out: &mut Vec<Conflict>) {
+        if out.len() >= MAX_CONFLICTS {
+            return;
+        }
         let conflict = match tree {
             DerivationTree::Derived(derived) => {
-                self.collect(&derived.cause1, out);
-                self.collect(&derived.cause2, out);
+                if let Some(id) = derived.shared_id
+                    && !seen.insert(id)
+                {
+                    return;
+                }
+                self.collect(&derived.cause1, seen, out);
+                self.collect(&derived.cause2, seen, out);
                 return;
             }
             DerivationTree::External(External::FromDependencyOf(from, from_set, to, to_set)) => {
@@ -349,5 +429,51 @@ impl<S: PackageSource + ?Sized> ReportFormatter<Pkg, CandidateSet, String> for W
             self.format_external(external),
             self.format_terms(current_terms)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resolve::{Cancel, MemorySource, Request};
+
+    /// A chain of `depth` derived incompatibilities, each caused twice by
+    /// the one below it: 2^depth paths through `depth` nodes.
+    fn shared_chain(depth: usize) -> Tree {
+        let pkg = |n: usize| Pkg::Tool(format!("t{n}"));
+        let set = || CandidateSet::only(vec![semver::Version::new(1, 0, 0)]);
+        let mut node = Arc::new(DerivationTree::External(External::FromDependencyOf(
+            Pkg::Root,
+            set(),
+            pkg(0),
+            set(),
+        )));
+        for i in 0..depth {
+            let mut terms = Map::default();
+            terms.insert(pkg(i), Term::Positive(set()));
+            node = Arc::new(DerivationTree::Derived(Derived {
+                terms,
+                shared_id: Some(i),
+                cause1: Arc::clone(&node),
+                cause2: Arc::clone(&node),
+            }));
+        }
+        Arc::unwrap_or_clone(node)
+    }
+
+    #[test]
+    fn shared_subtrees_are_walked_once() {
+        // 2^60 paths: anything but a memoised walk would never finish.
+        let tree = shared_chain(60);
+        assert_eq!(unfolded_size(&tree), MAX_COLLAPSED_NODES + 1);
+        assert_eq!(unfolded_size(&shared_chain(3)), 15);
+        let source = MemorySource::new();
+        let cancel = Cancel::new();
+        let provider = Provider::new(&source, &Request::default(), &cancel);
+        let (explanation, conflicts) = explain(&tree, &provider);
+        assert!(!explanation.is_empty());
+        assert!(explanation.len() <= MAX_EXPLANATION_BYTES + 32);
+        // The one leaf fact, found once.
+        assert_eq!(conflicts.len(), 1, "{conflicts:?}");
     }
 }

@@ -4,6 +4,8 @@
 //! then answers 303 to a page, so a reload never posts twice. Problems the
 //! user can fix re-render the account page with a message (422 or 409).
 
+use std::collections::HashMap;
+
 use actix_web::{HttpResponse, http::StatusCode, web};
 use agentlang_core::{Kind, PackageName, Version, signing::PublicKey};
 use agentlang_web::{
@@ -28,6 +30,8 @@ use crate::{
 };
 
 const SECONDS_PER_DAY: i64 = 86_400;
+/// Packages the account page lists at most.
+const MAX_OWNED_SHOWN: i64 = 500;
 const MAX_YANK_REASON_LEN: usize = 500;
 
 fn scope_description(scope: Scope) -> &'static str {
@@ -75,24 +79,26 @@ async fn account_page(
         .into_iter()
         .map(key_summary)
         .collect();
+    let listings = state
+        .db
+        .owned_package_listings(s.account_id, MAX_OWNED_SHOWN)
+        .await?;
+    let ids: Vec<i64> = listings.iter().map(|l| l.id).collect();
+    let mut owners: HashMap<i64, Vec<String>> = HashMap::new();
+    for (package_id, username) in state.db.owners_of(&ids).await? {
+        owners.entry(package_id).or_default().push(username);
+    }
     let mut packages = Vec::new();
-    for listing in state.db.owned_package_listings(s.account_id).await? {
+    for listing in listings {
         let (Ok(kind), Ok(name)) = (
             listing.kind.parse::<Kind>(),
             PackageName::new(listing.name.as_str()),
         ) else {
             continue;
         };
-        let owners = state
-            .db
-            .list_owners(listing.id)
-            .await?
-            .into_iter()
-            .map(|o| o.username)
-            .collect();
         packages.push(OwnedPackage {
             package: PackageRef { kind, name },
-            owners,
+            owners: owners.remove(&listing.id).unwrap_or_default(),
         });
     }
     Ok(AccountPage {
@@ -287,6 +293,7 @@ fn kind_of_plural(plural: &str) -> Result<Kind, CatalogError> {
     match plural {
         "agents" => Ok(Kind::Agent),
         "tools" => Ok(Kind::Tool),
+        "protocols" => Ok(Kind::Protocol),
         _ => Err(CatalogError::NotFound),
     }
 }
@@ -311,7 +318,7 @@ async fn owned_package(
     Ok(package)
 }
 
-/// `POST /account/{agents|tools}/{name}/owners` (`username`).
+/// `POST /account/{agents|tools|protocols}/{name}/owners` (`username`).
 pub async fn add_owner(
     state: web::Data<AppState>,
     session: SignedIn,
@@ -340,7 +347,7 @@ pub async fn add_owner(
     Ok(see_other("/account#owners-heading"))
 }
 
-/// `POST /account/{agents|tools}/{name}/owners/remove` (`username`).
+/// `POST /account/{agents|tools|protocols}/{name}/owners/remove` (`username`).
 pub async fn remove_owner(
     state: web::Data<AppState>,
     session: SignedIn,
@@ -417,7 +424,7 @@ async fn set_yanked(
     Ok(see_other(&format!("/{kind}/{}/{version}", package.name)))
 }
 
-/// `POST /{agents|tools}/{name}/{version}/yank` (`reason`).
+/// `POST /{agents|tools|protocols}/{name}/{version}/yank` (`reason`).
 pub async fn yank(
     state: web::Data<AppState>,
     session: SignedIn,
@@ -434,7 +441,7 @@ pub async fn yank(
     .await
 }
 
-/// `POST /{agents|tools}/{name}/{version}/unyank`.
+/// `POST /{agents|tools|protocols}/{name}/{version}/unyank`.
 pub async fn unyank(
     state: web::Data<AppState>,
     session: SignedIn,

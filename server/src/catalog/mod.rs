@@ -17,7 +17,9 @@ pub mod assets;
 pub mod home;
 pub mod keys;
 pub mod packages;
+pub mod protocols;
 pub mod publishers;
+pub mod replay;
 pub mod search;
 pub mod session;
 pub mod views;
@@ -91,6 +93,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 "/{kind}/{name}/{version}/unyank",
                 web::post().to(account::unyank),
             )
+            .route("/protocols/{name}", web::get().to(protocols::protocol))
+            .route(
+                "/protocols/{name}/{version}",
+                web::get().to(protocols::protocol_version),
+            )
+            .route("/replay", web::get().to(replay::replay_form))
+            .route("/replay", web::post().to(replay::replay))
             .route("/publishers/{name}", web::get().to(publishers::publisher))
             .route("/keys/{key_id}", web::get().to(keys::key))
             .route("/login", web::get().to(session::login_form))
@@ -149,6 +158,9 @@ pub enum CatalogError {
     RateLimited,
     #[error("the page needs a signed-in session")]
     SignInRequired,
+    /// A backend is out of reach, or the registry is overloaded: retry.
+    #[error("temporarily unavailable")]
+    Unavailable,
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -161,7 +173,21 @@ impl CatalogError {
 
 impl From<sqlx::Error> for CatalogError {
     fn from(err: sqlx::Error) -> Self {
-        Self::internal(err)
+        ApiError::from(err).into()
+    }
+}
+
+/// A service's refusal as the page it shows. Only refusals a page can meet
+/// through a service call are mapped; the rest are bugs.
+impl From<ApiError> for CatalogError {
+    fn from(err: ApiError) -> Self {
+        match err {
+            ApiError::NotFound(_) => Self::NotFound,
+            ApiError::RateLimited { .. } => Self::RateLimited,
+            ApiError::Unavailable(_) | ApiError::ResolveTimeout(_) => Self::Unavailable,
+            ApiError::Internal(cause) => Self::Internal(cause),
+            other => Self::internal(anyhow::anyhow!("{other}")),
+        }
     }
 }
 
@@ -185,6 +211,7 @@ impl ResponseError for CatalogError {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Self::SignInRequired => StatusCode::SEE_OTHER,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -1,6 +1,6 @@
 //! Agent, tool and agent-diff pages.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::collections::BTreeMap;
 
 use actix_web::{HttpResponse, web};
 use agentlang_core::{Kind, PackageName, Version};
@@ -13,11 +13,11 @@ use serde::Deserialize;
 use super::{
     CatalogError, html,
     session::{MaybeSession, WebSession},
-    views::{self, ContainerExtras, timestamp},
+    views::{self, timestamp},
 };
 use crate::{
-    blobs::Sha256Digest,
     db::packages::{PackageRecord, VersionRecord},
+    service::packages::ContainerExtras,
     state::AppState,
 };
 
@@ -132,37 +132,9 @@ async fn artifact(state: &AppState, v: &VersionRecord) -> Result<ArtifactView, C
     })
 }
 
-/// Skills, subagents, ux hints or README from the stored container, read
-/// once per container and cached (blobs never change).
-async fn extras(
-    state: &AppState,
-    kind: Kind,
-    v: &VersionRecord,
-) -> Result<Arc<ContainerExtras>, CatalogError> {
-    if let Some(hit) = views::cached_extras(&v.sha256) {
-        return Ok(hit);
-    }
-    let digest: Sha256Digest = v.sha256.parse().map_err(CatalogError::internal)?;
-    let extras = match state
-        .blobs
-        .get(&digest)
-        .await
-        .map_err(CatalogError::internal)?
-    {
-        Some(bytes) => Arc::new(
-            web::block(move || ContainerExtras::read(kind, &bytes))
-                .await
-                .map_err(CatalogError::internal)?,
-        ),
-        // A missing blob shows the page without the container's extras
-        // (and is not cached, so it shows up once the blob is back).
-        None => {
-            tracing::warn!(sha256 = %v.sha256, "the container of a live version is missing");
-            return Ok(Arc::new(ContainerExtras::default()));
-        }
-    };
-    views::cache_extras(&v.sha256, extras.clone());
-    Ok(extras)
+/// Skills, subagents, ux hints or README, as stored at publish.
+fn extras(v: &VersionRecord) -> ContainerExtras {
+    ContainerExtras::from_stored(v.extras.as_ref().map(|e| &e.0))
 }
 
 async fn owners(state: &AppState, package_id: i64) -> Result<Vec<String>, CatalogError> {
@@ -188,13 +160,12 @@ async fn owner_controls(
     }
 }
 
-pub(super) async fn agent_version_view(
-    state: &AppState,
+pub(super) fn agent_version_view(
     loaded: &Loaded,
     v: &VersionRecord,
 ) -> Result<AgentVersionView, CatalogError> {
     let version = parse_version(&v.version)?;
-    let extras = extras(state, Kind::Agent, v).await?;
+    let extras = extras(v);
     Ok(views::agent_view(
         &loaded.name,
         &version,
@@ -202,6 +173,35 @@ pub(super) async fn agent_version_view(
         v.lockfile.as_ref().map(|l| &l.0),
         &extras,
     ))
+}
+
+/// Per built-in host, whether the version can run there: its own and its
+/// subagents' permissions (from the container), and those its locked tools
+/// require (one query for all of them).
+async fn hosts(state: &AppState, v: &VersionRecord) -> Result<Vec<HostFitView>, CatalogError> {
+    let extras = extras(v);
+    let Some(requests) = &extras.host_requests else {
+        return Ok(Vec::new());
+    };
+    let pins = views::locked_tools(v.lockfile.as_ref().map(|l| &l.0));
+    let names: Vec<String> = pins.iter().map(|(n, _)| n.normalized()).collect();
+    let rows = state.db.tool_permissions(&names).await?;
+    let tools: Vec<(PackageName, Vec<agentlang_core::capability::Capability>)> = pins
+        .into_iter()
+        .map(|(name, version)| {
+            let capabilities = rows
+                .iter()
+                .find(|r| {
+                    r.normalized_name == name.normalized()
+                        && Version::parse(&r.version).is_ok_and(|v| v == version)
+                })
+                .and_then(|r| r.permissions.as_deref())
+                .and_then(|json| serde_json::from_str(json).ok())
+                .unwrap_or_default();
+            (name, capabilities)
+        })
+        .collect();
+    Ok(views::host_fits(requests, &tools))
 }
 
 /// Builds the agent page; public for the render benchmark.
@@ -213,9 +213,30 @@ pub async fn agent_page(
 ) -> Result<AgentPage, CatalogError> {
     let loaded = load(state, Kind::Agent, name).await?;
     let v = loaded.pick(version)?;
+    let quality = crate::service::quality::stored_report(&state.db, v.id)
+        .await
+        .map_err(CatalogError::internal)?;
+    let protocol_notices = crate::service::protocols::agent_protocol_status(
+        &state.db,
+        &v.spec.0,
+        v.lockfile.as_ref().map(|l| &l.0),
+    )
+    .await
+    .map_err(CatalogError::internal)?
+    .into_iter()
+    .map(|n| ProtocolNotice {
+        name: n.name,
+        version: n.version.map(|v| v.to_string()),
+        message: n.message,
+        is_error: n.is_error,
+    })
+    .collect();
     Ok(AgentPage {
         chrome: session.chrome(),
-        agent: agent_version_view(state, &loaded, v).await?,
+        hosts: hosts(state, v).await?,
+        quality,
+        protocol_notices,
+        agent: agent_version_view(&loaded, v)?,
         versions: loaded.summaries(),
         artifact: artifact(state, v).await?,
         owners: owners(state, loaded.package.id).await?,
@@ -279,8 +300,8 @@ pub async fn agent_diff(
             .max_by_key(|v| Version::parse(&v.version).ok())
             .unwrap_or(to),
     };
-    let from_view = agent_version_view(&state, &loaded, from).await?;
-    let to_view = agent_version_view(&state, &loaded, to).await?;
+    let from_view = agent_version_view(&loaded, from)?;
+    let to_view = agent_version_view(&loaded, to)?;
     let versions = loaded
         .versions
         .iter()
@@ -350,7 +371,7 @@ async fn tool_page(
     let loaded = load(state, Kind::Tool, name).await?;
     let v = loaded.pick(version)?;
     let parsed = parse_version(&v.version)?;
-    let extras = extras(state, Kind::Tool, v).await?;
+    let extras = extras(v);
     Ok(ToolPage {
         chrome: session.chrome(),
         tool: views::tool_view(&loaded.name, &parsed, &v.spec.0, &extras),

@@ -9,6 +9,10 @@ use agentlang_web::{
 use super::{CatalogError, html, search::summaries, session::MaybeSession, views::timestamp};
 use crate::{db::keys::SigningKeyRecord, state::AppState};
 
+/// Packages a publisher page lists at most: the page's cost is bounded
+/// whatever one account owns.
+const MAX_PACKAGES_SHOWN: i64 = 500;
+
 pub fn key_summary(key: SigningKeyRecord) -> KeySummary {
     KeySummary {
         key_id: key.key_id,
@@ -28,7 +32,10 @@ pub async fn publisher(
         .find_account(&path)
         .await?
         .ok_or(CatalogError::NotFound)?;
-    let packages = state.db.owned_package_listings(account.id).await?;
+    let packages = state
+        .db
+        .owned_package_listings(account.id, MAX_PACKAGES_SHOWN)
+        .await?;
     let keys = state.db.account_signing_keys(account.id).await?;
     html(&PublisherPage {
         chrome: session.chrome(),

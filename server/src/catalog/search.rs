@@ -15,7 +15,12 @@ use super::{
     session::MaybeSession,
     views::{newest, summary_text, timestamp},
 };
-use crate::{db::catalog::PackageListing, state::AppState};
+use std::collections::HashMap;
+
+use crate::{
+    db::catalog::{PackageListing, VersionBrief},
+    state::AppState,
+};
 
 pub const PER_PAGE: u64 = 20;
 /// Matches considered for a query; the category filter and the total work
@@ -38,15 +43,20 @@ pub struct SearchQuery {
 }
 
 /// List entries for packages: the newest version's title, category and
-/// version from the version rows, in the order given.
+/// version from the version rows, in the order given. Two queries at most
+/// for any number of listings (one per 500).
 pub(super) async fn summaries(
     state: &AppState,
     listings: Vec<PackageListing>,
 ) -> Result<Vec<PackageSummary>, CatalogError> {
+    let ids: Vec<i64> = listings.iter().map(|l| l.id).collect();
+    let mut briefs: HashMap<i64, Vec<VersionBrief>> = HashMap::new();
+    for brief in state.db.version_briefs_for(&ids).await? {
+        briefs.entry(brief.package_id).or_default().push(brief);
+    }
     let mut out = Vec::with_capacity(listings.len());
     for listing in listings {
-        let briefs = state.db.version_briefs(listing.id).await?;
-        let Some((brief, version)) = newest(&briefs) else {
+        let Some((brief, version)) = briefs.get(&listing.id).and_then(|b| newest(b)) else {
             continue;
         };
         let (Ok(kind), Ok(name)) = (
@@ -69,14 +79,16 @@ pub(super) async fn summaries(
     Ok(out)
 }
 
+/// The listings of `ids`, in that order, in one query (per 500).
 async fn listings_of(state: &AppState, ids: &[i64]) -> Result<Vec<PackageListing>, CatalogError> {
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        if let Some(listing) = state.db.package_listing(*id).await? {
-            out.push(listing);
-        }
-    }
-    Ok(out)
+    let mut found: HashMap<i64, PackageListing> = state
+        .db
+        .package_listings_by_ids(ids)
+        .await?
+        .into_iter()
+        .map(|l| (l.id, l))
+        .collect();
+    Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
 }
 
 /// `GET /search`.
@@ -174,10 +186,24 @@ pub async fn search(
         query: q,
         kind,
         category,
-        categories: state.db.categories_in_use().await?,
+        categories: categories_in_use(&state).await?,
         results,
         total,
         page,
         per_page: PER_PAGE,
     })
+}
+
+/// The categories the filter offers, read once per registry generation:
+/// finding them reads every live version's spec.
+async fn categories_in_use(state: &AppState) -> Result<Vec<String>, CatalogError> {
+    let generation = state.index_cache.current_generation(&state.db).await?;
+    if let Some(categories) = state.index_cache.categories(generation) {
+        return Ok(categories);
+    }
+    let categories = state.db.categories_in_use().await?;
+    state
+        .index_cache
+        .put_categories(generation, categories.clone());
+    Ok(categories)
 }

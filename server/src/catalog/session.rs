@@ -29,9 +29,7 @@ use sha2::{Digest, Sha256};
 
 use super::{CatalogError, FormFields, constant_time_eq, html_status, see_other};
 use crate::{
-    auth::{decoy_hash, verify_password},
-    db::now,
-    rate_limit::{Bucket, client_key},
+    db::now, error::ApiError, rate_limit::ClientAddr, service::credentials::check_password,
     state::AppState,
 };
 
@@ -196,6 +194,7 @@ pub async fn login_form(
 pub async fn login(
     state: web::Data<AppState>,
     req: HttpRequest,
+    client: ClientAddr,
     body: web::Bytes,
 ) -> Result<HttpResponse, CatalogError> {
     let form = FormFields::parse(&body);
@@ -213,32 +212,17 @@ pub async fn login(
             Some(LoginError::SessionExpired),
         );
     }
-    if state
-        .rate_limits
-        .check(
-            Bucket::Credentials,
-            &client_key(req.peer_addr().map(|a| a.ip())),
-        )
-        .is_err()
-    {
-        return login_page(
-            &state,
-            StatusCode::TOO_MANY_REQUESTS,
-            username,
-            Some(LoginError::TooManyAttempts),
-        );
-    }
-    let account = state.db.find_account(&username).await?;
-    let stored_hash = account
-        .as_ref()
-        .map_or_else(|| decoy_hash().to_owned(), |a| a.password_hash.clone());
-    let password = form.get("password").to_owned();
-    let verified = web::block(move || verify_password(&password, &stored_hash))
-        .await
-        .map_err(CatalogError::internal)?;
-    let account = match account {
-        Some(account) if verified && !username.is_empty() => account,
-        _ => {
+    let account = match check_password(&state, &client, &username, form.get("password")).await {
+        Ok(account) => account,
+        Err(ApiError::RateLimited { .. }) => {
+            return login_page(
+                &state,
+                StatusCode::TOO_MANY_REQUESTS,
+                username,
+                Some(LoginError::TooManyAttempts),
+            );
+        }
+        Err(ApiError::InvalidCredentials) => {
             return login_page(
                 &state,
                 StatusCode::UNAUTHORIZED,
@@ -246,6 +230,7 @@ pub async fn login(
                 Some(LoginError::InvalidCredentials),
             );
         }
+        Err(other) => return Err(other.into()),
     };
 
     let secret = random_token()?;

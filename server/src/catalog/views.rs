@@ -3,27 +3,22 @@
 //! A version row holds the parsed `agent.yaml` / `tool.yaml` as JSON in the
 //! shape it was written (the core's models serialize back to it) and the
 //! `agent.lock` as JSON. Skills, co-located subagents, `ux.yaml` and a
-//! tool's README live only in the container, so [`ContainerExtras`] reads
-//! them from the stored blob; blobs are content-addressed and immutable, so
-//! what was read once is cached by SHA-256 in this process.
+//! tool's README live only in the container: publish stores what pages show
+//! of them with the version ([`ContainerExtras`]), so no page reads a blob.
 //!
 //! The readers here are lenient: the data passed validation at publish, and
 //! a field of an unexpected shape is left out rather than failing the page.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex, OnceLock},
-};
-
 use agentlang_core::{
-    Kind, MemberPath, PackageName, Version,
-    container::{self, Limits},
+    PackageName, Version,
+    capability::Capability,
+    host::{self, HostProfile, Outcome, Request},
 };
 use agentlang_web::model::*;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
-use crate::db::catalog::VersionBrief;
+use crate::{db::catalog::VersionBrief, service::packages::ContainerExtras};
 
 pub fn timestamp(unix_seconds: i64) -> Timestamp {
     Timestamp(
@@ -78,92 +73,67 @@ fn version_at(v: Option<&Value>) -> Option<Version> {
         .and_then(|s| Version::parse(s).ok())
 }
 
-/// What only the container holds.
-#[derive(Debug, Clone, Default)]
-pub struct ContainerExtras {
-    /// Skill name to (description, allowed tools).
-    pub skills: BTreeMap<String, (String, Vec<String>)>,
-    /// Co-located subagents: (name, description), in path order.
-    pub subagents: Vec<(String, Option<String>)>,
-    pub suggestions: Vec<String>,
-    pub integrations: Vec<(String, Option<String>)>,
-    pub readme: Option<String>,
-}
-
-impl ContainerExtras {
-    /// Reads a container's bytes; a container that no longer reads (it was
-    /// verified at publish) yields no extras rather than no page.
-    pub fn read(kind: Kind, bytes: &[u8]) -> Self {
-        let Ok(container) = container::read(bytes, &Limits::default()) else {
-            return Self::default();
-        };
-        let mut extras = Self::default();
-        for (path, member) in container.kept_members() {
-            let p = path.as_str();
-            if kind == Kind::Tool {
-                if p == "README.md" {
-                    extras.readme = std::str::from_utf8(member).ok().map(str::to_owned);
-                }
-                continue;
+/// Per built-in host, whether an agent that asks for `requests` (its own
+/// and its subagents'), with locked tools requiring `tools`, can run there:
+/// `core::host::check`, the check `agentlang check --host` makes.
+pub fn host_fits(
+    requests: &[Request],
+    tools: &[(PackageName, Vec<Capability>)],
+) -> Vec<HostFitView> {
+    let requests = host::with_tools(requests.to_vec(), tools);
+    HostProfile::builtin()
+        .iter()
+        .map(|profile| {
+            let report = host::check(profile, &requests);
+            let named = |outcome: Outcome| -> Vec<String> {
+                report
+                    .capabilities
+                    .iter()
+                    .filter(|d| d.outcome == outcome)
+                    .map(|d| d.capability.as_str().to_owned())
+                    .collect()
+            };
+            let mode = |m: Option<agentlang_core::agent::PermissionMode>| {
+                m.and_then(|m| serde_json::to_value(m).ok())
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            };
+            HostFitView {
+                host: profile.name.to_string(),
+                description: profile.description.clone(),
+                runnable: report.runnable(),
+                refused: named(Outcome::Refused),
+                degraded: named(Outcome::Degraded),
+                downgraded: report
+                    .capabilities
+                    .iter()
+                    .filter(|d| d.outcome == Outcome::Downgraded)
+                    .map(|d| {
+                        format!(
+                            "{}: {} → {}",
+                            d.capability,
+                            mode(d.requested_mode),
+                            mode(d.granted_mode)
+                        )
+                    })
+                    .collect(),
             }
-            if p.starts_with("skills/") && p.ends_with("/SKILL.md") {
-                if let Ok(skill) = agentlang_core::skill::parse_skill(member) {
-                    extras.skills.insert(
-                        skill.name.to_string(),
-                        (skill.description, skill.allowed_tools),
-                    );
-                }
-            } else if p == "ux.yaml" {
-                if let Ok(ux) = agentlang_core::ux::parse_ux(member) {
-                    extras.suggestions = ux.suggestions;
-                    extras.integrations = ux
-                        .integrations
-                        .into_iter()
-                        .map(|i| (i.name, i.website))
-                        .collect();
-                }
-            } else if is_subagent_path(path)
-                && let Ok(spec) = agentlang_core::agent::parse_subagent(member)
-            {
-                extras
-                    .subagents
-                    .push((spec.name.to_string(), spec.description));
-            }
-        }
-        extras
-    }
+        })
+        .collect()
 }
 
-/// Subagent files by the package's discovery rule: YAML outside `skills/`
-/// and `context/` other than the root's known files.
-fn is_subagent_path(path: &MemberPath) -> bool {
-    let p = path.as_str();
-    (p.ends_with(".yaml") || p.ends_with(".yml"))
-        && !["agent.yaml", "prompt.yaml", "ux.yaml"].contains(&p)
-        && !p.starts_with("skills/")
-        && !p.starts_with("context/")
-}
-
-/// Extras of containers already read, by SHA-256. Content-addressed, so an
-/// entry never goes stale; bounded by clearing when full.
-fn extras_cache() -> &'static Mutex<HashMap<String, Arc<ContainerExtras>>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Arc<ContainerExtras>>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-const EXTRAS_CACHE_ENTRIES: usize = 512;
-
-pub fn cached_extras(sha256: &str) -> Option<Arc<ContainerExtras>> {
-    extras_cache().lock().ok()?.get(sha256).cloned()
-}
-
-pub fn cache_extras(sha256: &str, extras: Arc<ContainerExtras>) {
-    if let Ok(mut cache) = extras_cache().lock() {
-        if cache.len() >= EXTRAS_CACHE_ENTRIES {
-            cache.clear();
-        }
-        cache.insert(sha256.to_owned(), extras);
-    }
+/// The (name, version) pins of an agent.lock's `tools`, as stored.
+pub fn locked_tools(lock: Option<&Value>) -> Vec<(PackageName, Version)> {
+    lock.and_then(|l| object_at(l, "tools"))
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, entry)| {
+            Some((
+                PackageName::new(name.as_str()).ok()?,
+                version_at(Some(entry))?,
+            ))
+        })
+        .collect()
 }
 
 /// The agent page's view of one version.
@@ -569,6 +539,7 @@ mod tests {
     #[test]
     fn newest_prefers_unyanked_releases() {
         let brief = |version: &str, yanked: bool| VersionBrief {
+            package_id: 1,
             version: version.into(),
             yanked,
             published_at: 0,

@@ -5,7 +5,7 @@
 //! them (`json_extract` in SQLite, `->>` in PostgreSQL), so listing pages
 //! never load whole specs.
 
-use super::{Db, keys::SigningKeyRecord, now, with_pool};
+use super::{Db, keys::SigningKeyRecord, now, select_in, with_pool};
 
 /// A web session joined with its account.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -40,6 +40,7 @@ pub struct PackageListing {
 /// The listing fields of one live version.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct VersionBrief {
+    pub package_id: i64,
     pub version: String,
     pub yanked: bool,
     pub published_at: i64,
@@ -285,64 +286,89 @@ impl Db {
         }
     }
 
-    /// The listing of one package (None when it has no live version).
-    pub async fn package_listing(
+    /// The listings of the given packages that have a live version,
+    /// unordered: one query per 500 ids.
+    pub async fn package_listings_by_ids(
         &self,
-        package_id: i64,
-    ) -> Result<Option<PackageListing>, sqlx::Error> {
-        let sql = format!("{LISTING_SELECT} WHERE p.id = $1 {LISTING_GROUP}");
-        with_pool!(self, pool => {
-            sqlx::query_as::<_, PackageListing>(sqlx::AssertSqlSafe(sql))
-                .bind(package_id)
-                .fetch_optional(pool)
-                .await
-        })
+        ids: &[i64],
+    ) -> Result<Vec<PackageListing>, sqlx::Error> {
+        let sql = format!("{LISTING_SELECT} WHERE p.id IN (");
+        let group = format!(") {LISTING_GROUP}");
+        // `select_in!` closes the list itself; the GROUP BY follows it.
+        let mut out = Vec::new();
+        for chunk in ids.chunks(super::ID_CHUNK) {
+            match self {
+                Db::Sqlite(pool) => {
+                    let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new(&sql);
+                    let mut list = query.separated(", ");
+                    for id in chunk {
+                        list.push_bind(*id);
+                    }
+                    query.push(&group);
+                    out.extend(
+                        query
+                            .build_query_as::<PackageListing>()
+                            .fetch_all(pool)
+                            .await?,
+                    );
+                }
+                Db::Postgres(pool) => {
+                    let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new(&sql);
+                    let mut list = query.separated(", ");
+                    for id in chunk {
+                        list.push_bind(*id);
+                    }
+                    query.push(&group);
+                    out.extend(
+                        query
+                            .build_query_as::<PackageListing>()
+                            .fetch_all(pool)
+                            .await?,
+                    );
+                }
+            }
+        }
+        Ok(out)
     }
 
-    /// Packages the account owns, by name.
+    /// Packages the account owns, by name, at most `limit`.
     pub async fn owned_package_listings(
         &self,
         account_id: i64,
+        limit: i64,
     ) -> Result<Vec<PackageListing>, sqlx::Error> {
         let sql = format!(
             "{LISTING_SELECT}
              JOIN package_owners o ON o.package_id = p.id AND o.account_id = $1
-             {LISTING_GROUP} ORDER BY p.normalized_name, p.kind"
+             {LISTING_GROUP} ORDER BY p.normalized_name, p.kind LIMIT $2"
         );
         with_pool!(self, pool => {
             sqlx::query_as::<_, PackageListing>(sqlx::AssertSqlSafe(sql))
                 .bind(account_id)
+                .bind(limit)
                 .fetch_all(pool)
                 .await
         })
     }
 
-    /// The live versions of a package with the spec fields a list shows,
-    /// in no particular order.
-    pub async fn version_briefs(&self, package_id: i64) -> Result<Vec<VersionBrief>, sqlx::Error> {
-        match self {
-            Db::Sqlite(pool) => {
-                sqlx::query_as::<_, VersionBrief>(
-                    "SELECT version, yanked, published_at,
-                            json_extract(spec, '$.title') AS title,
-                            json_extract(spec, '$.category') AS category
-                     FROM versions WHERE package_id = $1 AND deleted_at IS NULL",
-                )
-                .bind(package_id)
-                .fetch_all(pool)
-                .await
-            }
-            Db::Postgres(pool) => {
-                sqlx::query_as::<_, VersionBrief>(
-                    "SELECT version, yanked, published_at,
-                            spec->>'title' AS title, spec->>'category' AS category
-                     FROM versions WHERE package_id = $1 AND deleted_at IS NULL",
-                )
-                .bind(package_id)
-                .fetch_all(pool)
-                .await
-            }
-        }
+    /// The live versions of the given packages with the spec fields a list
+    /// shows, in no particular order: one query per 500 packages.
+    pub async fn version_briefs_for(
+        &self,
+        package_ids: &[i64],
+    ) -> Result<Vec<VersionBrief>, sqlx::Error> {
+        select_in!(
+            self,
+            VersionBrief,
+            "SELECT package_id, version, yanked, published_at,
+                    json_extract(spec, '$.title') AS title,
+                    json_extract(spec, '$.category') AS category
+             FROM versions WHERE deleted_at IS NULL AND package_id IN (",
+            "SELECT package_id, version, yanked, published_at,
+                    spec->>'title' AS title, spec->>'category' AS category
+             FROM versions WHERE deleted_at IS NULL AND package_id IN (",
+            package_ids
+        )
     }
 
     /// Categories named by any live version, sorted.

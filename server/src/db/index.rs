@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use agentlang_core::{Kind, PackageName};
 
-use super::{Db, packages::PackageRecord, with_pool};
+use super::{Db, packages::PackageRecord, select_in, with_pool};
 
 /// One live version as the index lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +111,12 @@ impl Db {
         })
     }
 
+    /// `(id, username)` of the given accounts, unordered.
+    pub async fn usernames_by_ids(&self, ids: &[i64]) -> Result<Vec<(i64, String)>, sqlx::Error> {
+        const SELECT: &str = "SELECT id, username FROM accounts WHERE id IN (";
+        select_in!(self, (i64, String), SELECT, SELECT, ids)
+    }
+
     /// Every package of `kind` (or of every kind), by normalized name, at
     /// most `limit`: what an empty search lists.
     pub async fn list_packages(
@@ -167,39 +173,6 @@ pub struct VersionFacts {
     pub category: Option<String>,
 }
 
-/// Ids per query: far below either backend's bind limit.
-const ID_CHUNK: usize = 500;
-
-/// `SELECT ... WHERE <column> IN (ids)`, chunked, in either dialect.
-macro_rules! select_in {
-    ($db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {{
-        let mut out: Vec<$row> = Vec::new();
-        for chunk in $ids.chunks(ID_CHUNK) {
-            match $db {
-                Db::Sqlite(pool) => {
-                    let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new($sqlite);
-                    let mut ids = query.separated(", ");
-                    for id in chunk {
-                        ids.push_bind(*id);
-                    }
-                    query.push(")");
-                    out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
-                }
-                Db::Postgres(pool) => {
-                    let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new($postgres);
-                    let mut ids = query.separated(", ");
-                    for id in chunk {
-                        ids.push_bind(*id);
-                    }
-                    query.push(")");
-                    out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
-                }
-            }
-        }
-        Ok(out)
-    }};
-}
-
 impl Db {
     /// The records of the given packages, unordered.
     pub async fn packages_by_ids(&self, ids: &[i64]) -> Result<Vec<PackageRecord>, sqlx::Error> {
@@ -251,5 +224,68 @@ impl Db {
                 .await
                 .map(|n| n > 0)
         })
+    }
+}
+
+/// One live version of a tool with the capabilities its tool.yaml requires
+/// (the JSON array, as stored).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ToolPermissions {
+    pub normalized_name: String,
+    pub version: String,
+    pub permissions: Option<String>,
+}
+
+impl Db {
+    /// The required capabilities of every live version of the given tools
+    /// (normalized names), in one query per [`super::ID_CHUNK`] names: what the
+    /// catalog needs to say on which hosts an agent can run.
+    pub async fn tool_permissions(
+        &self,
+        normalized_names: &[String],
+    ) -> Result<Vec<ToolPermissions>, sqlx::Error> {
+        const FROM: &str = " FROM versions v JOIN packages p ON p.id = v.package_id
+             WHERE p.kind = 'tool' AND v.deleted_at IS NULL AND p.normalized_name IN (";
+        let mut out = Vec::new();
+        for chunk in normalized_names.chunks(super::ID_CHUNK) {
+            match self {
+                Db::Sqlite(pool) => {
+                    let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                        "SELECT p.normalized_name, v.version,
+                                json_extract(v.spec, '$.permissions') AS permissions",
+                    );
+                    query.push(FROM);
+                    let mut names = query.separated(", ");
+                    for name in chunk {
+                        names.push_bind(name.as_str());
+                    }
+                    query.push(")");
+                    out.extend(
+                        query
+                            .build_query_as::<ToolPermissions>()
+                            .fetch_all(pool)
+                            .await?,
+                    );
+                }
+                Db::Postgres(pool) => {
+                    let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new(
+                        "SELECT p.normalized_name, v.version, v.spec->>'permissions' AS permissions",
+                    );
+                    query.push(FROM);
+                    let mut names = query.separated(", ");
+                    for name in chunk {
+                        names.push_bind(name.as_str());
+                    }
+                    query.push(")");
+                    out.extend(
+                        query
+                            .build_query_as::<ToolPermissions>()
+                            .fetch_all(pool)
+                            .await?,
+                    );
+                }
+            }
+        }
+        Ok(out)
     }
 }

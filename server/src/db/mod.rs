@@ -13,6 +13,7 @@ pub mod index;
 pub mod keys;
 pub mod models;
 pub mod packages;
+pub mod protocols;
 pub mod search;
 pub mod tokens;
 
@@ -37,6 +38,42 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
+/// Ids per query: far below either backend's bind limit.
+pub(crate) const ID_CHUNK: usize = 500;
+
+/// `SELECT ... WHERE <column> IN (ids)`, chunked, in either dialect: one
+/// query per 500 ids, whatever the number of rows it stands for.
+macro_rules! select_in {
+    ($db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {{
+        let mut out: Vec<$row> = Vec::new();
+        for chunk in $ids.chunks($crate::db::ID_CHUNK) {
+            match $db {
+                $crate::db::Db::Sqlite(pool) => {
+                    let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new($sqlite);
+                    let mut ids = query.separated(", ");
+                    for id in chunk {
+                        ids.push_bind(id);
+                    }
+                    query.push(")");
+                    out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
+                }
+                $crate::db::Db::Postgres(pool) => {
+                    let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new($postgres);
+                    let mut ids = query.separated(", ");
+                    for id in chunk {
+                        ids.push_bind(id);
+                    }
+                    query.push(")");
+                    out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
+                }
+            }
+        }
+        Ok(out)
+    }};
+}
+
+pub(crate) use select_in;
+
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     #[error("cannot open the database: {0}")]
@@ -59,22 +96,31 @@ pub enum Db {
 
 impl Db {
     /// Opens (creating a SQLite file and its folder if needed) and migrates.
-    pub async fn connect(url: &DatabaseUrl) -> Result<Self, DbError> {
+    /// A request waits at most `timeout` for a connection (then the error is
+    /// `PoolTimedOut`, answered 503), so an unreachable database fails
+    /// requests quickly instead of holding them.
+    pub async fn connect(url: &DatabaseUrl, timeout: Duration) -> Result<Self, DbError> {
         let db = match url {
             DatabaseUrl::SqlitePath(path) => {
-                Self::open_sqlite(SqliteConnectOptions::new().filename(path)).await?
+                Self::open_sqlite(SqliteConnectOptions::new().filename(path), timeout).await?
             }
             DatabaseUrl::Sqlite(url) => {
-                Self::open_sqlite(SqliteConnectOptions::from_str(url).map_err(DbError::Connect)?)
-                    .await?
+                Self::open_sqlite(
+                    SqliteConnectOptions::from_str(url).map_err(DbError::Connect)?,
+                    timeout,
+                )
+                .await?
             }
-            DatabaseUrl::Postgres(url) => Self::open_postgres(url).await?,
+            DatabaseUrl::Postgres(url) => Self::open_postgres(url, timeout).await?,
         };
         db.migrate().await?;
         Ok(db)
     }
 
-    async fn open_sqlite(options: SqliteConnectOptions) -> Result<Self, DbError> {
+    async fn open_sqlite(
+        options: SqliteConnectOptions,
+        timeout: Duration,
+    ) -> Result<Self, DbError> {
         let options = options
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -93,17 +139,18 @@ impl Db {
         }
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            .acquire_timeout(timeout)
             .connect_with(options)
             .await
             .map_err(DbError::Connect)?;
         Ok(Db::Sqlite(pool))
     }
 
-    async fn open_postgres(url: &str) -> Result<Self, DbError> {
+    async fn open_postgres(url: &str, timeout: Duration) -> Result<Self, DbError> {
         let options = PgConnectOptions::from_str(url).map_err(DbError::Connect)?;
         let pool = PgPoolOptions::new()
             .max_connections(16)
-            .acquire_timeout(Duration::from_secs(10))
+            .acquire_timeout(timeout)
             .connect_with(options)
             .await
             .map_err(DbError::Connect)?;

@@ -39,6 +39,10 @@ pub struct VersionRecord {
     pub published_at: i64,
     pub deleted_at: Option<i64>,
     pub downloads: i64,
+    /// What pages show from the container (`service::packages::
+    /// ContainerExtras`); `None` until computed for versions published
+    /// before it was stored.
+    pub extras: Option<Json<Value>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -71,6 +75,10 @@ pub struct NewVersion<'a> {
     /// The parsed agent.yaml / tool.yaml.
     pub spec: &'a Value,
     pub lockfile: Option<&'a Value>,
+    /// The deterministic quality report (agents).
+    pub quality_report: Option<&'a Value>,
+    /// What pages show from the container beyond the definition.
+    pub extras: Option<&'a Value>,
     pub dependencies: &'a [DependencyEdge],
     /// Shown in the catalog and indexed for search.
     pub description: &'a str,
@@ -198,6 +206,19 @@ impl Db {
             .fetch_all(pool)
             .await
         })
+    }
+
+    /// The owners of the given packages, `(package id, username)`, each
+    /// package's in the order they were added: one query per 500 packages.
+    pub async fn owners_of(&self, package_ids: &[i64]) -> Result<Vec<(i64, String)>, sqlx::Error> {
+        const SELECT: &str = "SELECT o.package_id, o.added_at, a.username
+             FROM package_owners o JOIN accounts a ON a.id = o.account_id
+             WHERE o.package_id IN (";
+        let found: Result<Vec<(i64, i64, String)>, sqlx::Error> =
+            super::select_in!(self, (i64, i64, String), SELECT, SELECT, package_ids);
+        let mut rows = found?;
+        rows.sort();
+        Ok(rows.into_iter().map(|(id, _, name)| (id, name)).collect())
     }
 
     /// Adds an owner. Returns false when the account already is one.
@@ -422,8 +443,9 @@ impl Db {
             let inserted = sqlx::query_scalar::<_, i64>(
                 "INSERT INTO versions (package_id, version, major, minor, patch, prerelease,
                                        sha256, size, signer_key_id, manifest, spec, lockfile,
-                                       published_by, published_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                                       published_by, published_at, quality_report, extras)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                         $16)
                  RETURNING id",
             )
             .bind(package_id)
@@ -440,6 +462,8 @@ impl Db {
             .bind(new.lockfile.map(Json))
             .bind(new.publisher)
             .bind(now)
+            .bind(new.quality_report.map(Json))
+            .bind(new.extras.map(Json))
             .fetch_one(&mut *tx)
             .await;
             let version_id = match inserted {
@@ -510,7 +534,7 @@ impl Db {
             sqlx::query_as::<_, VersionRecord>(
                 "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
                         lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
-                        downloads
+                        downloads, extras
                  FROM versions
                  WHERE package_id = $1 AND major = $2 AND minor = $3 AND patch = $4
                    AND prerelease = $5",
@@ -531,7 +555,7 @@ impl Db {
             sqlx::query_as::<_, VersionRecord>(
                 "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
                         lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
-                        downloads
+                        downloads, extras
                  FROM versions WHERE package_id = $1 AND deleted_at IS NULL",
             )
             .bind(package_id)
@@ -545,6 +569,39 @@ impl Db {
             parse(&b.version).cmp(&parse(&a.version))
         });
         Ok(versions)
+    }
+
+    /// Versions whose extras were never computed (published before they
+    /// were stored): `(id, kind, sha256)`, at most `limit`.
+    pub async fn versions_without_extras(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(i64, String, String)>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT v.id, p.kind, v.sha256 FROM versions v
+                 JOIN packages p ON p.id = v.package_id
+                 WHERE v.extras IS NULL ORDER BY v.id LIMIT $1",
+            )
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+        })
+    }
+
+    pub async fn set_version_extras(
+        &self,
+        version_id: i64,
+        extras: &Value,
+    ) -> Result<(), sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query("UPDATE versions SET extras = $1 WHERE id = $2")
+                .bind(Json(extras))
+                .bind(version_id)
+                .execute(pool)
+                .await
+                .map(drop)
+        })
     }
 
     /// Yanks or unyanks a live version. Returns false when there is none.
@@ -576,29 +633,39 @@ impl Db {
         Ok(affected > 0)
     }
 
-    /// Counts one download: the version's total and its UTC day's bucket,
-    /// in one transaction.
-    pub async fn record_download(&self, version_id: i64) -> Result<(), sqlx::Error> {
-        let today = time::OffsetDateTime::now_utc().date().to_string();
+    /// Adds counted downloads, `(version id, count)`, to each version's
+    /// total and to its bucket for `day` (`YYYY-MM-DD`, UTC), all in one
+    /// transaction: the in-process counter's periodic flush.
+    pub async fn record_downloads(
+        &self,
+        counts: &[(i64, i64)],
+        day: &str,
+    ) -> Result<(), sqlx::Error> {
+        if counts.is_empty() {
+            return Ok(());
+        }
         with_pool!(self, pool => {
             let mut tx = pool.begin_write().await?;
-            sqlx::query("UPDATE versions SET downloads = downloads + 1 WHERE id = $1")
+            for &(version_id, count) in counts {
+                sqlx::query("UPDATE versions SET downloads = downloads + $1 WHERE id = $2")
+                    .bind(count)
+                    .bind(version_id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(
+                    "INSERT INTO download_counts (version_id, day, count) VALUES ($1, $2, $3)
+                     ON CONFLICT (version_id, day) DO UPDATE SET count = download_counts.count + $3",
+                )
                 .bind(version_id)
+                .bind(day)
+                .bind(count)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query(
-                "INSERT INTO download_counts (version_id, day, count) VALUES ($1, $2, 1)
-                 ON CONFLICT (version_id, day) DO UPDATE SET count = download_counts.count + 1",
-            )
-            .bind(version_id)
-            .bind(&today)
-            .execute(&mut *tx)
-            .await?;
+            }
             tx.commit().await
         })
     }
 
-    /// Downloads per UTC day (`YYYY-MM-DD`), oldest first.
     pub async fn downloads_by_day(
         &self,
         version_id: i64,

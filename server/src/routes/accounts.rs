@@ -1,16 +1,17 @@
 //! Accounts: registration.
 
-use actix_web::{HttpRequest, HttpResponse, post, web};
+use actix_web::{HttpResponse, post, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::{
-    auth::{Password, Username, hash_password},
+    auth::{Password, Username},
     config::RegistrationMode,
     db::accounts::{AdminRule, CreateAccountError},
     error::{ApiError, FieldError},
-    rate_limit::{Bucket, client_key},
+    rate_limit::ClientAddr,
     routes::rfc3339,
+    service::credentials::hash_new_password,
     state::AppState,
 };
 
@@ -86,7 +87,7 @@ pub struct AccountResponse {
     tag = "accounts",
     request_body = CreateAccountRequest,
     responses(
-        (status = 201, body = AccountResponse),
+        (status = 201, body = AccountResponse, description = "The new account"),
         (status = 403, description = "Registration is closed", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "The username (or a look-alike) is taken", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid fields, every one listed", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -96,22 +97,14 @@ pub struct AccountResponse {
 #[post("/api/v1/accounts")]
 pub async fn create_account(
     state: web::Data<AppState>,
-    req: HttpRequest,
+    client: ClientAddr,
     body: web::Json<CreateAccountRequest>,
 ) -> Result<HttpResponse, ApiError> {
     if state.config.registration == RegistrationMode::Closed {
         return Err(ApiError::RegistrationClosed);
     }
-    state.rate_limits.check(
-        Bucket::Credentials,
-        &client_key(req.peer_addr().map(|a| a.ip())),
-    )?;
     let new = NewAccount::try_from(body.into_inner()).map_err(ApiError::Validation)?;
-    let password = new.password;
-    let hash = web::block(move || hash_password(&password))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
+    let hash = hash_new_password(&state, &client, new.password).await?;
     let admin = match state.config.admin.as_deref() {
         Some(name) => AdminRule::Named(name),
         None => AdminRule::FirstAccount,

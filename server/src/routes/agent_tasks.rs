@@ -11,17 +11,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use actix_web::{HttpRequest, http::header, web};
 use agentlang_core::{Kind, PackageName, Version, lockfile::Lockfile};
-use bytes::{Bytes, BytesMut};
-use futures_util::StreamExt;
 use semver::VersionReq;
 use serde_json::{Map, Value, json};
 
 use crate::{
     db::models::ModelName,
     error::ApiError,
-    service::{self, resolve::ResolveInput, search::SearchQuery},
+    service::{
+        self,
+        resolve::{MAX_RESOLVE_MODELS, MAX_RESOLVE_TOOLS, ResolveInput},
+        search::SearchQuery,
+    },
     state::AppState,
 };
 
@@ -31,8 +32,6 @@ pub const PAGE_SIZE: u32 = 20;
 pub const MAX_PAGE: u32 = 500;
 /// The longest search query accepted, in characters.
 pub const MAX_QUERY_CHARS: usize = 256;
-/// The most tools one resolve task may name.
-pub const MAX_RESOLVE_TOOLS: usize = 256;
 
 /// The tasks the registry performs, as its CAPS message advertises them.
 pub const REGISTRY_TASKS: [&str; 4] = ["search", "read", "resolve", "capabilities"];
@@ -124,34 +123,6 @@ impl TaskError {
 
 // ---------------------------------------------------------------------------
 // Reading the request
-
-/// The body of a protocol request, refused with 413 past `limit` bytes
-/// (checked on `Content-Length` first, then while reading, for chunked
-/// bodies). Any content type is read: agents send JSON as they please.
-pub async fn read_body(
-    req: &HttpRequest,
-    mut payload: web::Payload,
-    limit: usize,
-) -> Result<Bytes, ApiError> {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(ApiError::PayloadTooLarge { limit });
-    }
-    let mut body = BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk
-            .map_err(|e| ApiError::BadRequest(format!("cannot read the request body: {e}")))?;
-        if body.len() + chunk.len() > limit {
-            return Err(ApiError::PayloadTooLarge { limit });
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body.freeze())
-}
 
 // ---------------------------------------------------------------------------
 // Reading task data
@@ -367,6 +338,22 @@ impl ResolveTask {
             }
             Ok(())
         };
+        let too_many = |field: String, limit: usize| {
+            TaskError::invalid(field, format!("at most {limit} entries are allowed"))
+        };
+        let count = match map.get("tools") {
+            Some(Value::Object(tools)) => tools.len(),
+            Some(Value::Array(tools)) => tools.len(),
+            _ => 0,
+        };
+        if count > MAX_RESOLVE_TOOLS {
+            return Err(too_many(tools_path, MAX_RESOLVE_TOOLS));
+        }
+        if let Some(Value::Array(models)) = map.get("models")
+            && models.len() > MAX_RESOLVE_MODELS
+        {
+            return Err(too_many(data.path("models"), MAX_RESOLVE_MODELS));
+        }
         match map.get("tools") {
             None => return Err(TaskError::Missing { field: tools_path }),
             Some(Value::Object(tools)) => {
@@ -390,12 +377,6 @@ impl ResolveTask {
                     "must be a list of {name, version?} or a map of name to requirement",
                 ));
             }
-        }
-        if requirements.len() > MAX_RESOLVE_TOOLS {
-            return Err(TaskError::invalid(
-                tools_path,
-                format!("at most {MAX_RESOLVE_TOOLS} tools may be resolved at once"),
-            ));
         }
         let models = match map.get("models") {
             None | Some(Value::Null) => Vec::new(),

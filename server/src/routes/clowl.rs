@@ -43,7 +43,7 @@ use utoipa::ToSchema;
 
 use crate::{
     error::ApiError,
-    rate_limit::{Bucket, client_key},
+    rate_limit::{Bucket, ClientAddr},
     routes::agent_tasks::{self, ReadTask, ResolveTask, SearchTask, TaskError},
     state::AppState,
 };
@@ -168,19 +168,21 @@ impl From<&TaskError> for ClowlError {
     }
 }
 
-/// Answers the bytes of one CLowl message from `peer`.
-pub async fn answer(state: &AppState, peer: &str, raw: &[u8]) -> Message {
+/// The ERR E004 answer to a message refused by the rate limit, built without
+/// parsing the message.
+fn rate_limited(state: &AppState, raw: &[u8], retry_after_secs: u64) -> Message {
+    let error = ClowlError::new(
+        ErrorCode::E004,
+        format!("rate limited; retry in {retry_after_secs} s"),
+        None,
+    );
+    Message::error_for_rejected(raw, &error, registry_id(state), fresh_mid(), now_secs())
+}
+
+/// Answers the bytes of one CLowl message, already counted against its
+/// sender's limit.
+pub async fn answer(state: &AppState, raw: &[u8]) -> Message {
     let me = registry_id(state);
-    if let Err(ApiError::RateLimited { retry_after_secs }) =
-        state.rate_limits.check(Bucket::AgentMessage, peer)
-    {
-        let error = ClowlError::new(
-            ErrorCode::E004,
-            format!("rate limited; retry in {retry_after_secs} s"),
-            None,
-        );
-        return Message::error_for_rejected(raw, &error, me, fresh_mid(), now_secs());
-    }
     let request = match Message::from_slice(raw) {
         Ok(message) => message,
         Err(error) => {
@@ -309,12 +311,23 @@ async fn run_task(state: &AppState, request: &Message) -> Result<Message, ClowlE
 pub async fn post_clowl(
     req: HttpRequest,
     payload: web::Payload,
+    client: ClientAddr,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let raw = agent_tasks::read_body(&req, payload, clowl::MAX_MESSAGE_BYTES).await?;
-    let peer = client_key(req.peer_addr().map(|a| a.ip()));
-    let answer = answer(&state, &peer, &raw).await;
-    Ok(HttpResponse::Ok().json(answer.to_value()))
+    let raw = super::read_body(&req, payload, clowl::MAX_MESSAGE_BYTES).await?;
+    if let Err(ApiError::RateLimited { retry_after_secs }) = state
+        .rate_limits
+        .check(Bucket::AgentMessage, client.as_str())
+    {
+        return Ok(HttpResponse::Ok().json(rate_limited(&state, &raw, retry_after_secs).to_value()));
+    }
+    // Parsing a message of up to 1 MiB is CPU work: off the HTTP workers,
+    // with the task's database reads run through the runtime's handle.
+    let runtime = tokio::runtime::Handle::current();
+    let answer = web::block(move || runtime.block_on(answer(&state, &raw)).to_value())
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(HttpResponse::Ok().json(answer))
 }
 
 /// The CLowl CAPS message of a published agent.

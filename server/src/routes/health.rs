@@ -13,33 +13,58 @@ pub struct Health {
 }
 
 /// Liveness: the process answers HTTP.
-#[utoipa::path(tag = "operations", responses((status = 200, body = Health)))]
+#[utoipa::path(tag = "operations", responses((status = 200, body = Health, description = "Alive")))]
 #[get("/healthz")]
 pub async fn get_healthz() -> HttpResponse {
     HttpResponse::Ok().json(Health { status: "ok" })
 }
 
-/// Readiness: the database and the blob store both answer.
+/// How long readiness waits for each backend.
+const READINESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Readiness: the database and the blob store both answer, each within two
+/// seconds. The problem's detail names the backend that does not.
 #[utoipa::path(
     tag = "operations",
     responses(
-        (status = 200, body = Health),
-        (status = 503, description = "A backend is unreachable", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 200, body = Health, description = "Both backends answer"),
+        (status = 503, description = "A backend is unreachable: `detail` names which (the database, blob storage, or both)", body = crate::error::Problem, content_type = "application/problem+json",
+         headers(("Retry-After" = u64, description = "Seconds to wait"))),
     )
 )]
 #[get("/readyz")]
 pub async fn get_readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    if let Err(e) = state.db.ping().await {
-        tracing::warn!(error = %e, "readiness: database unreachable");
-        return Err(ApiError::Unavailable(
-            "the database is unreachable".to_owned(),
-        ));
-    }
-    if let Err(e) = state.blobs.check().await {
-        tracing::warn!(error = %e, "readiness: blob storage unreachable");
-        return Err(ApiError::Unavailable(
-            "blob storage is unreachable".to_owned(),
-        ));
-    }
-    Ok(HttpResponse::Ok().json(Health { status: "ready" }))
+    let (database, storage) = futures_util::join!(
+        tokio::time::timeout(READINESS_TIMEOUT, state.db.ping()),
+        tokio::time::timeout(READINESS_TIMEOUT, state.blobs.check()),
+    );
+    let database_down = match database {
+        Ok(Ok(())) => false,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readiness: database unreachable");
+            true
+        }
+        Err(_) => {
+            tracing::warn!("readiness: the database did not answer in time");
+            true
+        }
+    };
+    let storage_down = match storage {
+        Ok(Ok(())) => false,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readiness: blob storage unreachable");
+            true
+        }
+        Err(_) => {
+            tracing::warn!("readiness: blob storage did not answer in time");
+            true
+        }
+    };
+    let detail = match (database_down, storage_down) {
+        (false, false) => return Ok(HttpResponse::Ok().json(Health { status: "ready" })),
+        (true, false) => "the database is unreachable",
+        (false, true) => "blob storage is unreachable",
+        (true, true) => "the database and blob storage are unreachable",
+    };
+    Err(ApiError::Unavailable(detail.to_owned()))
 }

@@ -17,7 +17,7 @@ use crate::{
     tag = "index",
     params(PackagePath),
     responses(
-        (status = 200, body = PackageIndexView,
+        (status = 200, body = PackageIndexView, description = "Every live version, oldest first",
          headers(("ETag" = String, description = "Strong: the quoted SHA-256 of the body"))),
         (status = 304, description = "The client's copy is current"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),

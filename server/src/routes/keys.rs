@@ -125,7 +125,7 @@ pub async fn create_key(
     tag = "keys",
     security(("bearer" = [])),
     responses(
-        (status = 200, body = KeyList),
+        (status = 200, body = KeyList, description = "The caller's keys"),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -149,7 +149,7 @@ pub async fn list_keys(
     tag = "keys",
     params(("key_id" = String, Path, description = "Lowercase hex SHA-256 of the raw public key")),
     responses(
-        (status = 200, body = KeyDetails),
+        (status = 200, body = KeyDetails, description = "The key and its owner"),
         (status = 404, description = "No such key", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]

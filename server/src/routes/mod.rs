@@ -12,13 +12,20 @@ pub mod models;
 pub mod moltspeak;
 pub mod owners;
 pub mod packages;
+pub mod protocols;
 pub mod publish;
+pub mod quality;
 pub mod resolve;
+pub mod schemas;
 pub mod search;
 pub mod tokens;
 
-use actix_web::web;
+use actix_web::{HttpRequest, http::header, web};
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+
+use crate::error::ApiError;
 
 /// Registers every API route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -32,6 +39,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(models::list_models)
         .service(models::get_model)
         .service(models::put_model)
+        // Before the package routes: `/api/v1/protocols/{name}` is the
+        // protocol's catalog view, for a catalog entry or a package alike.
+        .service(protocols::list_protocols)
+        .service(protocols::get_protocol)
+        .service(protocols::put_protocol)
+        .service(schemas::get_events_schema)
         .service(health::get_healthz)
         .service(health::get_readyz)
         .service(crate::metrics::get_metrics)
@@ -53,6 +66,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(packages::get_package)
         .service(packages::get_version)
         .service(packages::download_version)
+        .service(quality::get_quality_report)
         .service(packages::yank_version)
         .service(packages::unyank_version);
 }
@@ -64,4 +78,31 @@ pub fn rfc3339(unix_seconds: i64) -> String {
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())
         .unwrap_or_default()
+}
+
+/// A request body read whole, refused with 413 past `limit` bytes: at once
+/// when `Content-Length` says so, else as soon as the bytes do (chunked
+/// bodies). Any content type is read; callers check it.
+pub async fn read_body(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::PayloadTooLarge { limit });
+    }
+    let mut body = BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::from_payload(&e))?;
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::PayloadTooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
 }

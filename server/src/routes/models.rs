@@ -97,7 +97,7 @@ fn model_name(raw: &str) -> Result<ModelName, ApiError> {
 }
 
 /// Lists every model in the catalog.
-#[utoipa::path(tag = "models", responses((status = 200, body = ModelList)))]
+#[utoipa::path(tag = "models", responses((status = 200, body = ModelList, description = "Every model in the catalog")))]
 #[get("/api/v1/models")]
 pub async fn list_models(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let models = state
@@ -115,7 +115,7 @@ pub async fn list_models(state: web::Data<AppState>) -> Result<HttpResponse, Api
     tag = "models",
     params(("name" = String, Path, description = "The model's name")),
     responses(
-        (status = 200, body = Model),
+        (status = 200, body = Model, description = "The model"),
         (status = 404, description = "No such model", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]

@@ -29,31 +29,36 @@
 //!   `suggestion`; `re` is the refused message's id, or `"unknown"` when
 //!   none could be read. Rate-limited messages get `E_RATE_LIMIT` with
 //!   `suggestion.delay_ms`.
-//! - HTTP status: 200 for every MoltSpeak answer, `error` included; 413 only
-//!   past the spec's size limits (1 MB a message, 10 MB a batch). A batch is a
-//!   JSON array of messages or envelopes, answered by an array in the same
-//!   order; a batch that is not an array is answered by one `error`.
+//! - HTTP status: 200 for every MoltSpeak answer, `error` included; 413 past
+//!   the spec's size limits (1 MB a message, 10 MB a batch). A batch is a
+//!   JSON array of at most 100 messages or envelopes (422 past that),
+//!   answered by an array in the same order; a batch that is not an array
+//!   is answered by one `error`. A batch is counted whole against the rate
+//!   limit: one that does not fit is refused whole with 429, not answered
+//!   message by message.
+//! - Everything CPU-bound (parsing, PII scans, signature checks, signing)
+//!   runs on the blocking pool, never on an HTTP worker.
 
-use std::collections::BTreeSet;
+use std::{collections::BTreeSet, num::NonZeroU32};
 
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use agentlang_core::{
     protocol::{
         moltspeak::{
-            self, Classification, ErrorCode, ErrorReport, Message, MessageBuilder, MoltError, Op,
-            Party, Transmission,
+            self, BatchError, Classification, ErrorCode, ErrorReport, Message, MessageBuilder,
+            MoltError, Op, Party, Transmission,
         },
         pii,
     },
     signing::KeyId,
 };
 use serde::Serialize;
-use serde_json::{Map, Value, json, value::RawValue};
+use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use crate::{
-    error::ApiError,
-    rate_limit::{Bucket, client_key},
+    error::{ApiError, FieldError},
+    rate_limit::{Bucket, ClientAddr},
     routes::agent_tasks::{self, ReadTask, ResolveTask, SearchTask, TaskError},
     state::AppState,
 };
@@ -142,8 +147,12 @@ pub struct MoltSpeakIdentity {
     pub domains: Value,
     #[schema(value_type = Object, example = json!({"message": "http://127.0.0.1:8080/moltspeak/v0.1/message", "batch": "http://127.0.0.1:8080/moltspeak/v0.1/batch"}))]
     pub endpoints: Value,
+    /// Bytes of one message.
     pub max_message_size: usize,
+    /// Bytes of one batch.
     pub max_batch_size: usize,
+    /// Messages in one batch.
+    pub max_batch_items: usize,
 }
 
 fn now_ms() -> u64 {
@@ -307,27 +316,43 @@ fn error_message(state: &AppState, refusal: Refusal, re: &str, to: Option<&Party
     }
 }
 
-/// Answers the bytes of one message (or envelope) from `peer`.
-pub async fn answer(state: &AppState, peer: &str, raw: &[u8]) -> Value {
+/// The signed `E_RATE_LIMIT` answer to a message refused by the limit: built
+/// before any of the message is parsed (only its id is salvaged).
+fn rate_limited(state: &AppState, raw: &[u8], retry_after_secs: u64) -> Value {
+    let re = moltspeak::salvage_id(raw).unwrap_or_else(|| UNKNOWN_ID.to_owned());
+    let delay_ms = retry_after_secs.saturating_mul(1000);
+    let mut refusal = Refusal::new(
+        ErrorCode::RateLimit,
+        format!("rate limit exceeded; retry in {retry_after_secs} s"),
+        None,
+    );
+    refusal.report.suggestion = json!({"action": "retry_after", "delay_ms": delay_ms})
+        .as_object()
+        .cloned();
+    refusal.context = Some(json!({
+        "limit": state.config.rate_limits.agent_messages_per_minute.get(),
+        "window": "1m",
+    }));
+    error_message(state, refusal, &re, None)
+}
+
+/// Runs `work` on the blocking pool, where the async steps inside it
+/// (database reads) run through the runtime's handle. Parsing, PII scans and
+/// signatures are CPU work: a slow message must not stall the other
+/// connections of its worker.
+async fn off_workers<T: Send + 'static>(
+    work: impl FnOnce(&tokio::runtime::Handle) -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    let runtime = tokio::runtime::Handle::current();
+    web::block(move || work(&runtime))
+        .await
+        .map_err(ApiError::internal)
+}
+
+/// Answers the bytes of one message (or envelope), already counted against
+/// its sender's limit.
+pub async fn answer(state: &AppState, raw: &[u8]) -> Value {
     let salvaged = || moltspeak::salvage_id(raw).unwrap_or_else(|| UNKNOWN_ID.to_owned());
-    if let Err(ApiError::RateLimited { retry_after_secs }) =
-        state.rate_limits.check(Bucket::AgentMessage, peer)
-    {
-        let delay_ms = retry_after_secs.saturating_mul(1000);
-        let mut refusal = Refusal::new(
-            ErrorCode::RateLimit,
-            format!("rate limit exceeded; retry in {retry_after_secs} s"),
-            None,
-        );
-        refusal.report.suggestion = json!({"action": "retry_after", "delay_ms": delay_ms})
-            .as_object()
-            .cloned();
-        refusal.context = Some(json!({
-            "limit": state.config.rate_limits.agent_messages_per_minute.get(),
-            "window": "1m",
-        }));
-        return error_message(state, refusal, &salvaged(), None);
-    }
     let transmission = match Transmission::from_slice(raw) {
         Ok(t) => t,
         Err(e) => return error_message(state, Refusal::from(&e), &salvaged(), None),
@@ -551,57 +576,94 @@ async fn query(state: &AppState, p: &Map<String, Value>) -> Result<Value, TaskEr
 pub async fn post_message(
     req: HttpRequest,
     payload: web::Payload,
+    client: ClientAddr,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let raw = agent_tasks::read_body(&req, payload, moltspeak::MAX_MESSAGE_BYTES).await?;
-    let peer = client_key(req.peer_addr().map(|a| a.ip()));
-    Ok(HttpResponse::Ok().json(answer(&state, &peer, &raw).await))
+    let raw = super::read_body(&req, payload, moltspeak::MAX_MESSAGE_BYTES).await?;
+    if let Err(ApiError::RateLimited { retry_after_secs }) = state
+        .rate_limits
+        .check(Bucket::AgentMessage, client.as_str())
+    {
+        return Ok(HttpResponse::Ok().json(rate_limited(&state, &raw, retry_after_secs)));
+    }
+    let answer = off_workers(move |runtime| runtime.block_on(answer(&state, &raw))).await?;
+    Ok(HttpResponse::Ok().json(answer))
+}
+
+/// How a batch ends.
+enum Batch {
+    Answers(Vec<Value>),
+    /// Not a JSON array: one `error` answers it.
+    Unreadable(Value),
+    TooMany(usize),
+    RateLimited(u64),
 }
 
 /// Send a batch of MoltSpeak 0.1 messages.
 ///
-/// A JSON array of messages or envelopes, answered by an array of answers in
-/// the same order (each as `/message` would answer it, each counted against
-/// the rate limit). A body that is not a JSON array is answered by a single
-/// `error`.
+/// A JSON array of at most 100 messages or envelopes (and 10 MB), answered
+/// by an array of answers in the same order (each as `/message` would
+/// answer it). The batch is counted whole against the sender's limit, each
+/// message as one: a batch over what is left is refused whole with 429,
+/// before any of it is read. A body that is not a JSON array is answered by
+/// a single `error`.
 #[utoipa::path(
     tag = "agent protocols",
     request_body(
         content = Vec<MoltSpeakMessage>,
         content_type = "application/json",
-        description = "A JSON array of messages, at most 10 MB",
+        description = "A JSON array of at most 100 messages, at most 10 MB",
     ),
     responses(
         (status = 200, body = Vec<MoltSpeakMessage>, description = "The answers, in order"),
         (status = 413, description = "Over 10 MB", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "More than 100 messages (`validation-failed`, field `batch`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 429, description = "The batch is more than the sender's remaining message budget", body = crate::error::Problem, content_type = "application/problem+json",
+         headers(("Retry-After" = u64, description = "Seconds to wait"))),
     )
 )]
 #[post("/moltspeak/v0.1/batch")]
 pub async fn post_batch(
     req: HttpRequest,
     payload: web::Payload,
+    client: ClientAddr,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let raw = agent_tasks::read_body(&req, payload, moltspeak::MAX_BATCH_BYTES).await?;
-    let peer = client_key(req.peer_addr().map(|a| a.ip()));
-    let items: Vec<&RawValue> = match serde_json::from_slice(&raw) {
-        Ok(items) => items,
-        Err(e) => {
-            // As the core's batch parser words it: wrong shape or not JSON.
-            let error = if e.is_data() {
-                MoltError::new(ErrorCode::Schema, "a batch must be a JSON array", None)
-            } else {
-                MoltError::new(ErrorCode::Parse, format!("not valid JSON: {e}"), None)
-            };
-            let answer = error_message(&state, Refusal::from(&error), UNKNOWN_ID, None);
-            return Ok(HttpResponse::Ok().json(answer));
+    let raw = super::read_body(&req, payload, moltspeak::MAX_BATCH_BYTES).await?;
+    let batch = off_workers(move |runtime| {
+        let items = match moltspeak::batch_items(&raw, moltspeak::MAX_BATCH_ITEMS) {
+            Ok(items) => items,
+            Err(BatchError::TooMany { limit }) => return Batch::TooMany(limit),
+            Err(BatchError::Invalid(error)) => {
+                let answer = error_message(&state, Refusal::from(&error), UNKNOWN_ID, None);
+                return Batch::Unreadable(answer);
+            }
+        };
+        if let Some(n) = u32::try_from(items.len()).ok().and_then(NonZeroU32::new)
+            && let Err(ApiError::RateLimited { retry_after_secs }) =
+                state
+                    .rate_limits
+                    .check_n(Bucket::AgentMessage, client.as_str(), n)
+        {
+            return Batch::RateLimited(retry_after_secs);
         }
-    };
-    let mut answers = Vec::with_capacity(items.len());
-    for item in items {
-        answers.push(answer(&state, &peer, item.get().as_bytes()).await);
+        Batch::Answers(
+            items
+                .iter()
+                .map(|item| runtime.block_on(answer(&state, item.get().as_bytes())))
+                .collect(),
+        )
+    })
+    .await?;
+    match batch {
+        Batch::Answers(answers) => Ok(HttpResponse::Ok().json(answers)),
+        Batch::Unreadable(answer) => Ok(HttpResponse::Ok().json(answer)),
+        Batch::TooMany(limit) => Err(ApiError::Validation(vec![FieldError::new(
+            "batch",
+            format!("holds more than {limit} messages; at most {limit} are allowed"),
+        )])),
+        Batch::RateLimited(retry_after_secs) => Err(ApiError::RateLimited { retry_after_secs }),
     }
-    Ok(HttpResponse::Ok().json(answers))
 }
 
 /// The registry's MoltSpeak identity.
@@ -610,7 +672,7 @@ pub async fn post_batch(
 /// (the same for every replica), and what it serves.
 #[utoipa::path(
     tag = "agent protocols",
-    responses((status = 200, body = MoltSpeakIdentity))
+    responses((status = 200, body = MoltSpeakIdentity, description = "The registry's MoltSpeak identity"))
 )]
 #[get("/.well-known/moltspeak.json")]
 pub async fn get_well_known(state: web::Data<AppState>) -> HttpResponse {
@@ -632,5 +694,6 @@ pub async fn get_well_known(state: web::Data<AppState>) -> HttpResponse {
             }),
             max_message_size: moltspeak::MAX_MESSAGE_BYTES,
             max_batch_size: moltspeak::MAX_BATCH_BYTES,
+            max_batch_items: moltspeak::MAX_BATCH_ITEMS,
         })
 }

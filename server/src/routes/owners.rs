@@ -13,14 +13,16 @@ use crate::{
     db::packages::{OwnerError, PackageRecord},
     error::{ApiError, FieldError},
     routes::rfc3339,
+    service::resolve::check_count,
     state::AppState,
 };
 
-/// `/{kind}/{name}` as it appears in a URL: `agents/foo` or `tools/bar`.
+/// `/{kind}/{name}` as it appears in a URL: `agents/foo`, `tools/bar` or
+/// `protocols/baz`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct PackagePath {
-    /// `agents` or `tools`.
+    /// `agents`, `tools` or `protocols`.
     pub kind: String,
     /// The package name (any spelling: case and `-`/`_` are folded).
     pub name: String,
@@ -32,6 +34,7 @@ impl PackagePath {
         let kind = match self.kind.as_str() {
             "agents" => Kind::Agent,
             "tools" => Kind::Tool,
+            "protocols" => Kind::Protocol,
             other => return Err(ApiError::NotFound(format!("route /api/v1/{other}"))),
         };
         let name = PackageName::new(self.name.as_str())
@@ -52,11 +55,14 @@ pub struct OwnerList {
     pub owners: Vec<Owner>,
 }
 
+/// Accounts one request may add or remove.
+pub const MAX_OWNER_CHANGES: usize = 32;
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OwnersChange {
-    /// Accounts to add or remove.
-    #[schema(example = json!(["bob"]))]
+    /// Accounts to add or remove: 1 to 32.
+    #[schema(example = json!(["bob"]), min_items = 1, max_items = 32)]
     pub usernames: Vec<String>,
 }
 
@@ -118,6 +124,7 @@ async fn resolve_accounts(
             "must name at least one account",
         )]));
     }
+    check_count("usernames", change.usernames.len(), MAX_OWNER_CHANGES)?;
     let mut found = BTreeMap::new();
     let mut errors = Vec::new();
     for (i, username) in change.usernames.iter().enumerate() {
@@ -143,7 +150,7 @@ async fn resolve_accounts(
     tag = "owners",
     params(PackagePath),
     responses(
-        (status = 200, body = OwnerList),
+        (status = 200, body = OwnerList, description = "The owners, oldest first"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]

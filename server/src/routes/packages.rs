@@ -25,7 +25,7 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct VersionPath {
-    /// `agents` or `tools`.
+    /// `agents`, `tools` or `protocols`.
     pub kind: String,
     /// The package name (any spelling: case and `-`/`_` are folded).
     pub name: String,
@@ -74,7 +74,7 @@ pub fn if_none_match(req: &HttpRequest, etag: &str) -> bool {
     tag = "packages",
     params(PackagePath),
     responses(
-        (status = 200, body = PackageView),
+        (status = 200, body = PackageView, description = "The package with its live versions, newest first"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -94,7 +94,7 @@ pub async fn get_package(
     tag = "packages",
     params(VersionPath),
     responses(
-        (status = 200, body = VersionView),
+        (status = 200, body = VersionView, description = "The version"),
         (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -109,7 +109,7 @@ pub async fn get_version(
 
 /// The container, streamed from object storage. Yanked versions stay
 /// downloadable. `ETag` is the quoted SHA-256; `If-None-Match` answers 304
-/// (not counted as a download).
+/// (not counted as a download). Counts reach the records within seconds.
 #[utoipa::path(
     tag = "packages",
     params(VersionPath),
@@ -148,15 +148,14 @@ pub async fn download_version(
     let (size, stream) = state
         .blobs
         .get_stream(&download.digest)
-        .await
-        .map_err(ApiError::internal)?
+        .await?
         .ok_or_else(|| {
             ApiError::internal(anyhow::anyhow!(
                 "blob {} of {kind} {name} {version} is missing",
                 download.digest
             ))
         })?;
-    state.db.record_download(download.version_id).await?;
+    state.downloads.record(download.version_id);
     let disposition = format!("attachment; filename=\"{}\"", download.file_name);
     Ok(response
         .insert_header((

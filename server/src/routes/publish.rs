@@ -7,10 +7,10 @@ use futures_util::StreamExt;
 use crate::{
     auth::{Authenticated, Scope},
     error::ApiError,
-    rate_limit::{Bucket, client_key},
+    rate_limit::{Bucket, ClientAddr},
     service::{
         packages::VersionView,
-        publish::{PublishOutcome, Upload, publish},
+        publish::{ManifestCheck, PublishOutcome, Upload, publish},
     },
     state::AppState,
 };
@@ -56,7 +56,7 @@ async fn receive(
         return Err(upload.too_large());
     }
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("reading the body: {e}")))?;
+        let chunk = chunk.map_err(|e| ApiError::from_payload(&e))?;
         if let Err(e) = upload.write(chunk).await {
             match e {
                 ApiError::PayloadTooLarge { .. } => drain(payload).await,
@@ -83,12 +83,30 @@ async fn receive(
 /// published, which answers 200 with the existing record, so a client may
 /// safely retry a publish whose response it lost.
 ///
-/// Refusals have a stable problem `type` per reason: `container-invalid`
-/// (the format error in `detail`), `signature-invalid`, `unknown-key`,
-/// `key-revoked`, `not-owner`, `name-taken` (a look-alike of an existing
-/// name; `detail` names its spelling), `version-exists`, `lock-mismatch`
-/// (one field error `tools.<name>` per bad pin of agent.lock),
-/// `validation-failed` (agent.yaml / tool.yaml problems, unknown tool
+/// The package is validated whole, by the same function `agentlang
+/// validate` and `agentlang build` use (agent.yaml, subagents, prompt.yaml,
+/// skills, ux.yaml, crew paths, cross-file references; tool.yaml and the
+/// files it names): `validation-failed` lists every problem, each field
+/// error with its `file` and `path`.
+///
+/// An agent that requires registry tools must carry an agent.lock that
+/// tells the truth, each kind of failure with its own problem type and one
+/// field error per tool or file: `lock-missing` (no lock),
+/// `lock-files-mismatch` (`files.<path>` does not hash its member; the
+/// plaintext hash of an encrypted prompt cannot be checked and is
+/// accepted), `lock-agents-mismatch` (`agents` does not pin the co-located
+/// subagents by hash), `lock-models-undeclared` (`models` names a model no
+/// agent in the package declares), `lock-mismatch` (a pin this registry
+/// does not hold, or with another hash), `lock-unpinned` (a requirement of
+/// the agent, a subagent or a pinned tool has no pin), `lock-unsatisfied`
+/// (a pin does not satisfy its requirement), `lock-unrelated` (a pin no
+/// requirement leads to) and `lock-yanked` (a yanked version the previous
+/// version's lock did not pin).
+///
+/// Other refusals: `container-invalid` (the format error in `detail`),
+/// `signature-invalid`, `unknown-key`, `key-revoked`, `not-owner`,
+/// `name-taken` (a look-alike of an existing name; `detail` names its
+/// spelling), `version-exists`, `validation-failed` (also for unknown tool
 /// dependencies) and `payload-too-large`.
 #[utoipa::path(
     tag = "publish",
@@ -101,7 +119,7 @@ async fn receive(
         (status = 403, description = "`not-owner`, or the token lacks the scope or the package", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "`version-exists` or `name-taken`", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload-too-large`", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`container-invalid`, `signature-invalid`, `unknown-key`, `key-revoked`, `lock-mismatch` or `validation-failed`", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`container-invalid`, `signature-invalid`, `unknown-key`, `key-revoked`, `validation-failed`, `lock-missing`, `lock-files-mismatch`, `lock-agents-mismatch`, `lock-models-undeclared`, `lock-mismatch`, `lock-unpinned`, `lock-unsatisfied`, `lock-unrelated` or `lock-yanked`", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many publishes", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -109,6 +127,7 @@ async fn receive(
 pub async fn publish_version(
     req: HttpRequest,
     state: web::Data<AppState>,
+    client: ClientAddr,
     auth: Authenticated,
     mut payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -117,12 +136,11 @@ pub async fn publish_version(
     state
         .rate_limits
         .check(Bucket::Publish, &format!("token:{}", auth.token_id))?;
-    state.rate_limits.check(
-        Bucket::Publish,
-        &client_key(req.peer_addr().map(|a| a.ip())),
-    )?;
+    state.rate_limits.check(Bucket::Publish, client.as_str())?;
+    let _slot = state.uploads.claim(auth.account_id)?;
+    let check = ManifestCheck::load(&state, &auth).await?;
     let limit = state.config.max_upload_bytes as u64;
-    let mut upload = Upload::start(&state.config.data_dir, limit);
+    let mut upload = Upload::start(&state.config.data_dir, limit, check);
     if let Err(e) = receive(&req, &mut payload, &mut upload, limit).await {
         // The spool file is gone before the answer is.
         upload.abandon().await;

@@ -4,13 +4,15 @@ use std::collections::BTreeMap;
 
 use actix_web::{HttpRequest, HttpResponse, http::header, post, web, web::Bytes};
 use agentlang_core::{PackageName, lockfile::Lockfile};
-use futures_util::StreamExt;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::{
     error::{ApiError, FieldError},
-    service::resolve::{RenderKey, ResolveInput, resolve_lock_at},
+    service::resolve::{
+        MAX_RESOLVE_MODELS, MAX_RESOLVE_TOOLS, RenderKey, ResolveInput, check_count,
+        resolve_lock_at,
+    },
     state::AppState,
 };
 
@@ -22,22 +24,28 @@ pub const MAX_RESOLVE_BODY: usize = 1024 * 1024;
 #[serde(deny_unknown_fields)]
 pub struct ResolveRequest {
     /// Tool name to a Cargo-style requirement (`^1.2.0`; a bare `1.2.0`
-    /// means `^1.2.0`), or `null` for the newest release.
+    /// means `^1.2.0`), or `null` for the newest release. At most 256.
     #[serde(default)]
     #[schema(value_type = Object, example = json!({"web_search": "^1.2.0", "web_fetch": null}))]
     pub tools: BTreeMap<String, Option<String>>,
     /// Model names to describe in the lock's `models:` from the catalog.
+    /// At most 32.
     #[serde(default)]
-    #[schema(example = json!(["claude-sonnet-4"]))]
+    #[schema(max_items = 32, example = json!(["claude-sonnet-4"]))]
     pub models: Vec<String>,
     /// An existing agent.lock (as JSON): its tool versions are kept while
-    /// they still satisfy the requirements, even when yanked since.
+    /// they still satisfy the requirements, even when yanked since. Each of
+    /// its sections holds at most 1,024 entries.
     #[schema(value_type = Option<Object>)]
     pub lock: Option<serde_json::Value>,
 }
 
 impl ResolveRequest {
     fn into_input(self) -> Result<ResolveInput, ApiError> {
+        // Counted before each entry is checked, so a request of 100,000
+        // names costs one comparison, not 100,000 field errors.
+        check_count("tools", self.tools.len(), MAX_RESOLVE_TOOLS)?;
+        check_count("models", self.models.len(), MAX_RESOLVE_MODELS)?;
         let mut errors = Vec::new();
         let mut tools = BTreeMap::new();
         for (name, requirement) in self.tools {
@@ -95,22 +103,6 @@ fn wants_json(req: &HttpRequest) -> bool {
         .any(|v| v.contains("application/json"))
 }
 
-/// Reads a small body, refusing more than `limit` bytes as it arrives.
-pub async fn read_small_body(
-    mut payload: web::Payload,
-    limit: usize,
-) -> Result<web::BytesMut, ApiError> {
-    let mut body = web::BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("reading the body: {e}")))?;
-        if body.len() + chunk.len() > limit {
-            return Err(ApiError::PayloadTooLarge { limit });
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
 /// Resolves tool requirements into an `agent.lock` with tool hashes and
 /// model metadata from the models catalog.
 ///
@@ -152,7 +144,7 @@ pub async fn resolve_lock(
     let key = RenderKey {
         content_type,
         json_answer: wants_json(&req),
-        body: read_small_body(payload, MAX_RESOLVE_BODY).await?.freeze(),
+        body: super::read_body(&req, payload, MAX_RESOLVE_BODY).await?,
     };
     let generation = state.index_cache.current_generation(&state.db).await?;
     let now = crate::db::now();

@@ -17,7 +17,7 @@ pub struct SearchParams {
     /// prefix). Taken literally: no search operators. Empty lists every
     /// package by name.
     pub q: Option<String>,
-    /// `agent` or `tool`.
+    /// `agent`, `tool` or `protocol`.
     pub kind: Option<String>,
     /// An agent category, compared case-insensitively.
     pub category: Option<String>,
@@ -32,7 +32,7 @@ pub struct SearchParams {
     tag = "search",
     params(SearchParams),
     responses(
-        (status = 200, body = SearchPage),
+        (status = 200, body = SearchPage, description = "One page of ranked results"),
         (status = 422, description = "Invalid parameters, every one listed", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]

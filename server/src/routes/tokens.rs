@@ -3,22 +3,27 @@
 
 use std::collections::BTreeSet;
 
-use actix_web::{HttpRequest, HttpResponse, delete, get, post, web};
+use actix_web::{HttpResponse, delete, get, post, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::{
-    auth::{Authenticated, NamePattern, Scope, decoy_hash, verify_password},
+    auth::{Authenticated, NamePattern, Scope},
     db::{now, tokens::NewToken},
     error::{ApiError, FieldError},
-    rate_limit::{Bucket, client_key},
+    rate_limit::ClientAddr,
     routes::rfc3339,
+    service::credentials::check_password,
     state::AppState,
 };
 
 pub const DEFAULT_TOKEN_DAYS: i64 = 90;
 pub const MAX_TOKEN_DAYS: i64 = 365;
 pub const MAX_TOKEN_NAME_LEN: usize = 64;
+/// Scopes a request may list (repeats included); there are four.
+pub const MAX_LISTED_SCOPES: usize = 16;
+/// Package patterns one token may carry.
+pub const MAX_TOKEN_PATTERNS: usize = 32;
 const SECONDS_PER_DAY: i64 = 86_400;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -30,13 +35,15 @@ pub struct CreateTokenRequest {
     /// A label for listing, 1 to 64 characters.
     #[schema(example = "laptop")]
     pub name: Option<String>,
-    /// Any of `publish`, `yank`, `keys`, `owners`; empty for a read-only token.
-    #[schema(example = json!(["publish", "yank"]))]
+    /// Any of `publish`, `yank`, `keys`, `owners`; empty for a read-only
+    /// token. At most 16 entries.
+    #[schema(example = json!(["publish", "yank"]), max_items = 16)]
     pub scopes: Option<Vec<String>>,
     /// 1 to 365; 90 when absent.
     pub expires_in_days: Option<i64>,
-    /// Restricts the token to packages matching these patterns (`*` wildcards).
-    #[schema(example = json!(["acme-*"]))]
+    /// Restricts the token to packages matching these patterns (`*`
+    /// wildcards). 1 to 32 entries.
+    #[schema(example = json!(["acme-*"]), max_items = 32)]
     pub packages: Option<Vec<String>>,
 }
 
@@ -76,6 +83,28 @@ impl TryFrom<CreateTokenRequest> for NewTokenRequest {
                 "name",
                 "must not contain control characters",
             ));
+        }
+        // Counted before each item is checked: a list of thousands costs one
+        // comparison, not thousands of field errors.
+        if req
+            .scopes
+            .as_ref()
+            .is_some_and(|s| s.len() > MAX_LISTED_SCOPES)
+        {
+            return Err(vec![FieldError::new(
+                "scopes",
+                format!("at most {MAX_LISTED_SCOPES} entries are allowed"),
+            )]);
+        }
+        if req
+            .packages
+            .as_ref()
+            .is_some_and(|p| p.len() > MAX_TOKEN_PATTERNS)
+        {
+            return Err(vec![FieldError::new(
+                "packages",
+                format!("at most {MAX_TOKEN_PATTERNS} entries are allowed"),
+            )]);
         }
         let mut scopes = BTreeSet::new();
         match req.scopes {
@@ -173,7 +202,7 @@ pub struct TokenList {
     tag = "tokens",
     request_body = CreateTokenRequest,
     responses(
-        (status = 201, body = CreatedToken),
+        (status = 201, body = CreatedToken, description = "The new token; its secret is shown only here"),
         (status = 401, description = "Wrong username or password", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid fields, every one listed", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many requests", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -182,26 +211,11 @@ pub struct TokenList {
 #[post("/api/v1/tokens")]
 pub async fn create_token(
     state: web::Data<AppState>,
-    req: HttpRequest,
+    client: ClientAddr,
     body: web::Json<CreateTokenRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    state.rate_limits.check(
-        Bucket::Credentials,
-        &client_key(req.peer_addr().map(|a| a.ip())),
-    )?;
     let new = NewTokenRequest::try_from(body.into_inner()).map_err(ApiError::Validation)?;
-    let account = state.db.find_account(&new.username).await?;
-    let stored_hash = account
-        .as_ref()
-        .map_or_else(|| decoy_hash().to_owned(), |a| a.password_hash.clone());
-    let password = new.password.clone();
-    let verified = web::block(move || verify_password(&password, &stored_hash))
-        .await
-        .map_err(ApiError::internal)?;
-    let account = match account {
-        Some(account) if verified => account,
-        _ => return Err(ApiError::InvalidCredentials),
-    };
+    let account = check_password(&state, &client, &new.username, &new.password).await?;
     let jti = uuid::Uuid::now_v7().to_string();
     let created_at = now();
     let expires_at = created_at + new.expires_in_days * SECONDS_PER_DAY;
@@ -237,7 +251,7 @@ pub async fn create_token(
     tag = "tokens",
     security(("bearer" = [])),
     responses(
-        (status = 200, body = TokenList),
+        (status = 200, body = TokenList, description = "The caller's tokens, never their secrets"),
         (status = 401, description = "Missing, invalid, expired or revoked token", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]

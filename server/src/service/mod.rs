@@ -3,8 +3,11 @@
 //! shared [`AppState`](crate::state::AppState) and answer
 //! [`ApiError`](crate::error::ApiError)s, whose `slug()` names the reason.
 
+pub mod credentials;
 pub mod packages;
+pub mod protocols;
 pub mod publish;
+pub mod quality;
 pub mod resolve;
 pub mod search;
 pub mod sweep;

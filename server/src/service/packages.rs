@@ -1,9 +1,16 @@
 //! Reading packages and versions, the index, yanking: the records every
 //! interface (HTTP API, catalog, agent protocols) shows.
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Mutex,
+    time::Duration,
+};
 
-use agentlang_core::{Kind, PackageName, Version};
+use agentlang_core::{
+    Kind, MemberPath, PackageName, Version,
+    container::{self, Container, Limits},
+};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -11,7 +18,10 @@ use utoipa::ToSchema;
 use crate::{
     auth::{Authenticated, Scope},
     blobs::Sha256Digest,
-    db::packages::{PackageRecord, VersionRecord},
+    db::{
+        Db,
+        packages::{PackageRecord, VersionRecord},
+    },
     error::ApiError,
     routes::rfc3339,
     state::AppState,
@@ -124,49 +134,62 @@ pub async fn find_version(
         .ok_or_else(|| ApiError::NotFound(format!("{} {} {version}", package.kind, package.name)))
 }
 
-/// Looks signers and publishers up once per request, however many versions
-/// share them.
+/// Signers and publishers of a set of versions, read in two queries
+/// however many versions there are.
 #[derive(Default)]
 struct Lookups {
-    signers: HashMap<String, Option<Signer>>,
-    publishers: HashMap<i64, Option<String>>,
+    signers: HashMap<String, Signer>,
+    publishers: HashMap<i64, String>,
 }
 
 impl Lookups {
-    async fn signer(&mut self, state: &AppState, key_id: &str) -> Result<Option<Signer>, ApiError> {
-        if let Some(found) = self.signers.get(key_id) {
-            return Ok(found.clone());
-        }
-        let signer = state.db.find_signing_key(key_id).await?.map(|k| Signer {
-            key_id: k.key_id,
-            revoked_at: k.revoked_at.map(rfc3339),
-        });
-        self.signers.insert(key_id.to_owned(), signer.clone());
-        Ok(signer)
+    async fn of(state: &AppState, records: &[VersionRecord]) -> Result<Self, ApiError> {
+        let mut key_ids: Vec<String> = records
+            .iter()
+            .filter_map(|r| r.signer_key_id.clone())
+            .collect();
+        key_ids.sort();
+        key_ids.dedup();
+        let mut account_ids: Vec<i64> = records.iter().map(|r| r.published_by).collect();
+        account_ids.sort_unstable();
+        account_ids.dedup();
+        let signers = state
+            .db
+            .signing_keys_by_ids(&key_ids)
+            .await?
+            .into_iter()
+            .map(|k| {
+                let signer = Signer {
+                    key_id: k.key_id.clone(),
+                    revoked_at: k.revoked_at.map(rfc3339),
+                };
+                (k.key_id, signer)
+            })
+            .collect();
+        let publishers = state
+            .db
+            .usernames_by_ids(&account_ids)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(Self {
+            signers,
+            publishers,
+        })
     }
 
-    async fn publisher(&mut self, state: &AppState, id: i64) -> Result<Option<String>, ApiError> {
-        if let Some(found) = self.publishers.get(&id) {
-            return Ok(found.clone());
-        }
-        let name = state.db.username_of(id).await?;
-        self.publishers.insert(id, name.clone());
-        Ok(name)
-    }
-
-    async fn view(
-        &mut self,
-        state: &AppState,
+    fn view(
+        &self,
         kind: Kind,
         package: &PackageRecord,
         record: VersionRecord,
         dependencies: BTreeMap<String, String>,
-    ) -> Result<VersionView, ApiError> {
-        let signer = match &record.signer_key_id {
-            Some(key_id) => self.signer(state, key_id).await?,
-            None => None,
-        };
-        Ok(VersionView {
+    ) -> VersionView {
+        let signer = record
+            .signer_key_id
+            .as_ref()
+            .and_then(|id| self.signers.get(id).cloned());
+        VersionView {
             kind,
             name: package.name.clone(),
             hash: format!("sha256:{}", record.sha256),
@@ -180,10 +203,10 @@ impl Lookups {
             signer,
             yanked: record.yanked,
             yank_reason: record.yank_reason,
-            publisher: self.publisher(state, record.published_by).await?,
+            publisher: self.publishers.get(&record.published_by).cloned(),
             published_at: rfc3339(record.published_at),
             downloads: record.downloads,
-        })
+        }
     }
 }
 
@@ -208,9 +231,8 @@ pub async fn version_view(
         .filter(|d| d.kind == Kind::Tool)
         .map(|d| (d.name.to_string(), d.requirement.to_string()))
         .collect();
-    Lookups::default()
-        .view(state, kind_of(package)?, package, record, dependencies)
-        .await
+    let lookups = Lookups::of(state, std::slice::from_ref(&record)).await?;
+    Ok(lookups.view(kind_of(package)?, package, record, dependencies))
 }
 
 /// `GET /api/v1/{kind}/{name}/{version}`.
@@ -247,12 +269,14 @@ pub async fn get_package(
                 .collect()
         })
         .unwrap_or_default();
-    let mut lookups = Lookups::default();
-    let mut versions = Vec::with_capacity(records.len());
-    for record in records {
-        let deps = edges.remove(&record.id).unwrap_or_default();
-        versions.push(lookups.view(state, kind, &package, record, deps).await?);
-    }
+    let lookups = Lookups::of(state, &records).await?;
+    let versions: Vec<VersionView> = records
+        .into_iter()
+        .map(|record| {
+            let deps = edges.remove(&record.id).unwrap_or_default();
+            lookups.view(kind, &package, record, deps)
+        })
+        .collect();
     Ok(PackageView {
         kind,
         downloads: versions.iter().map(|v| v.downloads).sum(),
@@ -354,4 +378,218 @@ pub async fn find_download(
         digest,
         file_name: format!("{}@{}.{}", package.name, record.version, kind.extension()),
     })
+}
+
+/// Downloads counted in memory and written in one transaction every few
+/// seconds, so a download is a map increment, not a write: under a flood
+/// of downloads the database sees one small transaction per interval. Each
+/// replica counts its own; the totals add up in the database. Counts not
+/// yet flushed are lost if the process is killed (at most one interval's).
+#[derive(Debug, Default)]
+pub struct DownloadCounter {
+    pending: Mutex<HashMap<i64, i64>>,
+}
+
+/// How often counted downloads are written.
+pub const DOWNLOAD_FLUSH_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Distinct versions counted before a flush is due anyway: bounds the map.
+const MAX_PENDING_VERSIONS: usize = 100_000;
+
+impl DownloadCounter {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, i64>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts one download of a version. Past the map's bound the count is
+    /// dropped (and logged): a count is not worth unbounded memory.
+    pub fn record(&self, version_id: i64) {
+        let mut pending = self.pending();
+        if pending.len() >= MAX_PENDING_VERSIONS && !pending.contains_key(&version_id) {
+            tracing::warn!(
+                version_id,
+                "download not counted: too many versions pending"
+            );
+            return;
+        }
+        *pending.entry(version_id).or_default() += 1;
+    }
+
+    /// Writes every pending count. On failure the counts are kept for the
+    /// next flush.
+    pub async fn flush(&self, db: &Db) -> Result<(), sqlx::Error> {
+        let counts: Vec<(i64, i64)> = self.pending().drain().collect();
+        if counts.is_empty() {
+            return Ok(());
+        }
+        let day = time::OffsetDateTime::now_utc().date().to_string();
+        if let Err(e) = db.record_downloads(&counts, &day).await {
+            let mut pending = self.pending();
+            for (version_id, count) in counts {
+                *pending.entry(version_id).or_default() += count;
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+/// Flushes counted downloads every [`DOWNLOAD_FLUSH_INTERVAL`] until the
+/// task is stopped.
+pub async fn flush_downloads_periodically(state: actix_web::web::Data<AppState>) {
+    let mut ticks = tokio::time::interval(DOWNLOAD_FLUSH_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if let Err(e) = state.downloads.flush(&state.db).await {
+            tracing::warn!(error = %e, "cannot write download counts; kept for the next flush");
+        }
+    }
+}
+
+/// What pages show from a container besides its definition: skills,
+/// co-located subagents, ux.yaml's hints, a tool's README. Computed at
+/// publish from the members the reader keeps, and stored with the version
+/// (`versions.extras`), so no page reads a blob.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct ContainerExtras {
+    /// Skill name to (description, allowed tools).
+    pub skills: BTreeMap<String, (String, Vec<String>)>,
+    /// Co-located subagents: (name, description), in path order.
+    pub subagents: Vec<(String, Option<String>)>,
+    pub suggestions: Vec<String>,
+    pub integrations: Vec<(String, Option<String>)>,
+    pub readme: Option<String>,
+    /// What the agent and its subagents ask hosts for (`core::host`), from
+    /// the package validated at publish; `None` for a tool, or for a version
+    /// stored before these were.
+    pub host_requests: Option<Vec<agentlang_core::host::Request>>,
+}
+
+impl ContainerExtras {
+    /// From a verified container's kept members. Lenient: a member that no
+    /// longer parses is left out.
+    pub fn of(kind: Kind, container: &Container) -> Self {
+        let mut extras = Self::default();
+        for (path, member) in container.kept_members() {
+            let p = path.as_str();
+            if kind == Kind::Tool {
+                if p == "README.md" {
+                    extras.readme = std::str::from_utf8(member).ok().map(str::to_owned);
+                }
+                continue;
+            }
+            if p.starts_with("skills/") && p.ends_with("/SKILL.md") {
+                if let Ok(skill) = agentlang_core::skill::parse_skill(member) {
+                    extras.skills.insert(
+                        skill.name.to_string(),
+                        (skill.description, skill.allowed_tools),
+                    );
+                }
+            } else if p == "ux.yaml" {
+                if let Ok(ux) = agentlang_core::ux::parse_ux(member) {
+                    extras.suggestions = ux.suggestions;
+                    extras.integrations = ux
+                        .integrations
+                        .into_iter()
+                        .map(|i| (i.name, i.website))
+                        .collect();
+                }
+            } else if is_subagent_path(path)
+                && let Ok(spec) = agentlang_core::agent::parse_subagent(member)
+            {
+                extras
+                    .subagents
+                    .push((spec.name.to_string(), spec.description));
+            }
+        }
+        extras
+    }
+
+    /// Adds what the validated agent package asks hosts for.
+    pub fn with_host_requests(mut self, pkg: &agentlang_core::package::AgentPackage) -> Self {
+        self.host_requests = Some(agentlang_core::host::agent_requests(pkg));
+        self
+    }
+
+    /// As stored: JSON, or the empty extras for a version whose extras are
+    /// not computed yet.
+    pub fn from_stored(stored: Option<&Value>) -> Self {
+        stored
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    pub fn to_stored(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// Subagent files by the package's discovery rule: YAML outside `skills/`
+/// and `context/` other than the root's known files.
+fn is_subagent_path(path: &MemberPath) -> bool {
+    let p = path.as_str();
+    (p.ends_with(".yaml") || p.ends_with(".yml"))
+        && !["agent.yaml", "prompt.yaml", "ux.yaml"].contains(&p)
+        && !p.starts_with("skills/")
+        && !p.starts_with("context/")
+}
+
+/// Versions published before extras were stored get them here: each one's
+/// blob is read once, in the background after start-up, one at a time, so
+/// no request ever waits for it. Replicas may overlap; the result is the
+/// same.
+pub async fn backfill_extras(state: actix_web::web::Data<AppState>) {
+    const BATCH: i64 = 50;
+    loop {
+        let pending = match state.db.versions_without_extras(BATCH).await {
+            Ok(pending) => pending,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list versions without extras");
+                return;
+            }
+        };
+        if pending.is_empty() {
+            return;
+        }
+        for (id, kind, sha256) in pending {
+            let extras = match (kind.parse::<Kind>(), sha256.parse::<Sha256Digest>()) {
+                (Ok(kind), Ok(digest)) => match state.blobs.get(&digest).await {
+                    Ok(Some(bytes)) => actix_web::web::block(move || {
+                        container::read(bytes.as_ref(), &Limits::default())
+                            .map(|c| {
+                                let extras = ContainerExtras::of(kind, &c);
+                                let members = agentlang_core::package::Members::from_container(&c);
+                                match kind {
+                                    Kind::Agent => {
+                                        match agentlang_core::package::validate_agent(&members) {
+                                            Ok(pkg) => extras.with_host_requests(&pkg),
+                                            Err(_) => extras,
+                                        }
+                                    }
+                                    _ => extras,
+                                }
+                            })
+                            .unwrap_or_default()
+                    })
+                    .await
+                    .unwrap_or_default(),
+                    // A missing blob has nothing to show; remember that.
+                    Ok(None) => ContainerExtras::default(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, version_id = id, "cannot read a container for its extras");
+                        return;
+                    }
+                },
+                _ => ContainerExtras::default(),
+            };
+            if let Err(e) = state.db.set_version_extras(id, &extras.to_stored()).await {
+                tracing::warn!(error = %e, "cannot store a version's extras");
+                return;
+            }
+        }
+    }
 }

@@ -2,35 +2,45 @@
 //! reason it was refused.
 //!
 //! Order matters. Everything that can refuse without writing runs first
-//! (container structure and hashes, signer key, signature, token, owner,
-//! name, version, lock pins, dependencies); then the blob is written from
+//! (container structure and hashes, signer key, signature, the whole
+//! package's validation, token, owner, name, version, dependencies, the
+//! lock against the package and the registry); then the blob is written from
 //! the spooled file; then every row is committed in one transaction. A crash
 //! between the last two leaves an unreferenced blob, which the sweep removes.
 
 use std::{
+    collections::HashMap,
     io::{Read, Write},
     path::{Path, PathBuf},
+    sync::{Arc, Mutex},
 };
 
 use bytes::{Buf, Bytes};
 
 use agentlang_core::{
-    Diagnostics, Kind, PackageName,
-    agent::parse_agent,
-    container::{self, Container, Limits, definition_file},
-    lockfile::{LOCKFILE_NAME, Lockfile},
+    Diagnostics, Kind, PackageName, Version,
+    container::{self, Container, Limits, Manifest, ReadError},
+    lockcheck::{
+        MemberHashes, PublishedTool, PublishedTools, YankPolicy, check_local, check_tools,
+        first_kind,
+    },
+    lockfile::{Lockfile, Sha256Hash},
+    package::{AgentPackage, Members, Package, validate_package},
     signing::PublicKey,
-    tool::parse_tool,
 };
 use semver::VersionReq;
 use serde_json::Value;
 
 use crate::{
-    auth::{Authenticated, Scope},
+    auth::{Authenticated, NamePattern, Scope},
     blobs::Sha256Digest,
     db::packages::{DependencyEdge, NewVersion, PublishError},
     error::{ApiError, FieldError},
-    service::packages::{VersionView, version_view},
+    service::{
+        packages::{ContainerExtras, VersionView, version_view},
+        protocols::{check_agent_protocols, require_publishable},
+        quality::{QualitySource, model_facts},
+    },
     state::AppState,
 };
 
@@ -66,9 +76,150 @@ pub struct Upload {
 
 /// What the verifying thread ends with.
 type Verified = (
-    Result<Container, container::ContainerError>,
+    Result<Container, ReadError<ApiError>>,
     std::io::Result<tempfile::TempPath>,
 );
+
+/// What an upload's manifest is checked against the moment it has been
+/// read, before the members after it: the caller's signing keys and the
+/// token's package patterns, read before the body. The same facts are
+/// checked again against the database after the body (keys may be revoked
+/// meanwhile); this only refuses early.
+#[derive(Debug, Clone)]
+pub struct ManifestCheck {
+    /// Key id to whether it is revoked, of every key of the caller.
+    keys: HashMap<String, bool>,
+    patterns: Option<Vec<NamePattern>>,
+}
+
+impl ManifestCheck {
+    pub async fn load(state: &AppState, auth: &Authenticated) -> Result<Self, ApiError> {
+        let keys = state
+            .db
+            .list_signing_keys(auth.account_id)
+            .await?
+            .into_iter()
+            .map(|k| (k.key_id, k.revoked_at.is_some()))
+            .collect();
+        Ok(Self {
+            keys,
+            patterns: auth.patterns.clone(),
+        })
+    }
+
+    fn check(&self, manifest: &Manifest) -> Result<(), ApiError> {
+        let key_id = manifest.signer().as_str();
+        match self.keys.get(key_id) {
+            None => {
+                return Err(ApiError::UnknownKey(format!(
+                    "the container is signed by key {key_id}, which is not registered to your account"
+                )));
+            }
+            Some(true) => {
+                return Err(ApiError::KeyRevoked(format!(
+                    "the container is signed by key {key_id}, which has been revoked"
+                )));
+            }
+            Some(false) => {}
+        }
+        let name = manifest.name();
+        match &self.patterns {
+            Some(patterns) if !patterns.iter().any(|p| p.matches(name)) => Err(
+                ApiError::Forbidden(format!("the token is not valid for the package {name}")),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Bounds on uploads in flight: so many per process (each holds a blocking
+/// thread, a spool file and the reader's memory) and so many per account.
+#[derive(Debug)]
+pub struct UploadSlots {
+    total: Arc<tokio::sync::Semaphore>,
+    per_account: Arc<Mutex<HashMap<i64, usize>>>,
+    per_account_max: usize,
+}
+
+/// A claimed upload slot, given back when dropped.
+#[derive(Debug)]
+pub struct UploadSlot {
+    _total: tokio::sync::OwnedSemaphorePermit,
+    account_id: i64,
+    per_account: Arc<Mutex<HashMap<i64, usize>>>,
+}
+
+impl Drop for UploadSlot {
+    fn drop(&mut self) {
+        let mut counts = self
+            .per_account
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = counts.get_mut(&self.account_id) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.account_id);
+            }
+        }
+    }
+}
+
+impl UploadSlots {
+    pub fn new(total: usize, per_account: usize) -> Self {
+        Self {
+            total: Arc::new(tokio::sync::Semaphore::new(total)),
+            per_account: Arc::default(),
+            per_account_max: per_account,
+        }
+    }
+
+    /// A slot for an upload by `account_id`, at once or never: 429 when the
+    /// account has its share in flight, 503 when the process has.
+    pub fn claim(&self, account_id: i64) -> Result<UploadSlot, ApiError> {
+        let mut counts = self
+            .per_account
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mine = counts.get(&account_id).copied().unwrap_or(0);
+        if mine >= self.per_account_max {
+            return Err(ApiError::RateLimited {
+                retry_after_secs: 5,
+            });
+        }
+        let permit = Arc::clone(&self.total).try_acquire_owned().map_err(|_| {
+            ApiError::Unavailable(
+                "the registry is verifying as many uploads as it can; retry shortly".to_owned(),
+            )
+        })?;
+        counts.insert(account_id, mine + 1);
+        Ok(UploadSlot {
+            _total: permit,
+            account_id,
+            per_account: Arc::clone(&self.per_account),
+        })
+    }
+}
+
+/// Removes what uploads cut off by a crash left in the spool folder. Runs at
+/// start-up, before the server takes requests: the folder belongs to this
+/// process alone (replicas each have their own data folder).
+pub fn clean_spool(data_dir: &Path) -> std::io::Result<usize> {
+    let dir = data_dir.join(SPOOL_DIR);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            std::fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
 
 /// A complete, verified upload on disk.
 #[derive(Debug)]
@@ -118,8 +269,9 @@ impl Read for SpoolingReader {
 
 impl Upload {
     /// Starts the verifying thread with a new temporary file in
-    /// `<data_dir>/uploads`; more than `limit` bytes are refused.
-    pub fn start(data_dir: &Path, limit: u64) -> Self {
+    /// `<data_dir>/uploads`; more than `limit` bytes are refused, and so is
+    /// a manifest that fails `check`, as soon as it has been read.
+    pub fn start(data_dir: &Path, limit: u64, check: ManifestCheck) -> Self {
         let dir: PathBuf = data_dir.join(SPOOL_DIR);
         let (feed, chunks) = tokio::sync::mpsc::channel(QUEUED_BATCHES);
         let limits = Limits {
@@ -133,7 +285,7 @@ impl Upload {
                 Ok(spool) => spool.into_parts(),
                 Err(e) => {
                     let refused = container::ContainerError::Io(e.to_string());
-                    return (Err(refused), Err(e));
+                    return (Err(ReadError::Container(refused)), Err(e));
                 }
             };
             let mut reader = SpoolingReader {
@@ -142,7 +294,7 @@ impl Upload {
                 file,
                 write_error: None,
             };
-            let verified = container::read(&mut reader, &limits);
+            let verified = container::read_checked(&mut reader, &limits, |m| check.check(m));
             let spooled = match reader.write_error.take() {
                 Some(e) => Err(e),
                 None => reader.file.flush().map(|()| path),
@@ -203,7 +355,10 @@ impl Upload {
             .ok_or_else(|| ApiError::internal(anyhow::anyhow!("the upload already ended")))?;
         let (verified, spooled) = verifier.await.map_err(ApiError::internal)?;
         let path = spooled.map_err(ApiError::internal)?;
-        let container = verified.map_err(|e| ApiError::ContainerInvalid(e.to_string()))?;
+        let container = verified.map_err(|e| match e {
+            ReadError::Container(e) => ApiError::ContainerInvalid(e.to_string()),
+            ReadError::Refused(refusal) => refusal,
+        })?;
         Ok((container, path))
     }
 
@@ -273,17 +428,14 @@ async fn check_signer(
     Ok(key_id)
 }
 
-fn definition_errors(file: &str, diags: &Diagnostics) -> ApiError {
+/// Every problem of the package, each with its file and path, as
+/// `agentlang validate` lists them.
+fn validation_errors(diags: &Diagnostics) -> ApiError {
     ApiError::Validation(
         diags
             .iter()
             .map(|d| {
-                let field = if d.path.is_empty() {
-                    file.to_owned()
-                } else {
-                    format!("{file}:{}", d.path)
-                };
-                FieldError::new(field, d.message.clone())
+                FieldError::in_file(d.file.as_deref().unwrap_or(""), &d.path, d.message.clone())
             })
             .collect(),
     )
@@ -291,6 +443,7 @@ fn definition_errors(file: &str, diags: &Diagnostics) -> ApiError {
 
 /// What publish stores about the package's definition file.
 struct Definition {
+    package: Package,
     spec: Value,
     description: String,
     keywords: Vec<String>,
@@ -300,17 +453,24 @@ struct Definition {
     required_tools: Vec<PackageName>,
 }
 
-fn read_definition(container: &Container) -> Result<Definition, ApiError> {
-    let kind = container.manifest().kind();
-    let file = definition_file(kind);
-    let bytes = container.member(file).ok_or_else(|| {
-        // container::read already requires it; a defensive, precise answer.
-        ApiError::ContainerInvalid(format!("a {kind} container needs {file}"))
-    })?;
-    match kind {
-        Kind::Agent => {
-            let spec = parse_agent(bytes).map_err(|d| definition_errors(file, &d))?;
-            let dependencies = spec
+/// Validates the whole package from the container's members with the
+/// function `agentlang validate` and `agentlang build` use, on a blocking
+/// thread (JSON Schema compilation and YAML parsing are CPU work). The
+/// container comes back with the verdict.
+async fn read_definition(container: Container) -> Result<(Container, Definition), ApiError> {
+    let (container, validated) = tokio::task::spawn_blocking(move || {
+        let kind = container.manifest().kind();
+        let validated = validate_package(kind, &Members::from_container(&container));
+        (container, validated)
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    let package = validated.map_err(|d| validation_errors(&d))?;
+    let definition = match &package {
+        Package::Agent(pkg) => {
+            let spec = &pkg.agent;
+            // The whole package's needs: subagents' tools are the agent's too.
+            let dependencies = pkg
                 .tool_requirements()
                 .into_iter()
                 .map(|(name, requirement)| DependencyEdge {
@@ -326,20 +486,37 @@ fn read_definition(container: &Container) -> Result<Definition, ApiError> {
                 .flatten()
                 .cloned()
                 .collect();
-            Ok(Definition {
+            Definition {
                 description: spec.description.clone().unwrap_or_default(),
-                spec: serde_json::to_value(&spec).map_err(ApiError::internal)?,
+                spec: serde_json::to_value(spec).map_err(ApiError::internal)?,
                 keywords,
                 dependencies,
                 required_tools: Vec::new(),
-            })
+                package: package.clone(),
+            }
         }
-        Kind::Tool => {
-            let spec = parse_tool(bytes).map_err(|d| definition_errors(file, &d))?;
+        Package::Protocol(protocol) => {
+            let spec = &protocol.protocol;
+            let keywords = vec![
+                "protocol".to_owned(),
+                spec.schema.transport.to_string(),
+                spec.schema.message_format.to_string(),
+            ];
+            Definition {
+                description: spec.description.clone(),
+                spec: serde_json::to_value(spec).map_err(ApiError::internal)?,
+                keywords,
+                dependencies: Vec::new(),
+                required_tools: Vec::new(),
+                package: package.clone(),
+            }
+        }
+        Package::Tool(tool) => {
+            let spec = &tool.tool;
             let deps = spec.dependency_requirements();
-            Ok(Definition {
+            Definition {
                 description: spec.description().to_owned(),
-                spec: serde_json::to_value(&spec).map_err(ApiError::internal)?,
+                spec: serde_json::to_value(spec).map_err(ApiError::internal)?,
                 keywords: Vec::new(),
                 required_tools: deps.keys().cloned().collect(),
                 dependencies: deps
@@ -350,9 +527,11 @@ fn read_definition(container: &Container) -> Result<Definition, ApiError> {
                         requirement,
                     })
                     .collect(),
-            })
+                package: package.clone(),
+            }
         }
-    }
+    };
+    Ok((container, definition))
 }
 
 /// A tool's dependencies must name tools that exist: the resolver treats an
@@ -383,52 +562,135 @@ async fn check_dependencies_exist(
     }
 }
 
-/// An agent's agent.lock may pin only tool versions this registry holds,
-/// with matching hashes. Returns the lock as JSON for storage.
-async fn check_lock(state: &AppState, container: &Container) -> Result<Option<Value>, ApiError> {
-    let Some(bytes) = container.member(LOCKFILE_NAME) else {
+/// Every live version of each tool the lock pins, as the lock checks need
+/// them. The lock pins at most `lockcheck::MAX_LOCKED_TOOLS` tools
+/// (validation refuses more), which bounds the reads.
+async fn published_tools(state: &AppState, lock: &Lockfile) -> Result<PublishedTools, ApiError> {
+    let mut published = PublishedTools::new();
+    for name in lock.tools.keys() {
+        let Some(index) = state.db.package_index(Kind::Tool, name).await? else {
+            continue;
+        };
+        let mut versions = Vec::with_capacity(index.versions.len());
+        for v in index.versions {
+            let bad = |what: &str, e: &dyn std::fmt::Display| {
+                ApiError::internal(anyhow::anyhow!("stored {what} of tool {name}: {e}"))
+            };
+            let mut dependencies = std::collections::BTreeMap::new();
+            for (dep, req) in &v.dependencies {
+                dependencies.insert(
+                    PackageName::new(dep.as_str()).map_err(|e| bad("dependency", &e))?,
+                    VersionReq::parse(req).map_err(|e| bad("requirement", &e))?,
+                );
+            }
+            versions.push(PublishedTool {
+                version: Version::parse(&v.version).map_err(|e| bad("version", &e))?,
+                hash: Sha256Hash::parse(&format!("sha256:{}", v.sha256))
+                    .map_err(|e| bad("hash", &e))?,
+                yanked: v.yanked,
+                dependencies,
+            });
+        }
+        published.insert(name, versions);
+    }
+    Ok(published)
+}
+
+/// The lock of the agent's previous version: the newest live version below
+/// the one being published.
+async fn previous_lock(
+    state: &AppState,
+    name: &PackageName,
+    version: &Version,
+) -> Result<Option<Lockfile>, ApiError> {
+    let Some(package) = state.db.find_package(Kind::Agent, name).await? else {
         return Ok(None);
     };
-    let lock = Lockfile::from_slice(bytes)
-        .map_err(|e| ApiError::Validation(vec![FieldError::new(LOCKFILE_NAME, e.to_string())]))?;
-    let mut errors = Vec::new();
-    for (name, pin) in &lock.tools {
-        let field = format!("tools.{name}");
-        let Some(package) = state.db.find_package(Kind::Tool, name).await? else {
-            errors.push(FieldError::new(
-                field,
-                format!("no tool named {name} is published on this registry"),
-            ));
-            continue;
-        };
-        let Some(version) = state
-            .db
-            .find_version(package.id, &pin.version)
-            .await?
-            .filter(|v| v.deleted_at.is_none())
-        else {
-            errors.push(FieldError::new(
-                field,
-                format!("{name} {} is not published on this registry", pin.version),
-            ));
-            continue;
-        };
-        if version.sha256 != pin.hash.to_hex() {
-            errors.push(FieldError::new(
-                field,
-                format!(
-                    "{name} {} is pinned at {}, but this registry holds sha256:{}",
-                    pin.version, pin.hash, version.sha256
-                ),
-            ));
-        }
+    let versions = state.db.list_versions(package.id).await?;
+    let previous = versions
+        .into_iter()
+        .find(|v| semver::Version::parse(&v.version).is_ok_and(|v| v < *version.semver()));
+    Ok(previous
+        .and_then(|v| v.lockfile)
+        .and_then(|json| serde_json::from_value::<Lockfile>(json.0).ok()))
+}
+
+/// An agent's agent.lock must tell the truth about the package (files,
+/// subagents, models) and the registry (every requirement pinned and
+/// satisfied, transitively; pins published with their hashes; nothing
+/// unrelated; no newly pinned yanked version). The first kind of failure
+/// found is the answer, with one field error per tool or file. Returns the
+/// lock as JSON for storage.
+async fn check_lock(
+    state: &AppState,
+    container: &Container,
+    pkg: &AgentPackage,
+) -> Result<Option<Value>, ApiError> {
+    let manifest = container.manifest();
+    let mut problems = check_local(pkg, &MemberHashes::from_manifest(manifest));
+    if let Some(lock) = &pkg.lock {
+        let published = published_tools(state, lock).await?;
+        let previous = previous_lock(state, manifest.name(), manifest.version()).await?;
+        problems.extend(check_tools(
+            &pkg.tool_requirements(),
+            lock,
+            &published,
+            YankPolicy::RefuseUnlessPinnedBy(previous.as_ref()),
+        ));
     }
-    if !errors.is_empty() {
-        return Err(ApiError::LockMismatch(errors));
+    if let Some((kind, of_kind)) = first_kind(&problems) {
+        return Err(ApiError::Lock(
+            kind,
+            of_kind
+                .into_iter()
+                .map(|p| FieldError::new(p.field.clone(), p.message.clone()))
+                .collect(),
+        ));
     }
-    serde_json::to_value(&lock)
+    pkg.lock
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(ApiError::internal)
+}
+
+/// An agent's protocols against the catalog and its lock (errors refuse
+/// the version), then its deterministic quality report, computed on a
+/// blocking thread, to be stored with the version.
+async fn check_agent_protocols_and_quality(
+    state: &AppState,
+    container: &Container,
+    pkg: &AgentPackage,
+) -> Result<Option<Value>, ApiError> {
+    let lock = pkg.lock.as_ref();
+    let report = check_agent_protocols(&state.db, &pkg.agent, lock).await?;
+    require_publishable(&report, lock)?;
+    let models = model_facts(&state.db).await?;
+    let source = QualitySource::of(container, pkg);
+    let report = tokio::task::spawn_blocking(move || source.report(&models))
+        .await
+        .map_err(ApiError::internal)?;
+    serde_json::to_value(&report)
         .map(Some)
         .map_err(ApiError::internal)
+}
+
+/// A protocol package may not take a name the protocol catalog holds:
+/// `custom/<name>` and the catalog's `<name>` must not be confused.
+async fn check_protocol_name(state: &AppState, name: &PackageName) -> Result<(), ApiError> {
+    let clash = state.db.find_protocol(name.as_str()).await?.is_some()
+        || state
+            .db
+            .list_protocols()
+            .await?
+            .iter()
+            .any(|p| crate::db::normalize(&p.name) == name.normalized());
+    if clash {
+        return Err(ApiError::NameTaken(format!(
+            "{name} is a protocol of this registry's catalog; publish custom protocols under another name"
+        )));
+    }
+    Ok(())
 }
 
 /// Refusals that need no write: ownership, spelling, an existing version.
@@ -503,26 +765,35 @@ pub async fn publish(
     container: Container,
 ) -> Result<PublishOutcome, ApiError> {
     auth.require(Scope::Publish)?;
+    auth.require_package(container.manifest().name())?;
+    let signer = check_signer(state, auth, &container).await?;
+    let (container, definition) = read_definition(container).await?;
     let manifest = container.manifest();
     let (kind, name, version) = (manifest.kind(), manifest.name(), manifest.version());
-    auth.require_package(name)?;
-    let signer = check_signer(state, auth, &container).await?;
-    let definition = read_definition(&container)?;
     if let Some(view) = check_package(state, auth, &container, &upload.sha256).await? {
         return Ok(PublishOutcome::Unchanged(Box::new(view)));
     }
     check_dependencies_exist(state, name, &definition.required_tools).await?;
-    let lockfile = match kind {
-        Kind::Agent => check_lock(state, &container).await?,
-        Kind::Tool => None,
+    let lockfile = match &definition.package {
+        Package::Agent(pkg) => check_lock(state, &container, pkg).await?,
+        Package::Tool(_) | Package::Protocol(_) => None,
+    };
+    let quality_report = match &definition.package {
+        Package::Agent(pkg) => check_agent_protocols_and_quality(state, &container, pkg).await?,
+        Package::Protocol(_) => {
+            check_protocol_name(state, name).await?;
+            None
+        }
+        Package::Tool(_) => None,
     };
     let manifest_json: Value = serde_json::to_value(manifest).map_err(ApiError::internal)?;
+    let extras = match &definition.package {
+        Package::Agent(pkg) => ContainerExtras::of(kind, &container).with_host_requests(pkg),
+        Package::Tool(_) | Package::Protocol(_) => ContainerExtras::of(kind, &container),
+    }
+    .to_stored();
 
-    state
-        .blobs
-        .put_file(upload.path(), &upload.sha256)
-        .await
-        .map_err(ApiError::internal)?;
+    state.blobs.put_file(upload.path(), &upload.sha256).await?;
     let new = NewVersion {
         kind,
         name,
@@ -533,6 +804,8 @@ pub async fn publish(
         manifest: &manifest_json,
         spec: &definition.spec,
         lockfile: lockfile.as_ref(),
+        quality_report: quality_report.as_ref(),
+        extras: Some(&extras),
         dependencies: &definition.dependencies,
         description: &definition.description,
         keywords: &definition.keywords,

@@ -42,6 +42,26 @@ use crate::{
     state::AppState,
 };
 
+/// The most tools one resolution may name.
+pub const MAX_RESOLVE_TOOLS: usize = 256;
+/// The most models one resolution may name.
+pub const MAX_RESOLVE_MODELS: usize = 32;
+/// The most entries each section of a given lock (`tools`, `agents`,
+/// `models`, `files`) may hold.
+pub const MAX_LOCK_ENTRIES: usize = 1024;
+
+/// A field error when `count` items exceed `limit`, naming both.
+pub fn check_count(field: &str, count: usize, limit: usize) -> Result<(), ApiError> {
+    if count > limit {
+        Err(ApiError::Validation(vec![FieldError::new(
+            field,
+            format!("holds {count} entries; at most {limit} are allowed"),
+        )]))
+    } else {
+        Ok(())
+    }
+}
+
 /// What to resolve.
 #[derive(Debug, Clone, Default)]
 pub struct ResolveInput {
@@ -71,6 +91,25 @@ impl ResolveInput {
             lock: None,
         })
     }
+
+    /// Every collection within its limit: what one request may make the
+    /// resolver and the database do.
+    pub fn check_limits(&self) -> Result<(), ApiError> {
+        check_count("tools", self.tools.len(), MAX_RESOLVE_TOOLS)?;
+        check_count("models", self.models.len(), MAX_RESOLVE_MODELS)?;
+        if let Some(lock) = &self.lock {
+            check_lock_limits(lock)?;
+        }
+        Ok(())
+    }
+}
+
+/// Every section of a lock within [`MAX_LOCK_ENTRIES`].
+pub fn check_lock_limits(lock: &Lockfile) -> Result<(), ApiError> {
+    check_count("lock.tools", lock.tools.len(), MAX_LOCK_ENTRIES)?;
+    check_count("lock.agents", lock.agents.len(), MAX_LOCK_ENTRIES)?;
+    check_count("lock.models", lock.models.len(), MAX_LOCK_ENTRIES)?;
+    check_count("lock.files", lock.files.len(), MAX_LOCK_ENTRIES)
 }
 
 type Entries = Option<Arc<Vec<VersionEntry>>>;
@@ -83,7 +122,9 @@ struct CacheState {
     /// name (creating a package publishes a version, which bumps the
     /// generation).
     tools: HashMap<String, Entries>,
-    models: HashMap<String, Option<ModelRecord>>,
+    /// The whole models catalog (a few dozen rows), read once per
+    /// generation.
+    models: Option<Arc<HashMap<String, ModelRecord>>>,
     /// Successful resolutions by request, as the lock's `tools:` section.
     /// A request is small and its resolution a pure function of the index
     /// at this generation.
@@ -98,6 +139,8 @@ struct CacheState {
     /// normalized name.
     index_bodies: HashMap<(Kind, String), (bytes::Bytes, String)>,
     index_bytes: usize,
+    /// The catalog's category filter: every category a live version names.
+    categories: Option<Vec<String>>,
 }
 
 /// An exact resolve request over HTTP: the answer is a function of this, the
@@ -151,15 +194,31 @@ impl IndexCache {
         let mut state = self.lock();
         if state.generation != generation {
             state.tools.clear();
-            state.models.clear();
+            state.models = None;
             state.resolutions.clear();
             state.rendered.clear();
             state.rendered_bytes = 0;
             state.index_bodies.clear();
             state.index_bytes = 0;
+            state.categories = None;
             state.generation = generation;
         }
         Ok(generation)
+    }
+
+    /// The categories in use at this generation, when read before.
+    pub fn categories(&self, generation: i64) -> Option<Vec<String>> {
+        let state = self.lock();
+        (state.generation == generation)
+            .then(|| state.categories.clone())
+            .flatten()
+    }
+
+    pub fn put_categories(&self, generation: i64, categories: Vec<String>) {
+        let mut state = self.lock();
+        if state.generation == generation {
+            state.categories = Some(categories);
+        }
     }
 
     /// A package's index document and ETag at this generation.
@@ -237,14 +296,14 @@ impl IndexCache {
         }
     }
 
-    fn model(&self, name: &str) -> Option<Option<ModelRecord>> {
-        self.lock().models.get(name).cloned()
+    fn models(&self) -> Option<Arc<HashMap<String, ModelRecord>>> {
+        self.lock().models.clone()
     }
 
-    fn put_model(&self, generation: i64, name: String, model: Option<ModelRecord>) {
+    fn put_models(&self, generation: i64, models: Arc<HashMap<String, ModelRecord>>) {
         let mut state = self.lock();
-        if state.generation == generation && state.models.len() < MAX_CACHED_PACKAGES {
-            state.models.insert(name, model);
+        if state.generation == generation {
+            state.models = Some(models);
         }
     }
 
@@ -441,37 +500,47 @@ fn entries_of(index: PackageIndex) -> Result<Vec<VersionEntry>, CorruptIndex> {
         .collect()
 }
 
-/// The lock's `models:` entries from the models catalog; every unknown
-/// model is a field error.
+/// The lock's `models:` entries from the models catalog, read in one query
+/// (or from the cache); every unknown model is a field error.
 async fn lock_models(
     state: &AppState,
     generation: i64,
     names: &[String],
 ) -> Result<BTreeMap<ModelId, LockedModel>, ApiError> {
+    if names.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let catalog = match state.index_cache.models() {
+        Some(catalog) => catalog,
+        None => {
+            let catalog: Arc<HashMap<String, ModelRecord>> = Arc::new(
+                state
+                    .db
+                    .list_models()
+                    .await?
+                    .into_iter()
+                    .map(|m| (m.name.clone(), m))
+                    .collect(),
+            );
+            state
+                .index_cache
+                .put_models(generation, Arc::clone(&catalog));
+            catalog
+        }
+    };
     let mut models = BTreeMap::new();
     let mut errors = Vec::new();
     for (i, raw) in names.iter().enumerate() {
-        let field = format!("models.{raw}");
-        let (Ok(name), Ok(id)) = (ModelName::parse(raw), ModelId::new(raw.as_str())) else {
+        let (Ok(_), Ok(id)) = (ModelName::parse(raw), ModelId::new(raw.as_str())) else {
             errors.push(FieldError::new(
                 format!("models[{i}]"),
                 format!("{raw:?} is not a model name"),
             ));
             continue;
         };
-        let record = match state.index_cache.model(raw) {
-            Some(record) => record,
-            None => {
-                let record = state.db.find_model(&name).await?;
-                state
-                    .index_cache
-                    .put_model(generation, raw.clone(), record.clone());
-                record
-            }
-        };
-        let Some(record) = record else {
+        let Some(record) = catalog.get(raw.as_str()) else {
             errors.push(FieldError::new(
-                field,
+                format!("models.{raw}"),
                 format!("{raw} is not in this registry's models catalog"),
             ));
             continue;
@@ -509,7 +578,18 @@ pub async fn resolve_lock_at(
     resolved_at: i64,
     input: ResolveInput,
 ) -> Result<Lockfile, ApiError> {
-    let models = lock_models(state, generation, &input.models).await?;
+    input.check_limits()?;
+    // One deadline for the whole resolution, the models' read included.
+    let timeout = state.config.resolve_timeout;
+    let deadline = Instant::now() + timeout;
+    let timed_out =
+        || ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+    let models = tokio::time::timeout_at(
+        deadline.into(),
+        lock_models(state, generation, &input.models),
+    )
+    .await
+    .map_err(|_| timed_out())??;
     let request = Request {
         requirements: input.tools,
         pins: input
@@ -521,7 +601,11 @@ pub async fn resolve_lock_at(
     let tools = match state.index_cache.resolution(generation, &request) {
         Some(tools) => tools,
         None => {
-            let tools = Arc::new(solve(state, generation, &request).await?.into_lock_tools());
+            let tools = Arc::new(
+                solve(state, generation, &request, deadline)
+                    .await?
+                    .into_lock_tools(),
+            );
             state
                 .index_cache
                 .put_resolution(generation, request, Arc::clone(&tools));
@@ -546,6 +630,7 @@ async fn solve(
     state: &AppState,
     generation: i64,
     request: &Request,
+    deadline: Instant,
 ) -> Result<Resolution, ApiError> {
     let source = IndexSource {
         db: state.db.clone(),
@@ -554,7 +639,7 @@ async fn solve(
         runtime: tokio::runtime::Handle::current(),
     };
     let timeout = state.config.resolve_timeout;
-    let cancel = Cancel::with_deadline(Instant::now() + timeout);
+    let cancel = Cancel::with_deadline(deadline);
     let request = request.clone();
     tokio::task::spawn_blocking(move || resolve(&source, &request, &cancel))
         .await
@@ -598,9 +683,12 @@ mod tests {
     #[tokio::test]
     async fn shared_generation_reads_are_never_older_than_the_caller() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::connect(&DatabaseUrl::SqlitePath(dir.path().join("r.db")))
-            .await
-            .unwrap();
+        let db = Db::connect(
+            &DatabaseUrl::SqlitePath(dir.path().join("r.db")),
+            std::time::Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
         let reads = Arc::new(GenerationReads::default());
         let first = reads.read(&db).await.unwrap();
         bump(&db).await;

@@ -47,7 +47,7 @@ impl SearchQuery {
             Some(k) => match k.parse::<Kind>() {
                 Ok(kind) => Some(kind),
                 Err(_) => {
-                    errors.push(FieldError::new("kind", "must be agent or tool"));
+                    errors.push(FieldError::new("kind", "must be agent, tool or protocol"));
                     None
                 }
             },

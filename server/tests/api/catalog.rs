@@ -18,6 +18,7 @@ backend_tests!(
     owners_yank_from_the_version_page,
     static_assets_revalidate_with_etags,
     session_cookies_are_secure_behind_https,
+    agent_pages_say_on_which_hosts_the_agent_runs,
 );
 
 fn no_redirects() -> reqwest::Client {
@@ -126,6 +127,25 @@ async fn every_page_answers_html_with_its_policy(backend: Backend) {
         "subagents from the container"
     );
     assert!(agent.contains("agentlang pull research-assistant@1.1.0"));
+    // Hosts: the fixture needs a camera and scheduled background work.
+    assert!(
+        agent.contains("<h2 id=\"hosts-heading\">Hosts</h2>"),
+        "{agent}"
+    );
+    let row = |host: &str| {
+        let start = agent
+            .find(&format!("<th scope=\"row\"><code>{host}</code>"))
+            .unwrap_or_else(|| panic!("no row for {host}"));
+        let rest = &agent[start..];
+        rest[..rest.find("</tr>").unwrap()].to_owned()
+    };
+    let claude = row("claude-desktop");
+    assert!(
+        claude.contains(">No</span>") && claude.contains("<code>camera</code>"),
+        "{claude}"
+    );
+    assert!(row("desktop-app").contains(">Yes</span>"));
+    assert!(row("local").contains(">Yes</span>"));
     let old = page(
         app.get("/agents/research-assistant/1.0.0").await,
         StatusCode::OK,
@@ -528,4 +548,58 @@ async fn session_cookies_are_secure_behind_https(backend: Backend) {
     let session = set_cookie(&res, "agentlang_session").unwrap();
     assert!(session.contains("Secure"), "{session}");
     assert!(session.contains("HttpOnly"), "{session}");
+}
+
+/// The hosts table counts what locked tools require, not only the agent.
+async fn agent_pages_say_on_which_hosts_the_agent_runs(backend: Backend) {
+    use crate::publish::{agent, agent_yaml, build, published, publisher};
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let tool_yaml = "name: shell_exec\nversion: 1.0.0\ndescription: Runs commands.\nkind: bash\ninput_schema:\n  type: object\npermissions: [shell]\n";
+    let shell = published(
+        &app,
+        &alice.token,
+        build(
+            &alice.key,
+            agentlang_core::Kind::Tool,
+            "shell_exec",
+            "1.0.0",
+            &[("tool.yaml", tool_yaml.as_bytes())],
+            1_738_146_600,
+        ),
+    )
+    .await;
+    let lock = format!(
+        "version: \"1\"\nresolved_at: \"2025-01-29T10:30:00Z\"\ntools:\n  shell_exec:\n    version: 1.0.0\n    hash: {}\n",
+        shell["hash"].as_str().unwrap()
+    );
+    published(
+        &app,
+        &alice.token,
+        agent(
+            &alice.key,
+            &agent_yaml("operator", "1.0.0", &[("shell_exec", "^1")]),
+            Some(&lock),
+        ),
+    )
+    .await;
+    let html = page(app.get("/agents/operator").await, StatusCode::OK).await;
+    let row = |host: &str| {
+        let start = html
+            .find(&format!("<th scope=\"row\"><code>{host}</code>"))
+            .unwrap_or_else(|| panic!("no row for {host}"));
+        let rest = &html[start..];
+        rest[..rest.find("</tr>").unwrap()].to_owned()
+    };
+    // The agent asks for nothing itself; its tool needs a shell.
+    let claude = row("claude-desktop");
+    assert!(
+        claude.contains(">No</span>") && claude.contains("Refuses required: <code>shell</code>"),
+        "{claude}"
+    );
+    assert!(row("replit-agent").contains(">Yes</span>"));
+    assert!(row("browser-extension").contains(">No</span>"));
+    assert!(row("desktop-app").contains(">Yes</span>"));
 }

@@ -74,6 +74,8 @@ pub async fn publish(
             manifest: &json!({"format": "agentlang.container/1", "kind": kind.as_str(), "name": name, "version": version}),
             spec: &spec,
             lockfile: None,
+            quality_report: None,
+            extras: None,
             dependencies: &dependencies,
             description,
             keywords: &["search".to_owned()],

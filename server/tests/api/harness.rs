@@ -146,13 +146,7 @@ pub fn test_config(data_dir: PathBuf) -> Config {
         data_dir,
         jwt_secret: Some(JWT_SECRET.into()),
         workers: Some(1),
-        rate_limits: RateLimitSettings {
-            enabled: true,
-            publish_per_minute: NonZeroU32::new(10_000).unwrap(),
-            credentials_per_minute: NonZeroU32::new(10_000).unwrap(),
-            anonymous_reads_per_minute: NonZeroU32::new(10_000).unwrap(),
-            agent_messages_per_minute: NonZeroU32::new(10_000).unwrap(),
-        },
+        rate_limits: RateLimitSettings::all_at(NonZeroU32::new(10_000).unwrap()),
         registration: RegistrationMode::Open,
         ..Config::default()
     }
@@ -337,6 +331,8 @@ pub async fn seed_version(
             manifest: &manifest,
             spec: &spec,
             lockfile: None,
+            quality_report: None,
+            extras: None,
             dependencies: &[],
             description: "seeded",
             keywords: &[],

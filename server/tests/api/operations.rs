@@ -25,9 +25,11 @@ async fn health_and_readiness(backend: Backend) {
     let body = crate::harness::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
     assert_eq!(body["detail"], "the database is unreachable");
 
-    // A failure the client cannot fix is a 500 that says nothing internal.
+    // Requests needing it are 503 with a retry time, saying nothing
+    // internal.
     let res = app.get("/api/v1/models").await;
-    let body = crate::harness::problem(res, StatusCode::INTERNAL_SERVER_ERROR, "internal").await;
+    assert_eq!(res.headers()["retry-after"], "5");
+    let body = crate::harness::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
     let text = body.to_string().to_lowercase();
     for internal in ["pool", "sqlx", "closed", "postgres", "sqlite"] {
         assert!(!text.contains(internal), "{internal} leaked: {body}");
@@ -107,6 +109,29 @@ fn committed_openapi_document_is_current() {
         "{} is stale: rerun with AGENTLANG_UPDATE_OPENAPI=1 and commit it",
         path.display()
     );
+}
+
+/// OpenAPI 3.1 requires a description on every response; generators and
+/// validators refuse a document without one.
+#[test]
+fn every_response_is_described() {
+    let doc: Value = serde_json::from_str(&document_json()).unwrap();
+    let mut undescribed = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                if response.get("$ref").is_none() && response.get("description").is_none() {
+                    undescribed.push(format!("{method} {path} {status}"));
+                }
+            }
+        }
+    }
+    for (name, response) in doc["components"]["responses"].as_object().unwrap() {
+        if response.get("description").is_none() {
+            undescribed.push(format!("components.responses.{name}"));
+        }
+    }
+    assert!(undescribed.is_empty(), "{undescribed:#?}");
 }
 
 #[actix_web::test]

@@ -121,6 +121,8 @@ async fn downloads_stream_with_immutable_caching(backend: Backend) {
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
 
+    // Counts are written in batches; the periodic flush, done now.
+    app.state.downloads.flush(&app.state.db).await.unwrap();
     let version: Value = app
         .get("/api/v1/tools/web_fetch/1.0.3")
         .await

@@ -20,7 +20,6 @@ backend_tests!(
     revoked_keys_refuse_new_uploads_and_mark_old_versions,
     look_alike_names_and_non_owners_are_refused,
     tool_dependencies_must_exist,
-    agent_lock_pins_must_match_the_registry,
     uploads_past_the_limit_are_refused,
     lying_framing_cannot_pass_the_limit,
     thirty_concurrent_publishes_give_one_version,
@@ -134,17 +133,28 @@ pub fn agent_yaml(name: &str, version: &str, tools: &[(&str, &str)]) -> String {
     yaml
 }
 
+/// A valid PromptLang prompt.yaml.
+pub const PROMPT_YAML: &str =
+    "version: 2\nrole: system\nsections:\n  - name: task\n    content: Research carefully.\n";
+
 pub fn agent(key: &SecretKey, yaml: &str, lock: Option<&str>) -> Vec<u8> {
+    let mut files: Vec<(&str, &[u8])> = vec![("prompt.yaml", PROMPT_YAML.as_bytes())];
+    if let Some(lock) = lock {
+        files.push(("agent.lock", lock.as_bytes()));
+    }
+    agent_with(key, yaml, &files)
+}
+
+/// An agent container holding agent.yaml and `files`.
+pub fn agent_with(key: &SecretKey, yaml: &str, files: &[(&str, &[u8])]) -> Vec<u8> {
     let doc: Value = yaml_serde::from_str(yaml).unwrap();
     let (name, version) = (
         doc["name"].as_str().unwrap().to_owned(),
         doc["version"].as_str().unwrap().to_owned(),
     );
-    let mut files: Vec<(&str, &[u8])> = vec![("agent.yaml", yaml.as_bytes())];
-    if let Some(lock) = lock {
-        files.push(("agent.lock", lock.as_bytes()));
-    }
-    build(key, Kind::Agent, &name, &version, &files, 1_738_146_600)
+    let mut all: Vec<(&str, &[u8])> = vec![("agent.yaml", yaml.as_bytes())];
+    all.extend_from_slice(files);
+    build(key, Kind::Agent, &name, &version, &all, 1_738_146_600)
 }
 
 pub async fn publish(app: &TestApp, token: &str, bytes: Vec<u8>) -> Response {
@@ -573,90 +583,6 @@ async fn tool_dependencies_must_exist(backend: Backend) {
     assert_eq!(body["dependencies"], json!({"web-fetch": "^1.0.0"}));
 }
 
-async fn agent_lock_pins_must_match_the_registry(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
-        return;
-    };
-    let alice = publisher(&app, "alice").await;
-    let fetch = published(
-        &app,
-        &alice.token,
-        tool(&alice.key, "web_fetch", "1.0.3", &[]),
-    )
-    .await;
-    let good_hash = fetch["hash"].as_str().unwrap();
-    let wrong_hash = format!("sha256:{}", "0".repeat(64));
-    let lock = |fetch_hash: &str, search_version: &str| {
-        format!(
-            "version: \"1\"\nresolved_at: \"2025-01-29T10:30:00Z\"\ntools:\n  \
-             web_fetch:\n    version: 1.0.3\n    hash: {fetch_hash}\n  \
-             web_search:\n    version: {search_version}\n    hash: {wrong_hash}\n"
-        )
-    };
-    let yaml = agent_yaml("helper", "1.0.0", &[("web_fetch", "^1.0.0")]);
-    let body = problem(
-        publish(
-            &app,
-            &alice.token,
-            agent(&alice.key, &yaml, Some(&lock(&wrong_hash, "1.2.0"))),
-        )
-        .await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "lock-mismatch",
-    )
-    .await;
-    let fields: Vec<&str> = body["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, ["tools.web_fetch", "tools.web_search"], "{body}");
-
-    // web_search exists but not at the pinned version.
-    published(
-        &app,
-        &alice.token,
-        tool(&alice.key, "web_search", "1.3.0", &[]),
-    )
-    .await;
-    let body = problem(
-        publish(
-            &app,
-            &alice.token,
-            agent(&alice.key, &yaml, Some(&lock(good_hash, "1.2.0"))),
-        )
-        .await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "lock-mismatch",
-    )
-    .await;
-    assert_eq!(body["errors"].as_array().unwrap().len(), 1, "{body}");
-    assert_eq!(body["errors"][0]["field"], "tools.web_search");
-
-    // A lock that matches is stored with the version.
-    let search: Value = app
-        .get("/api/v1/tools/web_search/1.3.0")
-        .await
-        .json()
-        .await
-        .unwrap();
-    let matching = format!(
-        "version: \"1\"\nresolved_at: \"2025-01-29T10:30:00Z\"\ntools:\n  \
-         web_fetch:\n    version: 1.0.3\n    hash: {good_hash}\n  \
-         web_search:\n    version: 1.3.0\n    hash: {}\n",
-        search["hash"].as_str().unwrap()
-    );
-    let body = published(
-        &app,
-        &alice.token,
-        agent(&alice.key, &yaml, Some(&matching)),
-    )
-    .await;
-    assert_eq!(body["lockfile"]["tools"]["web_fetch"]["version"], "1.0.3");
-    assert_eq!(body["spec"]["title"], "Deep Research Helper");
-}
-
 async fn uploads_past_the_limit_are_refused(backend: Backend) {
     const LIMIT: usize = 64 * 1024;
     let Some(app) = spawn_with(backend, |c| c.max_upload_bytes = LIMIT).await else {
@@ -723,7 +649,13 @@ async fn uploads_past_the_limit_are_refused(backend: Backend) {
 }
 
 async fn thirty_concurrent_publishes_give_one_version(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| c.workers = Some(4)).await else {
+    let Some(app) = spawn_with(backend, |c| {
+        c.workers = Some(4);
+        // All thirty race; the per-account bound is tested on its own.
+        c.limits.max_concurrent_uploads_per_account = 30;
+    })
+    .await
+    else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -988,6 +920,7 @@ async fn publish_memory_does_not_grow_with_upload_size() {
             version,
             &[
                 ("agent.yaml", yaml.as_bytes()),
+                ("prompt.yaml", PROMPT_YAML.as_bytes()),
                 ("context/filler.bin", &filler),
             ],
             0,

@@ -41,12 +41,13 @@ async fn credential_endpoints_answer_429_with_retry_after(backend: Backend) {
 
 async fn anonymous_reads_are_limited_per_address(backend: Backend) {
     let Some(app) = spawn_with(backend, |c| {
-        c.rate_limits.anonymous_reads_per_minute = NonZeroU32::new(3).unwrap();
+        c.rate_limits.anonymous_reads_per_minute = NonZeroU32::new(5).unwrap();
     })
     .await
     else {
         return;
     };
+    // Two anonymous requests: the account and its token.
     let token = app.account_with_token("alice", &[]).await;
     for _ in 0..3 {
         assert_eq!(app.get("/api/v1/models").await.status(), StatusCode::OK);
@@ -54,14 +55,26 @@ async fn anonymous_reads_are_limited_per_address(backend: Backend) {
     let res = app.get("/api/v1/models").await;
     assert!(res.headers().contains_key("retry-after"));
     problem(res, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
-    // Authenticated reads and operational endpoints are not counted here.
-    let res = app
-        .request(Method::GET, "/api/v1/models")
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
+    // A token that verifies spends its own budget; the catalog's pages and
+    // any header that is not a valid token spend the address's.
+    let with = |auth: &str| {
+        app.request(Method::GET, "/api/v1/models")
+            .header("authorization", auth.to_owned())
+            .send()
+    };
+    assert_eq!(
+        with(&format!("Bearer {token}")).await.unwrap().status(),
+        StatusCode::OK
+    );
+    for garbage in ["Bearer garbage", "Basic YTpi", "Bearer "] {
+        let res = with(garbage).await.unwrap();
+        problem(res, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
+    }
+    assert_eq!(
+        app.get("/search?q=x").await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // Operational endpoints are never counted.
     assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
 }
 

@@ -185,6 +185,8 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
             manifest: &manifest,
             spec: &json!({"name": "research", "tools": {"web_search": "^1.2"}}),
             lockfile: Some(&json!({"version": "1"})),
+            quality_report: None,
+            extras: None,
             dependencies: &deps,
             description: "finds papers",
             keywords: &["research".to_owned(), "papers".to_owned()],
@@ -220,6 +222,8 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
             manifest: &manifest,
             spec: &json!({}),
             lockfile: None,
+            quality_report: None,
+            extras: None,
             dependencies: &twice,
             description: "",
             keywords: &[],
@@ -316,6 +320,8 @@ async fn publish_described(
             manifest: &json!({}),
             spec: &json!({}),
             lockfile: None,
+            quality_report: None,
+            extras: None,
             dependencies: &[],
             description,
             keywords: &keywords,
@@ -408,6 +414,8 @@ async fn search_finds_packages_by_name_keyword_and_description(backend: Backend)
         manifest: &json!({}),
         spec: &json!({}),
         lockfile: None,
+        quality_report: None,
+        extras: None,
         dependencies: &[],
         description: "Query DuckDuckGo",
         keywords: &[],
@@ -495,9 +503,12 @@ async fn downloads_are_counted_per_day(backend: Backend) {
         .await
         .unwrap();
     let db = &app.state.db;
+    // Counted in memory, written by one flush.
     for _ in 0..3 {
-        db.record_download(published.version_id).await.unwrap();
+        app.state.downloads.record(published.version_id);
     }
+    assert_eq!(db.downloads_by_day(published.version_id).await.unwrap(), []);
+    app.state.downloads.flush(db).await.unwrap();
     let days = db.downloads_by_day(published.version_id).await.unwrap();
     let today = time::OffsetDateTime::now_utc().date().to_string();
     assert_eq!(days, [(today, 3)]);

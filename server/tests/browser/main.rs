@@ -106,13 +106,7 @@ async fn spawn_registry() -> Registry {
         data_dir: dir.path().join("data"),
         jwt_secret: Some("browser-test-secret-browser-test-secret".into()),
         workers: Some(2),
-        rate_limits: RateLimitSettings {
-            enabled: true,
-            publish_per_minute: limit,
-            credentials_per_minute: limit,
-            anonymous_reads_per_minute: limit,
-            agent_messages_per_minute: limit,
-        },
+        rate_limits: RateLimitSettings::all_at(limit),
         registration: RegistrationMode::Open,
         ..Config::default()
     };
@@ -373,6 +367,123 @@ async fn token_shown_once(driver: &WebDriver, base: &str) -> Result<String, Stri
     Ok(secret)
 }
 
+/// An events log with two agents, a delegation, a paired call and a failed
+/// one: what the replay page must show.
+const REPLAY_LOG: &str = r#"{"type":"agent.delegate","timestamp":"2025-01-29T10:00:00Z","from":"orchestrator","to":"academic-researcher","task":"Find recent papers on transformer architectures"}
+{"type":"tool.call","timestamp":"2025-01-29T10:00:01Z","agent_id":"academic-researcher","tool":"web_search","input":{"query":"transformer architectures 2025"},"call_id":"abc123"}
+{"type":"tool.result","timestamp":"2025-01-29T10:00:03Z","call_id":"abc123","output":{"results":["a","b"]},"duration_ms":2000}
+{"type":"tool.call","timestamp":"2025-01-29T10:00:04Z","agent_id":"academic-researcher","tool":"web_fetch","input":{"url":"https://example.com/a-very-long-path/that/should/wrap/on/a/phone"},"call_id":"def456"}
+{"type":"tool.result","timestamp":"2025-01-29T10:00:05Z","call_id":"def456","error":{"message":"404 Not Found","code":404}}
+{"type":"context.compact","timestamp":"2025-01-29T10:00:06Z","agent_id":"academic-researcher","strategy":"summarize","tokens_before":90000,"tokens_after":12000}
+{"type":"agent.message","timestamp":"2025-01-29T10:00:07Z","agent_id":"orchestrator","role":"assistant","content":"Based on my analysis..."}
+"#;
+
+/// Uploads the log through the form, as a visitor does, and checks the
+/// timeline: lanes, the arrow, paired results with durations, the error.
+async fn replay_upload(driver: &WebDriver, base: &str, file: &std::path::Path) -> Check {
+    wd(driver.goto(format!("{base}/replay")).await)?;
+    let input = wd(driver.find(By::Id("events-file")).await)?;
+    wd(input.send_keys(file.display().to_string()).await)?;
+    wd(wd(driver
+        .find(By::Css("form.replay-form button[type=submit]"))
+        .await)?
+    .click()
+    .await)?;
+    let heading = text_of(driver, "#timeline-heading").await?;
+    ensure(
+        heading.contains("7 events, 2 agents") && heading.contains("1 with errors"),
+        || format!("heading {heading:?}"),
+    )?;
+    let lanes: Vec<String> = {
+        let mut names = Vec::new();
+        for th in wd(driver.find_all(By::Css("th.lane-head")).await)? {
+            names.push(wd(th.text().await)?);
+        }
+        names
+    };
+    ensure(lanes == ["orchestrator", "academic-researcher"], || {
+        format!("lanes {lanes:?}")
+    })?;
+    // The delegation: an arrow leaving lane 1 and ending in lane 2.
+    let arrow_ends = wd(driver
+        .find_all(By::Css("#event-0 td.arrow-from, #event-0 td.arrow-to"))
+        .await)?;
+    ensure(arrow_ends.len() == 2, || {
+        format!("{} arrow cells", arrow_ends.len())
+    })?;
+    let call = text_of(driver, "#event-1 .event").await?;
+    ensure(
+        call.contains("web_search") && call.contains("(2000 ms)"),
+        || format!("call {call:?}"),
+    )?;
+    let failed = text_of(driver, "tr.is-error .tool-result").await?;
+    ensure(
+        failed.contains("404 Not Found") && failed.contains("(1000 ms)"),
+        || format!("failed call {failed:?}"),
+    )?;
+    let compact = text_of(driver, ".compaction").await?;
+    ensure(compact.contains("90000 → 12000 tokens"), || {
+        format!("compaction {compact:?}")
+    })?;
+    // An error row is highlighted: its background is not the page's.
+    let highlighted = wd(driver
+        .execute(
+            "return getComputedStyle(document.querySelector('tr.is-error')).backgroundColor;",
+            Vec::new(),
+        )
+        .await)?;
+    let color: String = wd(highlighted.convert())?;
+    ensure(
+        color != "rgba(0, 0, 0, 0)" && color != "rgb(255, 255, 255)",
+        || format!("error row background {color}"),
+    )?;
+    // A file that is not an events log says why.
+    let bad = file.with_file_name("not-events.json");
+    std::fs::write(&bad, "[{\"type\":\"tool.call\"}]").map_err(|e| e.to_string())?;
+    wd(driver.goto(format!("{base}/replay")).await)?;
+    wd(wd(driver.find(By::Id("events-file")).await)?
+        .send_keys(bad.display().to_string())
+        .await)?;
+    wd(wd(driver
+        .find(By::Css("form.replay-form button[type=submit]"))
+        .await)?
+    .click()
+    .await)?;
+    let errors = text_of(driver, "#replay-errors").await?;
+    ensure(errors.contains("events[0]"), || {
+        format!("errors {errors:?}")
+    })
+}
+
+/// At phone width the timeline is one column: each event a block labelled
+/// with its agent, the arrow's middle cells hidden, nothing to scroll.
+async fn replay_at_phone_width(driver: &WebDriver, base: &str, file: &std::path::Path) -> Check {
+    wd(driver.goto(format!("{base}/replay")).await)?;
+    wd(wd(driver.find(By::Id("events-file")).await)?
+        .send_keys(file.display().to_string())
+        .await)?;
+    wd(wd(driver
+        .find(By::Css("form.replay-form button[type=submit]"))
+        .await)?
+    .click()
+    .await)?;
+    text_of(driver, "#timeline-heading").await?;
+    wd(driver
+        .screenshot(&artifacts_dir().join("phone-replay.png"))
+        .await)?;
+    no_horizontal_overflow(driver).await?;
+    let label = text_of(driver, "#event-1 .event-agent").await?;
+    ensure(label == "academic-researcher", || {
+        format!("the agent label is {label:?} at phone width")
+    })?;
+    let displayed = wd(wd(driver.find(By::Css("#event-0 td.arrow-from")).await)?
+        .is_displayed()
+        .await)?;
+    ensure(!displayed, || {
+        "the arrow's start cell shows at phone width".into()
+    })
+}
+
 async fn phone_width(driver: &WebDriver, base: &str, seeded: &seed::Seeded) -> Check {
     wd(driver.set_window_rect(0, 0, PHONE_WIDTH, 800).await)?;
     let inner: u64 = wd(wd(driver
@@ -394,6 +505,8 @@ async fn phone_width(driver: &WebDriver, base: &str, seeded: &seed::Seeded) -> C
         "/publishers/alice".to_owned(),
         format!("/keys/{}", seeded.key_id),
         "/docs".to_owned(),
+        "/replay".to_owned(),
+        "/protocols/a2a".to_owned(),
         "/account".to_owned(),
         "/no/such/page".to_owned(),
     ];
@@ -435,8 +548,15 @@ async fn the_catalog_works_in_a_real_browser() {
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 200);
+    let log_dir = tempfile::tempdir().unwrap();
+    let log = log_dir.path().join("session.jsonl");
+    std::fs::write(&log, REPLAY_LOG).unwrap();
+    let result = replay_upload(&driver, &base, &log).await;
+    finish(&driver, "replay-upload", result).await;
     let result = phone_width(&driver, &base, &seeded).await;
     finish(&driver, "phone-width", result).await;
+    let result = replay_at_phone_width(&driver, &base, &log).await;
+    finish(&driver, "replay-phone-width", result).await;
 
     driver.quit().await.unwrap();
     registry.handle.stop(true).await;

@@ -17,6 +17,7 @@ use agentlang_core::{
 };
 use agentlang_registry::{
     db::packages::{DependencyEdge, NewVersion},
+    service::packages::ContainerExtras,
     state::AppState,
 };
 use bytes::Bytes;
@@ -158,6 +159,15 @@ pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64)
             )
         }
     };
+    // As publish does: what the validated agent asks hosts for, too.
+    let mut extras = ContainerExtras::of(kind, &read);
+    if kind == Kind::Agent {
+        let members = agentlang_core::package::Members::from_container(&read);
+        let pkg =
+            agentlang_core::package::validate_agent(&members).expect("the seed agent validates");
+        extras = extras.with_host_requests(&pkg);
+    }
+    let extras = extras.to_stored();
     let size = bytes.len() as u64;
     let digest = state
         .blobs
@@ -176,6 +186,8 @@ pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64)
             manifest: &manifest,
             spec: &spec,
             lockfile: lock.as_ref(),
+            quality_report: None,
+            extras: Some(&extras),
             dependencies: &deps,
             description: &description,
             keywords: &[],

@@ -1,0 +1,108 @@
+//! `events validate FILE [--agent DIR]`, `events replay FILE` and `events
+//! schema`: the event format of `core::events`, offline.
+
+use std::{path::Path, process::ExitCode};
+
+use agentlang_core::{
+    Diagnostics,
+    events::{self, Limits, timeline::Timeline},
+    package::validate_agent_tree,
+};
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+
+use crate::{output::Output, source};
+
+fn read(file: &Path) -> Result<Vec<u8>> {
+    std::fs::read(file).with_context(|| format!("reading {}", file.display()))
+}
+
+fn print_problems(out: &Output, shown: &str, problems: &Diagnostics) {
+    for p in problems.iter() {
+        eprintln!("{} {shown}: {p}", out.red("error:"));
+    }
+    eprintln!("{} problem(s) in {shown}", problems.len());
+}
+
+pub fn validate(out: &Output, file: &Path, agent: Option<&Path>) -> Result<ExitCode> {
+    let shown = file.display().to_string();
+    let package = match agent {
+        Some(dir) => {
+            let tree = source::read_dir(dir)?;
+            Some(validate_agent_tree(&tree).map_err(|d| {
+                anyhow::anyhow!(
+                    "{} is not a valid agent ({} problem(s); `agentlang validate {}` lists them)",
+                    dir.display(),
+                    d.len(),
+                    dir.display()
+                )
+            })?)
+        }
+        None => None,
+    };
+    let bytes = read(file)?;
+    let problems = match events::parse(&bytes, &Limits::default()) {
+        Ok(log) => {
+            let problems = events::check(&log, package.as_ref());
+            if problems.is_empty() {
+                let agents: std::collections::BTreeSet<String> =
+                    events::agents_of(&log).into_iter().flatten().collect();
+                out.emit(
+                    &json!({"valid": true, "events": log.events.len(), "agents": agents}),
+                    || {
+                        format!(
+                            "{} {shown} is valid: {} events, {} agents{}",
+                            out.green("✓"),
+                            log.events.len(),
+                            agents.len(),
+                            if package.is_some() {
+                                ", every tool declared and every delegation known"
+                            } else {
+                                ""
+                            }
+                        )
+                    },
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            problems
+        }
+        Err(problems) => problems,
+    };
+    if out.json {
+        out.emit(&json!({"valid": false, "problems": problems}), String::new);
+    } else {
+        print_problems(out, &shown, &problems);
+    }
+    Ok(ExitCode::FAILURE)
+}
+
+pub fn replay(out: &Output, file: &Path) -> Result<ExitCode> {
+    let shown = file.display().to_string();
+    let bytes = read(file)?;
+    let log = match events::parse(&bytes, &Limits::default()) {
+        Ok(log) => log,
+        Err(problems) => {
+            if !out.json {
+                print_problems(out, &shown, &problems);
+            }
+            bail!(
+                "{shown} cannot be replayed; `agentlang events validate {shown}` lists the problems"
+            )
+        }
+    };
+    let problems = events::check(&log, None);
+    let timeline = Timeline::new(&log, &problems);
+    out.emit(&timeline, || timeline.render_text().trim_end().to_owned());
+    // A log with problems still replays; the exit code says it has them.
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn schema() -> Result<ExitCode> {
+    print!("{}", events::SCHEMA);
+    Ok(ExitCode::SUCCESS)
+}

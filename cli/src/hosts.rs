@@ -1,0 +1,89 @@
+//! Which host a command checks against: a built-in profile by name, a host
+//! file of your own in `<config>/hosts/NAME.yaml`, or a host file by path.
+
+use std::{fs, path::Path};
+
+use agentlang_core::host::HostProfile;
+use anyhow::{Context, Result, bail};
+
+use crate::config;
+
+/// Host files are small; a file larger than this is not one.
+const MAX_HOST_FILE_BYTES: u64 = 64 * 1024;
+
+fn read_host_file(path: &Path) -> Result<HostProfile> {
+    let meta = fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    if meta.len() > MAX_HOST_FILE_BYTES {
+        bail!("{} is larger than a host file can be", path.display());
+    }
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    HostProfile::parse(&bytes).with_context(|| format!("{} is not a host file", path.display()))
+}
+
+fn user_hosts_dir() -> Result<std::path::PathBuf> {
+    Ok(config::config_dir()?.join("hosts"))
+}
+
+/// The host files in `<config>/hosts/`, each named after its host.
+pub fn user_hosts() -> Result<Vec<HostProfile>> {
+    let dir = user_hosts_dir()?;
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    let mut hosts = Vec::new();
+    let mut paths: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let host = read_host_file(&path)?;
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        if stem != host.name.as_str() {
+            bail!(
+                "{} defines host {}; name the file {}.yaml",
+                path.display(),
+                host.name,
+                host.name
+            );
+        }
+        if HostProfile::find_builtin(host.name.as_str()).is_some() {
+            bail!(
+                "{} redefines the built-in host {}; give your host another name",
+                path.display(),
+                host.name
+            );
+        }
+        hosts.push(host);
+    }
+    Ok(hosts)
+}
+
+/// `--host NAME|FILE`.
+pub fn resolve(arg: &str) -> Result<HostProfile> {
+    if arg.ends_with(".yaml") || arg.ends_with(".yml") || arg.contains('/') {
+        return read_host_file(Path::new(arg));
+    }
+    if let Some(host) = HostProfile::find_builtin(arg) {
+        return Ok(host.clone());
+    }
+    let mine = user_hosts()?;
+    if let Some(host) = mine.iter().find(|h| h.name.as_str() == arg) {
+        return Ok(host.clone());
+    }
+    let names: Vec<String> = HostProfile::builtin_names()
+        .into_iter()
+        .map(str::to_owned)
+        .chain(mine.iter().map(|h| h.name.to_string()))
+        .collect();
+    bail!(
+        "unknown host {arg:?}; known hosts: {} (add one as {}/{arg}.yaml)",
+        names.join(", "),
+        user_hosts_dir()?.display()
+    )
+}

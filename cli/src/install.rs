@@ -1,0 +1,1006 @@
+//! Install directories: an agent and every tool its lock pins, each
+//! container exactly as the registry served it, with a manifest of what was
+//! installed.
+//!
+//! ```text
+//! DIR/
+//!   agentlang-install.json          what was installed, from where, signed by whom
+//!   agent/NAME@VERSION.agent
+//!   tools/NAME@VERSION.tool ...
+//! ```
+//!
+//! [`install`] checks everything before anything is written: each
+//! container's hash against the lock and the registry's index, its
+//! structure, the whole package's validation, its signature against the
+//! signer's registered key, and that the key was not revoked before the
+//! version was published; the lock against the package and the index
+//! (`core::lockcheck`, the checks the registry ran at publish). It builds the
+//! directory under a temporary name beside DIR and renames it into place, so
+//! a failure leaves nothing behind and a reader sees the old install or the
+//! new one. [`verify_dir`] runs every check again offline, with the public
+//! keys recorded in the manifest.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    fs,
+    io::{self, BufReader, Read, Write},
+    path::{Path, PathBuf},
+};
+
+use agentlang_core::{
+    Kind, MemberPath, PackageName, Version,
+    container::{self, Container, Limits, Sha256Digest},
+    host::{HostProfile, HostReport},
+    lockcheck::{
+        MemberHashes, ProblemKind, PublishedTool, PublishedTools, YankPolicy, check_local,
+        check_tools,
+    },
+    lockfile::{Lockfile, ResolvedAt, Sha256Hash},
+    package::{AgentPackage, Members, Package, validate_package},
+    signing::{KeyId, PublicKey},
+    tool::ToolSpec,
+};
+use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+
+use crate::{
+    client::Client,
+    commands::{
+        Env,
+        pull::{Index, pick_version},
+    },
+    progress,
+    spec::PackageReq,
+};
+
+pub const MANIFEST_FILE: &str = "agentlang-install.json";
+pub const FORMAT: &str = "agentlang.install/1";
+const AGENT_DIR: &str = "agent";
+const TOOLS_DIR: &str = "tools";
+/// An install manifest lists at most the lock's tools plus the agent.
+const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
+
+/// What `agentlang-install.json` records about one container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Artifact {
+    pub kind: Kind,
+    pub name: PackageName,
+    pub version: Version,
+    /// Relative to the install directory.
+    pub file: MemberPath,
+    /// Hex SHA-256 of the container.
+    pub sha256: Sha256Digest,
+    pub size: u64,
+    pub signer: Signer,
+    /// RFC 3339, as the registry recorded it.
+    pub published_at: String,
+    pub yanked: bool,
+}
+
+/// The signer's key as the registry answered it at install time, so the
+/// install can be verified offline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signer {
+    pub key_id: KeyId,
+    pub public_key_pem: String,
+    /// RFC 3339; `null` while the key is in force.
+    pub revoked_at: Option<String>,
+}
+
+/// `agentlang-install.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstallManifest {
+    pub format: String,
+    pub registry: String,
+    /// What was asked for: `NAME@REQ`.
+    pub requested: String,
+    /// RFC 3339.
+    pub installed_at: String,
+    pub agent: Artifact,
+    pub tools: Vec<Artifact>,
+}
+
+impl InstallManifest {
+    pub fn read(dir: &Path) -> Result<Self> {
+        let path = dir.join(MANIFEST_FILE);
+        let file = fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+        let mut text = String::new();
+        file.take(MAX_MANIFEST_BYTES + 1)
+            .read_to_string(&mut text)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if text.len() as u64 > MAX_MANIFEST_BYTES {
+            bail!(
+                "{} is larger than {MAX_MANIFEST_BYTES} bytes",
+                path.display()
+            );
+        }
+        let manifest: Self = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not an install manifest", path.display()))?;
+        if manifest.format != FORMAT {
+            bail!(
+                "{} has format {:?}; this agentlang reads {FORMAT:?}",
+                path.display(),
+                manifest.format
+            );
+        }
+        Ok(manifest)
+    }
+}
+
+/// One verified tool of an install.
+#[derive(Debug)]
+pub struct LoadedTool {
+    pub artifact: Artifact,
+    pub spec: ToolSpec,
+}
+
+/// An install directory whose every check passed.
+#[derive(Debug)]
+pub struct LoadedInstall {
+    pub dir: PathBuf,
+    pub manifest: InstallManifest,
+    pub agent: Container,
+    pub package: AgentPackage,
+    pub tools: Vec<LoadedTool>,
+}
+
+impl LoadedInstall {
+    pub fn tool_specs(&self) -> Vec<&ToolSpec> {
+        self.tools.iter().map(|t| &t.spec).collect()
+    }
+}
+
+/// One check of `verify DIR` (and of `verify FILE`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub check: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+impl Check {
+    fn pass(check: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self {
+            check: check.into(),
+            ok: true,
+            detail: detail.into(),
+        }
+    }
+
+    fn fail(check: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self {
+            check: check.into(),
+            ok: false,
+            detail: detail.into(),
+        }
+    }
+}
+
+fn parse_time(text: &str) -> Result<OffsetDateTime> {
+    OffsetDateTime::parse(text, &Rfc3339)
+        .with_context(|| format!("{text:?} is not an RFC 3339 time"))
+}
+
+/// A signer key revoked before the version was published means the version
+/// should never have been accepted; revoked after, it stays valid (keys are
+/// revoked when retired or lost, not to unpublish what they signed).
+fn check_revocation(label: &str, revoked_at: Option<&str>, published_at: &str) -> Result<()> {
+    let Some(revoked_at) = revoked_at else {
+        return Ok(());
+    };
+    if parse_time(revoked_at)? < parse_time(published_at)? {
+        bail!(
+            "{label} was published at {published_at}, after its signing key was revoked at {revoked_at}"
+        );
+    }
+    Ok(())
+}
+
+/// The checks of one installed container against its manifest record,
+/// offline: hash, structure, identity, signature with the recorded key,
+/// revocation, and the package's validation.
+fn verify_artifact(dir: &Path, a: &Artifact) -> Result<(Container, Package)> {
+    let expected_dir = match a.kind {
+        Kind::Agent => AGENT_DIR,
+        Kind::Tool => TOOLS_DIR,
+        // An install holds an agent and its tools; protocols are checked
+        // by name and version, never installed.
+        Kind::Protocol => bail!("an install holds no protocol packages"),
+    };
+    if !a.file.as_str().starts_with(&format!("{expected_dir}/")) {
+        bail!(
+            "the manifest puts it at {}, outside {expected_dir}/",
+            a.file
+        );
+    }
+    let path = dir.join(a.file.as_str());
+    let file = fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    let container = container::read(BufReader::new(file), &Limits::default())
+        .with_context(|| format!("{} is not a valid container", path.display()))?;
+    if container.sha256() != a.sha256 {
+        bail!(
+            "{} has sha256 {}, but {} was installed as {}",
+            path.display(),
+            container.sha256(),
+            a.name,
+            a.sha256
+        );
+    }
+    let m = container.manifest();
+    if m.kind() != a.kind || m.name() != &a.name || m.version() != &a.version {
+        bail!(
+            "{} holds {} {}@{}, not {} {}@{}",
+            path.display(),
+            m.kind(),
+            m.name(),
+            m.version(),
+            a.kind,
+            a.name,
+            a.version
+        );
+    }
+    let key = PublicKey::from_spki_pem(&a.signer.public_key_pem)
+        .context("the recorded signer key is not an Ed25519 public key")?;
+    if key.key_id() != a.signer.key_id {
+        bail!("the recorded signer key is not key {}", a.signer.key_id);
+    }
+    container
+        .verify_signature(&key)
+        .with_context(|| format!("{}@{} does not verify", a.name, a.version))?;
+    check_revocation(
+        &format!("{}@{}", a.name, a.version),
+        a.signer.revoked_at.as_deref(),
+        &a.published_at,
+    )?;
+    let package = validate_package(a.kind, &Members::from_container(&container)).map_err(|d| {
+        anyhow!(
+            "{}@{} is not a valid {}: {}",
+            a.name,
+            a.version,
+            a.kind,
+            d.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    })?;
+    Ok((container, package))
+}
+
+/// The lock against the package and the installed tools: the checks the
+/// registry ran at publish (`core::lockcheck`), with the installed tools
+/// standing in for the registry, plus: every pin installed, nothing
+/// installed that is not pinned.
+fn check_install_lock(pkg: &AgentPackage, agent: &Container, tools: &[LoadedTool]) -> Result<()> {
+    let mut problems: Vec<String> =
+        check_local(pkg, &MemberHashes::from_manifest(agent.manifest()))
+            .into_iter()
+            .map(|p| format!("{}: {}", p.field, p.message))
+            .collect();
+    let empty = Lockfile::new(ResolvedAt::from_unix(0).map_err(|e| anyhow!("{e}"))?, None);
+    let lock = pkg.lock.as_ref().unwrap_or(&empty);
+    let mut installed = PublishedTools::new();
+    for t in tools {
+        installed.insert(
+            &t.artifact.name,
+            vec![PublishedTool {
+                version: t.artifact.version.clone(),
+                hash: Sha256Hash::from_bytes(*t.artifact.sha256.as_bytes()),
+                yanked: false,
+                dependencies: t.spec.dependency_requirements(),
+            }],
+        );
+    }
+    for (name, pin) in &lock.tools {
+        let pinned = Sha256Digest::from_bytes(*pin.hash.as_bytes());
+        match tools
+            .iter()
+            .find(|t| t.artifact.name.normalized() == name.normalized())
+        {
+            None => problems.push(format!(
+                "tools.{name}: {name}@{} is pinned but not installed",
+                pin.version
+            )),
+            Some(t) if t.artifact.version != pin.version || t.artifact.sha256 != pinned => {
+                problems.push(format!(
+                    "tools.{name}: pinned at {}@{} ({}), but {}@{} ({}) is installed",
+                    name,
+                    pin.version,
+                    pin.hash,
+                    t.artifact.name,
+                    t.artifact.version,
+                    t.artifact.sha256
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    for t in tools {
+        if !lock
+            .tools
+            .keys()
+            .any(|n| n.normalized() == t.artifact.name.normalized())
+        {
+            problems.push(format!(
+                "tools.{}: {}@{} is installed but agent.lock does not pin it",
+                t.artifact.name, t.artifact.name, t.artifact.version
+            ));
+        }
+    }
+    // Coverage of the requirements, transitively, with the installed tools
+    // standing in for the registry; whether each pin is the installed one
+    // is said above, in install's words.
+    problems.extend(
+        check_tools(
+            &pkg.tool_requirements(),
+            lock,
+            &installed,
+            YankPolicy::Honour,
+        )
+        .into_iter()
+        .filter(|p| p.kind != ProblemKind::NotInRegistry)
+        .map(|p| format!("{}: {}", p.field, p.message)),
+    );
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        bail!("{}", problems.join("; "))
+    }
+}
+
+/// Files under agent/ and tools/ the manifest does not list, and entries
+/// at the top that do not belong: something was added by hand.
+fn unlisted_files(dir: &Path, manifest: &InstallManifest) -> Result<Vec<String>> {
+    let listed: Vec<&str> = std::iter::once(&manifest.agent)
+        .chain(&manifest.tools)
+        .map(|a| a.file.as_str())
+        .collect();
+    let mut extra = Vec::new();
+    for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        match name.as_str() {
+            MANIFEST_FILE => {}
+            AGENT_DIR | TOOLS_DIR if entry.file_type()?.is_dir() => {
+                for inner in fs::read_dir(entry.path())? {
+                    let inner = inner?;
+                    let rel = format!("{name}/{}", inner.file_name().to_string_lossy());
+                    if !listed.contains(&rel.as_str()) {
+                        extra.push(rel);
+                    }
+                }
+            }
+            _ => extra.push(name),
+        }
+    }
+    extra.sort();
+    Ok(extra)
+}
+
+/// Every check of an install directory, offline. The install is returned
+/// only when all of them pass.
+pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
+    let mut checks = Vec::new();
+    let manifest = match InstallManifest::read(dir) {
+        Ok(m) => {
+            checks.push(Check::pass(
+                "install manifest",
+                format!(
+                    "{}@{} with {} tools from {}",
+                    m.agent.name,
+                    m.agent.version,
+                    m.tools.len(),
+                    m.registry
+                ),
+            ));
+            m
+        }
+        Err(e) => {
+            checks.push(Check::fail("install manifest", format!("{e:#}")));
+            return (checks, None);
+        }
+    };
+
+    let label = |a: &Artifact| format!("{} {}@{}", a.kind, a.name, a.version);
+    let agent = match verify_artifact(dir, &manifest.agent) {
+        Ok((container, Package::Agent(pkg))) => {
+            checks.push(Check::pass(
+                label(&manifest.agent),
+                format!(
+                    "sha256 {} · signed by {}",
+                    manifest.agent.sha256, manifest.agent.signer.key_id
+                ),
+            ));
+            Some((container, *pkg))
+        }
+        Ok(_) => {
+            checks.push(Check::fail(label(&manifest.agent), "not an agent"));
+            None
+        }
+        Err(e) => {
+            checks.push(Check::fail(label(&manifest.agent), format!("{e:#}")));
+            None
+        }
+    };
+    let mut tools = Vec::new();
+    let mut tools_ok = true;
+    for a in &manifest.tools {
+        match verify_artifact(dir, a) {
+            Ok((_, Package::Tool(tool))) => {
+                checks.push(Check::pass(
+                    label(a),
+                    format!("sha256 {} · signed by {}", a.sha256, a.signer.key_id),
+                ));
+                tools.push(LoadedTool {
+                    artifact: a.clone(),
+                    spec: tool.tool,
+                });
+            }
+            Ok(_) => {
+                tools_ok = false;
+                checks.push(Check::fail(label(a), "not a tool"));
+            }
+            Err(e) => {
+                tools_ok = false;
+                checks.push(Check::fail(label(a), format!("{e:#}")));
+            }
+        }
+    }
+    match unlisted_files(dir, &manifest) {
+        Ok(extra) if extra.is_empty() => checks.push(Check::pass(
+            "no unlisted files",
+            "every file is in the manifest",
+        )),
+        Ok(extra) => checks.push(Check::fail(
+            "no unlisted files",
+            format!("not installed by agentlang: {}", extra.join(", ")),
+        )),
+        Err(e) => checks.push(Check::fail("no unlisted files", format!("{e:#}"))),
+    }
+    let Some((agent, package)) = agent else {
+        return (checks, None);
+    };
+    if !tools_ok {
+        return (checks, None);
+    }
+    match check_install_lock(&package, &agent, &tools) {
+        Ok(()) => checks.push(Check::pass(
+            "lock",
+            format!(
+                "agent.lock pins exactly the {} installed tools",
+                tools.len()
+            ),
+        )),
+        Err(e) => checks.push(Check::fail("lock", format!("{e:#}"))),
+    }
+    if checks.iter().all(|c| c.ok) {
+        let loaded = LoadedInstall {
+            dir: dir.to_path_buf(),
+            manifest,
+            agent,
+            package,
+            tools,
+        };
+        (checks, Some(loaded))
+    } else {
+        (checks, None)
+    }
+}
+
+/// Loads an install directory, failing with every failed check on one line.
+pub fn load_verified(dir: &Path) -> Result<LoadedInstall> {
+    let (checks, loaded) = verify_dir(dir);
+    loaded.ok_or_else(|| {
+        let failed: Vec<String> = checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.check, crate::client::one_line(&c.detail)))
+            .collect();
+        anyhow!(
+            "{} fails verification: {}",
+            dir.display(),
+            failed.join("; ")
+        )
+    })
+}
+
+/// `GET /api/v1/{kind}/{name}/{version}` as install needs it.
+#[derive(Debug, Deserialize)]
+struct VersionRecord {
+    sha256: String,
+    signer: Option<SignerRecord>,
+    published_at: String,
+    yanked: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct SignerRecord {
+    key_id: String,
+}
+
+/// Talks to the registry for one install, asking for each key once.
+struct Fetcher<'a> {
+    env: &'a Env,
+    client: Client,
+    keys: HashMap<String, (PublicKey, Option<String>)>,
+}
+
+impl Fetcher<'_> {
+    fn index(&self, kind: Kind, name: &PackageName) -> Result<Index> {
+        self.client
+            .send_json(
+                self.client
+                    .get(&format!("/api/v1/index/{}/{name}", kind.plural())),
+            )
+            .with_context(|| format!("looking up {kind} {name}"))
+    }
+
+    /// Downloads, checks the hash as the bytes arrive, reads the container
+    /// back, checks who it says it is, its signature against the signer's
+    /// registered key, and the key's revocation time against the version's
+    /// publication.
+    fn fetch(
+        &mut self,
+        kind: Kind,
+        name: &PackageName,
+        version: &Version,
+        expected: Sha256Digest,
+        into: &Path,
+        rel: &MemberPath,
+    ) -> Result<(Artifact, Container)> {
+        let label = format!("{kind} {name}@{version}");
+        let record: VersionRecord = self
+            .client
+            .send_json(
+                self.client
+                    .get(&format!("/api/v1/{}/{name}/{version}", kind.plural())),
+            )
+            .with_context(|| format!("looking up {label}"))?;
+        if record.sha256 != expected.to_hex() {
+            bail!(
+                "the registry's record of {label} has sha256 {}, but the lock and index say {}",
+                record.sha256,
+                expected
+            );
+        }
+        let path = into.join(rel.as_str());
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        let resp = self.client.send(self.client.get(&format!(
+            "/api/v1/{}/{name}/{version}/download",
+            kind.plural()
+        )))?;
+        let bar = progress::bytes_bar(
+            &self.env.out,
+            resp.content_length(),
+            &format!("downloading {name}@{version}"),
+        );
+        let mut file =
+            fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
+        let mut hashing = HashingWriter {
+            inner: &mut file,
+            hasher: Sha256::new(),
+            written: 0,
+        };
+        let copied = io::copy(&mut bar.wrap_read(resp), &mut hashing);
+        bar.finish_and_clear();
+        copied.with_context(|| format!("downloading {label}"))?;
+        let size = hashing.written;
+        let actual = Sha256Digest::from_bytes(hashing.hasher.finalize().into());
+        if actual != expected {
+            bail!(
+                "the download of {label} has sha256 {actual}, but the lock and the registry's index say {expected}"
+            );
+        }
+        file.sync_all()?;
+        drop(file);
+        let container = container::read(BufReader::new(fs::File::open(&path)?), &Limits::default())
+            .with_context(|| format!("the registry's {label} is not a valid container"))?;
+        let m = container.manifest();
+        if m.kind() != kind || m.name() != name || m.version() != version {
+            bail!(
+                "the registry sent {} {}@{} when asked for {label}",
+                m.kind(),
+                m.name(),
+                m.version()
+            );
+        }
+        let key_id = m.signer().clone();
+        if record.signer.as_ref().map(|s| s.key_id.as_str()) != Some(key_id.as_str()) {
+            bail!("the registry does not record {key_id} as the signer of {label}");
+        }
+        let (key, revoked_at) = match self.keys.get(key_id.as_str()) {
+            Some(k) => k.clone(),
+            None => {
+                let k = self.client.public_key(&key_id)?;
+                let entry = (k.key, k.revoked_at);
+                self.keys.insert(key_id.as_str().to_owned(), entry.clone());
+                entry
+            }
+        };
+        container
+            .verify_signature(&key)
+            .with_context(|| format!("{label} does not verify"))?;
+        check_revocation(&label, revoked_at.as_deref(), &record.published_at)?;
+        let artifact = Artifact {
+            kind,
+            name: name.clone(),
+            version: version.clone(),
+            file: rel.clone(),
+            sha256: actual,
+            size,
+            signer: Signer {
+                key_id,
+                public_key_pem: key.to_spki_pem(),
+                revoked_at,
+            },
+            published_at: record.published_at,
+            yanked: record.yanked,
+        };
+        Ok((artifact, container))
+    }
+}
+
+struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+    written: u64,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Every tool the package's lock pins, checked against the registry's
+/// index (what publish checked, again, except that a pinned yanked version
+/// is honoured), downloaded into `into/tools/` and verified.
+fn locked_tools(
+    fetcher: &mut Fetcher<'_>,
+    label: &str,
+    package: &AgentPackage,
+    into: &Path,
+) -> Result<Vec<LoadedTool>> {
+    let empty = Lockfile::new(ResolvedAt::from_unix(0).map_err(|e| anyhow!("{e}"))?, None);
+    let lock = package.lock.clone().unwrap_or(empty);
+    let mut published = PublishedTools::new();
+    let mut index_hashes: BTreeMap<String, Sha256Digest> = BTreeMap::new();
+    for (name, pin) in &lock.tools {
+        let tool_index = fetcher.index(Kind::Tool, name)?;
+        let mut versions = Vec::new();
+        for e in &tool_index.versions {
+            let digest = e.digest()?;
+            if e.version == pin.version {
+                index_hashes.insert(name.normalized(), digest);
+            }
+            versions.push(PublishedTool {
+                version: e.version.clone(),
+                hash: Sha256Hash::from_bytes(*digest.as_bytes()),
+                yanked: e.yanked,
+                dependencies: e.dependencies()?,
+            });
+        }
+        published.insert(name, versions);
+    }
+    let problems = check_tools(
+        &package.tool_requirements(),
+        &lock,
+        &published,
+        YankPolicy::Honour,
+    );
+    if !problems.is_empty() {
+        bail!(
+            "{}'s agent.lock does not hold against the registry: {}",
+            label,
+            problems
+                .iter()
+                .map(|p| format!("{}: {}", p.field, p.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+
+    let mut tools = Vec::new();
+    for (name, pin) in &lock.tools {
+        let expected = Sha256Digest::from_bytes(*pin.hash.as_bytes());
+        // check_tools has compared the pin with the index already; this is
+        // the same fact, kept explicit where the download is checked.
+        if index_hashes.get(&name.normalized()) != Some(&expected) {
+            bail!(
+                "the registry's index does not list {name}@{} with the locked hash",
+                pin.version
+            );
+        }
+        let rel = MemberPath::new(format!("{TOOLS_DIR}/{name}@{}.tool", pin.version))
+            .context("a tool's file name")?;
+        let (artifact, container) =
+            fetcher.fetch(Kind::Tool, name, &pin.version, expected, into, &rel)?;
+        let spec = match validate_package(Kind::Tool, &Members::from_container(&container)) {
+            Ok(Package::Tool(t)) => t.tool,
+            Ok(Package::Agent(_) | Package::Protocol(_)) => bail!("{name} is not a tool"),
+            Err(d) => bail!(
+                "{name}@{} is not a valid tool: {}",
+                pin.version,
+                d.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        tools.push(LoadedTool { artifact, spec });
+    }
+
+    Ok(tools)
+}
+
+/// For `run DIR` on a package directory: the locked tools, verified, into
+/// `into` (a temporary folder the caller keeps while the runtime runs).
+pub fn fetch_tools(
+    env: &Env,
+    package: &AgentPackage,
+    label: &str,
+    into: &Path,
+) -> Result<Vec<LoadedTool>> {
+    let mut fetcher = Fetcher {
+        env,
+        client: env.anonymous()?,
+        keys: HashMap::new(),
+    };
+    locked_tools(&mut fetcher, label, package, into)
+}
+
+/// What `install` was asked to do.
+#[derive(Debug)]
+pub struct InstallRequest<'a> {
+    pub wanted: &'a PackageReq,
+    pub dir: &'a Path,
+    pub frozen: bool,
+    pub host: Option<&'a HostProfile>,
+}
+
+/// How an install ended.
+#[derive(Debug)]
+pub struct Installed {
+    pub install: LoadedInstall,
+    /// False when DIR already held exactly this install (a no-op).
+    pub changed: bool,
+    /// The agent version DIR held before, when it was replaced.
+    pub replaced: Option<Version>,
+    pub host: Option<HostReport>,
+}
+
+fn host_check(host: Option<&HostProfile>, install: &LoadedInstall) -> Result<Option<HostReport>> {
+    let Some(host) = host else {
+        return Ok(None);
+    };
+    let requests = agentlang_core::host::requests(&install.package, &install.tool_specs());
+    let report = agentlang_core::host::check(host, &requests);
+    if let Some(refusal) = report.refusal_summary() {
+        bail!("{refusal}");
+    }
+    Ok(Some(report))
+}
+
+/// The nearest folder of `path` (itself or an ancestor) that exists.
+fn existing_ancestor(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    loop {
+        if p.is_dir() {
+            return p;
+        }
+        match p.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => p = parent.to_path_buf(),
+            _ => return PathBuf::from("."),
+        }
+    }
+}
+
+/// Installs `wanted` into `dir` (see the module documentation).
+pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
+    let wanted = req.wanted;
+    let dir = req.dir;
+    let mut fetcher = Fetcher {
+        env,
+        client: env.anonymous()?,
+        keys: HashMap::new(),
+    };
+    let index = fetcher.index(Kind::Agent, &wanted.name)?;
+    let entry = pick_version(wanted.name.as_str(), &index.versions, wanted.req.as_ref())?;
+    let expected = entry.digest()?;
+    let version = entry.version.clone();
+    let asked = match &wanted.req {
+        Some(r) => format!("{}@{r}", wanted.name),
+        None => wanted.name.to_string(),
+    };
+
+    let existing = dir.join(MANIFEST_FILE).exists();
+    let mut replaced = None;
+    if existing {
+        let current = InstallManifest::read(dir)?;
+        let same = current.agent.name.normalized() == wanted.name.normalized()
+            && current.agent.version == version
+            && current.agent.sha256 == expected;
+        if !same && req.frozen {
+            bail!(
+                "{} holds {}@{}, but the registry now resolves {asked} to {version} ({}); refusing to change it (--frozen)",
+                dir.display(),
+                current.agent.name,
+                current.agent.version,
+                expected
+            );
+        }
+        // A damaged install of the same version is installed again.
+        if same && let (_, Some(install)) = verify_dir(dir) {
+            let host = host_check(req.host, &install)?;
+            return Ok(Installed {
+                install,
+                changed: false,
+                replaced: None,
+                host,
+            });
+        }
+        replaced = Some(current.agent.version);
+    } else if req.frozen {
+        bail!(
+            "{} holds no install to keep (--frozen installs only what is already there)",
+            dir.display()
+        );
+    } else if dir.exists()
+        && fs::read_dir(dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .next()
+            .is_some()
+    {
+        bail!(
+            "{} exists and is not an install directory; choose another --dir",
+            dir.display()
+        );
+    }
+
+    // Everything goes into a folder beside DIR, renamed into place at the
+    // end; dropping it on any failure removes it.
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."));
+    let stage_in = existing_ancestor(parent);
+    let staging = tempfile::Builder::new()
+        .prefix(".agentlang-install-")
+        .tempdir_in(&stage_in)
+        .with_context(|| format!("creating a temporary folder in {}", stage_in.display()))?;
+
+    let agent_rel = MemberPath::new(format!("{AGENT_DIR}/{}@{version}.agent", wanted.name))
+        .context("the agent's file name")?;
+    let (agent_artifact, agent) = fetcher.fetch(
+        Kind::Agent,
+        &wanted.name,
+        &version,
+        expected,
+        staging.path(),
+        &agent_rel,
+    )?;
+    let package = match validate_package(Kind::Agent, &Members::from_container(&agent)) {
+        Ok(Package::Agent(pkg)) => *pkg,
+        Ok(Package::Tool(_) | Package::Protocol(_)) => bail!("{} is not an agent", wanted.name),
+        Err(d) => bail!(
+            "{}@{version} is not a valid agent: {}",
+            wanted.name,
+            d.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    };
+    let local = check_local(&package, &MemberHashes::from_manifest(agent.manifest()));
+    if !local.is_empty() {
+        bail!(
+            "{}@{version}'s agent.lock does not match the package: {}",
+            wanted.name,
+            local
+                .iter()
+                .map(|p| format!("{}: {}", p.field, p.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+
+    let label = format!("{}@{version}", wanted.name);
+    let tools = locked_tools(&mut fetcher, &label, &package, staging.path())?;
+
+    let manifest = InstallManifest {
+        format: FORMAT.to_owned(),
+        registry: env.ctx.registry.clone(),
+        requested: asked,
+        installed_at: OffsetDateTime::now_utc()
+            .replace_nanosecond(0)
+            .unwrap_or_else(|_| OffsetDateTime::now_utc())
+            .format(&Rfc3339)
+            .unwrap_or_default(),
+        agent: agent_artifact,
+        tools: tools.iter().map(|t| t.artifact.clone()).collect(),
+    };
+    let mut install = LoadedInstall {
+        dir: dir.to_path_buf(),
+        manifest,
+        agent,
+        package,
+        tools,
+    };
+    // The host decides before anything is put in place.
+    let host = host_check(req.host, &install)?;
+
+    let text =
+        serde_json::to_vec_pretty(&install.manifest).context("serializing the install manifest")?;
+    let manifest_path = staging.path().join(MANIFEST_FILE);
+    let mut file = fs::File::create(&manifest_path)
+        .with_context(|| format!("writing {}", manifest_path.display()))?;
+    file.write_all(&text)
+        .and_then(|()| file.write_all(b"\n"))
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("writing {}", manifest_path.display()))?;
+    drop(file);
+
+    put_in_place(staging, dir)?;
+    install.dir = dir.to_path_buf();
+    Ok(Installed {
+        install,
+        changed: true,
+        replaced,
+        host,
+    })
+}
+
+/// Renames the finished staging folder to `dir`. An old install there is
+/// first moved aside (and removed after), so readers see the old install or
+/// the new one, never a mix.
+fn put_in_place(staging: tempfile::TempDir, dir: &Path) -> Result<()> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let old = if dir.join(MANIFEST_FILE).exists() {
+        let aside = tempfile::Builder::new()
+            .prefix(".agentlang-old-")
+            .tempdir_in(
+                dir.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or_else(|| Path::new(".")),
+            )
+            .context("making room for the old install")?;
+        let target = aside.path().join("install");
+        fs::rename(dir, &target)
+            .with_context(|| format!("moving the old {} aside", dir.display()))?;
+        Some(aside)
+    } else {
+        if dir.exists() {
+            // An empty folder the user made for the install.
+            fs::remove_dir(dir)
+                .with_context(|| format!("replacing the empty {}", dir.display()))?;
+        }
+        None
+    };
+    let staged = staging.keep();
+    if let Err(e) = fs::rename(&staged, dir) {
+        // Put the old install back, and remove the new one.
+        if let Some(aside) = &old {
+            let _ = fs::rename(aside.path().join("install"), dir);
+        }
+        let _ = fs::remove_dir_all(&staged);
+        return Err(e).with_context(|| format!("moving the install into {}", dir.display()));
+    }
+    drop(old);
+    Ok(())
+}

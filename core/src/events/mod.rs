@@ -1,0 +1,616 @@
+//! The AgentLang event format: what runtimes emit for observability,
+//! debugging and session replay, and what any compatible viewer reads.
+//!
+//! The contract is a JSON Schema ([`SCHEMA`], `core/schemas/events.schema.json`,
+//! also served by the registry): six event types with their key fields,
+//! `tool.result` with an optional `error`, and extra fields only under `x-`
+//! names. [`parse`] reads a log in any of three shapes (JSON lines, a JSON
+//! array, or the spec's YAML `events:` list), checks every event against
+//! the schema and reports every problem with the event's index and field
+//! (`events[3].duration_ms`). [`check`] then checks across events: every
+//! `tool.result` answers an earlier `tool.call` by `call_id` (once), call
+//! ids are unique, timestamps never go backwards for one agent, and, given
+//! the agent package, tools called are declared and delegations go to
+//! known agents. [`timeline::Timeline`] lays a log out for replay, one lane
+//! per agent; the CLI and the catalog's `/replay` page both render it.
+//!
+//! Untrusted input: the byte and event counts are bounded by [`Limits`],
+//! JSON nesting by `serde_json`'s recursion limit, YAML by
+//! [`crate::yaml::YamlLimits`]; every check is linear in the number of
+//! events (hash maps, one pass).
+
+pub mod timeline;
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::OnceLock,
+};
+
+use jsonschema::{Validator, paths::LocationSegment};
+use serde_json::Value as Json;
+use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+
+use crate::{
+    diagnostics::{Diagnostics, index, join},
+    package::AgentPackage,
+    yaml::{YamlLimits, parse_value},
+};
+
+/// The event format's JSON Schema (draft 2020-12), as committed.
+pub const SCHEMA: &str = include_str!("../../schemas/events.schema.json");
+
+/// The compiled schema, built once per process.
+fn validator() -> &'static Validator {
+    static VALIDATOR: OnceLock<Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let schema: Json =
+            serde_json::from_str(SCHEMA).expect("the committed events schema is JSON");
+        jsonschema::options()
+            .should_validate_formats(true)
+            .build(&schema)
+            .expect("the committed events schema compiles")
+    })
+}
+
+/// Bounds on one log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_bytes: usize,
+    pub max_events: usize,
+}
+
+impl Default for Limits {
+    /// Generous for a file on disk; the registry's upload uses tighter ones.
+    fn default() -> Self {
+        Self {
+            max_bytes: 64 * 1024 * 1024,
+            max_events: 1_000_000,
+        }
+    }
+}
+
+/// The six event types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum EventType {
+    #[serde(rename = "agent.think")]
+    Think,
+    #[serde(rename = "tool.call")]
+    ToolCall,
+    #[serde(rename = "tool.result")]
+    ToolResult,
+    #[serde(rename = "agent.delegate")]
+    Delegate,
+    #[serde(rename = "agent.message")]
+    Message,
+    #[serde(rename = "context.compact")]
+    Compact,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Think => "agent.think",
+            EventType::ToolCall => "tool.call",
+            EventType::ToolResult => "tool.result",
+            EventType::Delegate => "agent.delegate",
+            EventType::Message => "agent.message",
+            EventType::Compact => "context.compact",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "agent.think" => EventType::Think,
+            "tool.call" => EventType::ToolCall,
+            "tool.result" => EventType::ToolResult,
+            "agent.delegate" => EventType::Delegate,
+            "agent.message" => EventType::Message,
+            "context.compact" => EventType::Compact,
+            _ => return None,
+        })
+    }
+}
+
+/// What happened, by type. Field values have passed the schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventBody {
+    Think {
+        agent_id: String,
+        content: String,
+    },
+    ToolCall {
+        agent_id: String,
+        tool: String,
+        input: Option<Json>,
+        call_id: String,
+    },
+    ToolResult {
+        call_id: String,
+        agent_id: Option<String>,
+        output: Option<Json>,
+        duration_ms: Option<u64>,
+        /// The error's message (a string error, or an object's `message`).
+        error: Option<String>,
+    },
+    Delegate {
+        from: String,
+        to: String,
+        task: String,
+    },
+    Message {
+        agent_id: String,
+        role: String,
+        content: String,
+    },
+    Compact {
+        agent_id: Option<String>,
+        strategy: String,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+}
+
+/// One event of a log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub timestamp: OffsetDateTime,
+    /// As written, for display.
+    pub timestamp_text: String,
+    pub body: EventBody,
+}
+
+impl Event {
+    pub fn event_type(&self) -> EventType {
+        match self.body {
+            EventBody::Think { .. } => EventType::Think,
+            EventBody::ToolCall { .. } => EventType::ToolCall,
+            EventBody::ToolResult { .. } => EventType::ToolResult,
+            EventBody::Delegate { .. } => EventType::Delegate,
+            EventBody::Message { .. } => EventType::Message,
+            EventBody::Compact { .. } => EventType::Compact,
+        }
+    }
+
+    /// The agent the event belongs to, when it names one itself (a
+    /// delegation belongs to its `from`).
+    pub fn own_agent(&self) -> Option<&str> {
+        match &self.body {
+            EventBody::Think { agent_id, .. }
+            | EventBody::ToolCall { agent_id, .. }
+            | EventBody::Message { agent_id, .. } => Some(agent_id),
+            EventBody::ToolResult { agent_id, .. } | EventBody::Compact { agent_id, .. } => {
+                agent_id.as_deref()
+            }
+            EventBody::Delegate { from, .. } => Some(from),
+        }
+    }
+}
+
+/// A parsed, schema-valid log.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventLog {
+    pub events: Vec<Event>,
+}
+
+/// The path of event `i`.
+pub fn event_path(i: usize) -> String {
+    index("events", i)
+}
+
+/// The log's events as JSON values, from whichever of the three shapes the
+/// bytes are in: a JSON array, JSON lines, or YAML (a list, or a mapping
+/// with an `events:` list).
+fn raw_events(bytes: &[u8], limits: &Limits) -> Result<Vec<Json>, Diagnostics> {
+    let mut d = Diagnostics::new();
+    if bytes.len() > limits.max_bytes {
+        d.push(
+            "",
+            format!(
+                "the log is {} bytes; at most {} are accepted",
+                bytes.len(),
+                limits.max_bytes
+            ),
+        );
+        return Err(d);
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        d.push("", "the log is not UTF-8 text");
+        return Err(d);
+    };
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    let too_many = |n: usize, d: &mut Diagnostics| {
+        d.push(
+            "events",
+            format!(
+                "the log holds {n} or more events; at most {} are accepted",
+                limits.max_events
+            ),
+        );
+    };
+    let events = if trimmed.starts_with('[') {
+        match serde_json::from_str::<Vec<Json>>(trimmed) {
+            Ok(events) => events,
+            Err(e) => {
+                d.push("", format!("not a JSON array of events: {e}"));
+                return Err(d);
+            }
+        }
+    } else if trimmed.starts_with('{') {
+        // JSON lines: one event per non-blank line.
+        let mut events = Vec::new();
+        for (line_no, line) in trimmed.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            if events.len() >= limits.max_events {
+                too_many(events.len() + 1, &mut d);
+                return Err(d);
+            }
+            match serde_json::from_str::<Json>(line) {
+                Ok(v) => events.push(v),
+                Err(e) => d.push(
+                    event_path(events.len()),
+                    format!("line {} is not a JSON object: {e}", line_no + 1),
+                ),
+            }
+        }
+        if !d.is_empty() {
+            return Err(d);
+        }
+        events
+    } else {
+        let yaml_limits = YamlLimits {
+            max_bytes: limits.max_bytes,
+            max_nodes: limits.max_events.saturating_mul(64).max(1024),
+            ..YamlLimits::default()
+        };
+        let value = parse_value(bytes, &yaml_limits)?;
+        let json = crate::agent::reader::to_json(&value);
+        match json {
+            Json::Array(events) => events,
+            Json::Object(mut map) => match map.remove("events") {
+                Some(Json::Array(events)) => events,
+                Some(_) => {
+                    d.push("events", "expected a list of events");
+                    return Err(d);
+                }
+                None => {
+                    d.push("", "expected a list of events or a mapping with `events:`");
+                    return Err(d);
+                }
+            },
+            _ => {
+                d.push(
+                    "",
+                    "expected JSON lines, a JSON array, or YAML with an `events:` list",
+                );
+                return Err(d);
+            }
+        }
+    };
+    if events.len() > limits.max_events {
+        too_many(events.len(), &mut d);
+        return Err(d);
+    }
+    Ok(events)
+}
+
+fn schema_path(base: &str, segments: &[String]) -> String {
+    segments.iter().fold(base.to_owned(), |p, s| {
+        if s.chars().all(|c| c.is_ascii_digit()) {
+            format!("{p}[{s}]")
+        } else {
+            join(&p, s)
+        }
+    })
+}
+
+fn text(v: &Json, key: &str) -> String {
+    v.get(key)
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn opt_text(v: &Json, key: &str) -> Option<String> {
+    v.get(key).and_then(Json::as_str).map(str::to_owned)
+}
+
+fn count(v: &Json, key: &str) -> u64 {
+    v.get(key).and_then(Json::as_u64).unwrap_or_default()
+}
+
+/// Builds the typed event from a schema-valid value; per-event rules the
+/// schema cannot say go to `d`.
+fn typed(v: &Json, path: &str, d: &mut Diagnostics) -> Option<Event> {
+    let timestamp_text = text(v, "timestamp");
+    let timestamp = match OffsetDateTime::parse(&timestamp_text, &Rfc3339) {
+        Ok(t) => t,
+        Err(_) => {
+            d.push(
+                join(path, "timestamp"),
+                format!(
+                    "{timestamp_text:?} is not an RFC 3339 date-time like 2025-01-29T10:00:00Z"
+                ),
+            );
+            return None;
+        }
+    };
+    let kind = EventType::parse(v.get("type").and_then(Json::as_str).unwrap_or_default())?;
+    let body = match kind {
+        EventType::Think => EventBody::Think {
+            agent_id: text(v, "agent_id"),
+            content: text(v, "content"),
+        },
+        EventType::ToolCall => EventBody::ToolCall {
+            agent_id: text(v, "agent_id"),
+            tool: text(v, "tool"),
+            input: v.get("input").cloned(),
+            call_id: text(v, "call_id"),
+        },
+        EventType::ToolResult => {
+            let error = v.get("error").map(|e| match e {
+                Json::String(s) => s.clone(),
+                other => text(other, "message"),
+            });
+            let output = v.get("output").cloned();
+            if output.is_none() && error.is_none() {
+                d.push(path, "a tool.result needs `output` or `error`");
+            }
+            EventBody::ToolResult {
+                call_id: text(v, "call_id"),
+                agent_id: opt_text(v, "agent_id"),
+                output,
+                duration_ms: v.get("duration_ms").and_then(Json::as_u64),
+                error,
+            }
+        }
+        EventType::Delegate => EventBody::Delegate {
+            from: text(v, "from"),
+            to: text(v, "to"),
+            task: text(v, "task"),
+        },
+        EventType::Message => EventBody::Message {
+            agent_id: text(v, "agent_id"),
+            role: text(v, "role"),
+            content: text(v, "content"),
+        },
+        EventType::Compact => {
+            let (before, after) = (count(v, "tokens_before"), count(v, "tokens_after"));
+            if after > before {
+                d.push(
+                    join(path, "tokens_after"),
+                    format!("{after} is more than tokens_before ({before}): a compaction shrinks the context"),
+                );
+            }
+            EventBody::Compact {
+                agent_id: opt_text(v, "agent_id"),
+                strategy: text(v, "strategy"),
+                tokens_before: before,
+                tokens_after: after,
+            }
+        }
+    };
+    Some(Event {
+        timestamp,
+        timestamp_text,
+        body,
+    })
+}
+
+/// Reads a log and checks every event against the schema. Every problem is
+/// reported, each at `events[i]` or one of its fields.
+pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
+    let raw = raw_events(bytes, limits)?;
+    let validator = validator();
+    let mut d = Diagnostics::new();
+    let mut events = Vec::with_capacity(raw.len());
+    for (i, v) in raw.iter().enumerate() {
+        let path = event_path(i);
+        let before = d.len();
+        for error in validator.iter_errors(v) {
+            let segments: Vec<String> = error
+                .instance_path()
+                .iter()
+                .map(|s| match s {
+                    LocationSegment::Property(p) => p.to_string(),
+                    LocationSegment::Index(i) => i.to_string(),
+                })
+                .collect();
+            d.push(schema_path(&path, &segments), error.to_string());
+        }
+        if d.len() > before {
+            continue;
+        }
+        if let Some(event) = typed(v, &path, &mut d) {
+            events.push(event);
+        }
+    }
+    if d.is_empty() {
+        Ok(EventLog { events })
+    } else {
+        Err(d)
+    }
+}
+
+/// Which agent each event belongs to: its own `agent_id` (`from` for a
+/// delegation), else, for a tool.result, the agent of the call it answers.
+/// `None` when nothing says.
+pub fn agents_of(log: &EventLog) -> Vec<Option<String>> {
+    let mut callers: HashMap<&str, &str> = HashMap::new();
+    log.events
+        .iter()
+        .map(|e| {
+            if let EventBody::ToolCall {
+                agent_id, call_id, ..
+            } = &e.body
+            {
+                callers.entry(call_id).or_insert(agent_id);
+            }
+            match (&e.body, e.own_agent()) {
+                (_, Some(a)) => Some(a.to_owned()),
+                (EventBody::ToolResult { call_id, .. }, None) => {
+                    callers.get(call_id.as_str()).map(|a| (*a).to_owned())
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Cross-event rules (see the module docs); with `package`, also the
+/// agent's declarations. Problems are reported at the later event.
+pub fn check(log: &EventLog, package: Option<&AgentPackage>) -> Diagnostics {
+    let mut d = Diagnostics::new();
+    // call_id -> (index of the call, its agent, answered yet)
+    let mut calls: HashMap<&str, (usize, &str, bool)> = HashMap::new();
+    // agent -> (last timestamp, index of that event)
+    let mut last_seen: HashMap<String, (OffsetDateTime, usize)> = HashMap::new();
+    let agents = agents_of(log);
+    for (i, e) in log.events.iter().enumerate() {
+        let path = event_path(i);
+        match &e.body {
+            EventBody::ToolCall {
+                agent_id, call_id, ..
+            } => {
+                if let Some((first, _, _)) = calls.get(call_id.as_str()) {
+                    d.push(
+                        join(&path, "call_id"),
+                        format!("{call_id:?} is already the id of events[{first}]"),
+                    );
+                } else {
+                    calls.insert(call_id, (i, agent_id, false));
+                }
+            }
+            EventBody::ToolResult {
+                call_id, agent_id, ..
+            } => match calls.get_mut(call_id.as_str()) {
+                None => d.push(
+                    join(&path, "call_id"),
+                    format!("{call_id:?} answers no earlier tool.call"),
+                ),
+                Some((first, _, true)) => d.push(
+                    join(&path, "call_id"),
+                    format!("the tool.call {call_id:?} (events[{first}]) was already answered"),
+                ),
+                Some((first, caller, answered)) => {
+                    *answered = true;
+                    if let Some(a) = agent_id
+                        && a != caller
+                    {
+                        d.push(
+                            join(&path, "agent_id"),
+                            format!("{a:?} answers a call that {caller:?} made (events[{first}])"),
+                        );
+                    }
+                }
+            },
+            _ => {}
+        }
+        if let Some(agent) = &agents[i] {
+            match last_seen.get(agent) {
+                Some((previous, at)) if e.timestamp < *previous => d.push(
+                    join(&path, "timestamp"),
+                    format!(
+                        "{} is earlier than {agent}'s previous event (events[{at}], {}): time goes backwards",
+                        e.timestamp_text, log.events[*at].timestamp_text
+                    ),
+                ),
+                _ => {
+                    last_seen.insert(agent.clone(), (e.timestamp, i));
+                }
+            }
+        }
+    }
+    if let Some(pkg) = package {
+        check_against_package(log, pkg, &mut d);
+    }
+    d
+}
+
+/// Every name an agent of the package can be known by: its name, a
+/// subagent's name, a subagent's file stem (how a static crew refers to
+/// it), normalized like package names.
+fn known_agents(pkg: &AgentPackage) -> HashSet<String> {
+    let normalize = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    let mut known: HashSet<String> = HashSet::new();
+    known.insert(pkg.agent.name.normalized());
+    for (path, spec) in &pkg.subagents {
+        known.insert(spec.name.normalized());
+        let file = path.file_name();
+        let stem = file
+            .strip_suffix(".yaml")
+            .or_else(|| file.strip_suffix(".yml"))
+            .unwrap_or(file);
+        known.insert(normalize(stem));
+    }
+    if let Some(crew) = &pkg.agent.delegate {
+        for member in &crew.agents {
+            known.insert(normalize(member.id()));
+        }
+    }
+    known
+}
+
+fn check_against_package(log: &EventLog, pkg: &AgentPackage, d: &mut Diagnostics) {
+    let normalize = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    let known = known_agents(pkg);
+    let specs: Vec<&crate::agent::AgentSpec> = std::iter::once(&pkg.agent)
+        .chain(pkg.subagents.values())
+        .collect();
+    let spec_of = |agent: &str| {
+        let n = normalize(agent);
+        specs.iter().copied().find(|s| s.name.normalized() == n)
+    };
+    for (i, e) in log.events.iter().enumerate() {
+        let path = event_path(i);
+        match &e.body {
+            EventBody::ToolCall { agent_id, tool, .. } => {
+                let declared = match spec_of(agent_id) {
+                    Some(spec) => spec.can_call(tool),
+                    // An agent id the package does not name (a crew id, a
+                    // runtime's own label): any agent of the package may
+                    // have made the call.
+                    None => specs.iter().any(|s| s.can_call(tool)),
+                };
+                if !declared {
+                    d.push(
+                        join(&path, "tool"),
+                        format!("{tool:?} is not a tool {agent_id} declares"),
+                    );
+                }
+            }
+            EventBody::Delegate { to, .. } if !known.contains(&normalize(to)) => {
+                let mut names: Vec<&String> = known.iter().collect();
+                names.sort();
+                d.push(
+                    join(&path, "to"),
+                    format!(
+                        "{to:?} is not an agent of the package (agents: {})",
+                        names
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_schema_compiles() {
+        let _ = validator();
+        let schema: Json = serde_json::from_str(SCHEMA).unwrap();
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+    }
+}

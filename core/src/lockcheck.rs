@@ -1,0 +1,659 @@
+//! Whether an agent.lock tells the truth: about the package it is in
+//! ([`check_local`]: file hashes, subagents, models) and about the registry
+//! it was resolved from ([`check_tools`]: every requirement pinned and
+//! satisfied, transitively; every pin published with its hash; no pin
+//! unrelated to a requirement; yanked pins only where allowed).
+//!
+//! The registry's publish and `agentlang install` call the same functions,
+//! the one with the database's facts, the other with the index it
+//! downloaded, so a lock the registry accepts is a lock install accepts.
+//! Every problem has a [`ProblemKind`]; the registry answers each kind with
+//! its own problem type.
+//!
+//! An encrypted prompt: the lock hashes `prompt.yaml` in plaintext (what the
+//! publisher wrote), while the container holds `prompt.yaml.enc`. Without
+//! the prompt key nobody but the publisher can check that hash, so a
+//! `files` entry whose member is present only encrypted is accepted as
+//! unverifiable. The ciphertext itself is covered by the signed manifest.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use semver::VersionReq;
+use serde::Serialize;
+
+use crate::{
+    PackageName, SourceTree, Version,
+    container::Manifest,
+    crypt::ENCRYPTED_SUFFIX,
+    lockfile::{Lockfile, Sha256Hash},
+    package::{AgentPackage, LOCK_FILE},
+    tree::MemberPath,
+};
+
+/// The most tools one agent.lock may pin: it bounds the registry's work per
+/// publish (one index read per pin) and install's downloads.
+pub const MAX_LOCKED_TOOLS: usize = 256;
+
+/// What is wrong with a lock, in the order the registry reports them: the
+/// first kind found is the answer's problem type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// The agent needs registry tools and carries no agent.lock.
+    Missing,
+    /// A `files` hash does not match the member it names, or names none.
+    Files,
+    /// The `agents` section does not pin the co-located subagents by hash.
+    Agents,
+    /// The `models` section names a model the agent does not declare.
+    Models,
+    /// A pin names a tool or version the registry does not hold, or with
+    /// another hash.
+    NotInRegistry,
+    /// A requirement (of the agent, a subagent or a pinned tool) has no pin.
+    Unpinned,
+    /// A pin does not satisfy the requirement it answers.
+    Unsatisfied,
+    /// A pin no requirement leads to.
+    Unrelated,
+    /// A yanked version pinned where that is not allowed.
+    Yanked,
+}
+
+/// One problem: its kind, the lock field it concerns (`tools.web_search`,
+/// `files.agent.yaml`) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LockProblem {
+    pub kind: ProblemKind,
+    pub field: String,
+    pub message: String,
+}
+
+impl LockProblem {
+    fn new(kind: ProblemKind, field: String, message: String) -> Self {
+        Self {
+            kind,
+            field,
+            message,
+        }
+    }
+}
+
+/// The problems of the first kind present (see [`ProblemKind`]'s order),
+/// or `None` when there are none.
+pub fn first_kind(problems: &[LockProblem]) -> Option<(ProblemKind, Vec<&LockProblem>)> {
+    let kind = problems.iter().map(|p| p.kind).min()?;
+    Some((kind, problems.iter().filter(|p| p.kind == kind).collect()))
+}
+
+/// One member's digest, and whether the member is an encrypted envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MemberDigest {
+    hash: Sha256Hash,
+    encrypted: bool,
+}
+
+/// The SHA-256 of every member of a package: computed from a directory's
+/// bytes, or read from a verified container's manifest.
+#[derive(Debug, Clone, Default)]
+pub struct MemberHashes(BTreeMap<MemberPath, MemberDigest>);
+
+impl MemberHashes {
+    pub fn from_tree(tree: &SourceTree) -> Self {
+        Self(
+            tree.iter()
+                .map(|(p, b)| {
+                    let digest = MemberDigest {
+                        hash: Sha256Hash::digest(b),
+                        encrypted: false,
+                    };
+                    (p.clone(), digest)
+                })
+                .collect(),
+        )
+    }
+
+    /// The manifest's hashes, which the container reader has checked
+    /// against the bytes.
+    pub fn from_manifest(manifest: &Manifest) -> Self {
+        Self(
+            manifest
+                .files()
+                .iter()
+                .map(|f| {
+                    let digest = MemberDigest {
+                        hash: Sha256Hash::from_bytes(*f.sha256.as_bytes()),
+                        encrypted: f.encrypted,
+                    };
+                    (f.path.clone(), digest)
+                })
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, path: &str) -> Option<Sha256Hash> {
+        self.0.get(path).map(|d| d.hash)
+    }
+
+    /// True when `path` is present only as its encrypted `path.enc`.
+    fn only_encrypted(&self, path: &str) -> bool {
+        !self.0.contains_key(path)
+            && self
+                .0
+                .get(format!("{path}{ENCRYPTED_SUFFIX}").as_str())
+                .is_some_and(|d| d.encrypted)
+    }
+}
+
+fn show_req(req: Option<&VersionReq>) -> String {
+    req.map_or_else(|| "*".to_owned(), ToString::to_string)
+}
+
+/// The lock against the package's own members: it must exist when the
+/// agent (or a subagent) requires registry tools; `files` must hash the
+/// members it names; `agents` must pin every co-located subagent (by name,
+/// with its version and the hash of its file) and nothing else; `models`
+/// may name only models the agent or a subagent declares.
+pub fn check_local(pkg: &AgentPackage, hashes: &MemberHashes) -> Vec<LockProblem> {
+    let mut problems = Vec::new();
+    let Some(lock) = &pkg.lock else {
+        let tools = pkg.tool_requirements();
+        if !tools.is_empty() {
+            let names: Vec<&str> = tools.keys().map(PackageName::as_str).collect();
+            problems.push(LockProblem::new(
+                ProblemKind::Missing,
+                LOCK_FILE.to_owned(),
+                format!(
+                    "the agent requires registry tools ({}) and carries no agent.lock; run `agentlang lock`",
+                    names.join(", ")
+                ),
+            ));
+        }
+        return problems;
+    };
+
+    for (path, locked) in &lock.files {
+        let field = format!("files.{path}");
+        match hashes.get(path.as_str()) {
+            Some(actual) if actual == *locked => {}
+            Some(actual) => problems.push(LockProblem::new(
+                ProblemKind::Files,
+                field,
+                format!("{path} is locked at {locked}, but the file hashes to {actual}"),
+            )),
+            // The plaintext of an encrypted member is the publisher's
+            // secret: its hash cannot be checked here (module docs).
+            None if hashes.only_encrypted(path.as_str()) => {}
+            None => problems.push(LockProblem::new(
+                ProblemKind::Files,
+                field,
+                format!("{path} is locked, but the package holds no such file"),
+            )),
+        }
+    }
+
+    let parent_version = pkg.agent.version.as_ref();
+    let mut subagents: BTreeMap<String, (&MemberPath, &crate::agent::AgentSpec)> = BTreeMap::new();
+    for (path, spec) in &pkg.subagents {
+        subagents.insert(spec.name.normalized(), (path, spec));
+    }
+    let locked_agents: BTreeMap<String, (&PackageName, &crate::lockfile::LockedAgent)> = lock
+        .agents
+        .iter()
+        .map(|(name, a)| (name.normalized(), (name, a)))
+        .collect();
+    for (key, (path, spec)) in &subagents {
+        let field = format!("agents.{}", spec.name);
+        let Some((_, locked)) = locked_agents.get(key) else {
+            problems.push(LockProblem::new(
+                ProblemKind::Agents,
+                field,
+                format!("subagent {} ({path}) is not pinned", spec.name),
+            ));
+            continue;
+        };
+        // A subagent is versioned with its parent unless it says otherwise.
+        if let Some(version) = spec.version.as_ref().or(parent_version)
+            && *version != locked.version
+        {
+            problems.push(LockProblem::new(
+                ProblemKind::Agents,
+                field.clone(),
+                format!(
+                    "subagent {} is pinned at version {}, but {path} is version {version}",
+                    spec.name, locked.version
+                ),
+            ));
+        }
+        match hashes.get(path.as_str()) {
+            Some(actual) if actual == locked.hash => {}
+            Some(actual) => problems.push(LockProblem::new(
+                ProblemKind::Agents,
+                field,
+                format!(
+                    "subagent {} is pinned at {}, but {path} hashes to {actual}",
+                    spec.name, locked.hash
+                ),
+            )),
+            None => problems.push(LockProblem::new(
+                ProblemKind::Agents,
+                field,
+                format!("subagent {}'s file {path} is not in the package", spec.name),
+            )),
+        }
+    }
+    for (key, (name, _)) in &locked_agents {
+        if !subagents.contains_key(key) {
+            problems.push(LockProblem::new(
+                ProblemKind::Agents,
+                format!("agents.{name}"),
+                format!("{name} is pinned, but the package has no subagent of that name"),
+            ));
+        }
+    }
+
+    let declared: BTreeSet<&str> = std::iter::once(&pkg.agent)
+        .chain(pkg.subagents.values())
+        .flat_map(|a| a.model_names())
+        .collect();
+    for model in lock.models.keys() {
+        if !declared.contains(model.as_str()) {
+            problems.push(LockProblem::new(
+                ProblemKind::Models,
+                format!("models.{model}"),
+                format!("{model} is locked, but no agent in the package declares it"),
+            ));
+        }
+    }
+    problems
+}
+
+/// One published version of a tool, as the registry (or its index) knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedTool {
+    pub version: Version,
+    pub hash: Sha256Hash,
+    pub yanked: bool,
+    /// The tool's own tool requirements.
+    pub dependencies: BTreeMap<PackageName, VersionReq>,
+}
+
+/// The published versions of the tools a lock pins, by tool name. A name
+/// missing here is a tool the registry does not hold.
+#[derive(Debug, Clone, Default)]
+pub struct PublishedTools(BTreeMap<String, Vec<PublishedTool>>);
+
+impl PublishedTools {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records every live version of `name` (any spelling).
+    pub fn insert(&mut self, name: &PackageName, versions: Vec<PublishedTool>) {
+        self.0.insert(name.normalized(), versions);
+    }
+
+    /// The version of `name` with `version`'s precedence (build metadata
+    /// aside, as the registry compares versions).
+    fn find(&self, name: &PackageName, version: &Version) -> Result<&PublishedTool, bool> {
+        let versions = self.0.get(&name.normalized()).ok_or(false)?;
+        let wanted = version.semver();
+        versions
+            .iter()
+            .find(|v| {
+                let v = v.version.semver();
+                (v.major, v.minor, v.patch, &v.pre)
+                    == (wanted.major, wanted.minor, wanted.patch, &wanted.pre)
+            })
+            .ok_or(true)
+    }
+}
+
+/// What to do with a pinned version that is yanked.
+#[derive(Debug, Clone, Copy)]
+pub enum YankPolicy<'a> {
+    /// Keep it: yanking hides a version from new resolutions, while
+    /// existing lockfiles keep working (install).
+    Honour,
+    /// Refuse it, unless this lock (the previous version's) already pinned
+    /// the same version (publish).
+    RefuseUnlessPinnedBy(Option<&'a Lockfile>),
+}
+
+/// The lock's `tools` against the requirements and the registry: every
+/// requirement of the agent and its subagents is pinned and satisfied;
+/// every pin is published with its hash; every pinned tool's own
+/// dependencies are pinned and satisfied too; no pin is unrelated to a
+/// requirement; yanked pins follow `yanks`.
+pub fn check_tools(
+    requirements: &BTreeMap<PackageName, Option<VersionReq>>,
+    lock: &Lockfile,
+    published: &PublishedTools,
+    yanks: YankPolicy<'_>,
+) -> Vec<LockProblem> {
+    let mut problems = Vec::new();
+    let pins: BTreeMap<String, (&PackageName, &crate::lockfile::LockedTool)> = lock
+        .tools
+        .iter()
+        .map(|(name, tool)| (name.normalized(), (name, tool)))
+        .collect();
+
+    for (name, req) in requirements {
+        let field = format!("tools.{name}");
+        match pins.get(&name.normalized()) {
+            None => problems.push(LockProblem::new(
+                ProblemKind::Unpinned,
+                field,
+                format!(
+                    "the agent requires {name} {}, which agent.lock does not pin",
+                    show_req(req.as_ref())
+                ),
+            )),
+            Some((_, pin)) if !req.as_ref().is_none_or(|r| r.matches(pin.version.semver())) => {
+                problems.push(LockProblem::new(
+                    ProblemKind::Unsatisfied,
+                    field,
+                    format!(
+                        "{name} is pinned at {}, which does not satisfy the agent's requirement {}",
+                        pin.version,
+                        show_req(req.as_ref())
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+
+    let previous: BTreeMap<String, &Version> = match yanks {
+        YankPolicy::RefuseUnlessPinnedBy(Some(prev)) => prev
+            .tools
+            .iter()
+            .map(|(n, t)| (n.normalized(), &t.version))
+            .collect(),
+        _ => BTreeMap::new(),
+    };
+    // Dependency edges of the pins the registry holds, for the transitive
+    // checks and for what each pin is reachable from.
+    let mut edges: BTreeMap<String, Vec<(PackageName, VersionReq)>> = BTreeMap::new();
+    for (key, (name, pin)) in &pins {
+        let field = format!("tools.{name}");
+        let found = match published.find(name, &pin.version) {
+            Ok(found) => found,
+            Err(false) => {
+                problems.push(LockProblem::new(
+                    ProblemKind::NotInRegistry,
+                    field,
+                    format!("no tool named {name} is published on this registry"),
+                ));
+                continue;
+            }
+            Err(true) => {
+                problems.push(LockProblem::new(
+                    ProblemKind::NotInRegistry,
+                    field,
+                    format!("{name} {} is not published on this registry", pin.version),
+                ));
+                continue;
+            }
+        };
+        if found.hash != pin.hash {
+            problems.push(LockProblem::new(
+                ProblemKind::NotInRegistry,
+                field.clone(),
+                format!(
+                    "{name} {} is pinned at {}, but this registry holds {}",
+                    pin.version, pin.hash, found.hash
+                ),
+            ));
+        }
+        if found.yanked {
+            let allowed = match yanks {
+                YankPolicy::Honour => true,
+                YankPolicy::RefuseUnlessPinnedBy(_) => {
+                    previous.get(key).is_some_and(|v| **v == pin.version)
+                }
+            };
+            if !allowed {
+                problems.push(LockProblem::new(
+                    ProblemKind::Yanked,
+                    field.clone(),
+                    format!(
+                        "{name} {} is yanked; only a lock that already pinned it in the previous version may keep it",
+                        pin.version
+                    ),
+                ));
+            }
+        }
+        for (dep, req) in &found.dependencies {
+            match pins.get(&dep.normalized()) {
+                None => problems.push(LockProblem::new(
+                    ProblemKind::Unpinned,
+                    format!("tools.{dep}"),
+                    format!(
+                        "{name} {} depends on {dep} {req}, which agent.lock does not pin",
+                        pin.version
+                    ),
+                )),
+                Some((_, dep_pin)) if !req.matches(dep_pin.version.semver()) => {
+                    problems.push(LockProblem::new(
+                        ProblemKind::Unsatisfied,
+                        format!("tools.{dep}"),
+                        format!(
+                            "{dep} is pinned at {}, which does not satisfy {name} {}'s requirement {req}",
+                            dep_pin.version, pin.version
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        edges.insert(
+            key.clone(),
+            found
+                .dependencies
+                .iter()
+                .map(|(d, r)| (d.clone(), r.clone()))
+                .collect(),
+        );
+    }
+
+    // Reachability from the requirements over the pins' dependency edges.
+    let mut reached: BTreeSet<String> = BTreeSet::new();
+    let mut queue: VecDeque<String> = requirements.keys().map(PackageName::normalized).collect();
+    while let Some(key) = queue.pop_front() {
+        if !pins.contains_key(&key) || !reached.insert(key.clone()) {
+            continue;
+        }
+        for (dep, _) in edges.get(&key).into_iter().flatten() {
+            queue.push_back(dep.normalized());
+        }
+    }
+    // A required pin the registry does not hold has no known edges, so what
+    // it leads to cannot be judged (it is reported already).
+    let edges_unknown = reached.iter().any(|k| !edges.contains_key(k));
+    for (key, (name, pin)) in &pins {
+        if !reached.contains(key) && !edges_unknown {
+            problems.push(LockProblem::new(
+                ProblemKind::Unrelated,
+                format!("tools.{name}"),
+                format!(
+                    "{name} {} is pinned, but neither the agent nor any pinned tool requires it",
+                    pin.version
+                ),
+            ));
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem_kinds(problems: &[LockProblem]) -> Vec<(ProblemKind, &str)> {
+        problems
+            .iter()
+            .map(|p| (p.kind, p.field.as_str()))
+            .collect()
+    }
+
+    fn name(s: &str) -> PackageName {
+        PackageName::new(s).unwrap()
+    }
+
+    /// (name, version, yanked, dependencies).
+    type Entry<'a> = (&'a str, &'a str, bool, &'a [(&'a str, &'a str)]);
+
+    fn published(entries: &[Entry<'_>]) -> PublishedTools {
+        let mut by_name: BTreeMap<String, (PackageName, Vec<PublishedTool>)> = BTreeMap::new();
+        for (n, v, yanked, deps) in entries {
+            let slot = by_name
+                .entry(name(n).normalized())
+                .or_insert_with(|| (name(n), Vec::new()));
+            slot.1.push(PublishedTool {
+                version: Version::parse(v).unwrap(),
+                hash: Sha256Hash::digest(format!("{n}@{v}").as_bytes()),
+                yanked: *yanked,
+                dependencies: deps
+                    .iter()
+                    .map(|(d, r)| (name(d), VersionReq::parse(r).unwrap()))
+                    .collect(),
+            });
+        }
+        let mut out = PublishedTools::new();
+        for (_, (n, versions)) in by_name {
+            out.insert(&n, versions);
+        }
+        out
+    }
+
+    fn lock(pins: &[(&str, &str)]) -> Lockfile {
+        let mut l = Lockfile::new(crate::lockfile::ResolvedAt::from_unix(0).unwrap(), None);
+        for (n, v) in pins {
+            l.tools.insert(
+                name(n),
+                crate::lockfile::LockedTool {
+                    version: Version::parse(v).unwrap(),
+                    hash: Sha256Hash::digest(format!("{n}@{v}").as_bytes()),
+                    requirement: None,
+                    dependencies: BTreeSet::new(),
+                },
+            );
+        }
+        l
+    }
+
+    fn reqs(r: &[(&str, &str)]) -> BTreeMap<PackageName, Option<VersionReq>> {
+        r.iter()
+            .map(|(n, r)| (name(n), Some(VersionReq::parse(r).unwrap())))
+            .collect()
+    }
+
+    #[test]
+    fn a_complete_lock_passes() {
+        let registry = published(&[
+            ("web_search", "1.2.0", false, &[("web_fetch", "^1.0")]),
+            ("web_fetch", "1.0.3", false, &[]),
+        ]);
+        let l = lock(&[("web_search", "1.2.0"), ("web_fetch", "1.0.3")]);
+        let problems = check_tools(
+            &reqs(&[("web_search", "^1.2")]),
+            &l,
+            &registry,
+            YankPolicy::RefuseUnlessPinnedBy(None),
+        );
+        assert_eq!(problems, []);
+    }
+
+    #[test]
+    fn every_way_a_lock_can_lie_about_tools() {
+        let registry = published(&[
+            ("web_search", "1.2.0", false, &[("web_fetch", "^2.0")]),
+            ("web_fetch", "1.0.3", false, &[]),
+            ("sqlite", "1.0.0", true, &[]),
+            ("stray", "0.1.0", false, &[]),
+        ]);
+        let mut l = lock(&[
+            ("web_search", "1.2.0"),
+            ("web_fetch", "1.0.3"),
+            ("sqlite", "1.0.0"),
+            ("stray", "0.1.0"),
+            ("ghost", "1.0.0"),
+        ]);
+        l.tools.get_mut(&name("web_fetch")).unwrap().hash = Sha256Hash::digest(b"other");
+        let problems = check_tools(
+            &reqs(&[("web_search", "^1.3"), ("sqlite", "*"), ("artifacts", "*")]),
+            &l,
+            &registry,
+            YankPolicy::RefuseUnlessPinnedBy(None),
+        );
+        let mut kinds = problem_kinds(&problems);
+        kinds.sort();
+        assert_eq!(
+            kinds,
+            [
+                (ProblemKind::NotInRegistry, "tools.ghost"),
+                (ProblemKind::NotInRegistry, "tools.web_fetch"),
+                (ProblemKind::Unpinned, "tools.artifacts"),
+                (ProblemKind::Unsatisfied, "tools.web_fetch"),
+                (ProblemKind::Unsatisfied, "tools.web_search"),
+                (ProblemKind::Unrelated, "tools.ghost"),
+                (ProblemKind::Unrelated, "tools.stray"),
+                (ProblemKind::Yanked, "tools.sqlite"),
+            ],
+            "{problems:#?}"
+        );
+        let (first, of_kind) = first_kind(&problems).unwrap();
+        assert_eq!(first, ProblemKind::NotInRegistry);
+        assert_eq!(of_kind.len(), 2);
+    }
+
+    #[test]
+    fn a_yanked_pin_stays_when_the_previous_lock_had_it_or_on_install() {
+        let registry = published(&[("sqlite", "1.0.0", true, &[])]);
+        let l = lock(&[("sqlite", "1.0.0")]);
+        let r = reqs(&[("sqlite", "^1")]);
+        let previous = lock(&[("sqlite", "1.0.0")]);
+        assert_eq!(
+            check_tools(
+                &r,
+                &l,
+                &registry,
+                YankPolicy::RefuseUnlessPinnedBy(Some(&previous))
+            ),
+            []
+        );
+        assert_eq!(check_tools(&r, &l, &registry, YankPolicy::Honour), []);
+        let older = lock(&[("sqlite", "0.9.0")]);
+        assert_eq!(
+            problem_kinds(&check_tools(
+                &r,
+                &l,
+                &registry,
+                YankPolicy::RefuseUnlessPinnedBy(Some(&older))
+            )),
+            [(ProblemKind::Yanked, "tools.sqlite")]
+        );
+    }
+
+    #[test]
+    fn a_missing_transitive_pin_is_unpinned() {
+        let registry = published(&[("web_search", "1.2.0", false, &[("web_fetch", "^1.0")])]);
+        let l = lock(&[("web_search", "1.2.0")]);
+        let problems = check_tools(
+            &reqs(&[("web_search", "^1")]),
+            &l,
+            &registry,
+            YankPolicy::Honour,
+        );
+        assert_eq!(
+            problem_kinds(&problems),
+            [(ProblemKind::Unpinned, "tools.web_fetch")]
+        );
+        assert!(
+            problems[0]
+                .message
+                .contains("web_search 1.2.0 depends on web_fetch")
+        );
+    }
+}

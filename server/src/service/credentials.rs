@@ -1,0 +1,211 @@
+//! Passwords: the one place a password is checked or hashed, for the API
+//! and the catalog alike.
+//!
+//! argon2id is deliberately slow, so it runs on threads of its own, one per
+//! core ([`PasswordWork`]); past a short queue the answer is 429 at once
+//! (checks are at their rate, whoever sends them) instead of a pile of
+//! waiting requests. A check is counted per
+//! client address and per username tried, whether that account exists or
+//! not, and an unknown username is checked against a decoy hash, so it costs
+//! what a known one costs and reveals nothing by its timing.
+
+use crate::{
+    auth::{Password, decoy_hash, hash_password, verify_password},
+    db::{accounts::AccountRecord, normalize},
+    error::ApiError,
+    rate_limit::{Bucket, ClientAddr},
+    state::AppState,
+};
+
+/// Checks allowed to wait for a password thread, per thread.
+const WAITING_PER_THREAD: usize = 4;
+
+/// The longest username prefix a rate-limit key keeps: no real username is
+/// longer, so a longer guess cannot make keys (and memory) grow.
+const MAX_KEYED_USERNAME: usize = 64;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Threads of their own for argon2, one per core, fed through a short
+/// queue. Their own, not the shared blocking pool: each argon2 run takes
+/// 19 MiB, and the allocator keeps that much per thread that ever ran one,
+/// so runs spread over hundreds of pool threads would hold hundreds of
+/// MiB. A full queue is answered at once (429) rather than piled up.
+#[derive(Debug)]
+pub struct PasswordWork {
+    jobs: std::sync::mpsc::SyncSender<Job>,
+    threads: usize,
+}
+
+impl PasswordWork {
+    pub fn new(threads: usize) -> Self {
+        let threads = threads.max(1);
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<Job>(threads * WAITING_PER_THREAD);
+        let queue = std::sync::Arc::new(std::sync::Mutex::new(queue));
+        for i in 0..threads {
+            let queue = std::sync::Arc::clone(&queue);
+            let spawned = std::thread::Builder::new()
+                .name(format!("argon2-{i}"))
+                .spawn(move || {
+                    loop {
+                        // The lock is held only to take a job, not to run it.
+                        let job = queue
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .recv();
+                        match job {
+                            Ok(job) => job(),
+                            // The registry is gone.
+                            Err(_) => return,
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "cannot start a password thread");
+            }
+        }
+        Self { jobs, threads }
+    }
+
+    /// One thread per core.
+    pub fn per_core() -> Self {
+        Self::new(std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+    }
+
+    /// Runs `work` on a password thread; 429 when the queue is full.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let (done, result) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            // A caller that gave up is not an error here.
+            let _ = done.send(work());
+        });
+        match self.jobs.try_send(job) {
+            Ok(()) => {}
+            Err(std::sync::mpsc::TrySendError::Full(_)) => {
+                // Every thread busy and the queue full: checks are at their
+                // rate, whoever sends them.
+                return Err(ApiError::RateLimited {
+                    retry_after_secs: 1,
+                });
+            }
+            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => {
+                return Err(ApiError::internal(anyhow::anyhow!(
+                    "the password threads are gone ({} started)",
+                    self.threads
+                )));
+            }
+        }
+        result
+            .await
+            .map_err(|_| ApiError::internal(anyhow::anyhow!("a password check was dropped")))
+    }
+}
+
+/// The rate-limit key of a username tried at sign-in.
+fn username_key(username: &str) -> String {
+    let prefix: String = username.chars().take(MAX_KEYED_USERNAME).collect();
+    format!("user:{}", normalize(&prefix))
+}
+
+/// The account `username` names, when `password` is its password; else
+/// `InvalidCredentials` (429 past the limits, 503 when overloaded).
+pub async fn check_password(
+    state: &AppState,
+    client: &ClientAddr,
+    username: &str,
+    password: &str,
+) -> Result<AccountRecord, ApiError> {
+    state
+        .rate_limits
+        .check(Bucket::Credentials, client.as_str())?;
+    state
+        .rate_limits
+        .check(Bucket::LoginsPerUsername, &username_key(username))?;
+    let account = if username.is_empty() {
+        None
+    } else {
+        state.db.find_account(username).await?
+    };
+    let stored = account
+        .as_ref()
+        .map_or_else(|| decoy_hash().to_owned(), |a| a.password_hash.clone());
+    let password = password.to_owned();
+    let verified = state
+        .passwords
+        .run(move || verify_password(&password, &stored))
+        .await?;
+    match account {
+        Some(account) if verified => Ok(account),
+        _ => Err(ApiError::InvalidCredentials),
+    }
+}
+
+/// The argon2id hash of a new password (an account being created), in a
+/// password slot. Counted against the client's credentials budget.
+pub async fn hash_new_password(
+    state: &AppState,
+    client: &ClientAddr,
+    password: Password,
+) -> Result<String, ApiError> {
+    state
+        .rate_limits
+        .check(Bucket::Credentials, client.as_str())?;
+    state
+        .passwords
+        .run(move || hash_password(&password))
+        .await?
+        .map_err(ApiError::internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn username_keys_fold_spelling_and_stay_short() {
+        assert_eq!(username_key("Alice-B"), username_key("alice_b"));
+        assert_eq!(
+            username_key(&"x".repeat(10_000)).len(),
+            5 + MAX_KEYED_USERNAME
+        );
+    }
+
+    #[actix_web::test]
+    async fn work_past_the_queue_is_refused_at_once() {
+        use futures_util::FutureExt;
+        let work = PasswordWork::new(1);
+        let (started, running) = std::sync::mpsc::channel();
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        // The only thread takes a job that waits for the test...
+        let first = work.run(move || {
+            started.send(()).unwrap();
+            hold.recv().is_ok()
+        });
+        let mut first = Box::pin(first);
+        assert!((&mut first).now_or_never().is_none());
+        running
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap();
+        // ...the queue takes WAITING_PER_THREAD more...
+        for _ in 0..WAITING_PER_THREAD {
+            assert!(work.run(|| true).now_or_never().is_none(), "queued");
+        }
+        // ...and one more is refused at once, without waiting.
+        let refused = work
+            .run(|| true)
+            .now_or_never()
+            .expect("answered at once")
+            .unwrap_err();
+        assert!(
+            matches!(refused, ApiError::RateLimited { .. }),
+            "{refused:?}"
+        );
+        release.send(()).unwrap();
+        assert!(first.await.unwrap());
+        // The queue drains; the threads take work again.
+        assert!(work.run(|| true).await.unwrap());
+    }
+}

@@ -1,0 +1,91 @@
+//! The deterministic prompt-quality report of an agent version
+//! (`core::quality`), computed once at publish and stored with the
+//! version, so the catalog shows it without reading the container again.
+//!
+//! The registry never holds a prompt key: for an encrypted prompt only its
+//! size is known (the envelope less its fixed overhead), so the size rules
+//! run and the rules that read the text are listed as skipped. The package
+//! is the one publish validated (`core::package::validate_package`), its
+//! subagents and skills included wherever they are in the container.
+
+use std::collections::BTreeMap;
+
+use agentlang_core::{
+    container::{Container, ENCRYPTED_PROMPT_PATH, PROMPT_PATH},
+    crypt::MIN_ENVELOPE_LEN,
+    package::AgentPackage,
+    prompt::parse_prompt,
+    quality::{self, ModelFacts, PromptText, QualityInput, QualityReport},
+};
+
+use crate::{db::Db, error::ApiError};
+
+/// The registry's models catalog as the rules read it.
+pub async fn model_facts(db: &Db) -> Result<BTreeMap<String, ModelFacts>, ApiError> {
+    Ok(db
+        .list_models()
+        .await?
+        .into_iter()
+        .map(|m| {
+            (
+                m.name,
+                ModelFacts {
+                    context_window: u64::try_from(m.context_window).unwrap_or(0),
+                    input_1m_price: m.input_price_per_mtok,
+                    output_1m_price: m.output_price_per_mtok,
+                },
+            )
+        })
+        .collect())
+}
+
+/// What the report reads: the package publish validated (agent,
+/// subagents, skills) and the prompt, as text when it ships in plaintext,
+/// else the encrypted envelope's length.
+#[derive(Debug)]
+pub struct QualitySource {
+    package: AgentPackage,
+    prompt: Option<Vec<u8>>,
+    encrypted_prompt_bytes: Option<u64>,
+}
+
+impl QualitySource {
+    pub fn of(container: &Container, package: &AgentPackage) -> Self {
+        let encrypted_prompt_bytes = container
+            .manifest()
+            .file(ENCRYPTED_PROMPT_PATH)
+            .map(|f| f.size.saturating_sub(MIN_ENVELOPE_LEN as u64));
+        Self {
+            package: package.clone(),
+            prompt: container.member(PROMPT_PATH).map(<[u8]>::to_vec),
+            encrypted_prompt_bytes,
+        }
+    }
+
+    /// Runs the rules; CPU work, so callers run it off the async workers.
+    pub fn report(&self, models: &BTreeMap<String, ModelFacts>) -> QualityReport {
+        let prompt = self.prompt.as_deref().and_then(|b| parse_prompt(b).ok());
+        let text = match (&prompt, self.encrypted_prompt_bytes) {
+            (Some(p), _) => PromptText::Plain(p),
+            (None, Some(bytes)) => PromptText::Encrypted {
+                plaintext_bytes: bytes,
+            },
+            (None, None) => PromptText::Missing,
+        };
+        quality::check(&QualityInput {
+            package: &self.package,
+            prompt: text,
+            models: Some(models),
+        })
+    }
+}
+
+/// A version's stored report; `None` for versions without one.
+pub async fn stored_report(db: &Db, version_id: i64) -> Result<Option<QualityReport>, ApiError> {
+    match db.quality_report(version_id).await? {
+        Some(json) => serde_json::from_value(json)
+            .map(Some)
+            .map_err(ApiError::internal),
+        None => Ok(None),
+    }
+}
