@@ -146,20 +146,17 @@ fn is_value_path(s: &str) -> bool {
             if !is_ident(name) {
                 return false;
             }
-            while !indices.is_empty() {
-                let Some(close) = indices.find(']') else {
+            while let Some(rest) = indices.strip_prefix('[') {
+                let Some(close) = rest.find(']') else {
                     return false;
                 };
-                let digits = &indices[1..close];
-                if !indices.starts_with('[')
-                    || digits.is_empty()
-                    || !digits.bytes().all(|b| b.is_ascii_digit())
-                {
+                let digits = &rest[..close];
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                     return false;
                 }
-                indices = &indices[close + 1..];
+                indices = &rest[close + 1..];
             }
-            true
+            indices.is_empty()
         })
 }
 
@@ -200,6 +197,16 @@ mod tests {
             placeholders("{{a[x]}}"),
             Err(TemplateError::BadExpr("a[x]".into()))
         );
+        // Found by the agent_yaml fuzz target: a stray `]` after an index
+        // sliced past the end of the segment and panicked.
+        for bad in ["a[0]]b", "a[0]x", "a[0]]", "a]", "a[0][", "a[]"] {
+            assert_eq!(
+                placeholders(&format!("{{{{{bad}}}}}")),
+                Err(TemplateError::BadExpr(bad.into())),
+                "{bad}"
+            );
+        }
+        assert_eq!(placeholders("{{a[0][12].b}}").unwrap().len(), 1);
         assert_eq!(placeholders("x{{end}}"), Err(TemplateError::StrayEnd(1)));
         assert_eq!(placeholders("{{if a}}"), Err(TemplateError::UnclosedIf));
         assert_eq!(
