@@ -103,8 +103,11 @@ class Server:
             time.sleep(0.05)
 
     def _drain(self):
-        for _ in self.proc.stderr:
-            pass
+        # The last warnings and errors, printed when an attack got a 5xx.
+        self.warnings = []
+        for line in self.proc.stderr:
+            if "WARN" in line or "ERROR" in line:
+                self.warnings = (self.warnings + [line.rstrip()])[-20:]
 
     def alive(self):
         return self.proc.poll() is None
@@ -517,6 +520,9 @@ def run_attack(name, fn, prepare, args):
         sampler.stopped = True
         sampler.join()
         after = rss_kib(server.proc.pid) if server.alive() else 0
+        if any(isinstance(s, int) and s >= 500 for s in statuses):
+            for line in getattr(server, "warnings", []):
+                log(f"{name}: server said: {line}")
         return {
             "attack": name, "sent": sent, "statuses": statuses, "note": note, "seconds": took,
             "rss_before": before, "rss_peak": max(sampler.peak, before), "rss_after": after,
