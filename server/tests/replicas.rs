@@ -76,33 +76,7 @@ impl Cluster {
 
     /// Creates `username` through `via` and a token with `scopes`.
     async fn account_with_token(&self, via: &Replica, username: &str, scopes: &[&str]) -> Value {
-        let res = self
-            .client
-            .post(via.path("/api/v1/accounts"))
-            .json(&json!({"username": username, "password": "password-123"}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(
-            res.status(),
-            StatusCode::CREATED,
-            "{}",
-            res.text().await.unwrap()
-        );
-        let res = self
-            .client
-            .post(via.path("/api/v1/tokens"))
-            .json(&json!({"username": username, "password": "password-123", "name": "replicas", "scopes": scopes}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(
-            res.status(),
-            StatusCode::CREATED,
-            "{}",
-            res.text().await.unwrap()
-        );
-        res.json().await.unwrap()
+        support::account_with_token_record(&self.client, via, username, scopes).await
     }
 }
 

@@ -385,6 +385,18 @@ pub async fn account_with_token(
     username: &str,
     scopes: &[&str],
 ) -> String {
+    let created = account_with_token_record(client, registry, username, scopes).await;
+    created["token"].as_str().unwrap().to_owned()
+}
+
+/// A new account and the whole answer that created its token (id, token,
+/// scopes...).
+pub async fn account_with_token_record(
+    client: &Client,
+    registry: &Registry,
+    username: &str,
+    scopes: &[&str],
+) -> Value {
     let res = client
         .post(registry.path("/api/v1/accounts"))
         .json(&json!({"username": username, "password": "password-123"}))
@@ -409,8 +421,7 @@ pub async fn account_with_token(
         "{}",
         res.text().await.unwrap()
     );
-    let created: Value = res.json().await.unwrap();
-    created["token"].as_str().unwrap().to_owned()
+    res.json().await.unwrap()
 }
 
 /// Registers a new signing key with `token` (scope `keys`).
