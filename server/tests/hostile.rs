@@ -958,24 +958,12 @@ async fn sigkill_mid_upload_restarts_clean(backend: Backend) {
     let key = register_key(&t.client, &t.registry, &token).await;
     let big = tool_container(&key, "big_tool", "1.0.0", &[], "# big", 4 * MIB as usize);
     // A slow chunked upload, spooling when the process dies.
-    let (sent_tx, mut sent_rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
-    let chunks: Vec<bytes::Bytes> = big
-        .chunks(64 * 1024)
-        .map(bytes::Bytes::copy_from_slice)
-        .collect();
-    let body = futures_util::stream::iter(chunks.into_iter().enumerate()).then(move |(i, c)| {
-        let sent_tx = sent_tx.clone();
-        async move {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            let _ = sent_tx.send(i);
-            Ok::<_, std::io::Error>(c)
-        }
-    });
+    let (body, mut sent_rx) = support::trickled_body(&big);
     let upload = tokio::spawn(
         t.client
             .post(t.path("/api/v1/publish"))
             .bearer_auth(&token)
-            .body(reqwest::Body::wrap_stream(body))
+            .body(body)
             .send(),
     );
     while sent_rx.recv().await.is_some_and(|i| i < 16) {}

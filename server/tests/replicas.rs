@@ -11,11 +11,10 @@
 
 mod support;
 
-use std::{collections::HashMap, path::Path, time::Duration};
+use std::{collections::HashMap, path::Path};
 
 use agentlang_core::signing::SecretKey;
 use agentlang_registry::config::{Config, DatabaseUrl, StorageUrl};
-use futures_util::StreamExt;
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -447,26 +446,14 @@ async fn sigkill_in_the_middle_of_an_upload_leaves_no_partial_version() {
 
     // A slow chunked upload to A: 64 KiB every 10 ms, with no length, so A
     // is spooling it when it dies.
-    let (sent_tx, mut sent_rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
-    let chunks: Vec<bytes::Bytes> = big
-        .chunks(64 * 1024)
-        .map(bytes::Bytes::copy_from_slice)
-        .collect();
-    let body = futures_util::stream::iter(chunks.into_iter().enumerate()).then(move |(i, c)| {
-        let sent_tx = sent_tx.clone();
-        async move {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            let _ = sent_tx.send(i);
-            Ok::<_, std::io::Error>(c)
-        }
-    });
+    let (body, mut sent_rx) = support::trickled_body(&big);
     let upload = tokio::spawn(
         cluster
             .client
             .post(cluster.a.path("/api/v1/publish"))
             .bearer_auth(&token)
             .header("content-type", "application/octet-stream")
-            .body(reqwest::Body::wrap_stream(body))
+            .body(body)
             .send(),
     );
     // About 2 MiB in: a quarter of the container.

@@ -684,3 +684,24 @@ async fn wait_for_cut(flows: &mut watch::Receiver<Flow>) {
         }
     }
 }
+
+/// `bytes` as a streamed body of 64 KiB chunks, one every 10 ms, with no
+/// length; the receiver hears the index of each chunk as it is sent, so a
+/// test can act while the server is still reading.
+pub fn trickled_body(bytes: &[u8]) -> (reqwest::Body, tokio::sync::mpsc::UnboundedReceiver<usize>) {
+    use futures_util::StreamExt;
+    let (sent_tx, sent_rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
+    let chunks: Vec<bytes::Bytes> = bytes
+        .chunks(64 * 1024)
+        .map(bytes::Bytes::copy_from_slice)
+        .collect();
+    let body = futures_util::stream::iter(chunks.into_iter().enumerate()).then(move |(i, c)| {
+        let sent_tx = sent_tx.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let _ = sent_tx.send(i);
+            Ok::<_, std::io::Error>(c)
+        }
+    });
+    (reqwest::Body::wrap_stream(body), sent_rx)
+}
