@@ -190,6 +190,13 @@ impl Kind {
         }
     }
 
+    /// The kind a URL path's plural names (`agents`), and only a plural.
+    pub fn from_plural(plural: &str) -> Option<Self> {
+        [Kind::Agent, Kind::Tool, Kind::Protocol]
+            .into_iter()
+            .find(|kind| kind.plural() == plural)
+    }
+
     /// The container file extension, without the dot.
     pub fn extension(self) -> &'static str {
         self.as_str()

@@ -63,14 +63,14 @@ use agentlang_core::{
     tool::parse_tool,
 };
 use agentlang_registry::{
-    auth::{Password, Username, hash_password},
     blobs::{Blobs, Sha256Digest},
+    common::names::{Password, Username},
     config::Config,
     db::{
         Db,
-        accounts::AdminRule,
         packages::{DependencyEdge, NewVersion},
     },
+    service::credentials::hash_password,
     service::packages::ContainerExtras,
 };
 use anyhow::{Context, bail};
@@ -443,7 +443,7 @@ async fn create_account(db: &Db, name: &str, password: &str) -> anyhow::Result<i
         .create_account(
             &Username::parse(name).map_err(anyhow::Error::msg)?,
             &hash,
-            AdminRule::FirstAccount,
+            false,
         )
         .await
         .with_context(|| format!("creating the account {name} (is the catalog seeded already?)"))?;
@@ -453,7 +453,7 @@ async fn create_account(db: &Db, name: &str, password: &str) -> anyhow::Result<i
 async fn register_key(db: &Db, account: i64) -> anyhow::Result<SecretKey> {
     let key = SecretKey::generate()?;
     let public = key.public_key();
-    db.insert_signing_key(public.key_id().as_str(), account, &public.to_spki_pem())
+    db.insert_signing_key(&public.key_id(), account, &public.to_spki_pem())
         .await?;
     Ok(key)
 }

@@ -292,12 +292,14 @@ pub struct Config {
     pub max_upload_bytes: usize,
     pub registration: RegistrationMode,
     pub rate_limits: RateLimitSettings,
-    /// HS256 secret for API tokens; generated and kept in
-    /// `<data_dir>/jwt-secret` (mode 0600) when absent. Replicas must share it.
+    /// HS256 secret for API tokens (at least 32 random bytes; weak ones are
+    /// refused at start-up). When absent, the registry generates one and
+    /// keeps it in its database, so every replica of the database shares it.
     pub jwt_secret: Option<String>,
-    /// The username that is made an admin when it registers. Without it, the
-    /// first account ever created is the admin.
-    pub admin: Option<String>,
+    /// Usernames that are admins: made so at start-up when the account
+    /// exists, or when it registers. Nobody becomes an admin otherwise
+    /// (besides `agentlang-registry admin grant`).
+    pub admins: Vec<String>,
     /// HTTP worker threads; `None` means one per core.
     pub workers: Option<usize>,
     /// The registry's agent identity (CLowl, MoltSpeak).
@@ -327,7 +329,7 @@ impl Default for Config {
             registration: RegistrationMode::Open,
             rate_limits: RateLimitSettings::default(),
             jwt_secret: None,
-            admin: None,
+            admins: Vec::new(),
             workers: None,
             identity: IdentitySettings::default(),
             sweep_interval: Duration::from_secs(3600),
@@ -352,7 +354,7 @@ struct FileConfig {
     registration: Option<RegistrationMode>,
     rate_limits: Option<RateLimitSettings>,
     jwt_secret: Option<String>,
-    admin: Option<String>,
+    admins: Option<Vec<String>>,
     workers: Option<usize>,
     identity: Option<IdentitySettings>,
     sweep_interval_secs: Option<u64>,
@@ -430,8 +432,8 @@ impl Config {
         if file.jwt_secret.is_some() {
             self.jwt_secret = file.jwt_secret;
         }
-        if file.admin.is_some() {
-            self.admin = file.admin;
+        if let Some(admins) = file.admins {
+            self.admins = admins;
         }
         if file.workers.is_some() {
             self.workers = file.workers;
@@ -550,8 +552,13 @@ impl Config {
         if let Some(v) = var("JWT_SECRET") {
             self.jwt_secret = Some(v);
         }
-        if let Some(v) = var("ADMIN") {
-            self.admin = Some(v);
+        if let Some(v) = var("ADMINS") {
+            self.admins = v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
         }
         if let Some(v) = var("WORKERS") {
             let n: usize = v
@@ -617,13 +624,9 @@ impl Config {
                 .map_err(|m| invalid("TRUSTED_PROXIES", m))?;
         }
         self.check_limits().map_err(|(name, m)| invalid(name, m))?;
-        if let Some(secret) = &self.jwt_secret
-            && secret.len() < 32
-        {
-            return Err(invalid(
-                "JWT_SECRET",
-                "the JWT secret must be at least 32 bytes long".to_owned(),
-            ));
+        if let Some(secret) = &self.jwt_secret {
+            crate::common::secrets::check_secret_strength(secret)
+                .map_err(|m| invalid("JWT_SECRET", m))?;
         }
         Ok(())
     }

@@ -86,8 +86,17 @@ pub enum ApiError {
     Unauthenticated(String),
     #[error("wrong username or password")]
     InvalidCredentials,
-    #[error("forbidden: {0}")]
-    Forbidden(String),
+    /// The token does not carry the scope the route needs.
+    #[error("the token lacks the {:?} scope", .0.as_str())]
+    MissingScope(crate::common::names::Scope),
+    /// The token is restricted to packages this one is not among.
+    #[error("the token is not valid for the package {0}")]
+    TokenNotForPackage(String),
+    #[error("only an admin may do this")]
+    AdminRequired,
+    /// An owner tried to remove one who has been an owner longer.
+    #[error("{0}")]
+    SeniorOwner(String),
     #[error("registration of new accounts is closed on this registry")]
     RegistrationClosed,
     #[error("{0} not found")]
@@ -160,7 +169,10 @@ impl ApiError {
             Self::RequestTimeout(_) => "request-timeout",
             Self::Unauthenticated(_) => "unauthenticated",
             Self::InvalidCredentials => "invalid-credentials",
-            Self::Forbidden(_) => "forbidden",
+            Self::MissingScope(_) => "missing-scope",
+            Self::TokenNotForPackage(_) => "token-not-for-package",
+            Self::AdminRequired => "admin-required",
+            Self::SeniorOwner(_) => "senior-owner",
             Self::RegistrationClosed => "registration-closed",
             Self::NotFound(_) => "not-found",
             Self::Conflict(_) => "conflict",
@@ -189,7 +201,10 @@ impl ApiError {
             Self::RequestTimeout(_) => "Request timeout",
             Self::Unauthenticated(_) => "Authentication required",
             Self::InvalidCredentials => "Invalid credentials",
-            Self::Forbidden(_) => "Forbidden",
+            Self::MissingScope(_) => "The token lacks a scope",
+            Self::TokenNotForPackage(_) => "The token is not valid for this package",
+            Self::AdminRequired => "Admin required",
+            Self::SeniorOwner(_) => "The owner has been an owner longer",
             Self::RegistrationClosed => "Registration is closed",
             Self::NotFound(_) => "Not found",
             Self::Conflict(_) => "Conflict",
@@ -224,7 +239,6 @@ impl ApiError {
             // says which.
             Self::BadRequest(detail)
             | Self::Unauthenticated(detail)
-            | Self::Forbidden(detail)
             | Self::Unavailable(detail) => detail.clone(),
             other => other.to_string(),
         };
@@ -256,7 +270,11 @@ impl ResponseError for ApiError {
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Unauthenticated(_) | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) | Self::RegistrationClosed => StatusCode::FORBIDDEN,
+            Self::MissingScope(_)
+            | Self::TokenNotForPackage(_)
+            | Self::AdminRequired
+            | Self::SeniorOwner(_)
+            | Self::RegistrationClosed => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -519,7 +537,13 @@ mod tests {
                 "unauthenticated",
             ),
             (ApiError::InvalidCredentials, 401, "invalid-credentials"),
-            (ApiError::Forbidden("x".into()), 403, "forbidden"),
+            (
+                ApiError::MissingScope(crate::common::names::Scope::Keys),
+                403,
+                "missing-scope",
+            ),
+            (ApiError::AdminRequired, 403, "admin-required"),
+            (ApiError::SeniorOwner("x".into()), 403, "senior-owner"),
             (ApiError::RegistrationClosed, 403, "registration-closed"),
             (ApiError::Conflict("x".into()), 409, "conflict"),
             (

@@ -161,7 +161,7 @@ fn load_or_create_key(path: &Path) -> Result<String, IdentityError> {
         source,
     };
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(create_error)?;
+        crate::common::files::create_private_dir(parent).map_err(create_error)?;
     }
     let key = SecretKey::generate().map_err(|e| IdentityError::Generate(e.to_string()))?;
     let pem = key.to_pkcs8_pem();

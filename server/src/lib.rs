@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod blobs;
 pub mod catalog;
+pub mod common;
 pub mod config;
 pub mod db;
 pub mod deadlines;

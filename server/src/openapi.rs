@@ -14,7 +14,7 @@ use utoipa::{
     },
 };
 
-use crate::{auth, error, metrics, routes};
+use crate::{common, error, metrics, routes};
 
 #[derive(Debug, OpenApi)]
 #[openapi(
@@ -29,6 +29,12 @@ use crate::{auth, error, metrics, routes};
         routes::tokens::create_token,
         routes::tokens::list_tokens,
         routes::tokens::revoke_token,
+        routes::accounts::get_account,
+        routes::accounts::change_password,
+        routes::accounts::list_audit_events,
+        routes::owners::list_invitations,
+        routes::owners::accept_invitation,
+        routes::owners::decline_invitation,
         routes::owners::list_owners,
         routes::owners::add_owners,
         routes::owners::remove_owners,
@@ -65,7 +71,7 @@ use crate::{auth, error, metrics, routes};
     components(schemas(
         error::Problem,
         error::FieldError,
-        auth::Scope,
+        common::names::Scope,
         routes::clowl::ClowlMessage,
         routes::clowl::ClowlBody,
         routes::clowl::ClowlErrorData,

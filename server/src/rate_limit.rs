@@ -40,9 +40,9 @@ use governor::{
 use ipnet::IpNet;
 
 use crate::{
-    auth::{Claims, bearer_token},
     config::RateLimitSettings,
     error::ApiError,
+    service::tokens::{Claims, bearer_token},
     state::AppState,
 };
 
@@ -276,8 +276,12 @@ pub async fn limit_requests(
         return Ok(next.call(req).await?.map_into_left_body());
     };
     let client = state.rate_limits.client_addr(req.request());
-    let claims = bearer_token(req.headers().get(header::AUTHORIZATION))
-        .and_then(|token| state.tokens.verify(token).ok());
+    let claims = bearer_token(
+        req.headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+    )
+    .and_then(|token| state.tokens.verify(token).ok());
     let caller_key = match &claims {
         Some(claims) => format!("token:{}", claims.jti),
         None => client.as_str().to_owned(),

@@ -13,8 +13,8 @@ use utoipa::OpenApi;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
-    auth::{TokenKeys, decoy_hash, load_or_create_secret},
     blobs::Blobs,
+    common::{files::create_private_dir, secrets},
     config::Config,
     db::Db,
     deadlines, error,
@@ -25,11 +25,13 @@ use crate::{
     request_id::{self, RequestSpan},
     routes,
     service::{
-        credentials::PasswordWork,
+        accounts::apply_configured_admins,
+        credentials::{PasswordWork, decoy_hash},
         packages::{self, DownloadCounter},
         publish::{self, UploadSlots},
         resolve::IndexCache,
         sweep,
+        tokens::TokenKeys,
     },
     state::AppState,
 };
@@ -62,6 +64,15 @@ impl Application {
     /// Opens storage (creating it on first start), runs migrations, seeds
     /// the models catalog and binds the listener.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        // Config built in code (not from the environment) is checked too.
+        if let Some(secret) = &config.jwt_secret {
+            secrets::check_secret_strength(secret)
+                .map_err(|m| anyhow::anyhow!("the JWT secret is refused: {m}"))?;
+        }
+        // The data folder holds the database, the identity key and the
+        // upload spool: private to the registry's user.
+        create_private_dir(&config.data_dir)
+            .with_context(|| format!("cannot create {}", config.data_dir.display()))?;
         let listener = std::net::TcpListener::bind(&config.bind)
             .with_context(|| format!("cannot listen on {}", config.bind))?;
         let address = listener.local_addr()?;
@@ -100,14 +111,17 @@ impl Application {
             .context("cannot prepare the password decoy")?;
 
         let secret = match &config.jwt_secret {
-            Some(secret) => secret.as_bytes().to_vec(),
-            None => load_or_create_secret(&config.data_dir).with_context(|| {
-                format!(
-                    "cannot read or create {}",
-                    config.data_dir.join("jwt-secret").display()
-                )
-            })?,
+            Some(secret) => secret.clone(),
+            // Kept in the database: every replica of it signs alike, and no
+            // file holds it.
+            None => {
+                let fresh = secrets::random_hex().context("no randomness for a secret")?;
+                db.server_secret("jwt", &fresh)
+                    .await
+                    .context("cannot read or store the token signing secret")?
+            }
         };
+        let secret = secret.into_bytes();
         let tokens = TokenKeys::new(&secret, &public_url);
         tokens
             .self_test()
@@ -133,6 +147,9 @@ impl Application {
             identity: Arc::new(identity),
             index_cache: Arc::new(IndexCache::new()),
         });
+        apply_configured_admins(&state)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot apply AGENTLANG_REGISTRY_ADMINS: {e}"))?;
         let workers = state.config.workers;
         let max_upload = state.config.max_upload_bytes;
         let app_state = state.clone();

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use crate::{
-    auth::TokenKeys,
     blobs::Blobs,
     config::Config,
     db::Db,
     identity::RegistryIdentity,
     metrics::Metrics,
     rate_limit::RateLimits,
+    service::tokens::TokenKeys,
     service::{
         credentials::PasswordWork, packages::DownloadCounter, publish::UploadSlots,
         resolve::IndexCache,

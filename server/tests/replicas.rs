@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use support::{Backends, Registry, tool_container};
 
 /// Shared by both replicas, as `deploy/registry.env` shares it.
-const JWT_SECRET: &str = "replica-test-secret-replica-test-secret-0123";
+const JWT_SECRET: &str = "d437472392314ecfa723d791d044616f5ffa2695d116822a0d04ad1390b2ee67";
 /// The issuer of every token: the proxy's address in a real deployment.
 /// Both replicas must agree on it, or a token from one is refused by the
 /// other.
@@ -85,7 +85,9 @@ async fn accounts_and_tokens_made_on_one_replica_work_on_the_other() {
         return;
     };
     let (a, b) = (&cluster.a, &cluster.b);
-    let created = cluster.account_with_token(a, "alice", &["publish"]).await;
+    let created = cluster
+        .account_with_token(a, "alice", &["publish", "tokens"])
+        .await;
     let token = created["token"].as_str().unwrap();
     let id = created["id"].as_str().unwrap();
 
@@ -137,7 +139,9 @@ async fn a_replica_killed_with_sigkill_restarts_and_serves_while_the_other_keeps
     let Some(mut cluster) = Cluster::start().await else {
         return;
     };
-    let created = cluster.account_with_token(&cluster.a, "bob", &[]).await;
+    let created = cluster
+        .account_with_token(&cluster.a, "bob", &["tokens"])
+        .await;
     let token = created["token"].as_str().unwrap().to_owned();
     cluster.a.kill_9();
 
@@ -278,11 +282,12 @@ impl Cluster {
         let token = created["token"].as_str().unwrap().to_owned();
         let key = SecretKey::generate().unwrap();
         // Registered through B, used through A: keys live in the database.
+        let body = support::key_registration(&self.client, &self.b.path(""), &token, &key).await;
         let res = self
             .client
             .post(self.b.path("/api/v1/keys"))
             .bearer_auth(&token)
-            .json(&json!({"public_key_pem": key.public_key().to_spki_pem()}))
+            .json(&body)
             .send()
             .await
             .unwrap();

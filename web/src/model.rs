@@ -622,11 +622,47 @@ pub struct ScopeOption {
     pub description: String,
 }
 
+/// An invitation to own a package, waiting for the signed-in user's answer.
+#[derive(Debug, Clone)]
+pub struct InvitationView {
+    pub package: PackageRef,
+    pub invited_by: Option<String>,
+    pub expires_at: Timestamp,
+}
+
+impl InvitationView {
+    pub fn accept_action(&self) -> String {
+        format!(
+            "/account/invitations/{}/{}/accept",
+            self.package.kind.plural(),
+            self.package.name
+        )
+    }
+
+    pub fn decline_action(&self) -> String {
+        format!(
+            "/account/invitations/{}/{}/decline",
+            self.package.kind.plural(),
+            self.package.name
+        )
+    }
+}
+
+/// One line of the account's activity list.
+#[derive(Debug, Clone)]
+pub struct AuditView {
+    pub at: Timestamp,
+    pub action: String,
+    pub detail: String,
+}
+
 /// A package the signed-in user owns, with its co-owners.
 #[derive(Debug, Clone)]
 pub struct OwnedPackage {
     pub package: PackageRef,
     pub owners: Vec<String>,
+    /// Invited accounts that have not answered yet.
+    pub invited: Vec<String>,
 }
 
 impl OwnedPackage {

@@ -913,7 +913,13 @@ pub struct AccountPage {
     pub tokens: Vec<ApiTokenView>,
     pub scopes: Vec<ScopeOption>,
     pub keys: Vec<KeySummary>,
+    /// The text a key registration's proof signs, with `<key id>` for the
+    /// key's id, and the command that makes the proof.
+    pub key_proof_text: String,
     pub packages: Vec<OwnedPackage>,
+    pub invitations: Vec<InvitationView>,
+    /// The latest events of the account, newest first.
+    pub audit: Vec<AuditView>,
     /// User-facing messages about the last form (e.g. "That key is already
     /// registered"). Never internal error text.
     pub errors: Vec<String>,

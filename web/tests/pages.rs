@@ -228,6 +228,21 @@ fn account_page() -> AccountPage {
                 name: PackageName::new("research-assistant").unwrap(),
             },
             owners: vec!["acme".to_owned(), "dana".to_owned()],
+            invited: vec!["erin".to_owned()],
+        }],
+        key_proof_text: "agentlang-key-registration:acme:<key id>".to_owned(),
+        invitations: vec![InvitationView {
+            package: PackageRef {
+                kind: Kind::Tool,
+                name: PackageName::new("web-search").unwrap(),
+            },
+            invited_by: Some("dana".to_owned()),
+            expires_at: fixtures::jan(30),
+        }],
+        audit: vec![AuditView {
+            at: fixtures::jan(20),
+            action: "token_created".to_owned(),
+            detail: "CI publish".to_owned(),
         }],
         errors: vec!["That key is already registered.".to_owned()],
     }
@@ -730,6 +745,23 @@ fn account_page_shows_the_new_token_once_and_every_form() {
     ));
     assert!(html.contains(r#"<form method="post" action="/account/agents/research-assistant/owners" class="inline-form add-owner">"#));
     assert!(html.contains(r#"<div class="notice notice-error" role="alert"><ul><li>That key is already registered.</li></ul></div>"#));
+    // Proof of possession, invitations, password, sessions, activity.
+    assert!(html.contains(r#"<input id="key-proof" name="proof" type="text" required"#));
+    assert!(html.contains("<code>agentlang-key-registration:acme:&lt;key id&gt;</code>"));
+    assert!(html.contains("<li>erin <span class=\"muted\">(invited)</span></li>"));
+    assert!(
+        html.contains(
+            r#"<form method="post" action="/account/invitations/tools/web-search/accept""#
+        )
+    );
+    assert!(
+        html.contains(
+            r#"<form method="post" action="/account/invitations/tools/web-search/decline""#
+        )
+    );
+    assert!(html.contains(r#"<form method="post" action="/account/password""#));
+    assert!(html.contains(r#"<form method="post" action="/account/sessions/end-all""#));
+    assert!(html.contains("<th scope=\"row\"><code>token_created</code></th><td>CI publish</td>"));
 
     let mut later = account_page();
     later.new_token = None;

@@ -1,47 +1,50 @@
-//! Signed-in pages: API tokens, signing keys, package owners, yank forms.
+//! Signed-in pages: API tokens, signing keys, package owners and
+//! invitations, password and sessions, activity, yank forms. Every rule is
+//! a service's ([`crate::service`]); these handlers turn forms into calls
+//! and refusals into messages.
 //!
 //! Every POST checks the session's CSRF token first (403 page without it),
 //! then answers 303 to a page, so a reload never posts twice. Problems the
-//! user can fix re-render the account page with a message (422 or 409).
+//! user can fix re-render the account page with a message (422, 409 or
+//! 403).
 
 use std::collections::HashMap;
 
 use actix_web::{HttpResponse, http::StatusCode, web};
-use agentlang_core::{Kind, PackageName, Version, signing::PublicKey};
+use agentlang_core::{Kind, PackageName, Version};
 use agentlang_web::{
-    model::{ApiTokenView, NewTokenView, OwnedPackage, PackageRef, ScopeOption},
-    pages::{AccountPage, TOKEN_EXPIRY_DAYS},
+    model::{
+        ApiTokenView, AuditView, InvitationView, NewTokenView, OwnedPackage, PackageRef,
+        ScopeOption,
+    },
+    pages::AccountPage,
 };
 
 use super::{
-    CatalogError, FormFields, html, html_status, publishers::key_summary, see_other,
-    session::SignedIn, views::timestamp,
+    CatalogError, FormFields, html, html_status,
+    publishers::key_summary,
+    see_other,
+    session::{SessionPage, SignedIn},
+    views::timestamp,
 };
 use crate::{
-    auth::Scope,
-    db::{
-        keys::InsertKeyError,
+    common::{
+        names::{Password, Scope},
         now,
-        packages::{OwnerError, PackageRecord},
-        tokens::NewToken,
     },
-    routes::tokens::MAX_TOKEN_NAME_LEN,
+    db::packages::PackageRecord,
+    error::{ApiError, FieldError},
+    rate_limit::ClientAddr,
+    service::{
+        accounts::{self, PasswordChange},
+        audit, keys, owners, packages, sessions,
+        tokens::{self, TokenSpec},
+    },
     state::AppState,
 };
 
-const SECONDS_PER_DAY: i64 = 86_400;
 /// Packages the account page lists at most.
 const MAX_OWNED_SHOWN: i64 = 500;
-const MAX_YANK_REASON_LEN: usize = 500;
-
-fn scope_description(scope: Scope) -> &'static str {
-    match scope {
-        Scope::Publish => "publish new versions",
-        Scope::Yank => "yank and unyank versions",
-        Scope::Keys => "register and revoke signing keys",
-        Scope::Owners => "add and remove package owners",
-    }
-}
 
 /// The account page, with `errors` about the last form and the token
 /// flashed by the last create (shown this once).
@@ -51,15 +54,11 @@ async fn account_page(
     errors: Vec<String>,
 ) -> Result<AccountPage, CatalogError> {
     let s = &session.0;
-    let new_token = state
-        .db
-        .take_session_flash(&s.id_hash)
+    let new_token = sessions::take_flash(state, s)
         .await?
         .map(|(name, secret)| NewTokenView { name, secret });
     let now = now();
-    let tokens = state
-        .db
-        .list_tokens(s.account_id)
+    let tokens = tokens::list_tokens(state, s.account_id)
         .await?
         .into_iter()
         .filter(|t| t.revoked_at.is_none() && t.expires_at > now)
@@ -72,9 +71,7 @@ async fn account_page(
             last_used_at: t.last_used_at.map(timestamp),
         })
         .collect();
-    let keys = state
-        .db
-        .account_signing_keys(s.account_id)
+    let keys = keys::list_keys(state, s.account_id)
         .await?
         .into_iter()
         .map(key_summary)
@@ -84,9 +81,19 @@ async fn account_page(
         .owned_package_listings(s.account_id, MAX_OWNED_SHOWN)
         .await?;
     let ids: Vec<i64> = listings.iter().map(|l| l.id).collect();
-    let mut owners: HashMap<i64, Vec<String>> = HashMap::new();
+    let mut owners_by_package: HashMap<i64, Vec<String>> = HashMap::new();
     for (package_id, username) in state.db.owners_of(&ids).await? {
-        owners.entry(package_id).or_default().push(username);
+        owners_by_package
+            .entry(package_id)
+            .or_default()
+            .push(username);
+    }
+    let mut invited_by_package: HashMap<i64, Vec<String>> = HashMap::new();
+    for (package_id, username) in state.db.invitees_of(&ids).await? {
+        invited_by_package
+            .entry(package_id)
+            .or_default()
+            .push(username);
     }
     let mut packages = Vec::new();
     for listing in listings {
@@ -98,9 +105,33 @@ async fn account_page(
         };
         packages.push(OwnedPackage {
             package: PackageRef { kind, name },
-            owners: owners.remove(&listing.id).unwrap_or_default(),
+            owners: owners_by_package.remove(&listing.id).unwrap_or_default(),
+            invited: invited_by_package.remove(&listing.id).unwrap_or_default(),
         });
     }
+    let invitations = owners::invitations_for(state, s.account_id)
+        .await?
+        .into_iter()
+        .filter_map(|i| {
+            Some(InvitationView {
+                package: PackageRef {
+                    kind: i.kind.parse().ok()?,
+                    name: PackageName::new(i.name.as_str()).ok()?,
+                },
+                invited_by: i.invited_by,
+                expires_at: timestamp(i.expires_at),
+            })
+        })
+        .collect();
+    let audit = audit::list(state, s.account_id)
+        .await?
+        .into_iter()
+        .map(|e| AuditView {
+            at: timestamp(e.at),
+            action: e.action,
+            detail: e.detail,
+        })
+        .collect();
     Ok(AccountPage {
         chrome: s.chrome(),
         csrf_token: s.csrf_token.clone(),
@@ -109,13 +140,17 @@ async fn account_page(
         tokens,
         scopes: Scope::ALL
             .into_iter()
+            .filter(|scope| *scope != Scope::Admin || s.is_admin)
             .map(|scope| ScopeOption {
                 value: scope.as_str().to_owned(),
-                description: scope_description(scope).to_owned(),
+                description: scope.description().to_owned(),
             })
             .collect(),
         keys,
+        key_proof_text: format!("agentlang-key-registration:{}:<key id>", s.username),
         packages,
+        invitations,
+        audit,
         errors,
     })
 }
@@ -128,6 +163,34 @@ async fn refused(
     errors: Vec<String>,
 ) -> Result<HttpResponse, CatalogError> {
     html_status(status, &account_page(state, session, errors).await?)
+}
+
+/// A service's refusal the user can act on, as the account page with its
+/// message; anything else as the error page it is.
+async fn refusal(
+    state: &AppState,
+    session: &SignedIn,
+    err: ApiError,
+) -> Result<HttpResponse, CatalogError> {
+    let fields = |errors: &[FieldError]| -> Vec<String> {
+        errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect()
+    };
+    let (status, messages) = match &err {
+        ApiError::Validation(errors) => (StatusCode::UNPROCESSABLE_ENTITY, fields(errors)),
+        ApiError::Conflict(m) => (StatusCode::CONFLICT, vec![m.clone()]),
+        ApiError::NotOwner(m) | ApiError::SeniorOwner(m) => {
+            (StatusCode::FORBIDDEN, vec![m.clone()])
+        }
+        ApiError::InvalidCredentials => (
+            StatusCode::UNAUTHORIZED,
+            vec!["The current password is wrong.".to_owned()],
+        ),
+        _ => return Err(err.into()),
+    };
+    refused(state, session, status, messages).await
 }
 
 /// `GET /account`.
@@ -152,63 +215,21 @@ pub async fn create_token(
 ) -> Result<HttpResponse, CatalogError> {
     let form = FormFields::parse(&body);
     session.0.check_csrf(&form)?;
-    let mut errors = Vec::new();
-    let name = form.get("name").trim().to_owned();
-    if name.is_empty() {
-        errors.push("Give the token a name.".to_owned());
-    } else if name.chars().count() > MAX_TOKEN_NAME_LEN {
-        errors.push(format!(
-            "The token name must be at most {MAX_TOKEN_NAME_LEN} characters."
-        ));
-    } else if name.chars().any(char::is_control) {
-        errors.push("The token name must not contain control characters.".to_owned());
-    }
-    let mut scopes = Vec::new();
-    for raw in form.get_all("scopes") {
-        match raw.parse::<Scope>() {
-            Ok(scope) if !scopes.contains(&scope) => scopes.push(scope),
-            Ok(_) => {}
-            Err(_) => errors.push(format!("{raw:?} is not a scope.")),
-        }
-    }
-    scopes.sort();
-    let days = form
-        .get("expires_in_days")
-        .parse::<u32>()
-        .ok()
-        .filter(|d| TOKEN_EXPIRY_DAYS.contains(d));
-    let Some(days) = days else {
-        errors.push("Choose one of the offered expiry periods.".to_owned());
-        return refused(&state, &session, StatusCode::UNPROCESSABLE_ENTITY, errors).await;
+    let scopes: Vec<String> = form
+        .get_all("scopes")
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let days = form.get("expires_in_days").parse::<i64>().ok();
+    let spec = match TokenSpec::parse(form.get("name"), Some(&scopes), days, None) {
+        Ok(spec) => spec,
+        Err(errors) => return refusal(&state, &session, ApiError::Validation(errors)).await,
     };
-    if !errors.is_empty() {
-        return refused(&state, &session, StatusCode::UNPROCESSABLE_ENTITY, errors).await;
-    }
-    let s = &session.0;
-    let jti = uuid::Uuid::now_v7().to_string();
-    let created_at = now();
-    let expires_at = created_at + i64::from(days) * SECONDS_PER_DAY;
-    state
-        .db
-        .insert_token(&NewToken {
-            jti: &jti,
-            account_id: s.account_id,
-            name: &name,
-            scopes: &scopes,
-            packages: None,
-            created_at,
-            expires_at,
-        })
-        .await?;
-    let secret = state
-        .tokens
-        .issue(s.account_id, &jti, created_at, expires_at)
-        .map_err(CatalogError::internal)?;
-    state
-        .db
-        .set_session_flash(&s.id_hash, &name, &secret)
-        .await?;
-    tracing::info!(username = %s.username, token_id = %jti, "token created in the catalog");
+    let created = match tokens::create_token(&state, session.0.actor(), spec).await {
+        Ok(created) => created,
+        Err(err) => return refusal(&state, &session, err).await,
+    };
+    sessions::flash_token(&state, &session.0, &created.record.name, &created.token).await?;
     Ok(see_other("/account#new-token-heading"))
 }
 
@@ -220,14 +241,12 @@ pub async fn revoke_token(
     body: web::Bytes,
 ) -> Result<HttpResponse, CatalogError> {
     session.0.check_csrf(&FormFields::parse(&body))?;
-    if !state.db.revoke_token(session.0.account_id, &id).await? {
-        return Err(CatalogError::NotFound);
-    }
-    tracing::info!(username = %session.0.username, token_id = %id, "token revoked in the catalog");
+    let s = &session.0;
+    tokens::revoke_token(&state, s.account_id, &s.username, &id).await?;
     Ok(see_other("/account#tokens-heading"))
 }
 
-/// `POST /account/keys` (`public_key_pem`).
+/// `POST /account/keys` (`public_key_pem`, `proof`).
 pub async fn register_key(
     state: web::Data<AppState>,
     session: SignedIn,
@@ -235,37 +254,18 @@ pub async fn register_key(
 ) -> Result<HttpResponse, CatalogError> {
     let form = FormFields::parse(&body);
     session.0.check_csrf(&form)?;
-    let key = match PublicKey::from_spki_pem(form.get("public_key_pem").trim()) {
-        Ok(key) => key,
-        Err(e) => {
-            return refused(
-                &state,
-                &session,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                vec![format!("That is not a usable Ed25519 public key: {e}.")],
-            )
-            .await;
-        }
-    };
-    let key_id = key.key_id();
-    match state
-        .db
-        .insert_signing_key(key_id.as_str(), session.0.account_id, &key.to_spki_pem())
-        .await
+    let s = &session.0;
+    if let Err(err) = keys::register_key(
+        &state,
+        s.account_id,
+        &s.username,
+        form.get("public_key_pem"),
+        form.get("proof"),
+    )
+    .await
     {
-        Ok(_) => {}
-        Err(InsertKeyError::AlreadyRegistered) => {
-            return refused(
-                &state,
-                &session,
-                StatusCode::CONFLICT,
-                vec!["That key is already registered.".to_owned()],
-            )
-            .await;
-        }
-        Err(InsertKeyError::Db(e)) => return Err(e.into()),
+        return refusal(&state, &session, err).await;
     }
-    tracing::info!(username = %session.0.username, key_id = %key_id, "signing key registered in the catalog");
     Ok(see_other("/account#keys-heading"))
 }
 
@@ -277,48 +277,23 @@ pub async fn revoke_key(
     body: web::Bytes,
 ) -> Result<HttpResponse, CatalogError> {
     session.0.check_csrf(&FormFields::parse(&body))?;
-    if state
-        .db
-        .revoke_signing_key(session.0.account_id, &key_id)
-        .await?
-        .is_none()
-    {
-        return Err(CatalogError::NotFound);
-    }
-    tracing::info!(username = %session.0.username, key_id = %key_id, "signing key revoked in the catalog");
+    let s = &session.0;
+    keys::revoke_key(&state, s.account_id, &s.username, &key_id).await?;
     Ok(see_other("/account#keys-heading"))
 }
 
-fn kind_of_plural(plural: &str) -> Result<Kind, CatalogError> {
-    match plural {
-        "agents" => Ok(Kind::Agent),
-        "tools" => Ok(Kind::Tool),
-        "protocols" => Ok(Kind::Protocol),
-        _ => Err(CatalogError::NotFound),
-    }
-}
-
-/// The package, if the session's account owns it (403 otherwise).
-async fn owned_package(
+/// The package a path names (`agents/foo`), or 404.
+async fn package_at(
     state: &AppState,
-    session: &SignedIn,
     kind: &str,
     name: &str,
 ) -> Result<PackageRecord, CatalogError> {
-    let kind = kind_of_plural(kind)?;
-    let name = PackageName::new(name).map_err(|_| CatalogError::NotFound)?;
-    let package = state
-        .db
-        .find_package(kind, &name)
-        .await?
-        .ok_or(CatalogError::NotFound)?;
-    if !state.db.is_owner(package.id, session.0.account_id).await? {
-        return Err(CatalogError::Forbidden("not an owner of the package"));
-    }
-    Ok(package)
+    let kind = Kind::from_plural(kind).ok_or(CatalogError::NotFound)?;
+    Ok(owners::find_package(state, kind, name).await?)
 }
 
-/// `POST /account/{agents|tools|protocols}/{name}/owners` (`username`).
+/// `POST /account/{agents|tools|protocols}/{name}/owners` (`username`):
+/// invites an owner.
 pub async fn add_owner(
     state: web::Data<AppState>,
     session: SignedIn,
@@ -328,22 +303,11 @@ pub async fn add_owner(
     let form = FormFields::parse(&body);
     session.0.check_csrf(&form)?;
     let (kind, name) = path.into_inner();
-    let package = owned_package(&state, &session, &kind, &name).await?;
-    let username = form.get("username").trim();
-    let Some(account) = state.db.find_account(username).await? else {
-        return refused(
-            &state,
-            &session,
-            StatusCode::UNPROCESSABLE_ENTITY,
-            vec![format!("There is no account named {username:?}.")],
-        )
-        .await;
-    };
-    state
-        .db
-        .add_owner(package.id, account.id, Some(session.0.account_id))
-        .await?;
-    tracing::info!(by = %session.0.username, owner = %account.username, package = %package.name, "owner added in the catalog");
+    let package = package_at(&state, &kind, &name).await?;
+    let usernames = [form.get("username").trim().to_owned()];
+    if let Err(err) = owners::invite_owners(&state, session.0.actor(), &package, &usernames).await {
+        return refusal(&state, &session, err).await;
+    }
     Ok(see_other("/account#owners-heading"))
 }
 
@@ -357,42 +321,66 @@ pub async fn remove_owner(
     let form = FormFields::parse(&body);
     session.0.check_csrf(&form)?;
     let (kind, name) = path.into_inner();
-    let package = owned_package(&state, &session, &kind, &name).await?;
-    let username = form.get("username").trim();
-    let Some(account) = state.db.find_account(username).await? else {
-        return Err(CatalogError::NotFound);
-    };
-    match state
-        .db
-        .remove_owners(package.id, &[(account.id, account.username.clone())])
-        .await
-    {
-        Ok(()) => {}
-        Err(OwnerError::LastOwner) => {
-            return refused(
-                &state,
-                &session,
-                StatusCode::CONFLICT,
-                vec![format!(
-                    "{} is the last owner of {}: add another owner first.",
-                    account.username, package.name
-                )],
-            )
-            .await;
-        }
-        Err(OwnerError::NotAnOwner(who)) => {
-            return refused(
-                &state,
-                &session,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                vec![format!("{who} is not an owner of {}.", package.name)],
-            )
-            .await;
-        }
-        Err(OwnerError::Db(e)) => return Err(e.into()),
+    let package = package_at(&state, &kind, &name).await?;
+    let usernames = [form.get("username").trim().to_owned()];
+    if let Err(err) = owners::remove_owners(&state, session.0.actor(), &package, &usernames).await {
+        return refusal(&state, &session, err).await;
     }
-    tracing::info!(by = %session.0.username, owner = %account.username, package = %package.name, "owner removed in the catalog");
     Ok(see_other("/account#owners-heading"))
+}
+
+/// `POST /account/invitations/{agents|tools|protocols}/{name}/{accept|decline}`.
+pub async fn answer_invitation(
+    state: web::Data<AppState>,
+    session: SignedIn,
+    path: web::Path<(String, String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, CatalogError> {
+    session.0.check_csrf(&FormFields::parse(&body))?;
+    let (kind, name, answer) = path.into_inner();
+    let package = package_at(&state, &kind, &name).await?;
+    match answer.as_str() {
+        "accept" => owners::accept_invitation(&state, session.0.actor(), &package).await?,
+        "decline" => owners::decline_invitation(&state, session.0.actor(), &package).await?,
+        _ => return Err(CatalogError::NotFound),
+    }
+    Ok(see_other("/account#owners-heading"))
+}
+
+/// `POST /account/password` (`password`, `new_password`, `revoke_tokens`).
+pub async fn change_password(
+    state: web::Data<AppState>,
+    session: SignedIn,
+    client: ClientAddr,
+    body: web::Bytes,
+) -> Result<HttpResponse, CatalogError> {
+    let form = FormFields::parse(&body);
+    session.0.check_csrf(&form)?;
+    let new = match Password::parse(form.get("new_password")) {
+        Ok(new) => new,
+        Err(m) => {
+            let err = ApiError::Validation(vec![FieldError::new("new password", m)]);
+            return refusal(&state, &session, err).await;
+        }
+    };
+    let s = &session.0;
+    let change = PasswordChange {
+        keep_session: Some(&s.id_hash),
+        revoke_tokens: !form.get("revoke_tokens").is_empty(),
+    };
+    if let Err(err) = accounts::change_password(
+        &state,
+        &client,
+        &s.username,
+        form.get("password"),
+        new,
+        change,
+    )
+    .await
+    {
+        return refusal(&state, &session, err).await;
+    }
+    Ok(see_other("/account#security-heading"))
 }
 
 async fn set_yanked(
@@ -404,23 +392,22 @@ async fn set_yanked(
 ) -> Result<HttpResponse, CatalogError> {
     session.0.check_csrf(form)?;
     let (kind, name, version) = path;
-    let package = owned_package(state, session, &kind, &name).await?;
+    let package = package_at(state, &kind, &name).await?;
     let version = Version::parse(&version).map_err(|_| CatalogError::NotFound)?;
-    let reason: String = form
-        .get("reason")
-        .trim()
-        .chars()
-        .take(MAX_YANK_REASON_LEN)
-        .collect();
-    let reason = Some(reason.as_str()).filter(|r| !r.is_empty());
-    if !state
-        .db
-        .set_yanked(package.id, &version, yanked, reason)
-        .await?
-    {
-        return Err(CatalogError::NotFound);
+    let reason = form.get("reason").trim();
+    let reason = Some(reason).filter(|r| !r.is_empty());
+    let change = packages::set_yanked_by_owner(
+        state,
+        session.0.account_id,
+        &package,
+        &version,
+        yanked,
+        reason,
+    )
+    .await;
+    if let Err(err) = change {
+        return refusal(state, session, err).await;
     }
-    tracing::info!(by = %session.0.username, package = %package.name, %version, yanked, "yank changed in the catalog");
     Ok(see_other(&format!("/{kind}/{}/{version}", package.name)))
 }
 

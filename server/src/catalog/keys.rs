@@ -1,7 +1,7 @@
 //! `/keys/{key_id}`: a signing key, its holder and what it signed.
 
 use actix_web::{HttpResponse, web};
-use agentlang_core::{PackageName, Version};
+use agentlang_core::{PackageName, Version, signing::KeyId};
 use agentlang_web::{model::VersionRef, pages::KeyPage};
 
 use super::{CatalogError, html, publishers::key_summary, session::MaybeSession};
@@ -16,9 +16,10 @@ pub async fn key(
     session: MaybeSession,
     path: web::Path<String>,
 ) -> Result<HttpResponse, CatalogError> {
+    let key_id = KeyId::new(path.into_inner()).map_err(|_| CatalogError::NotFound)?;
     let key = state
         .db
-        .find_signing_key(&path)
+        .find_signing_key(&key_id)
         .await?
         .ok_or(CatalogError::NotFound)?;
     let owner = state

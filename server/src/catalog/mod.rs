@@ -108,6 +108,18 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/account", web::get().to(account::account))
             .route("/account/tokens", web::post().to(account::create_token))
             .route(
+                "/account/password",
+                web::post().to(account::change_password),
+            )
+            .route(
+                "/account/sessions/end-all",
+                web::post().to(session::logout_everywhere),
+            )
+            .route(
+                "/account/invitations/{kind}/{name}/{answer}",
+                web::post().to(account::answer_invitation),
+            )
+            .route(
                 "/account/tokens/{id}/revoke",
                 web::post().to(account::revoke_token),
             )
@@ -308,16 +320,6 @@ async fn catalog_responses(
     Ok(response)
 }
 
-/// Equal strings, compared in time that does not depend on where they
-/// differ (CSRF tokens).
-pub fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
-
 /// A urlencoded form body: repeated fields (checkbox groups) keep every
 /// value, which `web::Form` cannot express.
 #[derive(Debug, Default)]
@@ -352,14 +354,6 @@ impl FormFields {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn csrf_comparison_needs_exact_equality() {
-        assert!(constant_time_eq("abc", "abc"));
-        assert!(!constant_time_eq("abc", "abd"));
-        assert!(!constant_time_eq("abc", "ab"));
-        assert!(!constant_time_eq("", "a"));
-    }
 
     #[test]
     fn forms_keep_repeated_fields() {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use actix_web::{HttpResponse, web};
-use agentlang_core::{Kind, PackageName, Version};
+use agentlang_core::{Kind, PackageName, Version, signing::KeyId};
 use agentlang_web::{
     model::*,
     pages::{AgentDiffPage, AgentPage, ToolPage},
@@ -104,7 +104,10 @@ fn parse_version(raw: &str) -> Result<Version, CatalogError> {
 
 async fn artifact(state: &AppState, v: &VersionRecord) -> Result<ArtifactView, CatalogError> {
     let (key_id, key_owner, key_revoked_at) = match &v.signer_key_id {
-        Some(key_id) => match state.db.find_signing_key(key_id).await? {
+        Some(key_id) => match match KeyId::new(key_id.as_str()) {
+            Ok(id) => state.db.find_signing_key(&id).await?,
+            Err(_) => None,
+        } {
             Some(key) => (
                 key.key_id,
                 state

@@ -7,7 +7,7 @@ use agentlang_web::{
 };
 
 use super::{CatalogError, html, search::summaries, session::MaybeSession, views::timestamp};
-use crate::{db::keys::SigningKeyRecord, state::AppState};
+use crate::{common::names::Username, db::keys::SigningKeyRecord, state::AppState};
 
 /// Packages a publisher page lists at most: the page's cost is bounded
 /// whatever one account owns.
@@ -27,9 +27,10 @@ pub async fn publisher(
     session: MaybeSession,
     path: web::Path<String>,
 ) -> Result<HttpResponse, CatalogError> {
+    let username = Username::parse(&path).map_err(|_| CatalogError::NotFound)?;
     let account = state
         .db
-        .find_account(&path)
+        .find_account(&username)
         .await?
         .ok_or(CatalogError::NotFound)?;
     let packages = state

@@ -1,10 +1,9 @@
-//! Signing in to the catalog with the account password, the cookie session
-//! and its CSRF token.
+//! The HTTP side of catalog sessions: the cookie, its CSRF token and the
+//! sign-in form. What a session is and who may sign in is
+//! [`crate::service::sessions`]'.
 //!
-//! The session cookie (`agentlang_session`) holds 32 random bytes; the
-//! database keeps only their SHA-256 with the account, a per-session CSRF
-//! token and the expiry, so every replica serves every session and a leaked
-//! table row does not sign anyone in. The cookie is always `HttpOnly` and
+//! The session cookie (`agentlang_session`) holds the session's random
+//! secret. The cookie is always `HttpOnly` and
 //! `SameSite=Lax` (links from other sites still arrive signed in, their
 //! POSTs do not), and `Secure` when the registry's public URL is https.
 //!
@@ -14,6 +13,14 @@
 
 use std::{future::Future, pin::Pin};
 
+use super::{CatalogError, FormFields, html_status, see_other};
+use crate::{
+    common::secrets::{constant_time_eq, random_hex},
+    error::ApiError,
+    rate_limit::ClientAddr,
+    service::sessions::{self, SESSION_LIFETIME_SECS, Session},
+    state::AppState,
+};
 use actix_web::{
     FromRequest, HttpRequest, HttpResponse,
     cookie::{Cookie, SameSite},
@@ -25,29 +32,14 @@ use agentlang_web::{
     model::{Chrome, SessionUser},
     pages::{LoginError, LoginPage},
 };
-use sha2::{Digest, Sha256};
-
-use super::{CatalogError, FormFields, constant_time_eq, html_status, see_other};
-use crate::{
-    db::now, error::ApiError, rate_limit::ClientAddr, service::credentials::check_password,
-    state::AppState,
-};
 
 pub const SESSION_COOKIE: &str = "agentlang_session";
 pub const LOGIN_CSRF_COOKIE: &str = "agentlang_login_csrf";
-/// Sessions end this long after sign-in, used or not.
-pub const SESSION_LIFETIME_SECS: i64 = 7 * 24 * 3600;
 const LOGIN_FORM_LIFETIME_SECS: i64 = 3600;
 
-/// A random value as URL-safe text (hex), for cookies and CSRF tokens.
+/// A random value as URL-safe text (hex), for the sign-in form's token.
 fn random_token() -> Result<String, CatalogError> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| CatalogError::internal(anyhow::anyhow!("{e}")))?;
-    Ok(hex::encode(bytes))
-}
-
-fn hash_session_id(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
+    random_hex().map_err(|e| CatalogError::internal(anyhow::anyhow!("{e}")))
 }
 
 /// Whether cookies get `Secure`: only when the public URL is https, so a
@@ -57,17 +49,16 @@ fn secure_cookies(state: &AppState) -> bool {
 }
 
 /// A signed-in session.
-#[derive(Debug, Clone)]
-pub struct WebSession {
-    pub id_hash: String,
-    pub account_id: i64,
-    pub username: String,
-    pub is_admin: bool,
-    pub csrf_token: String,
+pub type WebSession = Session;
+
+/// The page chrome and CSRF check of a session.
+pub trait SessionPage {
+    fn chrome(&self) -> Chrome;
+    fn check_csrf(&self, form: &FormFields) -> Result<(), CatalogError>;
 }
 
-impl WebSession {
-    pub fn chrome(&self) -> Chrome {
+impl SessionPage for Session {
+    fn chrome(&self) -> Chrome {
         Chrome {
             user: Some(SessionUser {
                 username: self.username.clone(),
@@ -78,7 +69,7 @@ impl WebSession {
     }
 
     /// 403 unless the form carries this session's CSRF token.
-    pub fn check_csrf(&self, form: &FormFields) -> Result<(), CatalogError> {
+    fn check_csrf(&self, form: &FormFields) -> Result<(), CatalogError> {
         if constant_time_eq(form.get("csrf_token"), &self.csrf_token) {
             Ok(())
         } else {
@@ -94,15 +85,7 @@ async fn load_session(req: &HttpRequest) -> Result<Option<WebSession>, CatalogEr
     let state = req
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| CatalogError::internal(anyhow::anyhow!("AppState is not registered")))?;
-    let id_hash = hash_session_id(cookie.value());
-    let record = state.db.find_web_session(&id_hash).await?;
-    Ok(record.map(|r| WebSession {
-        id_hash,
-        account_id: r.account_id,
-        username: r.username,
-        is_admin: r.is_admin,
-        csrf_token: r.csrf_token,
-    }))
+    Ok(sessions::load(state, cookie.value()).await?)
 }
 
 /// The session, if the request has a live one.
@@ -212,8 +195,8 @@ pub async fn login(
             Some(LoginError::SessionExpired),
         );
     }
-    let account = match check_password(&state, &client, &username, form.get("password")).await {
-        Ok(account) => account,
+    let new = match sessions::sign_in(&state, &client, &username, form.get("password")).await {
+        Ok(new) => new,
         Err(ApiError::RateLimited { .. }) => {
             return login_page(
                 &state,
@@ -233,20 +216,8 @@ pub async fn login(
         Err(other) => return Err(other.into()),
     };
 
-    let secret = random_token()?;
-    let csrf_token = random_token()?;
-    state
-        .db
-        .create_web_session(
-            &hash_session_id(&secret),
-            account.id,
-            &csrf_token,
-            now() + SESSION_LIFETIME_SECS,
-        )
-        .await?;
-    tracing::info!(username = %account.username, "signed in to the catalog");
     let secure = secure_cookies(&state);
-    let session_cookie = Cookie::build(SESSION_COOKIE, secret)
+    let session_cookie = Cookie::build(SESSION_COOKIE, new.cookie_secret)
         .path("/")
         .http_only(true)
         .secure(secure)
@@ -275,11 +246,28 @@ pub async fn logout(
         return Ok(see_other("/"));
     };
     session.check_csrf(&FormFields::parse(&body))?;
-    state.db.delete_web_session(&session.id_hash).await?;
+    sessions::sign_out(&state, &session).await?;
+    signed_out(&state)
+}
+
+/// `POST /account/sessions/end-all` (`csrf_token`): ends every session of
+/// the account, this one included.
+pub async fn logout_everywhere(
+    state: web::Data<AppState>,
+    session: SignedIn,
+    body: web::Bytes,
+) -> Result<HttpResponse, CatalogError> {
+    session.0.check_csrf(&FormFields::parse(&body))?;
+    sessions::sign_out_everywhere(&state, &session.0).await?;
+    signed_out(&state)
+}
+
+/// Home, with the session cookie removed.
+fn signed_out(state: &AppState) -> Result<HttpResponse, CatalogError> {
     let mut removal = Cookie::build(SESSION_COOKIE, "")
         .path("/")
         .http_only(true)
-        .secure(secure_cookies(&state))
+        .secure(secure_cookies(state))
         .same_site(SameSite::Lax)
         .finish();
     removal.make_removal();
@@ -288,19 +276,4 @@ pub async fn logout(
         .add_cookie(&removal)
         .map_err(CatalogError::internal)?;
     Ok(response)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn session_ids_are_stored_hashed() {
-        let secret = random_token().unwrap();
-        assert_eq!(secret.len(), 64);
-        let hash = hash_session_id(&secret);
-        assert_ne!(hash, secret);
-        assert_eq!(hash, hash_session_id(&secret));
-        assert_ne!(random_token().unwrap(), secret);
-    }
 }

@@ -61,10 +61,10 @@ fn label(v: &Value) -> String {
 /// The `agent.lock` entry of `name` under `section` (`tools`, `agents`),
 /// matching names the way the registry does (case and `-`/`_` folded).
 fn lock_entry<'a>(lock: Option<&'a Value>, section: &str, name: &str) -> Option<&'a Value> {
-    let wanted = crate::db::normalize(name);
+    let wanted = crate::common::normalize(name);
     object_at(lock?, section)?
         .iter()
-        .find(|(k, _)| crate::db::normalize(k) == wanted)
+        .find(|(k, _)| crate::common::normalize(k) == wanted)
         .map(|(_, v)| v)
 }
 
@@ -305,10 +305,10 @@ pub fn agent_view(
         .into_iter()
         .flatten()
     {
-        let folded = crate::db::normalize(locked_name);
+        let folded = crate::common::normalize(locked_name);
         if subagents
             .iter()
-            .all(|s| crate::db::normalize(&s.name) != folded)
+            .all(|s| crate::common::normalize(&s.name) != folded)
         {
             subagents.push(SubagentView {
                 name: locked_name.clone(),

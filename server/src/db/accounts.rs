@@ -1,7 +1,7 @@
 //! Accounts: who publishes and owns packages.
 
 use super::{Db, is_unique_violation, normalize, now, with_pool};
-use crate::auth::Username;
+use crate::common::names::Username;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct AccountRecord {
@@ -21,40 +21,28 @@ pub enum CreateAccountError {
     Db(#[from] sqlx::Error),
 }
 
-/// Who becomes an admin at registration.
-#[derive(Debug, Clone, Copy)]
-pub enum AdminRule<'a> {
-    /// The account with this username (compared normalized).
-    Named(&'a str),
-    /// The first account ever created.
-    FirstAccount,
-}
+const ACCOUNT_COLUMNS: &str = "id, username, password_hash, is_admin, created_at";
 
 impl Db {
     /// Creates an account. Usernames are unique in normalized form, so
-    /// `Alice` and `alice` cannot both exist.
+    /// `Alice` and `alice` cannot both exist. `is_admin` comes from the
+    /// operator's configuration, never from the order of registration.
     pub async fn create_account(
         &self,
         username: &Username,
         password_hash: &str,
-        admin: AdminRule<'_>,
+        is_admin: bool,
     ) -> Result<AccountRecord, CreateAccountError> {
-        let normalized = normalize(username.as_str());
-        let (named_admin, first_is_admin) = match admin {
-            AdminRule::Named(name) => (normalize(name) == normalized, false),
-            AdminRule::FirstAccount => (false, true),
-        };
         let result = with_pool!(self, pool => {
-            sqlx::query_as::<_, AccountRecord>(
+            sqlx::query_as::<_, AccountRecord>(sqlx::AssertSqlSafe(format!(
                 "INSERT INTO accounts (username, normalized_username, password_hash, is_admin, created_at)
-                 VALUES ($1, $2, $3, ($4 OR ($5 AND NOT EXISTS (SELECT 1 FROM accounts))), $6)
-                 RETURNING id, username, password_hash, is_admin, created_at",
-            )
+                 VALUES ($1, $2, $3, $4, $5)
+                 RETURNING {ACCOUNT_COLUMNS}"
+            )))
             .bind(username.as_str())
-            .bind(&normalized)
+            .bind(normalize(username.as_str()))
             .bind(password_hash)
-            .bind(named_admin)
-            .bind(first_is_admin)
+            .bind(is_admin)
             .bind(now())
             .fetch_one(pool)
             .await
@@ -69,16 +57,72 @@ impl Db {
     }
 
     /// Looks an account up by any spelling of its username.
-    pub async fn find_account(&self, username: &str) -> Result<Option<AccountRecord>, sqlx::Error> {
-        let normalized = normalize(username);
+    pub async fn find_account(
+        &self,
+        username: &Username,
+    ) -> Result<Option<AccountRecord>, sqlx::Error> {
         with_pool!(self, pool => {
-            sqlx::query_as::<_, AccountRecord>(
-                "SELECT id, username, password_hash, is_admin, created_at
-                 FROM accounts WHERE normalized_username = $1",
-            )
-            .bind(&normalized)
+            sqlx::query_as::<_, AccountRecord>(sqlx::AssertSqlSafe(format!(
+                "SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE normalized_username = $1"
+            )))
+            .bind(normalize(username.as_str()))
             .fetch_optional(pool)
             .await
+        })
+    }
+
+    pub async fn find_account_by_id(&self, id: i64) -> Result<Option<AccountRecord>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, AccountRecord>(sqlx::AssertSqlSafe(format!(
+                "SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = $1"
+            )))
+            .bind(id)
+            .fetch_optional(pool)
+            .await
+        })
+    }
+
+    /// Makes the account an admin or not; `None` when there is no such
+    /// account.
+    pub async fn set_admin(
+        &self,
+        username: &Username,
+        is_admin: bool,
+    ) -> Result<Option<AccountRecord>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, AccountRecord>(sqlx::AssertSqlSafe(format!(
+                "UPDATE accounts SET is_admin = $1 WHERE normalized_username = $2
+                 RETURNING {ACCOUNT_COLUMNS}"
+            )))
+            .bind(is_admin)
+            .bind(normalize(username.as_str()))
+            .fetch_optional(pool)
+            .await
+        })
+    }
+
+    /// Whether any account is an admin.
+    pub async fn any_admin(&self) -> Result<bool, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM accounts WHERE is_admin")
+                .fetch_one(pool)
+                .await
+                .map(|n| n > 0)
+        })
+    }
+
+    pub async fn set_password_hash(
+        &self,
+        account_id: i64,
+        password_hash: &str,
+    ) -> Result<(), sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query("UPDATE accounts SET password_hash = $1 WHERE id = $2")
+                .bind(password_hash)
+                .bind(account_id)
+                .execute(pool)
+                .await
+                .map(drop)
         })
     }
 }

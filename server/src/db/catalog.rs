@@ -130,7 +130,26 @@ impl Db {
         })
     }
 
-    /// Keeps a just-created token for the next page view of this session.
+    /// Ends the account's sessions but `keep` (an id hash); returns how many.
+    pub async fn delete_account_sessions(
+        &self,
+        account_id: i64,
+        keep: Option<&str>,
+    ) -> Result<u64, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query(
+                "DELETE FROM web_sessions WHERE account_id = $1 AND id_hash <> $2",
+            )
+            .bind(account_id)
+            .bind(keep.unwrap_or(""))
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        })
+    }
+
+    /// Keeps a just-created token (sealed) for the next page view of this
+    /// session.
     pub async fn set_session_flash(
         &self,
         id_hash: &str,

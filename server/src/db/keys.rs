@@ -1,6 +1,8 @@
 //! Signing keys: the public halves of the Ed25519 keys publishers sign with.
 //! Rows are never deleted (old versions name their signer); a key is revoked.
 
+use agentlang_core::signing::KeyId;
+
 use super::{Db, is_unique_violation, now, with_pool};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -21,11 +23,11 @@ pub enum InsertKeyError {
 }
 
 impl Db {
-    /// Registers a public key. `key_id` must already be the checked id of
-    /// `public_key_pem` (lowercase hex SHA-256 of the raw key).
+    /// Registers a public key. `key_id` must be the id of `public_key_pem`
+    /// (lowercase hex SHA-256 of the raw key).
     pub async fn insert_signing_key(
         &self,
-        key_id: &str,
+        key_id: &KeyId,
         account_id: i64,
         public_key_pem: &str,
     ) -> Result<SigningKeyRecord, InsertKeyError> {
@@ -35,7 +37,7 @@ impl Db {
                  VALUES ($1, $2, $3, $4)
                  RETURNING key_id, account_id, public_key_pem, created_at, revoked_at",
             )
-            .bind(key_id)
+            .bind(key_id.as_str())
             .bind(account_id)
             .bind(public_key_pem)
             .bind(now())
@@ -53,14 +55,14 @@ impl Db {
 
     pub async fn find_signing_key(
         &self,
-        key_id: &str,
+        key_id: &KeyId,
     ) -> Result<Option<SigningKeyRecord>, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query_as::<_, SigningKeyRecord>(
                 "SELECT key_id, account_id, public_key_pem, created_at, revoked_at
                  FROM signing_keys WHERE key_id = $1",
             )
-            .bind(key_id)
+            .bind(key_id.as_str())
             .fetch_optional(pool)
             .await
         })
@@ -108,7 +110,7 @@ impl Db {
 
     pub async fn find_signing_key_with_owner(
         &self,
-        key_id: &str,
+        key_id: &KeyId,
     ) -> Result<Option<SigningKeyWithOwner>, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query_as::<_, SigningKeyWithOwner>(
@@ -116,7 +118,7 @@ impl Db {
                  FROM signing_keys k JOIN accounts a ON a.id = k.account_id
                  WHERE k.key_id = $1",
             )
-            .bind(key_id)
+            .bind(key_id.as_str())
             .fetch_optional(pool)
             .await
         })
@@ -128,7 +130,7 @@ impl Db {
     pub async fn revoke_signing_key(
         &self,
         account_id: i64,
-        key_id: &str,
+        key_id: &KeyId,
     ) -> Result<Option<SigningKeyRecord>, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query(
@@ -136,7 +138,7 @@ impl Db {
                  WHERE key_id = $2 AND account_id = $3 AND revoked_at IS NULL",
             )
             .bind(now())
-            .bind(key_id)
+            .bind(key_id.as_str())
             .bind(account_id)
             .execute(pool)
             .await?;
@@ -144,7 +146,7 @@ impl Db {
                 "SELECT key_id, account_id, public_key_pem, created_at, revoked_at
                  FROM signing_keys WHERE key_id = $1 AND account_id = $2",
             )
-            .bind(key_id)
+            .bind(key_id.as_str())
             .bind(account_id)
             .fetch_optional(pool)
             .await

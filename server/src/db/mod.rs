@@ -8,13 +8,16 @@
 //! timestamps are integer Unix seconds in both.
 
 pub mod accounts;
+pub mod audit;
 pub mod catalog;
 pub mod index;
 pub mod keys;
 pub mod models;
+pub mod owners;
 pub mod packages;
 pub mod protocols;
 pub mod search;
+pub mod secrets;
 pub mod tokens;
 
 use std::{str::FromStr, time::Duration};
@@ -78,7 +81,7 @@ pub(crate) use select_in;
 pub enum DbError {
     #[error("cannot open the database: {0}")]
     Connect(#[source] sqlx::Error),
-    #[error("cannot create the database folder {path}: {source}")]
+    #[error("cannot create {path}: {source}")]
     CreateDir {
         path: String,
         source: std::io::Error,
@@ -132,9 +135,22 @@ impl Db {
         if let Some(parent) = options.get_filename().parent()
             && !parent.as_os_str().is_empty()
         {
-            std::fs::create_dir_all(parent).map_err(|source| DbError::CreateDir {
-                path: parent.display().to_string(),
-                source,
+            crate::common::files::create_private_dir(parent).map_err(|source| {
+                DbError::CreateDir {
+                    path: parent.display().to_string(),
+                    source,
+                }
+            })?;
+        }
+        // The file holds password hashes and sessions: 0600 from its first
+        // byte (SQLite gives its -wal and -shm files the same mode).
+        let file = options.get_filename().to_string_lossy();
+        if file != ":memory:" && !file.starts_with("file:") {
+            crate::common::files::touch_private_file(options.get_filename()).map_err(|source| {
+                DbError::CreateDir {
+                    path: options.get_filename().display().to_string(),
+                    source,
+                }
             })?;
         }
         let pool = SqlitePoolOptions::new()
@@ -207,27 +223,10 @@ impl BeginWrite for PgPool {
     }
 }
 
-/// Seconds since the Unix epoch: the schema's one timestamp representation.
-pub fn now() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
-}
+pub use crate::common::{normalize, now};
 
 /// Whether `err` is a UNIQUE or PRIMARY KEY violation, in either dialect.
 pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     err.as_database_error()
         .is_some_and(|e| e.is_unique_violation())
-}
-
-/// Lowercase with `-` as `_`: the form account and package uniqueness is
-/// judged on.
-pub fn normalize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c == '-' {
-                '_'
-            } else {
-                c.to_ascii_lowercase()
-            }
-        })
-        .collect()
 }

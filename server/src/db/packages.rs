@@ -45,13 +45,6 @@ pub struct VersionRecord {
     pub extras: Option<Json<Value>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct OwnerRecord {
-    pub account_id: i64,
-    pub username: String,
-    pub added_at: i64,
-}
-
 /// A dependency edge of a version: `name` at `requirement`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DependencyEdge {
@@ -136,16 +129,6 @@ impl From<sqlx::Error> for Attempt {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum OwnerError {
-    #[error("{0} is not an owner")]
-    NotAnOwner(String),
-    #[error("the last owner of a package cannot be removed")]
-    LastOwner,
-    #[error(transparent)]
-    Db(#[from] sqlx::Error),
-}
-
 /// The precedence columns of a version: build metadata is not part of them,
 /// so `1.0.0+a` and `1.0.0+b` are one version.
 fn precedence(version: &Version) -> (i64, i64, i64, String) {
@@ -178,113 +161,6 @@ impl Db {
                 .bind(name.normalized())
                 .fetch_optional(pool)
                 .await
-        })
-    }
-
-    pub async fn is_owner(&self, package_id: i64, account_id: i64) -> Result<bool, sqlx::Error> {
-        with_pool!(self, pool => {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT COUNT(*) FROM package_owners WHERE package_id = $1 AND account_id = $2",
-            )
-            .bind(package_id)
-            .bind(account_id)
-            .fetch_one(pool)
-            .await
-            .map(|n| n > 0)
-        })
-    }
-
-    /// Owners in the order they were added.
-    pub async fn list_owners(&self, package_id: i64) -> Result<Vec<OwnerRecord>, sqlx::Error> {
-        with_pool!(self, pool => {
-            sqlx::query_as::<_, OwnerRecord>(
-                "SELECT o.account_id, a.username, o.added_at
-                 FROM package_owners o JOIN accounts a ON a.id = o.account_id
-                 WHERE o.package_id = $1 ORDER BY o.added_at, a.username",
-            )
-            .bind(package_id)
-            .fetch_all(pool)
-            .await
-        })
-    }
-
-    /// The owners of the given packages, `(package id, username)`, each
-    /// package's in the order they were added: one query per 500 packages.
-    pub async fn owners_of(&self, package_ids: &[i64]) -> Result<Vec<(i64, String)>, sqlx::Error> {
-        const SELECT: &str = "SELECT o.package_id, o.added_at, a.username
-             FROM package_owners o JOIN accounts a ON a.id = o.account_id
-             WHERE o.package_id IN (";
-        let found: Result<Vec<(i64, i64, String)>, sqlx::Error> =
-            super::select_in!(self, (i64, i64, String), SELECT, SELECT, package_ids);
-        let mut rows = found?;
-        rows.sort();
-        Ok(rows.into_iter().map(|(id, _, name)| (id, name)).collect())
-    }
-
-    /// Adds an owner. Returns false when the account already is one.
-    pub async fn add_owner(
-        &self,
-        package_id: i64,
-        account_id: i64,
-        added_by: Option<i64>,
-    ) -> Result<bool, sqlx::Error> {
-        let affected = with_pool!(self, pool => {
-            sqlx::query(
-                "INSERT INTO package_owners (package_id, account_id, added_at, added_by)
-                 VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (package_id, account_id) DO NOTHING",
-            )
-            .bind(package_id)
-            .bind(account_id)
-            .bind(now())
-            .bind(added_by)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected())
-        })?;
-        Ok(affected > 0)
-    }
-
-    /// Removes owners, refusing to remove the last one; all or nothing. The
-    /// package row is locked first, so two concurrent removals cannot both
-    /// pass the check.
-    pub async fn remove_owners(
-        &self,
-        package_id: i64,
-        accounts: &[(i64, String)],
-    ) -> Result<(), OwnerError> {
-        with_pool!(self, pool => {
-            let mut tx = pool.begin_write().await?;
-            // A no-op write: in PostgreSQL it takes the row lock; in SQLite
-            // BEGIN IMMEDIATE already holds the database's write lock.
-            sqlx::query("UPDATE packages SET updated_at = updated_at WHERE id = $1")
-                .bind(package_id)
-                .execute(&mut *tx)
-                .await?;
-            let mut owners: Vec<i64> = sqlx::query_scalar(
-                "SELECT account_id FROM package_owners WHERE package_id = $1",
-            )
-            .bind(package_id)
-            .fetch_all(&mut *tx)
-            .await?;
-            for (account_id, username) in accounts {
-                let Some(at) = owners.iter().position(|id| id == account_id) else {
-                    return Err(OwnerError::NotAnOwner(username.clone()));
-                };
-                owners.swap_remove(at);
-            }
-            if owners.is_empty() {
-                return Err(OwnerError::LastOwner);
-            }
-            for (account_id, _) in accounts {
-                sqlx::query("DELETE FROM package_owners WHERE package_id = $1 AND account_id = $2")
-                    .bind(package_id)
-                    .bind(account_id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await?;
-            Ok(())
         })
     }
 
@@ -423,8 +299,8 @@ impl Db {
                         }
                     })?;
                     sqlx::query(
-                        "INSERT INTO package_owners (package_id, account_id, added_at, added_by)
-                         VALUES ($1, $2, $3, $2)",
+                        "INSERT INTO package_owners (package_id, account_id, added_at, added_by, ordinal)
+                         VALUES ($1, $2, $3, $2, 1)",
                     )
                     .bind(id)
                     .bind(new.publisher)

@@ -1,12 +1,13 @@
-//! API tokens: the database half of a JWT. The token itself is signed; its
-//! row says whether it is still valid (not revoked) and what it may do.
+//! API tokens: the database half of a JWT. The token carries a random
+//! secret; its row keeps only the secret's SHA-256, whether the token is
+//! still valid (not revoked) and what it may do.
 
 use sqlx::types::Json;
 
 use super::{Db, now, with_pool};
-use crate::auth::{NamePattern, Scope};
+use crate::common::names::{NamePattern, Scope};
 
-/// A token as listed to its owner.
+/// A token as listed to its owner: nothing in it authenticates.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TokenRecord {
     pub jti: String,
@@ -31,11 +32,14 @@ pub struct TokenGrant {
     pub packages: Option<Json<Vec<NamePattern>>>,
     pub expires_at: i64,
     pub revoked_at: Option<i64>,
+    /// `None` for tokens from before secrets: they never authenticate.
+    pub secret_hash: Option<String>,
 }
 
 #[derive(Debug)]
 pub struct NewToken<'a> {
     pub jti: &'a str,
+    pub secret_hash: &'a str,
     pub account_id: i64,
     pub name: &'a str,
     pub scopes: &'a [Scope],
@@ -52,10 +56,12 @@ impl Db {
     pub async fn insert_token(&self, token: &NewToken<'_>) -> Result<(), sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query(
-                "INSERT INTO api_tokens (jti, account_id, name, scopes, packages, created_at, expires_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                "INSERT INTO api_tokens (jti, secret_hash, account_id, name, scopes, packages,
+                                         created_at, expires_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .bind(token.jti)
+            .bind(token.secret_hash)
             .bind(token.account_id)
             .bind(token.name)
             .bind(Json(token.scopes))
@@ -72,7 +78,7 @@ impl Db {
         with_pool!(self, pool => {
             sqlx::query_as::<_, TokenGrant>(
                 "SELECT t.jti, t.account_id, a.username, a.is_admin, t.scopes, t.packages,
-                        t.expires_at, t.revoked_at
+                        t.expires_at, t.revoked_at, t.secret_hash
                  FROM api_tokens t JOIN accounts a ON a.id = t.account_id
                  WHERE t.jti = $1",
             )
@@ -130,5 +136,20 @@ impl Db {
             .map(|r| r.rows_affected())
         })?;
         Ok(affected > 0)
+    }
+
+    /// Revokes every live token of the account; returns how many.
+    pub async fn revoke_all_tokens(&self, account_id: i64) -> Result<u64, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE api_tokens SET revoked_at = $1
+                 WHERE account_id = $2 AND revoked_at IS NULL",
+            )
+            .bind(now())
+            .bind(account_id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        })
     }
 }

@@ -1,17 +1,23 @@
-//! Accounts: registration.
+//! Accounts: registration, the caller's account, password changes and the
+//! audit list.
 
-use actix_web::{HttpResponse, post, web};
+use actix_web::{HttpResponse, get, post, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::{
-    auth::{Password, Username},
-    config::RegistrationMode,
-    db::accounts::{AdminRule, CreateAccountError},
+    auth::Authenticated,
+    common::{
+        names::{Password, Username},
+        rfc3339,
+    },
+    db::accounts::AccountRecord,
     error::{ApiError, FieldError},
     rate_limit::ClientAddr,
-    routes::rfc3339,
-    service::credentials::hash_new_password,
+    service::{
+        accounts::{self, PasswordChange},
+        audit,
+    },
     state::AppState,
 };
 
@@ -79,10 +85,19 @@ pub struct AccountResponse {
     pub created_at: String,
 }
 
-/// Creates an account while registration is open.
-///
-/// The first admin is the account named by `AGENTLANG_REGISTRY_ADMIN`, or,
-/// when that is not set, the first account ever created.
+impl From<AccountRecord> for AccountResponse {
+    fn from(account: AccountRecord) -> Self {
+        Self {
+            username: account.username,
+            is_admin: account.is_admin,
+            created_at: rfc3339(account.created_at),
+        }
+    }
+}
+
+/// Creates an account while registration is open. No account becomes an
+/// admin by registering: the operator names admins
+/// (`AGENTLANG_REGISTRY_ADMINS`, `agentlang-registry admin grant`).
 #[utoipa::path(
     tag = "accounts",
     request_body = CreateAccountRequest,
@@ -100,30 +115,124 @@ pub async fn create_account(
     client: ClientAddr,
     body: web::Json<CreateAccountRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    if state.config.registration == RegistrationMode::Closed {
-        return Err(ApiError::RegistrationClosed);
-    }
     let new = NewAccount::try_from(body.into_inner()).map_err(ApiError::Validation)?;
-    let hash = hash_new_password(&state, &client, new.password).await?;
-    let admin = match state.config.admin.as_deref() {
-        Some(name) => AdminRule::Named(name),
-        None => AdminRule::FirstAccount,
-    };
+    let account = accounts::register(&state, &client, &new.username, new.password).await?;
+    Ok(HttpResponse::Created().json(AccountResponse::from(account)))
+}
+
+/// The account the token belongs to.
+#[utoipa::path(
+    tag = "accounts",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = AccountResponse, description = "The caller's account"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/api/v1/account")]
+pub async fn get_account(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+) -> Result<HttpResponse, ApiError> {
     let account = state
         .db
-        .create_account(&new.username, &hash, admin)
-        .await
-        .map_err(|e| match e {
-            CreateAccountError::UsernameTaken => ApiError::Conflict(format!(
-                "the username {} (or one differing only in case or -/_) is taken",
-                new.username
-            )),
-            CreateAccountError::Db(e) => e.into(),
-        })?;
-    tracing::info!(username = %account.username, is_admin = account.is_admin, "account created");
-    Ok(HttpResponse::Created().json(AccountResponse {
-        username: account.username,
-        is_admin: account.is_admin,
-        created_at: rfc3339(account.created_at),
-    }))
+        .find_account_by_id(auth.account_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("the token's account".to_owned()))?;
+    Ok(HttpResponse::Ok().json(AccountResponse::from(account)))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangePasswordRequest {
+    #[schema(example = "alice")]
+    pub username: String,
+    /// The current password.
+    pub password: String,
+    /// 8 to 1024 bytes.
+    pub new_password: String,
+    /// Also revoke every token of the account (default false). Catalog
+    /// sessions always end.
+    #[serde(default)]
+    pub revoke_tokens: bool,
+}
+
+/// Changes an account's password, given the current one. Every catalog
+/// session of the account ends; with `revoke_tokens`, every token too.
+#[utoipa::path(
+    tag = "accounts",
+    request_body = ChangePasswordRequest,
+    responses(
+        (status = 200, body = AccountResponse, description = "Changed"),
+        (status = 401, description = "Wrong username or password", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The new password is not acceptable", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many requests", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[post("/api/v1/account/password")]
+pub async fn change_password(
+    state: web::Data<AppState>,
+    client: ClientAddr,
+    body: web::Json<ChangePasswordRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let new = Password::parse(&body.new_password)
+        .map_err(|m| ApiError::Validation(vec![FieldError::new("new_password", m)]))?;
+    let account = accounts::change_password(
+        &state,
+        &client,
+        &body.username,
+        &body.password,
+        new,
+        PasswordChange {
+            keep_session: None,
+            revoke_tokens: body.revoke_tokens,
+        },
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(AccountResponse::from(account)))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditEvent {
+    /// RFC 3339.
+    pub at: String,
+    /// `signed_in`, `password_changed`, `token_created`, `token_revoked`,
+    /// `key_registered`, `key_revoked`, `owner_invited`, `invited`,
+    /// `owner_added`, `owner_removed`, ...
+    #[schema(example = "token_created")]
+    pub action: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditList {
+    /// The latest 100, newest first.
+    pub events: Vec<AuditEvent>,
+}
+
+/// What happened to the caller's account: sign-ins, password changes,
+/// tokens, keys, ownership.
+#[utoipa::path(
+    tag = "accounts",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = AuditList, description = "The latest events, newest first"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/api/v1/account/audit")]
+pub async fn list_audit_events(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    let events = audit::list(&state, auth.account_id)
+        .await?
+        .into_iter()
+        .map(|e| AuditEvent {
+            at: rfc3339(e.at),
+            action: e.action,
+            detail: e.detail,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(AuditList { events }))
 }

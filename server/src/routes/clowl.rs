@@ -127,7 +127,7 @@ pub struct ClowlErrorData {
 }
 
 fn now_secs() -> u64 {
-    u64::try_from(crate::db::now()).unwrap_or(0)
+    u64::try_from(crate::common::now()).unwrap_or(0)
 }
 
 /// A fresh message id: UUIDv7, time-ordered.

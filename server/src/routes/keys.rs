@@ -1,19 +1,16 @@
 //! Signing keys: publishers register the public halves of their Ed25519
-//! keys (token scope `keys`); anyone can look a key up by id. A key is
+//! keys with proof that they hold the private half (token scope `keys`);
+//! anyone can look a key up by id. A key is
 //! revoked, never deleted: versions signed before the revocation stay valid
 //! and show the key as revoked; later uploads signed with it are refused.
 
 use actix_web::{HttpResponse, delete, get, post, web};
-use agentlang_core::signing::{PublicKey, SigningError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::{
-    auth::{Authenticated, Scope},
-    db::keys::{InsertKeyError, SigningKeyRecord},
-    error::{ApiError, FieldError},
-    routes::rfc3339,
-    state::AppState,
+    auth::Authenticated, common::names::Scope, common::rfc3339, db::keys::SigningKeyRecord,
+    error::ApiError, service::keys, state::AppState,
 };
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -24,6 +21,11 @@ pub struct CreateKeyRequest {
         example = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA...\n-----END PUBLIC KEY-----\n"
     )]
     pub public_key_pem: String,
+    /// Proof of possession: the base64 Ed25519 signature, by the private
+    /// key, of the UTF-8 text `agentlang-key-registration:<username>:<key id>`
+    /// (the caller's username, the key's id).
+    #[schema(example = "q8Xb...==")]
+    pub proof: String,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -73,18 +75,19 @@ pub struct KeyDetails {
     pub revoked_at: Option<String>,
 }
 
-/// Registers a signing key to the caller (token scope `keys`). The PEM is
-/// stored as re-encoded from the parsed key.
+/// Registers a signing key to the caller (token scope `keys`), with proof
+/// that the caller holds its private half. The PEM is stored as re-encoded
+/// from the parsed key.
 #[utoipa::path(
     tag = "keys",
     request_body = CreateKeyRequest,
-    security(("bearer" = [])),
+    security(("bearer" = ["keys"])),
     responses(
         (status = 201, description = "Registered", body = CreatedKey),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the `keys` scope", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The key is already registered", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Not an Ed25519 SPKI PEM key, or a weak key", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token lacks the `keys` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The key is already registered (to any account)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Not an Ed25519 SPKI PEM key, a weak key, or a proof that does not verify", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 #[post("/api/v1/keys")]
@@ -94,25 +97,14 @@ pub async fn create_key(
     body: web::Json<CreateKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     auth.require(Scope::Keys)?;
-    let key = PublicKey::from_spki_pem(&body.public_key_pem).map_err(|e| {
-        let message = match e {
-            SigningError::WeakKey => "the key is weak (a small-order point) and is refused".into(),
-            other => other.to_string(),
-        };
-        ApiError::Validation(vec![FieldError::new("public_key_pem", message)])
-    })?;
-    let key_id = key.key_id();
-    let record = state
-        .db
-        .insert_signing_key(key_id.as_str(), auth.account_id, &key.to_spki_pem())
-        .await
-        .map_err(|e| match e {
-            InsertKeyError::AlreadyRegistered => {
-                ApiError::Conflict(format!("the key {key_id} is already registered"))
-            }
-            InsertKeyError::Db(e) => e.into(),
-        })?;
-    tracing::info!(key_id = %record.key_id, by = %auth.username, "signing key registered");
+    let record = keys::register_key(
+        &state,
+        auth.account_id,
+        &auth.username,
+        &body.public_key_pem,
+        &body.proof,
+    )
+    .await?;
     Ok(HttpResponse::Created().json(CreatedKey {
         key_id: record.key_id,
         public_key_pem: record.public_key_pem,
@@ -134,9 +126,7 @@ pub async fn list_keys(
     state: web::Data<AppState>,
     auth: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    let keys = state
-        .db
-        .list_signing_keys(auth.account_id)
+    let keys = keys::list_keys(&state, auth.account_id)
         .await?
         .into_iter()
         .map(KeySummary::from)
@@ -158,11 +148,7 @@ pub async fn get_key(
     state: web::Data<AppState>,
     key_id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let key = state
-        .db
-        .find_signing_key_with_owner(&key_id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("key {key_id}")))?;
+    let key = keys::find_key(&state, &key_id).await?;
     Ok(HttpResponse::Ok().json(KeyDetails {
         key_id: key.key_id,
         public_key_pem: key.public_key_pem,
@@ -177,11 +163,11 @@ pub async fn get_key(
 #[utoipa::path(
     tag = "keys",
     params(("key_id" = String, Path, description = "Lowercase hex SHA-256 of the raw public key")),
-    security(("bearer" = [])),
+    security(("bearer" = ["keys"])),
     responses(
         (status = 200, description = "The key, revoked", body = KeySummary),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the `keys` scope", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token lacks the `keys` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "The caller has no such key", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -192,11 +178,6 @@ pub async fn revoke_key(
     key_id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     auth.require(Scope::Keys)?;
-    let key = state
-        .db
-        .revoke_signing_key(auth.account_id, &key_id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("key {key_id}")))?;
-    tracing::info!(key_id = %key.key_id, by = %auth.username, "signing key revoked");
+    let key = keys::revoke_key(&state, auth.account_id, &auth.username, &key_id).await?;
     Ok(HttpResponse::Ok().json(KeySummary::from(key)))
 }

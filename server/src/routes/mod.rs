@@ -23,13 +23,18 @@ pub mod tokens;
 use actix_web::{HttpRequest, http::header, web};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
-use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
 use crate::error::ApiError;
 
 /// Registers every API route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(accounts::create_account)
+        .service(accounts::get_account)
+        .service(accounts::change_password)
+        .service(accounts::list_audit_events)
+        .service(owners::list_invitations)
+        .service(owners::accept_invitation)
+        .service(owners::decline_invitation)
         .service(tokens::create_token)
         .service(tokens::list_tokens)
         .service(tokens::revoke_token)
@@ -69,15 +74,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(quality::get_quality_report)
         .service(packages::yank_version)
         .service(packages::unyank_version);
-}
-
-/// Unix seconds as RFC 3339 (`2025-01-29T10:30:00Z`), the API's timestamp
-/// format.
-pub fn rfc3339(unix_seconds: i64) -> String {
-    OffsetDateTime::from_unix_timestamp(unix_seconds)
-        .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_default()
 }
 
 /// A request body read whole, refused with 413 past `limit` bytes: at once

@@ -6,9 +6,9 @@ use utoipa::ToSchema;
 
 use crate::{
     auth::Authenticated,
+    common::rfc3339,
     db::models::{ModelName, ModelRecord, ModelSpec},
     error::{ApiError, FieldError},
-    routes::rfc3339,
     state::AppState,
 };
 
@@ -133,17 +133,18 @@ pub async fn get_model(
     Ok(HttpResponse::Ok().json(Model::from(model)))
 }
 
-/// Creates or replaces a model (admins only).
+/// Creates or replaces a model (admins only, with a token carrying the
+/// `admin` scope).
 #[utoipa::path(
     tag = "models",
     params(("name" = String, Path, description = "The model's name")),
     request_body = PutModelRequest,
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "Replaced", body = Model),
         (status = 201, description = "Created", body = Model),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Not an admin", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not an admin (`admin-required`), or the token lacks the `admin` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid fields, every one listed", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]

@@ -458,18 +458,14 @@ async fn authenticate(state: &AppState, message: &Message) -> Result<(), Refusal
         )
     })?;
     let key_id = KeyId::of_raw_public_key(key.verifying_key().as_bytes());
-    let record = state
-        .db
-        .find_signing_key(key_id.as_str())
-        .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "cannot look up a signing key");
-            Refusal::new(
-                ErrorCode::Internal,
-                "the registry failed to look up the key; it has been logged",
-                None,
-            )
-        })?;
+    let record = state.db.find_signing_key(&key_id).await.map_err(|e| {
+        tracing::error!(error = %e, "cannot look up a signing key");
+        Refusal::new(
+            ErrorCode::Internal,
+            "the registry failed to look up the key; it has been logged",
+            None,
+        )
+    })?;
     match record {
         None => Err(Refusal::new(
             ErrorCode::AuthFailed,

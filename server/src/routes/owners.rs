@@ -1,7 +1,7 @@
-//! Package owners: listed by anyone, changed only by owners with a token
-//! carrying the `owners` scope. The last owner can never be removed.
-
-use std::collections::BTreeMap;
+//! Package owners and invitations. Anyone may list a package's owners; an
+//! owner invites (token scope `owners`) and the invited account accepts or
+//! declines; an owner leaves or removes owners who joined after them. The
+//! rules are [`crate::service::owners`]'.
 
 use actix_web::{HttpResponse, delete, get, put, web};
 use agentlang_core::{Kind, PackageName};
@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::{
-    auth::{Authenticated, Scope},
-    db::packages::{OwnerError, PackageRecord},
-    error::{ApiError, FieldError},
-    routes::rfc3339,
-    service::resolve::check_count,
+    auth::Authenticated,
+    common::{names::Scope, rfc3339},
+    db::packages::PackageRecord,
+    error::ApiError,
+    service::owners::{self, Owners},
     state::AppState,
 };
 
@@ -31,126 +31,103 @@ pub struct PackagePath {
 impl PackagePath {
     /// An unknown kind or an invalid name cannot name a package: 404.
     pub fn parse(&self) -> Result<(Kind, PackageName), ApiError> {
-        let kind = match self.kind.as_str() {
-            "agents" => Kind::Agent,
-            "tools" => Kind::Tool,
-            "protocols" => Kind::Protocol,
-            other => return Err(ApiError::NotFound(format!("route /api/v1/{other}"))),
-        };
+        let kind = Kind::from_plural(&self.kind)
+            .ok_or_else(|| ApiError::NotFound(format!("route /api/v1/{}", self.kind)))?;
         let name = PackageName::new(self.name.as_str())
             .map_err(|_| ApiError::NotFound(format!("{kind} {:?}", self.name)))?;
         Ok((kind, name))
+    }
+
+    async fn package(&self, state: &AppState) -> Result<PackageRecord, ApiError> {
+        let (kind, name) = self.parse()?;
+        owners::find_package(state, kind, name.as_str()).await
     }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Owner {
     pub username: String,
-    /// RFC 3339.
+    /// `founder` (published the package first) or `owner`.
+    #[schema(example = "owner")]
+    pub role: String,
+    /// RFC 3339: when they became an owner.
     pub added_at: String,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct OwnerList {
-    pub owners: Vec<Owner>,
+pub struct Invitation {
+    /// `agent`, `tool` or `protocol`.
+    pub kind: String,
+    pub name: String,
+    /// The invited account.
+    pub username: String,
+    pub invited_by: Option<String>,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339: unanswered invitations lapse.
+    pub expires_at: String,
 }
 
-/// Accounts one request may add or remove.
-pub const MAX_OWNER_CHANGES: usize = 32;
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OwnerList {
+    /// In the order they joined: an owner may remove only those after them.
+    pub owners: Vec<Owner>,
+    /// Invited accounts that have not answered yet.
+    pub invitations: Vec<Invitation>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InvitationList {
+    pub invitations: Vec<Invitation>,
+}
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OwnersChange {
-    /// Accounts to add or remove: 1 to 32.
+    /// Accounts to invite or remove: 1 to 32.
     #[schema(example = json!(["bob"]), min_items = 1, max_items = 32)]
     pub usernames: Vec<String>,
 }
 
-async fn find_package(
-    state: &AppState,
-    path: &PackagePath,
-) -> Result<(PackageRecord, PackageName), ApiError> {
-    let (kind, name) = path.parse()?;
-    let package = state
-        .db
-        .find_package(kind, &name)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("{kind} {name}")))?;
-    Ok((package, name))
-}
-
-async fn owner_list(state: &AppState, package_id: i64) -> Result<OwnerList, ApiError> {
-    let owners = state
-        .db
-        .list_owners(package_id)
-        .await?
-        .into_iter()
-        .map(|o| Owner {
-            username: o.username,
-            added_at: rfc3339(o.added_at),
-        })
-        .collect();
-    Ok(OwnerList { owners })
-}
-
-/// Checks that the caller may change the package's owners: `owners` scope,
-/// a token valid for the package, and ownership.
-async fn authorize_change(
-    state: &AppState,
-    auth: &Authenticated,
-    package: &PackageRecord,
-    name: &PackageName,
-) -> Result<(), ApiError> {
-    auth.require(Scope::Owners)?;
-    auth.require_package(name)?;
-    if !state.db.is_owner(package.id, auth.account_id).await? {
-        return Err(ApiError::Forbidden(format!(
-            "you are not an owner of {}",
-            package.name
-        )));
+fn invitation(i: crate::db::owners::InvitationRecord) -> Invitation {
+    Invitation {
+        kind: i.kind,
+        name: i.name,
+        username: i.invitee,
+        invited_by: i.invited_by,
+        created_at: rfc3339(i.created_at),
+        expires_at: rfc3339(i.expires_at),
     }
-    Ok(())
 }
 
-/// Resolves usernames to accounts, listing every unknown one; duplicates
-/// (in any spelling) collapse.
-async fn resolve_accounts(
-    state: &AppState,
-    change: &OwnersChange,
-) -> Result<Vec<(i64, String)>, ApiError> {
-    if change.usernames.is_empty() {
-        return Err(ApiError::Validation(vec![FieldError::new(
-            "usernames",
-            "must name at least one account",
-        )]));
-    }
-    check_count("usernames", change.usernames.len(), MAX_OWNER_CHANGES)?;
-    let mut found = BTreeMap::new();
-    let mut errors = Vec::new();
-    for (i, username) in change.usernames.iter().enumerate() {
-        match state.db.find_account(username).await? {
-            Some(account) => {
-                found.insert(account.id, account.username);
-            }
-            None => errors.push(FieldError::new(
-                format!("usernames[{i}]"),
-                format!("no account is named {username:?}"),
-            )),
+impl From<Owners> for OwnerList {
+    fn from(list: Owners) -> Self {
+        Self {
+            owners: list
+                .owners
+                .into_iter()
+                .map(|o| Owner {
+                    username: o.username,
+                    role: if o.ordinal == 1 { "founder" } else { "owner" }.to_owned(),
+                    added_at: rfc3339(o.added_at),
+                })
+                .collect(),
+            invitations: list.invitations.into_iter().map(invitation).collect(),
         }
     }
-    if errors.is_empty() {
-        Ok(found.into_iter().collect())
-    } else {
-        Err(ApiError::Validation(errors))
-    }
 }
 
-/// Lists a package's owners.
+async fn owner_list(state: &AppState, package: &PackageRecord) -> Result<HttpResponse, ApiError> {
+    let list = owners::list_owners(state, package).await?;
+    Ok(HttpResponse::Ok().json(OwnerList::from(list)))
+}
+
+/// Lists a package's owners and pending invitations.
 #[utoipa::path(
     tag = "owners",
     params(PackagePath),
     responses(
-        (status = 200, body = OwnerList, description = "The owners, oldest first"),
+        (status = 200, body = OwnerList, description = "The owners, in the order they joined"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -159,21 +136,21 @@ pub async fn list_owners(
     state: web::Data<AppState>,
     path: web::Path<PackagePath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (package, _) = find_package(&state, &path).await?;
-    Ok(HttpResponse::Ok().json(owner_list(&state, package.id).await?))
+    let package = path.package(&state).await?;
+    owner_list(&state, &package).await
 }
 
-/// Adds owners (owners only; token scope `owners`). Adding an existing owner
-/// is not an error.
+/// Invites accounts to own the package (owners only; token scope `owners`).
+/// They become owners when they accept; inviting an owner is not an error.
 #[utoipa::path(
     tag = "owners",
     params(PackagePath),
     request_body = OwnersChange,
-    security(("bearer" = [])),
+    security(("bearer" = ["owners"])),
     responses(
-        (status = 200, description = "The owners after the change", body = OwnerList),
+        (status = 200, description = "The owners and invitations after the change", body = OwnerList),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Not an owner, or the token lacks the scope", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not an owner (`not-owner`), or the token lacks the scope (`missing-scope`) or the package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Unknown usernames, every one listed", body = crate::error::Problem, content_type = "application/problem+json"),
     )
@@ -185,30 +162,26 @@ pub async fn add_owners(
     path: web::Path<PackagePath>,
     body: web::Json<OwnersChange>,
 ) -> Result<HttpResponse, ApiError> {
-    let (package, name) = find_package(&state, &path).await?;
-    authorize_change(&state, &auth, &package, &name).await?;
-    for (account_id, username) in resolve_accounts(&state, &body).await? {
-        if state
-            .db
-            .add_owner(package.id, account_id, Some(auth.account_id))
-            .await?
-        {
-            tracing::info!(package = %package.name, owner = %username, by = %auth.username, "owner added");
-        }
-    }
-    Ok(HttpResponse::Ok().json(owner_list(&state, package.id).await?))
+    auth.require(Scope::Owners)?;
+    let (_, name) = path.parse()?;
+    auth.require_package(&name)?;
+    let package = path.package(&state).await?;
+    owners::invite_owners(&state, auth.actor(), &package, &body.usernames).await?;
+    owner_list(&state, &package).await
 }
 
-/// Removes owners (owners only; token scope `owners`); never the last one.
+/// Removes owners (token scope `owners`): any owner may leave; an owner
+/// removes only owners who joined after them; an admin removes anyone.
+/// Never the last owner.
 #[utoipa::path(
     tag = "owners",
     params(PackagePath),
     request_body = OwnersChange,
-    security(("bearer" = [])),
+    security(("bearer" = ["owners"])),
     responses(
         (status = 200, description = "The owners after the change", body = OwnerList),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Not an owner, or the token lacks the scope", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not an owner (`not-owner`), removing an earlier owner (`senior-owner`), or the token lacks the scope (`missing-scope`) or the package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "The change would leave no owner", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Unknown usernames or non-owners, every one listed", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -221,23 +194,81 @@ pub async fn remove_owners(
     path: web::Path<PackagePath>,
     body: web::Json<OwnersChange>,
 ) -> Result<HttpResponse, ApiError> {
-    let (package, name) = find_package(&state, &path).await?;
-    authorize_change(&state, &auth, &package, &name).await?;
-    let accounts = resolve_accounts(&state, &body).await?;
-    state
-        .db
-        .remove_owners(package.id, &accounts)
-        .await
-        .map_err(|e| match e {
-            OwnerError::NotAnOwner(username) => ApiError::Validation(vec![FieldError::new(
-                "usernames",
-                format!("{username} is not an owner"),
-            )]),
-            OwnerError::LastOwner => {
-                ApiError::Conflict("a package must keep at least one owner".to_owned())
-            }
-            OwnerError::Db(e) => e.into(),
-        })?;
-    tracing::info!(package = %package.name, by = %auth.username, "owners removed");
-    Ok(HttpResponse::Ok().json(owner_list(&state, package.id).await?))
+    auth.require(Scope::Owners)?;
+    let (_, name) = path.parse()?;
+    auth.require_package(&name)?;
+    let package = path.package(&state).await?;
+    owners::remove_owners(&state, auth.actor(), &package, &body.usernames).await?;
+    owner_list(&state, &package).await
+}
+
+/// The caller's pending invitations to own packages.
+#[utoipa::path(
+    tag = "owners",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, body = InvitationList, description = "Unanswered, unexpired invitations, newest first"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/api/v1/invitations")]
+pub async fn list_invitations(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    let invitations = owners::invitations_for(&state, auth.account_id)
+        .await?
+        .into_iter()
+        .map(invitation)
+        .collect();
+    Ok(HttpResponse::Ok().json(InvitationList { invitations }))
+}
+
+/// Accepts an invitation: the caller becomes an owner (token scope
+/// `owners`).
+#[utoipa::path(
+    tag = "owners",
+    params(PackagePath),
+    security(("bearer" = ["owners"])),
+    responses(
+        (status = 200, description = "The owners after accepting", body = OwnerList),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token lacks the `owners` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such package, or no invitation to it", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[put("/api/v1/invitations/{kind}/{name}")]
+pub async fn accept_invitation(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    path: web::Path<PackagePath>,
+) -> Result<HttpResponse, ApiError> {
+    auth.require(Scope::Owners)?;
+    let package = path.package(&state).await?;
+    owners::accept_invitation(&state, auth.actor(), &package).await?;
+    owner_list(&state, &package).await
+}
+
+/// Declines an invitation (token scope `owners`).
+#[utoipa::path(
+    tag = "owners",
+    params(PackagePath),
+    security(("bearer" = ["owners"])),
+    responses(
+        (status = 204, description = "Declined"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token lacks the `owners` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such package, or no invitation to it", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[delete("/api/v1/invitations/{kind}/{name}")]
+pub async fn decline_invitation(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    path: web::Path<PackagePath>,
+) -> Result<HttpResponse, ApiError> {
+    auth.require(Scope::Owners)?;
+    let package = path.package(&state).await?;
+    owners::decline_invitation(&state, auth.actor(), &package).await?;
+    Ok(HttpResponse::NoContent().finish())
 }

@@ -5,7 +5,8 @@ use actix_web::{HttpRequest, HttpResponse, http::header, post, web};
 use futures_util::StreamExt;
 
 use crate::{
-    auth::{Authenticated, Scope},
+    auth::Authenticated,
+    common::names::Scope,
     error::ApiError,
     rate_limit::{Bucket, ClientAddr},
     service::{

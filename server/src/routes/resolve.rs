@@ -147,7 +147,7 @@ pub async fn resolve_lock(
         body: super::read_body(&req, payload, MAX_RESOLVE_BODY).await?,
     };
     let generation = state.index_cache.current_generation(&state.db).await?;
-    let now = crate::db::now();
+    let now = crate::common::now();
     let json_answer = key.json_answer;
     let answer = match state.index_cache.rendered(generation, now, &key) {
         Some(answer) => {

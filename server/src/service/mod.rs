@@ -3,11 +3,17 @@
 //! shared [`AppState`](crate::state::AppState) and answer
 //! [`ApiError`](crate::error::ApiError)s, whose `slug()` names the reason.
 
+pub mod accounts;
+pub mod audit;
 pub mod credentials;
+pub mod keys;
+pub mod owners;
 pub mod packages;
 pub mod protocols;
 pub mod publish;
 pub mod quality;
 pub mod resolve;
 pub mod search;
+pub mod sessions;
 pub mod sweep;
+pub mod tokens;

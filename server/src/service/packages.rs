@@ -16,14 +16,15 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::{
-    auth::{Authenticated, Scope},
     blobs::Sha256Digest,
+    common::names::Scope,
+    common::rfc3339,
     db::{
         Db,
         packages::{PackageRecord, VersionRecord},
     },
-    error::ApiError,
-    routes::rfc3339,
+    error::{ApiError, FieldError},
+    service::tokens::Authenticated,
     state::AppState,
 };
 
@@ -315,6 +316,9 @@ pub async fn get_index(
     })
 }
 
+/// Longest yank reason kept, in characters.
+pub const MAX_YANK_REASON_CHARS: usize = 500;
+
 /// Yanks (`Some(reason)`, which may be empty) or unyanks (`None`) a version:
 /// owners only, with a token carrying the `yank` scope for the package.
 pub async fn set_yanked(
@@ -328,26 +332,49 @@ pub async fn set_yanked(
     auth.require(Scope::Yank)?;
     auth.require_package(name)?;
     let package = find_package(state, kind, name).await?;
-    if !state.db.is_owner(package.id, auth.account_id).await? {
-        return Err(ApiError::NotOwner(format!(
-            "you are not an owner of the {kind} {}",
-            package.name
-        )));
-    }
     let reason = yank.map(str::trim).filter(|r| !r.is_empty());
+    set_yanked_by_owner(
+        state,
+        auth.account_id,
+        &package,
+        version,
+        yank.is_some(),
+        reason,
+    )
+    .await?;
+    let record = find_version(state, &package, version).await?;
+    version_view(state, &package, record).await
+}
+
+/// The rule of a yank, for the API and the catalog: the account must own
+/// the package, and a reason is at most 500 characters.
+pub async fn set_yanked_by_owner(
+    state: &AppState,
+    account_id: i64,
+    package: &PackageRecord,
+    version: &Version,
+    yanked: bool,
+    reason: Option<&str>,
+) -> Result<(), ApiError> {
+    crate::service::owners::require_owner(state, account_id, package).await?;
+    if reason.is_some_and(|r| r.chars().count() > MAX_YANK_REASON_CHARS) {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "reason",
+            format!("must be at most {MAX_YANK_REASON_CHARS} characters"),
+        )]));
+    }
     if !state
         .db
-        .set_yanked(package.id, version, yank.is_some(), reason)
+        .set_yanked(package.id, version, yanked, reason)
         .await?
     {
         return Err(ApiError::NotFound(format!(
-            "{kind} {} {version}",
-            package.name
+            "{} {} {version}",
+            package.kind, package.name
         )));
     }
-    tracing::info!(%kind, package = %package.name, %version, yanked = yank.is_some(), by = %auth.username, "yank changed");
-    let record = find_version(state, &package, version).await?;
-    version_view(state, &package, record).await
+    tracing::info!(kind = %package.kind, package = %package.name, %version, yanked, account_id, "yank changed");
+    Ok(())
 }
 
 /// What a download serves: where the blob is and what to call it.

@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::{
+    common::rfc3339,
     db::{Db, protocols::ProtocolRecord},
     error::{ApiError, FieldError, LockProblemKind},
-    routes::rfc3339,
 };
 
 /// Most protocols one agent may declare: each costs a lookup at publish.

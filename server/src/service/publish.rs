@@ -32,10 +32,11 @@ use semver::VersionReq;
 use serde_json::Value;
 
 use crate::{
-    auth::{Authenticated, NamePattern, Scope},
     blobs::Sha256Digest,
+    common::names::{NamePattern, Scope},
     db::packages::{DependencyEdge, NewVersion, PublishError},
     error::{ApiError, FieldError},
+    service::tokens::Authenticated,
     service::{
         packages::{ContainerExtras, VersionView, version_view},
         protocols::{check_agent_protocols, require_publishable},
@@ -124,9 +125,9 @@ impl ManifestCheck {
         }
         let name = manifest.name();
         match &self.patterns {
-            Some(patterns) if !patterns.iter().any(|p| p.matches(name)) => Err(
-                ApiError::Forbidden(format!("the token is not valid for the package {name}")),
-            ),
+            Some(patterns) if !patterns.iter().any(|p| p.matches(name)) => {
+                Err(ApiError::TokenNotForPackage(name.to_string()))
+            }
             _ => Ok(()),
         }
     }
@@ -279,8 +280,8 @@ impl Upload {
             ..Limits::default()
         };
         let verifier = tokio::task::spawn_blocking(move || -> Verified {
-            let spool =
-                std::fs::create_dir_all(&dir).and_then(|()| tempfile::NamedTempFile::new_in(&dir));
+            let spool = crate::common::files::create_private_dir(&dir)
+                .and_then(|()| tempfile::NamedTempFile::new_in(&dir));
             let (file, path) = match spool {
                 Ok(spool) => spool.into_parts(),
                 Err(e) => {
@@ -405,7 +406,7 @@ async fn check_signer(
     auth: &Authenticated,
     container: &Container,
 ) -> Result<String, ApiError> {
-    let key_id = container.manifest().signer().as_str().to_owned();
+    let key_id = container.manifest().signer().clone();
     let key = state.db.find_signing_key(&key_id).await?.ok_or_else(|| {
         ApiError::UnknownKey(format!(
             "the container is signed by key {key_id}, which is not registered"
@@ -425,7 +426,7 @@ async fn check_signer(
     container
         .verify_signature(&public)
         .map_err(|e| ApiError::SignatureInvalid(e.to_string()))?;
-    Ok(key_id)
+    Ok(key_id.as_str().to_owned())
 }
 
 /// Every problem of the package, each with its file and path, as
@@ -684,7 +685,7 @@ async fn check_protocol_name(state: &AppState, name: &PackageName) -> Result<(),
             .list_protocols()
             .await?
             .iter()
-            .any(|p| crate::db::normalize(&p.name) == name.normalized());
+            .any(|p| crate::common::normalize(&p.name) == name.normalized());
     if clash {
         return Err(ApiError::NameTaken(format!(
             "{name} is a protocol of this registry's catalog; publish custom protocols under another name"

@@ -567,7 +567,7 @@ async fn lock_models(
 /// files of a given lock are carried over where still valid.
 pub async fn resolve_lock(state: &AppState, input: ResolveInput) -> Result<Lockfile, ApiError> {
     let generation = state.index_cache.current_generation(&state.db).await?;
-    resolve_lock_at(state, generation, crate::db::now(), input).await
+    resolve_lock_at(state, generation, crate::common::now(), input).await
 }
 
 /// [`resolve_lock`] at a generation the caller read, with `resolved_at`

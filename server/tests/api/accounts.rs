@@ -5,14 +5,14 @@ use serde_json::{Value, json};
 use crate::harness::{Backend, backend_tests, problem, spawn, spawn_with};
 
 backend_tests!(
-    first_account_is_admin_and_later_ones_are_not,
+    no_account_becomes_admin_by_registering,
     duplicate_and_look_alike_usernames_conflict,
     invalid_input_lists_every_field,
     closed_registration_refuses,
-    named_admin_wins_over_first_account,
+    configured_admins_are_admins_from_registration_or_start_up,
 );
 
-async fn first_account_is_admin_and_later_ones_are_not(backend: Backend) {
+async fn no_account_becomes_admin_by_registering(backend: Backend) {
     let Some(app) = spawn(backend).await else {
         return;
     };
@@ -20,7 +20,8 @@ async fn first_account_is_admin_and_later_ones_are_not(backend: Backend) {
     assert_eq!(res.status(), StatusCode::CREATED);
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["username"], "alice");
-    assert_eq!(body["is_admin"], true);
+    // Not even the first account on a fresh registry.
+    assert_eq!(body["is_admin"], false);
     assert!(body["created_at"].as_str().unwrap().ends_with('Z'));
     assert!(body.get("password_hash").is_none());
 
@@ -32,7 +33,7 @@ async fn first_account_is_admin_and_later_ones_are_not(backend: Backend) {
         .unwrap();
     assert_eq!(body["is_admin"], false);
 
-    let stored = app.state.db.find_account("alice").await.unwrap().unwrap();
+    let stored = app.account_record("alice").await.unwrap();
     assert!(
         stored.password_hash.starts_with("$argon2id$"),
         "hashed with argon2id"
@@ -104,11 +105,12 @@ async fn closed_registration_refuses(backend: Backend) {
         "registration-closed",
     )
     .await;
-    assert!(app.state.db.find_account("alice").await.unwrap().is_none());
+    assert!(app.account_record("alice").await.is_none());
 }
 
-async fn named_admin_wins_over_first_account(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| c.admin = Some("Root".into())).await else {
+async fn configured_admins_are_admins_from_registration_or_start_up(backend: Backend) {
+    let Some(app) = spawn_with(backend, |c| c.admins = vec!["Root".into(), "later".into()]).await
+    else {
         return;
     };
     let first: Value = app
@@ -125,4 +127,21 @@ async fn named_admin_wins_over_first_account(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(root["is_admin"], true);
+    // An account named later is made admin when a registry starts with it
+    // configured: the start-up pass, on the same database.
+    app.create_account("later", "password-123").await;
+    app.state
+        .db
+        .set_admin(
+            &agentlang_registry::common::names::Username::parse("later").unwrap(),
+            false,
+        )
+        .await
+        .unwrap();
+    assert!(!app.account_record("later").await.unwrap().is_admin);
+    agentlang_registry::service::accounts::apply_configured_admins(&app.state)
+        .await
+        .unwrap();
+    assert!(app.account_record("later").await.unwrap().is_admin);
+    assert!(!app.account_record("alice").await.unwrap().is_admin);
 }

@@ -47,14 +47,14 @@ async fn the_binary_starts_on_defaults_and_stops_on_sigterm() {
         .unwrap();
     assert_eq!(res.status(), reqwest::StatusCode::OK);
 
-    // Defaults: SQLite and blobs under ./data, and a private JWT secret.
+    // Defaults: SQLite and blobs under ./data, private to the registry's
+    // user (the token signing secret lives in the database, no file).
     let data = dir.path().join("data");
     assert!(data.join("registry.db").is_file());
-    let mode = std::fs::metadata(data.join("jwt-secret"))
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600);
+    assert!(!data.join("jwt-secret").exists());
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&data.join("registry.db")), 0o600);
+    assert_eq!(mode(&data), 0o700);
 
     // A request in flight when SIGTERM arrives still gets its answer.
     // Registration hashes a password with argon2id, which keeps it busy for

@@ -38,7 +38,7 @@ pub async fn publish(
     if app
         .state
         .db
-        .find_account("publisher")
+        .find_account(&agentlang_registry::common::names::Username::parse("publisher").unwrap())
         .await
         .unwrap()
         .is_none()

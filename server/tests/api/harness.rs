@@ -20,7 +20,7 @@ use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde_json::{Value, json};
 
 /// Known to tests so they can forge tokens with the real key.
-pub const JWT_SECRET: &str = "test-secret-test-secret-test-secret-0123";
+pub const JWT_SECRET: &str = "732f2a526db765101f11658d85e31059b6e8d4a474343deeefc35a00ad16caa8";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -255,10 +255,22 @@ impl TestApp {
         body["token"].as_str().unwrap().to_owned()
     }
 
+    /// The stored account, if `username` names one.
+    pub async fn account_record(
+        &self,
+        username: &str,
+    ) -> Option<agentlang_registry::db::accounts::AccountRecord> {
+        self.state
+            .db
+            .find_account(&agentlang_registry::common::names::Username::parse(username).unwrap())
+            .await
+            .unwrap()
+    }
+
     pub async fn account_id(&self, username: &str) -> i64 {
         self.state
             .db
-            .find_account(username)
+            .find_account(&agentlang_registry::common::names::Username::parse(username).unwrap())
             .await
             .unwrap()
             .expect("account exists")

@@ -84,21 +84,32 @@ async fn keys_are_registered_listed_shown_and_revoked(backend: Backend) {
     .await;
 }
 
+fn proof(key: &SecretKey, username: &str) -> String {
+    use base64::Engine;
+    let message = format!(
+        "agentlang-key-registration:{username}:{}",
+        key.public_key().key_id()
+    );
+    base64::engine::general_purpose::STANDARD.encode(key.sign(message.as_bytes()))
+}
+
 async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     let Some(app) = spawn(backend).await else {
         return;
     };
     let token = app.account_with_token("alice", &["keys"]).await;
-    let post = |pem: String, token: String| {
+    let post = |pem: String, proof: String, token: String| {
         app.request(Method::POST, "/api/v1/keys")
             .bearer_auth(token)
-            .json(&json!({"public_key_pem": pem}))
+            .json(&json!({"public_key_pem": pem, "proof": proof}))
             .send()
     };
     // The identity point: a small-order (weak) Ed25519 key, as SPKI PEM.
     let weak = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAAQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n-----END PUBLIC KEY-----\n";
     let body = problem(
-        post(weak.to_owned(), token.clone()).await.unwrap(),
+        post(weak.to_owned(), "AAAA".into(), token.clone())
+            .await
+            .unwrap(),
         StatusCode::UNPROCESSABLE_ENTITY,
         "validation-failed",
     )
@@ -113,29 +124,68 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     );
 
     let body = problem(
-        post("not a key".to_owned(), token.clone()).await.unwrap(),
+        post("not a key".to_owned(), "AAAA".into(), token.clone())
+            .await
+            .unwrap(),
         StatusCode::UNPROCESSABLE_ENTITY,
         "validation-failed",
     )
     .await;
     assert_eq!(body["errors"][0]["field"], "public_key_pem");
 
+    // Proof of possession: someone who only saw the public key cannot make
+    // one, and a proof made for another account does not transfer.
     let key = SecretKey::generate().unwrap();
     let pem = key.public_key().to_spki_pem();
+    let stranger = SecretKey::generate().unwrap();
+    for bad in [
+        String::new(),
+        "not base64!".to_owned(),
+        proof(&stranger, "alice"),
+        proof(&key, "bob"),
+    ] {
+        let body = problem(
+            post(pem.clone(), bad, token.clone()).await.unwrap(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation-failed",
+        )
+        .await;
+        assert_eq!(body["errors"][0]["field"], "proof", "{body}");
+        assert!(
+            body["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("agentlang-key-registration:alice:"),
+            "{body}"
+        );
+    }
     assert_eq!(
-        post(pem.clone(), token.clone()).await.unwrap().status(),
+        app.get(&format!("/api/v1/keys/{}", key.public_key().key_id()))
+            .await
+            .status(),
+        StatusCode::NOT_FOUND,
+        "nothing was registered"
+    );
+
+    assert_eq!(
+        post(pem.clone(), proof(&key, "alice"), token.clone())
+            .await
+            .unwrap()
+            .status(),
         StatusCode::CREATED
     );
     problem(
-        post(pem.clone(), token.clone()).await.unwrap(),
+        post(pem.clone(), proof(&key, "alice"), token.clone())
+            .await
+            .unwrap(),
         StatusCode::CONFLICT,
         "conflict",
     )
     .await;
-    // Registered to someone else is a conflict too.
+    // Registered to someone else is a conflict too, even with a valid proof.
     let bob = app.account_with_token("bob", &["keys"]).await;
     problem(
-        post(pem.clone(), bob).await.unwrap(),
+        post(pem.clone(), proof(&key, "bob"), bob).await.unwrap(),
         StatusCode::CONFLICT,
         "conflict",
     )
@@ -143,11 +193,17 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
 
     // The scope is required.
     let no_scope = app.token("alice", &["publish"]).await;
-    let other = SecretKey::generate().unwrap().public_key().to_spki_pem();
+    let other = SecretKey::generate().unwrap();
     problem(
-        post(other, no_scope).await.unwrap(),
+        post(
+            other.public_key().to_spki_pem(),
+            proof(&other, "alice"),
+            no_scope,
+        )
+        .await
+        .unwrap(),
         StatusCode::FORBIDDEN,
-        "forbidden",
+        "missing-scope",
     )
     .await;
 }

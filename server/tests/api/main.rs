@@ -1,6 +1,8 @@
 //! Integration tests: the registry over real HTTP, on every backend.
 
 mod harness;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod accounts;
 mod binary;

@@ -1,7 +1,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::harness::{Backend, backend_tests, problem, spawn};
+use crate::harness::{Backend, backend_tests, problem, spawn, spawn_with};
 
 backend_tests!(the_catalog_is_seeded_and_readable, only_admins_write_models);
 
@@ -32,10 +32,12 @@ async fn the_catalog_is_seeded_and_readable(backend: Backend) {
 }
 
 async fn only_admins_write_models(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = spawn_with(backend, |c| c.admins = vec!["admin".into()]).await else {
         return;
     };
-    let admin = app.account_with_token("admin", &[]).await;
+    let admin = app.account_with_token("admin", &["admin"]).await;
+    // An admin's token without the `admin` scope edits nothing.
+    let admin_publish = app.token("admin", &["publish"]).await;
     let user = app
         .account_with_token("user", &["publish", "yank", "keys", "owners"])
         .await;
@@ -51,9 +53,28 @@ async fn only_admins_write_models(backend: Backend) {
     problem(
         put(&user, "local-llm", &spec).await.unwrap(),
         StatusCode::FORBIDDEN,
-        "forbidden",
+        "missing-scope",
     )
     .await;
+    problem(
+        put(&admin_publish, "local-llm", &spec).await.unwrap(),
+        StatusCode::FORBIDDEN,
+        "missing-scope",
+    )
+    .await;
+    // Nobody else can get a token with the `admin` scope.
+    let body = problem(
+        app.post_json(
+            "/api/v1/tokens",
+            &json!({"username": "user", "password": "password-123", "name": "x",
+                    "scopes": ["admin"]}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    assert!(body["detail"].as_str().unwrap().contains("admin"), "{body}");
     problem(
         app.request(Method::PUT, "/api/v1/models/local-llm")
             .json(&spec)

@@ -174,7 +174,7 @@ async fn client_key(app: &TestApp, seed: u8, register: bool) -> SigningKey {
         let account = app.account_id("signer").await;
         app.state
             .db
-            .insert_signing_key(public.key_id().as_str(), account, &public.to_spki_pem())
+            .insert_signing_key(&public.key_id(), account, &public.to_spki_pem())
             .await
             .unwrap();
     }

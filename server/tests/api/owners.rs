@@ -2,12 +2,11 @@ use agentlang_core::Kind;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::harness::{Backend, TestApp, backend_tests, problem, seed_version, spawn};
+use crate::harness::{Backend, TestApp, backend_tests, problem, seed_version, spawn, spawn_with};
 
 backend_tests!(
-    owners_are_listed_added_and_removed,
+    owners_are_invited_accept_and_leave,
     only_owners_with_the_scope_change_owners,
-    the_last_owner_stays,
     unknown_packages_kinds_and_accounts,
 );
 
@@ -35,15 +34,39 @@ fn usernames(body: &Value) -> Vec<&str> {
         .collect()
 }
 
-async fn owners_are_listed_added_and_removed(backend: Backend) {
+async fn send(app: &TestApp, method: Method, path: &str, token: &str) -> reqwest::Response {
+    app.request(method, path)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn roles(body: &Value) -> Vec<(String, String)> {
+    body["owners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["username"].as_str().unwrap().to_owned(),
+                o["role"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn owners_are_invited_accept_and_leave(backend: Backend) {
     let Some(app) = spawn(backend).await else {
         return;
     };
     let alice = app.account_with_token("alice", &["owners"]).await;
-    app.create_account("bob", "password-123").await;
+    let bob = app.account_with_token("bob", &["owners"]).await;
+    let carol = app.account_with_token("carol", &["owners"]).await;
     seed_version(&app, Kind::Tool, "web-search", "1.0.0", "alice")
         .await
         .unwrap();
+    let path = "/api/v1/tools/web-search/owners";
 
     // Any spelling of the name reaches the package.
     let body: Value = app
@@ -54,153 +77,67 @@ async fn owners_are_listed_added_and_removed(backend: Backend) {
         .unwrap();
     assert_eq!(usernames(&body), ["alice"]);
 
-    let res = change(
-        &app,
-        Method::PUT,
-        "/api/v1/tools/web-search/owners",
-        &alice,
-        &["bob", "BOB"],
-    )
-    .await;
-    assert_eq!(res.status(), StatusCode::OK);
-    let body: Value = res.json().await.unwrap();
-    assert_eq!(usernames(&body), ["alice", "bob"]);
-    let package = app
-        .state
-        .db
-        .find_package(
-            Kind::Tool,
-            &agentlang_core::PackageName::new("web-search").unwrap(),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        app.state
-            .db
-            .is_owner(package.id, app.account_id("bob").await)
-            .await
-            .unwrap()
-    );
-
-    // Adding again is not an error.
-    let res = change(
-        &app,
-        Method::PUT,
-        "/api/v1/tools/web-search/owners",
-        &alice,
-        &["bob"],
-    )
-    .await;
-    assert_eq!(res.status(), StatusCode::OK);
-
-    let res = change(
-        &app,
-        Method::DELETE,
-        "/api/v1/tools/web-search/owners",
-        &alice,
-        &["bob"],
-    )
-    .await;
+    // An invitation is not ownership: nothing is attributed to bob until
+    // he accepts.
+    let res = change(&app, Method::PUT, path, &alice, &["Bob", "carol"]).await;
     assert_eq!(res.status(), StatusCode::OK);
     let body: Value = res.json().await.unwrap();
     assert_eq!(usernames(&body), ["alice"]);
-    // The agent kind is a different namespace.
+    assert_eq!(body["invitations"].as_array().unwrap().len(), 2);
+    let mine: Value = send(&app, Method::GET, "/api/v1/invitations", &bob)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(mine["invitations"][0]["name"], "web-search");
+    assert_eq!(mine["invitations"][0]["invited_by"], "alice");
+
+    for token in [&bob, &carol] {
+        let res = send(
+            &app,
+            Method::PUT,
+            "/api/v1/invitations/tools/web-search",
+            token,
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::OK);
+    }
+    let body: Value = app.get(path).await.json().await.unwrap();
+    assert_eq!(
+        roles(&body),
+        [
+            ("alice".to_owned(), "founder".to_owned()),
+            ("bob".to_owned(), "owner".to_owned()),
+            ("carol".to_owned(), "owner".to_owned()),
+        ]
+    );
+    assert_eq!(body["invitations"], json!([]));
+    // An answered invitation is gone.
     problem(
-        app.get("/api/v1/agents/web-search/owners").await,
+        send(
+            &app,
+            Method::PUT,
+            "/api/v1/invitations/tools/web-search",
+            &bob,
+        )
+        .await,
         StatusCode::NOT_FOUND,
         "not-found",
     )
     .await;
-}
 
-async fn only_owners_with_the_scope_change_owners(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
-        return;
-    };
-    let alice_publish_only = app.account_with_token("alice", &["publish"]).await;
-    let mallory = app.account_with_token("mallory", &["owners"]).await;
-    seed_version(&app, Kind::Agent, "helper", "1.0.0", "alice")
-        .await
-        .unwrap();
-    let path = "/api/v1/agents/helper/owners";
-
-    let body = problem(
-        change(&app, Method::PUT, path, &alice_publish_only, &["mallory"]).await,
-        StatusCode::FORBIDDEN,
-        "forbidden",
-    )
-    .await;
-    assert!(
-        body["detail"].as_str().unwrap().contains("owners"),
-        "{body}"
-    );
-
-    let body = problem(
-        change(&app, Method::PUT, path, &mallory, &["mallory"]).await,
-        StatusCode::FORBIDDEN,
-        "forbidden",
-    )
-    .await;
-    assert!(
-        body["detail"].as_str().unwrap().contains("not an owner"),
-        "{body}"
-    );
-
-    // A token restricted to other packages cannot touch this one.
-    let res = app
-        .post_json(
-            "/api/v1/tokens",
-            &json!({"username": "alice", "password": "password-123", "name": "narrow",
-                    "scopes": ["owners"], "packages": ["other-*"]}),
-        )
-        .await;
-    let narrow: Value = res.json().await.unwrap();
-    let body = problem(
-        change(
-            &app,
-            Method::PUT,
-            path,
-            narrow["token"].as_str().unwrap(),
-            &["mallory"],
-        )
-        .await,
-        StatusCode::FORBIDDEN,
-        "forbidden",
-    )
-    .await;
-    assert!(
-        body["detail"]
-            .as_str()
-            .unwrap()
-            .contains("not valid for the package")
-    );
-
+    // A later owner cannot remove an earlier one; an earlier one can.
     problem(
-        app.request(Method::PUT, path)
-            .json(&json!({"usernames": ["x"]}))
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::UNAUTHORIZED,
-        "unauthenticated",
+        change(&app, Method::DELETE, path, &bob, &["alice"]).await,
+        StatusCode::FORBIDDEN,
+        "senior-owner",
     )
     .await;
-    let body: Value = app.get(path).await.json().await.unwrap();
-    assert_eq!(usernames(&body), ["alice"]);
-}
-
-async fn the_last_owner_stays(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
-        return;
-    };
-    let alice = app.account_with_token("alice", &["owners"]).await;
-    app.create_account("bob", "password-123").await;
-    seed_version(&app, Kind::Tool, "calc", "0.1.0", "alice")
-        .await
-        .unwrap();
-    let path = "/api/v1/tools/calc/owners";
-
+    let res = change(&app, Method::DELETE, path, &bob, &["carol"]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    // Anyone may leave; the last owner may not.
+    let res = change(&app, Method::DELETE, path, &bob, &["bob"]).await;
+    assert_eq!(usernames(&res.json::<Value>().await.unwrap()), ["alice"]);
     problem(
         change(&app, Method::DELETE, path, &alice, &["alice"]).await,
         StatusCode::CONFLICT,
@@ -208,22 +145,103 @@ async fn the_last_owner_stays(backend: Backend) {
     )
     .await;
 
-    change(&app, Method::PUT, path, &alice, &["bob"]).await;
-    // Removing both at once would leave none: refused as a whole.
+    // Declining drops the invitation.
+    change(&app, Method::PUT, path, &alice, &["carol"]).await;
+    let res = send(
+        &app,
+        Method::DELETE,
+        "/api/v1/invitations/tools/web-search",
+        &carol,
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let body: Value = app.get(path).await.json().await.unwrap();
+    assert_eq!(body["invitations"], json!([]));
+    assert_eq!(usernames(&body), ["alice"]);
+
+    // Each step is in the accounts' activity lists.
+    let audit: Value = send(&app, Method::GET, "/api/v1/account/audit", &bob)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let actions: Vec<&str> = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert!(actions.contains(&"invited"), "{actions:?}");
+    assert!(actions.contains(&"owner_added"), "{actions:?}");
+    assert!(actions.contains(&"owner_removed"), "{actions:?}");
+}
+
+async fn only_owners_with_the_scope_change_owners(backend: Backend) {
+    let Some(app) = spawn_with(backend, |c| c.admins = vec!["root".into()]).await else {
+        return;
+    };
+    let alice = app.account_with_token("alice", &["owners"]).await;
+    let mallory = app.account_with_token("mallory", &["owners"]).await;
+    let root = app.account_with_token("root", &["owners"]).await;
+    seed_version(&app, Kind::Tool, "calc", "0.1.0", "alice")
+        .await
+        .unwrap();
+    let path = "/api/v1/tools/calc/owners";
+
+    // Not an owner: cannot invite (herself or anyone), cannot remove.
+    for (method, users) in [(Method::PUT, ["mallory"]), (Method::DELETE, ["alice"])] {
+        problem(
+            change(&app, method, path, &mallory, &users).await,
+            StatusCode::FORBIDDEN,
+            "not-owner",
+        )
+        .await;
+    }
+    // An owner's token without the scope.
+    let no_scope = app.token("alice", &["publish"]).await;
     problem(
-        change(&app, Method::DELETE, path, &alice, &["alice", "bob"]).await,
+        change(&app, Method::PUT, path, &no_scope, &["mallory"]).await,
+        StatusCode::FORBIDDEN,
+        "missing-scope",
+    )
+    .await;
+    // A token restricted to other packages.
+    let res = app
+        .post_json(
+            "/api/v1/tokens",
+            &json!({"username": "alice", "password": "password-123", "name": "narrow",
+                    "scopes": ["owners"], "packages": ["other-*"]}),
+        )
+        .await;
+    let narrow = res.json::<Value>().await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    problem(
+        change(&app, Method::PUT, path, &narrow, &["mallory"]).await,
+        StatusCode::FORBIDDEN,
+        "token-not-for-package",
+    )
+    .await;
+
+    // An admin removes any owner, never the last.
+    change(&app, Method::PUT, path, &alice, &["mallory"]).await;
+    send(
+        &app,
+        Method::PUT,
+        "/api/v1/invitations/tools/calc",
+        &mallory,
+    )
+    .await;
+    let res = change(&app, Method::DELETE, path, &root, &["alice"]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(usernames(&res.json::<Value>().await.unwrap()), ["mallory"]);
+    problem(
+        change(&app, Method::DELETE, path, &root, &["mallory"]).await,
         StatusCode::CONFLICT,
         "conflict",
     )
     .await;
-    let body: Value = app.get(path).await.json().await.unwrap();
-    assert_eq!(usernames(&body), ["alice", "bob"]);
-
-    // An owner may step down while another remains.
-    let res = change(&app, Method::DELETE, path, &alice, &["alice"]).await;
-    assert_eq!(res.status(), StatusCode::OK);
-    let body: Value = res.json().await.unwrap();
-    assert_eq!(usernames(&body), ["bob"]);
 }
 
 async fn unknown_packages_kinds_and_accounts(backend: Backend) {

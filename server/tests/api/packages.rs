@@ -170,7 +170,7 @@ async fn owners_yank_and_unyank(backend: Backend) {
             .await
             .unwrap(),
         StatusCode::FORBIDDEN,
-        "forbidden",
+        "missing-scope",
     )
     .await;
     problem(

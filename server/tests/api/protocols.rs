@@ -6,7 +6,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    harness::{Backend, TestApp, backend_tests, problem, spawn},
+    harness::{Backend, TestApp, backend_tests, problem, spawn, spawn_with},
     publish::{PROMPT_YAML, agent_yaml, build, publish, published, publisher},
 };
 
@@ -59,7 +59,7 @@ fn fields(body: &Value) -> Vec<String> {
 }
 
 async fn the_catalog_is_seeded_and_only_admins_edit_it(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = spawn_with(backend, |c| c.admins = vec!["admin".into()]).await else {
         return;
     };
     let list: Value = app.get("/api/v1/protocols").await.json().await.unwrap();
@@ -81,7 +81,7 @@ async fn the_catalog_is_seeded_and_only_admins_edit_it(backend: Backend) {
         json!({"version": "2.0.0", "status": "stable"})
     );
 
-    let admin = app.account_with_token("admin", &[]).await;
+    let admin = app.account_with_token("admin", &["admin"]).await;
     let user = app.account_with_token("user", &["publish"]).await;
     let entry = json!({"description": "Mail", "versions": [
         {"version": "1.0.0", "status": "removed", "successor": "2.0.0"},
@@ -90,7 +90,7 @@ async fn the_catalog_is_seeded_and_only_admins_edit_it(backend: Backend) {
     problem(
         put_protocol(&app, &user, "smtp", &entry).await,
         StatusCode::FORBIDDEN,
-        "forbidden",
+        "missing-scope",
     )
     .await;
     let res = put_protocol(&app, &admin, "smtp", &entry).await;
@@ -157,10 +157,11 @@ async fn the_catalog_is_seeded_and_only_admins_edit_it(backend: Backend) {
 }
 
 async fn protocol_packages_are_published_and_seen_as_protocols(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = spawn_with(backend, |c| c.admins = vec!["alice".into()]).await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
+    let admin = app.token("alice", &["admin"]).await;
     let v1 = published(
         &app,
         &alice.token,
@@ -242,11 +243,11 @@ async fn protocol_packages_are_published_and_seen_as_protocols(backend: Backend)
         "name-taken",
     )
     .await;
-    // alice, the first account, is the admin.
+    // alice, a configured admin, edits the catalog.
     problem(
         put_protocol(
             &app,
-            &alice.token,
+            &admin,
             "acme-stream",
             &json!({"versions": [{"version": "1.0.0", "status": "stable"}]}),
         )
@@ -281,11 +282,12 @@ fn with_protocols(yaml: &str, protocols: &str) -> String {
 }
 
 async fn agent_protocols_are_checked_at_publish(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = spawn_with(backend, |c| c.admins = vec!["alice".into()]).await else {
         return;
     };
-    // The first account is the admin.
+    // alice is a configured admin.
     let alice = publisher(&app, "alice").await;
+    let admin = app.token("alice", &["admin"]).await;
     published(
         &app,
         &alice.token,
@@ -381,7 +383,7 @@ async fn agent_protocols_are_checked_at_publish(backend: Backend) {
     // Removing a2a 1 makes agents that need it fail.
     let res = put_protocol(
         &app,
-        &alice.token,
+        &admin,
         "a2a",
         &json!({"versions": [
             {"version": "1.0.0", "status": "removed", "successor": "2.0.0", "message": "gone"},

@@ -49,9 +49,10 @@ pub async fn publisher(app: &TestApp, username: &str) -> Publisher {
 }
 
 pub async fn register_key(app: &TestApp, token: &str, key: &SecretKey) -> Response {
+    let body = crate::support::key_registration(&app.client, &app.url, token, key).await;
     app.request(reqwest::Method::POST, "/api/v1/keys")
         .bearer_auth(token)
-        .json(&json!({"public_key_pem": key.public_key().to_spki_pem()}))
+        .json(&body)
         .send()
         .await
         .unwrap()
@@ -512,7 +513,7 @@ async fn look_alike_names_and_non_owners_are_refused(backend: Backend) {
     problem(
         publish(&app, &narrow, tool(&alice.key, "web-fetch", "2.0.0", &[])).await,
         StatusCode::FORBIDDEN,
-        "forbidden",
+        "token-not-for-package",
     )
     .await;
     let read_only = app.token("alice", &["yank"]).await;
@@ -524,16 +525,36 @@ async fn look_alike_names_and_non_owners_are_refused(backend: Backend) {
         )
         .await,
         StatusCode::FORBIDDEN,
-        "forbidden",
+        "missing-scope",
     )
     .await;
-    // Owners added later may publish.
-    app.request(reqwest::Method::PUT, "/api/v1/tools/web-fetch/owners")
+    // Owners added later may publish, once they accept the invitation.
+    let res = app
+        .request(reqwest::Method::PUT, "/api/v1/tools/web-fetch/owners")
         .bearer_auth(&alice.token)
         .json(&json!({"usernames": ["bob"]}))
         .send()
         .await
         .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    problem(
+        publish(&app, &bob.token, tool(&bob.key, "web-fetch", "2.0.0", &[])).await,
+        StatusCode::FORBIDDEN,
+        "not-owner",
+    )
+    .await;
+    let res = app
+        .request(reqwest::Method::PUT, "/api/v1/invitations/tools/web-fetch")
+        .bearer_auth(&bob.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "{}",
+        res.text().await.unwrap()
+    );
     published(&app, &bob.token, tool(&bob.key, "web-fetch", "2.0.0", &[])).await;
 }
 
@@ -900,10 +921,11 @@ async fn publish_memory_does_not_grow_with_upload_size() {
         .unwrap();
     let token = token["token"].as_str().unwrap().to_owned();
     let key = SecretKey::generate().unwrap();
+    let body = crate::support::key_registration(&client, &url, &token, &key).await;
     client
         .post(format!("{url}/api/v1/keys"))
         .bearer_auth(&token)
-        .json(&json!({"public_key_pem": key.public_key().to_spki_pem()}))
+        .json(&body)
         .send()
         .await
         .unwrap();

@@ -1,4 +1,4 @@
-use agentlang_registry::auth::{AUDIENCE, Claims, TokenKeys};
+use agentlang_registry::service::tokens::{AUDIENCE, Claims, TokenKeys};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::{Method, StatusCode};
@@ -32,7 +32,7 @@ async fn a_token_lists_itself_and_is_recorded(backend: Backend) {
         .post_json(
             "/api/v1/tokens",
             &json!({"username": "alice", "password": "password-123", "name": "laptop",
-                    "scopes": ["yank", "publish", "yank"], "expires_in_days": 7,
+                    "scopes": ["yank", "publish", "tokens", "yank"], "expires_in_days": 7,
                     "packages": ["acme-*"]}),
         )
         .await;
@@ -40,18 +40,20 @@ async fn a_token_lists_itself_and_is_recorded(backend: Backend) {
     let created: Value = res.json().await.unwrap();
     assert_eq!(
         created["scopes"],
-        json!(["publish", "yank"]),
-        "deduplicated, sorted"
+        json!(["publish", "yank", "tokens"]),
+        "deduplicated, in scope order"
     );
     assert_eq!(created["packages"], json!(["acme-*"]));
     let token = created["token"].as_str().unwrap();
 
-    // The claims are what the brief fixes: iss, aud, sub, exp, jti.
+    // The claims are what the brief fixes: iss, aud, sub, exp, jti; and
+    // the secret, which is not stored.
     let payload = token.split('.').nth(1).unwrap();
     let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
     assert_eq!(claims["iss"], app.url);
     assert_eq!(claims["aud"], AUDIENCE);
     assert_eq!(claims["jti"], created["id"]);
+    assert_eq!(claims["sec"].as_str().unwrap().len(), 64);
     assert_eq!(
         claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
         7 * 86_400
@@ -70,6 +72,8 @@ async fn a_token_lists_itself_and_is_recorded(backend: Backend) {
         tokens[0].get("token").is_none(),
         "the secret is never listed"
     );
+    let listed_text = listed.to_string();
+    assert!(!listed_text.contains(claims["sec"].as_str().unwrap()));
 }
 
 async fn wrong_credentials_are_refused(backend: Backend) {
@@ -99,7 +103,7 @@ async fn invalid_token_requests_list_every_field(backend: Backend) {
         app.post_json(
             "/api/v1/tokens",
             &json!({"username": "alice", "password": "x", "name": "",
-                    "scopes": ["publish", "admin"], "expires_in_days": 0,
+                    "scopes": ["publish", "root"], "expires_in_days": 0,
                     "packages": ["ok", "bad/name"]}),
         )
         .await,
@@ -123,7 +127,7 @@ async fn revoked_tokens_are_refused(backend: Backend) {
     let Some(app) = spawn(backend).await else {
         return;
     };
-    let token = app.account_with_token("alice", &[]).await;
+    let token = app.account_with_token("alice", &["tokens"]).await;
     let listed: Value = list(&app, &token).await.json().await.unwrap();
     let id = listed["tokens"][0]["id"].as_str().unwrap().to_owned();
 
@@ -152,25 +156,36 @@ async fn expired_forged_and_foreign_tokens_are_refused(backend: Backend) {
     let Some(app) = spawn(backend).await else {
         return;
     };
-    let token = app.account_with_token("alice", &["owners"]).await;
+    let token = app.account_with_token("alice", &["owners", "tokens"]).await;
     let listed: Value = list(&app, &token).await.json().await.unwrap();
     let jti = listed["tokens"][0]["id"].as_str().unwrap().to_owned();
     let sub = app.account_id("alice").await.to_string();
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let claims = |iss: &str, aud: &str, exp: i64| json!({"sub": sub, "iss": iss, "aud": aud, "iat": now - 10, "exp": exp, "jti": jti});
+    let claims = |iss: &str, aud: &str, exp: i64| json!({"sub": sub, "iss": iss, "aud": aud, "iat": now - 10, "exp": exp, "jti": jti, "sec": "0".repeat(64)});
     let secret = JWT_SECRET.as_bytes();
 
-    // Sanity: a correctly forged token with the real key works, so the
-    // refusals below are about the one thing each case changes.
-    let good = sign(
+    // The signing key and a real token id do not make a token: its secret
+    // is not in the database to be read, and without it the registry
+    // refuses.
+    let forged = sign(
         &claims(&app.url, AUDIENCE, now + 600),
         secret,
         Algorithm::HS256,
     );
-    assert_eq!(list(&app, &good).await.status(), StatusCode::OK);
+    let body = problem(
+        list(&app, &forged).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthenticated",
+    )
+    .await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("unknown"),
+        "{body}"
+    );
+    assert_eq!(list(&app, &token).await.status(), StatusCode::OK);
 
     let expired = TokenKeys::new(secret, &app.url)
-        .issue(sub.parse().unwrap(), &jti, now - 7200, now - 3600)
+        .issue(sub.parse().unwrap(), &jti, "s", now - 7200, now - 3600)
         .unwrap();
     let cases = [
         ("expired", expired),
@@ -214,8 +229,8 @@ async fn expired_forged_and_foreign_tokens_are_refused(backend: Backend) {
         }),
         ("garbage", "not-a-token".to_owned()),
     ];
-    for (case, token) in cases {
-        let res = list(&app, &token).await;
+    for (case, bad) in cases {
+        let res = list(&app, &bad).await;
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{case}");
         assert!(
             res.headers()["www-authenticate"]
@@ -239,8 +254,8 @@ async fn tokens_cannot_revoke_other_accounts_tokens(backend: Backend) {
     let Some(app) = spawn(backend).await else {
         return;
     };
-    let alice = app.account_with_token("alice", &[]).await;
-    let bob = app.account_with_token("bob", &[]).await;
+    let alice = app.account_with_token("alice", &["tokens"]).await;
+    let bob = app.account_with_token("bob", &["tokens"]).await;
     let listed: Value = list(&app, &alice).await.json().await.unwrap();
     let alice_token_id = listed["tokens"][0]["id"].as_str().unwrap().to_owned();
     let res = app
@@ -250,5 +265,23 @@ async fn tokens_cannot_revoke_other_accounts_tokens(backend: Backend) {
         .await
         .unwrap();
     problem(res, StatusCode::NOT_FOUND, "not-found").await;
+    assert_eq!(list(&app, &alice).await.status(), StatusCode::OK);
+
+    // Managing tokens needs the `tokens` scope: a publish token can neither
+    // list nor revoke its account's tokens.
+    let publish_only = app.token("alice", &["publish"]).await;
+    problem(
+        list(&app, &publish_only).await,
+        StatusCode::FORBIDDEN,
+        "missing-scope",
+    )
+    .await;
+    let res = app
+        .request(Method::DELETE, &format!("/api/v1/tokens/{alice_token_id}"))
+        .bearer_auth(&publish_only)
+        .send()
+        .await
+        .unwrap();
+    problem(res, StatusCode::FORBIDDEN, "missing-scope").await;
     assert_eq!(list(&app, &alice).await.status(), StatusCode::OK);
 }

@@ -104,7 +104,7 @@ async fn spawn_registry() -> Registry {
     let config = Config {
         bind: "127.0.0.1:0".into(),
         data_dir: dir.path().join("data"),
-        jwt_secret: Some("browser-test-secret-browser-test-secret".into()),
+        jwt_secret: Some("161caab757551b733a47270d6bf0022148a29adcf37863c5a99bf38da13871d4".into()),
         workers: Some(2),
         rate_limits: RateLimitSettings::all_at(limit),
         registration: RegistrationMode::Open,

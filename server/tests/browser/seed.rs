@@ -271,10 +271,11 @@ pub async fn seed_catalog(state: &AppState, base_url: &str, client: &reqwest::Cl
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 201, "{}", res.text().await.unwrap());
-    let publisher = state.db.find_account(PUBLISHER).await.unwrap().unwrap().id;
+    let username = agentlang_registry::common::names::Username::parse(PUBLISHER).unwrap();
+    let publisher = state.db.find_account(&username).await.unwrap().unwrap().id;
     let key = SecretKey::generate().unwrap();
     let public = key.public_key();
-    let key_id = public.key_id().to_string();
+    let key_id = public.key_id();
     state
         .db
         .insert_signing_key(&key_id, publisher, &public.to_spki_pem())
@@ -326,7 +327,7 @@ pub async fn seed_catalog(state: &AppState, base_url: &str, client: &reqwest::Cl
     let agent_sha256 = store(state, Kind::Agent, agent_1_0, publisher).await;
     store(state, Kind::Agent, agent_1_1, publisher).await;
     Seeded {
-        key_id,
+        key_id: key_id.to_string(),
         agent_sha256,
         web_search_sha256,
     }

@@ -424,13 +424,44 @@ pub async fn account_with_token_record(
     res.json().await.unwrap()
 }
 
+/// The body of `POST /api/v1/keys` for `key`, with its proof of
+/// possession for the account `token` belongs to (asked of the registry at
+/// `base_url`).
+pub async fn key_registration(
+    client: &Client,
+    base_url: &str,
+    token: &str,
+    key: &SecretKey,
+) -> Value {
+    use base64::Engine;
+    let account: Value = client
+        .get(format!("{base_url}/api/v1/account"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let username = account["username"].as_str().expect("the token's account");
+    let message = format!(
+        "agentlang-key-registration:{username}:{}",
+        key.public_key().key_id()
+    );
+    json!({
+        "public_key_pem": key.public_key().to_spki_pem(),
+        "proof": base64::engine::general_purpose::STANDARD.encode(key.sign(message.as_bytes())),
+    })
+}
+
 /// Registers a new signing key with `token` (scope `keys`).
 pub async fn register_key(client: &Client, registry: &Registry, token: &str) -> SecretKey {
     let key = SecretKey::generate().unwrap();
+    let body = key_registration(client, &registry.path(""), token, &key).await;
     let res = client
         .post(registry.path("/api/v1/keys"))
         .bearer_auth(token)
-        .json(&json!({"public_key_pem": key.public_key().to_spki_pem()}))
+        .json(&body)
         .send()
         .await
         .unwrap();

@@ -1,0 +1,145 @@
+//! Accounts: registration, admins, password changes. Nobody becomes an
+//! admin by registering: admins are named by the operator
+//! (`AGENTLANG_REGISTRY_ADMINS`, applied when the account exists or is
+//! created) or made with `agentlang-registry admin grant USER`.
+
+use crate::{
+    common::names::{Password, Username, normalize},
+    config::RegistrationMode,
+    db::accounts::{AccountRecord, CreateAccountError},
+    error::ApiError,
+    rate_limit::ClientAddr,
+    service::{audit, credentials},
+    state::AppState,
+};
+
+/// Who acts: the account behind a token or a catalog session.
+#[derive(Debug, Clone, Copy)]
+pub struct Actor<'a> {
+    pub account_id: i64,
+    pub username: &'a str,
+    pub is_admin: bool,
+}
+
+/// Whether the configuration names `username` an admin.
+fn configured_admin(state: &AppState, username: &Username) -> bool {
+    let wanted = normalize(username.as_str());
+    state
+        .config
+        .admins
+        .iter()
+        .any(|admin| normalize(admin) == wanted)
+}
+
+/// Creates an account while registration is open.
+pub async fn register(
+    state: &AppState,
+    client: &ClientAddr,
+    username: &Username,
+    password: Password,
+) -> Result<AccountRecord, ApiError> {
+    if state.config.registration == RegistrationMode::Closed {
+        return Err(ApiError::RegistrationClosed);
+    }
+    let hash = credentials::hash_new_password(state, client, password).await?;
+    let account = state
+        .db
+        .create_account(username, &hash, configured_admin(state, username))
+        .await
+        .map_err(|e| match e {
+            CreateAccountError::UsernameTaken => ApiError::Conflict(format!(
+                "the username {username} (or one differing only in case or -/_) is taken"
+            )),
+            CreateAccountError::Db(e) => e.into(),
+        })?;
+    audit::record(state, account.id, "account_created", "").await;
+    tracing::info!(username = %account.username, is_admin = account.is_admin, "account created");
+    Ok(account)
+}
+
+/// Makes the configured admins that exist admins (at start-up); says how
+/// to make one when there is none.
+pub async fn apply_configured_admins(state: &AppState) -> Result<(), ApiError> {
+    for name in &state.config.admins {
+        let Ok(username) = Username::parse(name) else {
+            continue;
+        };
+        if let Some(account) = state.db.set_admin(&username, true).await? {
+            tracing::info!(username = %account.username, "admin (AGENTLANG_REGISTRY_ADMINS)");
+        }
+    }
+    if !state.db.any_admin().await? {
+        tracing::info!(
+            "no account is an admin: name them with AGENTLANG_REGISTRY_ADMINS=alice,bob \
+             (applied when the account exists or registers) or run \
+             `agentlang-registry admin grant USER`"
+        );
+    }
+    Ok(())
+}
+
+/// Grants or withdraws admin rights (the operator's command); 404 for an
+/// unknown account.
+pub async fn set_admin(
+    db: &crate::db::Db,
+    username: &Username,
+    is_admin: bool,
+) -> Result<AccountRecord, ApiError> {
+    let account = db
+        .set_admin(username, is_admin)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("account {username}")))?;
+    let action = if is_admin {
+        "admin_granted"
+    } else {
+        "admin_revoked"
+    };
+    if let Err(e) = db.record_audit(account.id, action, "by the operator").await {
+        tracing::warn!(error = %e, "cannot record an audit event");
+    }
+    Ok(account)
+}
+
+/// What a password change also ends.
+#[derive(Debug, Clone, Copy)]
+pub struct PasswordChange<'a> {
+    /// The catalog session that asked, kept signed in; every other session
+    /// of the account ends.
+    pub keep_session: Option<&'a str>,
+    /// Revoke every token of the account too.
+    pub revoke_tokens: bool,
+}
+
+/// Changes a password after checking the current one (same limits as a
+/// sign-in); ends the account's other sessions and, on request, revokes
+/// its tokens. Returns the account.
+pub async fn change_password(
+    state: &AppState,
+    client: &ClientAddr,
+    username: &str,
+    current: &str,
+    new: Password,
+    change: PasswordChange<'_>,
+) -> Result<AccountRecord, ApiError> {
+    let account = credentials::check_password(state, client, username, current).await?;
+    let hash = credentials::hash_new_password(state, client, new).await?;
+    state.db.set_password_hash(account.id, &hash).await?;
+    let sessions = state
+        .db
+        .delete_account_sessions(account.id, change.keep_session)
+        .await?;
+    let tokens = if change.revoke_tokens {
+        state.db.revoke_all_tokens(account.id).await?
+    } else {
+        0
+    };
+    audit::record(
+        state,
+        account.id,
+        "password_changed",
+        &format!("{sessions} other sessions ended, {tokens} tokens revoked"),
+    )
+    .await;
+    tracing::info!(username = %account.username, sessions, tokens, "password changed");
+    Ok(account)
+}

@@ -1,0 +1,261 @@
+//! Package owners: the one place that decides who may change them.
+//!
+//! - An owner invites; the invited account becomes an owner only when it
+//!   accepts (so no package is attributed to an account without consent).
+//! - An owner may leave, but never as the last one.
+//! - An owner removes only owners who joined after them; an admin removes
+//!   anyone (never the last).
+
+use std::collections::BTreeMap;
+
+use agentlang_core::{Kind, PackageName};
+
+use crate::{
+    common::names::Username,
+    db::{
+        owners::{InvitationRecord, OwnerError, OwnerRecord, Remover},
+        packages::PackageRecord,
+    },
+    error::{ApiError, FieldError},
+    service::{accounts::Actor, audit},
+    state::AppState,
+};
+
+/// Accounts one request may invite or remove.
+pub const MAX_OWNER_CHANGES: usize = 32;
+/// How long an invitation waits for its answer.
+pub const INVITATION_LIFETIME_SECS: i64 = 30 * 24 * 3600;
+
+/// The package `kind`/`name` names; 404 when there is none (or the name
+/// cannot be one).
+pub async fn find_package(
+    state: &AppState,
+    kind: Kind,
+    name: &str,
+) -> Result<PackageRecord, ApiError> {
+    let not_found = || ApiError::NotFound(format!("{kind} {name:?}"));
+    let name = PackageName::new(name).map_err(|_| not_found())?;
+    state
+        .db
+        .find_package(kind, &name)
+        .await?
+        .ok_or_else(not_found)
+}
+
+/// 403 `not-owner` unless the account owns the package.
+pub async fn require_owner(
+    state: &AppState,
+    account_id: i64,
+    package: &PackageRecord,
+) -> Result<(), ApiError> {
+    if state.db.is_owner(package.id, account_id).await? {
+        Ok(())
+    } else {
+        Err(ApiError::NotOwner(format!(
+            "you are not an owner of {}",
+            package.name
+        )))
+    }
+}
+
+/// A package's owners (in the order they joined) and pending invitations.
+#[derive(Debug, Clone)]
+pub struct Owners {
+    pub owners: Vec<OwnerRecord>,
+    pub invitations: Vec<InvitationRecord>,
+}
+
+pub async fn list_owners(state: &AppState, package: &PackageRecord) -> Result<Owners, ApiError> {
+    Ok(Owners {
+        owners: state.db.list_owners(package.id).await?,
+        invitations: state.db.invitations_of(package.id).await?,
+    })
+}
+
+/// Resolves usernames to accounts, listing every unknown one as a field
+/// error; duplicates (in any spelling) collapse.
+async fn resolve_accounts(
+    state: &AppState,
+    usernames: &[String],
+) -> Result<Vec<(i64, String)>, ApiError> {
+    if usernames.is_empty() {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "usernames",
+            "must name at least one account",
+        )]));
+    }
+    crate::service::resolve::check_count("usernames", usernames.len(), MAX_OWNER_CHANGES)?;
+    let mut found = BTreeMap::new();
+    let mut errors = Vec::new();
+    for (i, raw) in usernames.iter().enumerate() {
+        let account = match Username::parse(raw.trim()) {
+            Ok(username) => state.db.find_account(&username).await?,
+            Err(_) => None,
+        };
+        match account {
+            Some(account) => {
+                found.insert(account.id, account.username);
+            }
+            None => errors.push(FieldError::new(
+                format!("usernames[{i}]"),
+                format!("no account is named {raw:?}"),
+            )),
+        }
+    }
+    if errors.is_empty() {
+        Ok(found.into_iter().collect())
+    } else {
+        Err(ApiError::Validation(errors))
+    }
+}
+
+/// Invites accounts to own the package (owners only). Inviting an owner
+/// is not an error; inviting again renews the invitation. Returns the
+/// usernames invited now.
+pub async fn invite_owners(
+    state: &AppState,
+    actor: Actor<'_>,
+    package: &PackageRecord,
+    usernames: &[String],
+) -> Result<Vec<String>, ApiError> {
+    require_owner(state, actor.account_id, package).await?;
+    let mut invited = Vec::new();
+    let expires_at = crate::common::now() + INVITATION_LIFETIME_SECS;
+    for (account_id, username) in resolve_accounts(state, usernames).await? {
+        if state
+            .db
+            .invite_owner(package.id, account_id, actor.account_id, expires_at)
+            .await?
+        {
+            let what = format!("{} {}", package.kind, package.name);
+            audit::record(
+                state,
+                actor.account_id,
+                "owner_invited",
+                &format!("{username} to {what}"),
+            )
+            .await;
+            audit::record(
+                state,
+                account_id,
+                "invited",
+                &format!("to {what} by {}", actor.username),
+            )
+            .await;
+            tracing::info!(package = %package.name, %username, by = %actor.username, "owner invited");
+            invited.push(username);
+        }
+    }
+    Ok(invited)
+}
+
+/// The account's pending invitations.
+pub async fn invitations_for(
+    state: &AppState,
+    account_id: i64,
+) -> Result<Vec<InvitationRecord>, ApiError> {
+    Ok(state.db.invitations_for(account_id).await?)
+}
+
+/// Accepts the account's invitation: it becomes the package's newest
+/// owner. 404 when it has no (unexpired) invitation.
+pub async fn accept_invitation(
+    state: &AppState,
+    actor: Actor<'_>,
+    package: &PackageRecord,
+) -> Result<(), ApiError> {
+    if !state
+        .db
+        .accept_invitation(package.id, actor.account_id)
+        .await?
+    {
+        return Err(ApiError::NotFound(format!(
+            "an invitation to own {} {}",
+            package.kind, package.name
+        )));
+    }
+    audit::record(
+        state,
+        actor.account_id,
+        "owner_added",
+        &format!("{} {} (accepted)", package.kind, package.name),
+    )
+    .await;
+    tracing::info!(package = %package.name, owner = %actor.username, "invitation accepted");
+    Ok(())
+}
+
+/// Declines the account's invitation; 404 when there is none.
+pub async fn decline_invitation(
+    state: &AppState,
+    actor: Actor<'_>,
+    package: &PackageRecord,
+) -> Result<(), ApiError> {
+    if !state
+        .db
+        .delete_invitation(package.id, actor.account_id)
+        .await?
+    {
+        return Err(ApiError::NotFound(format!(
+            "an invitation to own {} {}",
+            package.kind, package.name
+        )));
+    }
+    audit::record(
+        state,
+        actor.account_id,
+        "invitation_declined",
+        &format!("{} {}", package.kind, package.name),
+    )
+    .await;
+    Ok(())
+}
+
+/// Removes owners: an owner may leave and remove owners who joined after
+/// them; an admin may remove anyone. Never the last owner (409).
+pub async fn remove_owners(
+    state: &AppState,
+    actor: Actor<'_>,
+    package: &PackageRecord,
+    usernames: &[String],
+) -> Result<(), ApiError> {
+    let is_owner = state.db.is_owner(package.id, actor.account_id).await?;
+    let remover = match (is_owner, actor.is_admin) {
+        (true, _) => Remover::Owner(actor.account_id),
+        (false, true) => Remover::Admin,
+        (false, false) => require_owner(state, actor.account_id, package)
+            .await
+            .map(|()| Remover::Admin)?,
+    };
+    let accounts = resolve_accounts(state, usernames).await?;
+    state
+        .db
+        .remove_owners(package.id, remover, &accounts)
+        .await
+        .map_err(|e| match e {
+            OwnerError::NotAnOwner(username) => ApiError::Validation(vec![FieldError::new(
+                "usernames",
+                format!("{username} is not an owner"),
+            )]),
+            OwnerError::LastOwner => {
+                ApiError::Conflict("a package must keep at least one owner".to_owned())
+            }
+            OwnerError::Senior(username) => ApiError::SeniorOwner(format!(
+                "{username} has been an owner of {} longer than you; only an earlier owner or an admin may remove them",
+                package.name
+            )),
+            OwnerError::Db(e) => e.into(),
+        })?;
+    let what = format!("{} {}", package.kind, package.name);
+    for (account_id, username) in &accounts {
+        audit::record(
+            state,
+            *account_id,
+            "owner_removed",
+            &format!("from {what} by {}", actor.username),
+        )
+        .await;
+        tracing::info!(package = %package.name, owner = %username, by = %actor.username, "owner removed");
+    }
+    Ok(())
+}

@@ -1,0 +1,506 @@
+//! API tokens: the one place a token is minted, authenticated, listed and
+//! revoked, for the API and the catalog alike.
+//!
+//! A token is an HS256 JWT whose claims carry the stored token's id (`jti`,
+//! public) and a random secret (`sec`) of which the database keeps only the
+//! SHA-256: the signing key alone mints nothing, and neither does a read of
+//! the database.
+
+use std::{collections::BTreeSet, fmt};
+
+use agentlang_core::PackageName;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    common::{
+        names::{NamePattern, Scope},
+        now,
+        secrets::{constant_time_eq, random_hex, secret_hash},
+    },
+    db::tokens::{NewToken, TokenRecord},
+    error::{ApiError, FieldError},
+    service::{accounts::Actor, audit},
+    state::AppState,
+};
+
+/// The `aud` of every token this registry issues and accepts.
+pub const AUDIENCE: &str = "agentlang-registry";
+pub const DEFAULT_TOKEN_DAYS: i64 = 90;
+pub const MAX_TOKEN_DAYS: i64 = 365;
+pub const MAX_TOKEN_NAME_LEN: usize = 64;
+/// Scopes a request may list (repeats included); there are six.
+pub const MAX_LISTED_SCOPES: usize = 16;
+/// Package patterns one token may carry.
+pub const MAX_TOKEN_PATTERNS: usize = 32;
+const SECONDS_PER_DAY: i64 = 86_400;
+
+/// A token as asked for, checked: the same rules whether the API or the
+/// catalog's form asks.
+#[derive(Debug, Clone)]
+pub struct TokenSpec {
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    pub expires_in_days: i64,
+    pub packages: Option<Vec<NamePattern>>,
+}
+
+impl TokenSpec {
+    /// Every problem as a field error (`scopes[2]`, `packages[0]`, ...).
+    /// `scopes: None` is an error (an empty list makes a read-only token);
+    /// `expires_in_days: None` is the default.
+    pub fn parse(
+        name: &str,
+        scopes: Option<&[String]>,
+        expires_in_days: Option<i64>,
+        packages: Option<&[String]>,
+    ) -> Result<Self, Vec<FieldError>> {
+        // Counted before each item is checked: a list of thousands costs one
+        // comparison, not thousands of field errors.
+        if scopes.is_some_and(|s| s.len() > MAX_LISTED_SCOPES) {
+            return Err(vec![FieldError::new(
+                "scopes",
+                format!("at most {MAX_LISTED_SCOPES} entries are allowed"),
+            )]);
+        }
+        if packages.is_some_and(|p| p.len() > MAX_TOKEN_PATTERNS) {
+            return Err(vec![FieldError::new(
+                "packages",
+                format!("at most {MAX_TOKEN_PATTERNS} entries are allowed"),
+            )]);
+        }
+        let mut errors = Vec::new();
+        let name = name.trim();
+        if name.is_empty() {
+            errors.push(FieldError::new("name", "is required"));
+        } else if name.chars().count() > MAX_TOKEN_NAME_LEN {
+            errors.push(FieldError::new(
+                "name",
+                format!("must be at most {MAX_TOKEN_NAME_LEN} characters"),
+            ));
+        } else if name.chars().any(char::is_control) {
+            errors.push(FieldError::new(
+                "name",
+                "must not contain control characters",
+            ));
+        }
+        let mut parsed = BTreeSet::new();
+        match scopes {
+            None => errors.push(FieldError::new(
+                "scopes",
+                "is required (an empty list makes a read-only token)",
+            )),
+            Some(raw) => {
+                for (i, s) in raw.iter().enumerate() {
+                    match s.parse::<Scope>() {
+                        Ok(scope) => {
+                            parsed.insert(scope);
+                        }
+                        Err(m) => errors.push(FieldError::new(format!("scopes[{i}]"), m)),
+                    }
+                }
+            }
+        }
+        let expires_in_days = expires_in_days.unwrap_or(DEFAULT_TOKEN_DAYS);
+        if !(1..=MAX_TOKEN_DAYS).contains(&expires_in_days) {
+            errors.push(FieldError::new(
+                "expires_in_days",
+                format!("must be between 1 and {MAX_TOKEN_DAYS}"),
+            ));
+        }
+        let packages = match packages {
+            None => None,
+            Some([]) => {
+                errors.push(FieldError::new(
+                    "packages",
+                    "must name at least one pattern when present",
+                ));
+                None
+            }
+            Some(raw) => {
+                let mut patterns = Vec::new();
+                for (i, p) in raw.iter().enumerate() {
+                    match NamePattern::parse(p) {
+                        Ok(pattern) => patterns.push(pattern),
+                        Err(m) => errors.push(FieldError::new(format!("packages[{i}]"), m)),
+                    }
+                }
+                Some(patterns)
+            }
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            scopes: parsed.into_iter().collect(),
+            expires_in_days,
+            packages,
+        })
+    }
+}
+
+/// A new token: its bearer string, shown once, and its stored record.
+#[derive(Debug)]
+pub struct CreatedToken {
+    pub token: String,
+    pub record: TokenRecord,
+}
+
+/// Mints a token for the account. Only an admin's token may carry the
+/// `admin` scope.
+pub async fn create_token(
+    state: &AppState,
+    owner: Actor<'_>,
+    spec: TokenSpec,
+) -> Result<CreatedToken, ApiError> {
+    if spec.scopes.contains(&Scope::Admin) && !owner.is_admin {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "scopes",
+            "only an admin's token may carry the admin scope",
+        )]));
+    }
+    let jti = uuid::Uuid::now_v7().to_string();
+    let secret = random_hex().map_err(|e| ApiError::internal(anyhow::anyhow!("{e}")))?;
+    let created_at = now();
+    let expires_at = created_at + spec.expires_in_days * SECONDS_PER_DAY;
+    state
+        .db
+        .insert_token(&NewToken {
+            jti: &jti,
+            secret_hash: &secret_hash(&secret),
+            account_id: owner.account_id,
+            name: &spec.name,
+            scopes: &spec.scopes,
+            packages: spec.packages.as_deref(),
+            created_at,
+            expires_at,
+        })
+        .await?;
+    let token = state
+        .tokens
+        .issue(owner.account_id, &jti, &secret, created_at, expires_at)
+        .map_err(ApiError::internal)?;
+    let scopes: Vec<&str> = spec.scopes.iter().map(|s| s.as_str()).collect();
+    audit::record(
+        state,
+        owner.account_id,
+        "token_created",
+        &format!("{} ({}) [{}]", spec.name, jti, scopes.join(", ")),
+    )
+    .await;
+    tracing::info!(username = %owner.username, token_id = %jti, "token created");
+    Ok(CreatedToken {
+        token,
+        record: TokenRecord {
+            jti,
+            account_id: owner.account_id,
+            name: spec.name,
+            scopes: sqlx::types::Json(spec.scopes),
+            packages: spec.packages.map(sqlx::types::Json),
+            created_at,
+            expires_at,
+            revoked_at: None,
+            last_used_at: None,
+        },
+    })
+}
+
+/// The account's tokens, newest first, revoked ones included.
+pub async fn list_tokens(state: &AppState, account_id: i64) -> Result<Vec<TokenRecord>, ApiError> {
+    Ok(state.db.list_tokens(account_id).await?)
+}
+
+/// Revokes one of the account's tokens (revoking twice is not an error);
+/// 404 when the account has no such token.
+pub async fn revoke_token(
+    state: &AppState,
+    account_id: i64,
+    username: &str,
+    token_id: &str,
+) -> Result<(), ApiError> {
+    if !state.db.revoke_token(account_id, token_id).await? {
+        return Err(ApiError::NotFound(format!("token {token_id}")));
+    }
+    audit::record(state, account_id, "token_revoked", token_id).await;
+    tracing::info!(%username, %token_id, "token revoked");
+    Ok(())
+}
+
+/// The caller of a request that carried a valid, unrevoked token.
+#[derive(Debug, Clone)]
+pub struct Authenticated {
+    pub account_id: i64,
+    pub username: String,
+    pub is_admin: bool,
+    pub token_id: String,
+    pub scopes: Vec<Scope>,
+    /// `None`: the token may act on every package the account owns.
+    pub patterns: Option<Vec<NamePattern>>,
+}
+
+impl Authenticated {
+    pub fn actor(&self) -> Actor<'_> {
+        Actor {
+            account_id: self.account_id,
+            username: &self.username,
+            is_admin: self.is_admin,
+        }
+    }
+
+    /// 403 `missing-scope` unless the token carries `scope`.
+    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+        if self.scopes.contains(&scope) {
+            Ok(())
+        } else {
+            Err(ApiError::MissingScope(scope))
+        }
+    }
+
+    /// 403 `token-not-for-package` unless the token's patterns admit `name`.
+    pub fn require_package(&self, name: &PackageName) -> Result<(), ApiError> {
+        match &self.patterns {
+            Some(patterns) if !patterns.iter().any(|p| p.matches(name)) => {
+                Err(ApiError::TokenNotForPackage(name.to_string()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// 403 unless an admin's token with the `admin` scope.
+    pub fn require_admin(&self) -> Result<(), ApiError> {
+        self.require(Scope::Admin)?;
+        if self.is_admin {
+            Ok(())
+        } else {
+            Err(ApiError::AdminRequired)
+        }
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header value, if that
+/// is what it holds.
+pub fn bearer_token(header: Option<&str>) -> Option<&str> {
+    header
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+/// Checks a bearer token: its signature (unless the caller already did:
+/// `verified`), its stored row, its secret, revocation and expiry.
+pub async fn authenticate(
+    state: &AppState,
+    token: &str,
+    verified: Option<Claims>,
+) -> Result<Authenticated, ApiError> {
+    let claims = match verified {
+        Some(claims) => claims,
+        None => state
+            .tokens
+            .verify(token)
+            .map_err(|e| ApiError::Unauthenticated(e.to_string()))?,
+    };
+    let unknown = || ApiError::Unauthenticated("the token is unknown".to_owned());
+    let grant = state
+        .db
+        .find_token_grant(&claims.jti)
+        .await?
+        .filter(|g| g.account_id.to_string() == claims.sub)
+        .ok_or_else(unknown)?;
+    // The secret, not the signature or the id, is what authenticates.
+    let secret_matches = grant
+        .secret_hash
+        .as_deref()
+        .is_some_and(|stored| constant_time_eq(stored, &secret_hash(&claims.sec)));
+    if !secret_matches {
+        return Err(unknown());
+    }
+    if grant.revoked_at.is_some() {
+        return Err(ApiError::Unauthenticated(
+            "the token has been revoked".to_owned(),
+        ));
+    }
+    if grant.expires_at <= now() {
+        return Err(ApiError::Unauthenticated(
+            "the token has expired".to_owned(),
+        ));
+    }
+    state.db.touch_token(&grant.jti).await?;
+    Ok(Authenticated {
+        account_id: grant.account_id,
+        username: grant.username,
+        is_admin: grant.is_admin,
+        token_id: grant.jti,
+        scopes: grant.scopes.0,
+        patterns: grant.packages.map(|p| p.0),
+    })
+}
+
+/// The claims of a registry token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// The account id.
+    pub sub: String,
+    pub iss: String,
+    pub aud: String,
+    pub iat: i64,
+    pub exp: i64,
+    /// The stored token's id: public (listed, logged), not a credential.
+    pub jti: String,
+    /// The token's random secret; the database keeps only its SHA-256, so
+    /// neither the signing key nor a read of the database mints a token.
+    pub sec: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("the token has expired")]
+    Expired,
+    #[error("the token is not for this registry")]
+    WrongAudience,
+    #[error("the token was issued by another registry")]
+    WrongIssuer,
+    #[error("the token's signature does not verify")]
+    BadSignature,
+    #[error("the token must be signed with HS256")]
+    WrongAlgorithm,
+    #[error("the token is malformed")]
+    Malformed,
+    #[error("cannot sign a token: {0}")]
+    Sign(String),
+}
+
+/// Signs and verifies tokens with the registry's HS256 secret. Exactly one
+/// algorithm is accepted, so `alg: none` and algorithm-confusion tokens fail.
+#[derive(Clone)]
+pub struct TokenKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+    issuer: String,
+}
+
+impl fmt::Debug for TokenKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenKeys")
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenKeys {
+    pub fn new(secret: &[u8], issuer: &str) -> Self {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_audience(&[AUDIENCE]);
+        validation.set_issuer(&[issuer]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        // Clocks of replicas agree within seconds; a minute of slack would
+        // let expired tokens live on.
+        validation.leeway = 5;
+        Self {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            validation,
+            issuer: issuer.to_owned(),
+        }
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    pub fn issue(
+        &self,
+        account_id: i64,
+        jti: &str,
+        secret: &str,
+        issued_at: i64,
+        expires_at: i64,
+    ) -> Result<String, TokenError> {
+        let claims = Claims {
+            sub: account_id.to_string(),
+            iss: self.issuer.clone(),
+            aud: AUDIENCE.to_owned(),
+            iat: issued_at,
+            exp: expires_at,
+            jti: jti.to_owned(),
+            sec: secret.to_owned(),
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .map_err(|e| TokenError::Sign(e.to_string()))
+    }
+
+    pub fn verify(&self, token: &str) -> Result<Claims, TokenError> {
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+            .map(|data| data.claims)
+            .map_err(|e| match e.kind() {
+                ErrorKind::ExpiredSignature => TokenError::Expired,
+                ErrorKind::InvalidAudience => TokenError::WrongAudience,
+                ErrorKind::InvalidIssuer => TokenError::WrongIssuer,
+                ErrorKind::InvalidSignature => TokenError::BadSignature,
+                ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
+                    TokenError::WrongAlgorithm
+                }
+                _ => TokenError::Malformed,
+            })
+    }
+
+    /// Signs and verifies one token. jsonwebtoken compiles without a crypto
+    /// backend and panics at the first use; this runs at start-up so a
+    /// misbuilt binary fails there, not on a user's first login.
+    pub fn self_test(&self) -> Result<(), TokenError> {
+        let now = now();
+        let token = self.issue(0, "self-test", "s", now, now + 60)?;
+        let claims = self.verify(&token)?;
+        if claims.jti == "self-test" && claims.aud == AUDIENCE {
+            Ok(())
+        } else {
+            Err(TokenError::Malformed)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_round_trips_at_start_up() {
+        let keys = TokenKeys::new(&[7u8; 32], "http://127.0.0.1:8080");
+        keys.self_test().unwrap();
+        let now = now();
+        let token = keys.issue(42, "jti-1", "s1", now, now + 3600).unwrap();
+        let claims = keys.verify(&token).unwrap();
+        assert_eq!(claims.sub, "42");
+        assert_eq!(claims.iss, "http://127.0.0.1:8080");
+        assert_eq!(claims.aud, AUDIENCE);
+    }
+
+    #[test]
+    fn foreign_tokens_are_refused_with_their_reason() {
+        let keys = TokenKeys::new(&[7u8; 32], "http://a");
+        let now = now();
+        let other_secret = TokenKeys::new(&[8u8; 32], "http://a");
+        let other_issuer = TokenKeys::new(&[7u8; 32], "http://b");
+        let forged = other_secret.issue(1, "j", "s", now, now + 60).unwrap();
+        assert!(matches!(
+            keys.verify(&forged),
+            Err(TokenError::BadSignature)
+        ));
+        let foreign = other_issuer.issue(1, "j", "s", now, now + 60).unwrap();
+        assert!(matches!(
+            keys.verify(&foreign),
+            Err(TokenError::WrongIssuer)
+        ));
+        let expired = keys.issue(1, "j", "s", now - 7200, now - 3600).unwrap();
+        assert!(matches!(keys.verify(&expired), Err(TokenError::Expired)));
+        assert!(matches!(
+            keys.verify("not.a.jwt"),
+            Err(TokenError::Malformed)
+        ));
+    }
+}
