@@ -342,11 +342,27 @@ pub enum PromptCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
-    /// Register a public key (SPKI PEM) with the registry
+    /// Register a key with the registry, proving you hold its private half
     #[command(
-        after_help = "Example:\n  agentlang keys register ~/.config/agentlang/signing.pem.pub"
+        after_help = "The proof is a signature, by the private key, of\n`agentlang-key-registration:<username>:<key id>`; the private key is the\nfile beside PUBKEY without `.pub`, or --key.\n\nExamples:\n  agentlang keys register\n  agentlang keys register ~/.config/agentlang/signing.pem.pub\n  agentlang keys register --key ci-signing.pem"
     )]
-    Register { pubkey: PathBuf },
+    Register {
+        /// The public key (SPKI PEM) [default: the --key file + `.pub`]
+        pubkey: Option<PathBuf>,
+        /// The private key (PKCS#8 PEM) [default: PUBKEY without `.pub`, else signing.pem in the config folder]
+        #[arg(long, value_name = "PEM")]
+        key: Option<PathBuf>,
+    },
+    /// Print the proof of possession a registration needs (for the web form)
+    #[command(after_help = "Example:\n  agentlang keys proof --username alice")]
+    Proof {
+        /// The account the key is registered to [default: the logged-in account]
+        #[arg(long)]
+        username: Option<String>,
+        /// The private key (PKCS#8 PEM) [default: signing.pem in the config folder]
+        #[arg(long, value_name = "PEM")]
+        key: Option<PathBuf>,
+    },
     /// List your keys
     #[command(after_help = "Example:\n  agentlang keys list --json")]
     List,

@@ -395,6 +395,11 @@ fn keys_yank_and_search_send_what_the_contract_says() {
     let env = [("AGENTLANG_TOKEN", "tok")];
 
     mock.route(
+        "GET",
+        "/api/v1/account",
+        Reply::json(200, &json!({ "username": "mock-user" })),
+    );
+    mock.route(
         "POST",
         "/api/v1/keys",
         Reply::json(201, &json!({ "key_id": key_id })),
@@ -403,8 +408,23 @@ fn keys_yank_and_search_send_what_the_contract_says() {
     let run = user.run_with(&["keys", "register", pubkey.to_str().unwrap()], &env, "");
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert_eq!(run.stdout.trim(), format!("✓ registered key {key_id}"));
-    let sent: serde_json::Value = serde_json::from_slice(&mock.seen()[0].body).unwrap();
-    assert_eq!(sent["public_key_pem"], fs::read_to_string(&pubkey).unwrap());
+    // The account is asked first: the proof names it.
+    let sent: serde_json::Value = serde_json::from_slice(&mock.seen()[1].body).unwrap();
+    let public = fs::read_to_string(&pubkey).unwrap();
+    assert_eq!(sent["public_key_pem"], public);
+    let signature = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(sent["proof"].as_str().unwrap())
+            .unwrap()
+    };
+    agentlang_core::signing::PublicKey::from_spki_pem(&public)
+        .unwrap()
+        .verify(
+            format!("agentlang-key-registration:mock-user:{key_id}").as_bytes(),
+            &signature,
+        )
+        .expect("the proof verifies for this account and key");
 
     mock.route(
         "GET",

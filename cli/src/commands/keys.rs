@@ -1,26 +1,105 @@
-//! `keys register | list | revoke`.
+//! `keys register | proof | list | revoke`.
 
-use std::process::ExitCode;
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
-use anyhow::Result;
+use agentlang_core::signing::SecretKey;
+use anyhow::{Context, Result, bail};
+use base64::Engine;
 use serde_json::{Value, json};
 
 use super::Env;
-use crate::{args::KeysCommand, keyfiles};
+use crate::{args::KeysCommand, client::Client, keyfiles};
+
+/// The private key of a registration: `--key`, else the public key's file
+/// without `.pub`, else the default signing key.
+fn private_key_path(pubkey: Option<&Path>, key: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(key) = key {
+        return Ok(key);
+    }
+    match pubkey {
+        Some(pubkey) => match pubkey.to_str().and_then(|p| p.strip_suffix(".pub")) {
+            Some(private) => Ok(PathBuf::from(private)),
+            None => bail!(
+                "cannot tell where the private half of {} is; name it with --key",
+                pubkey.display()
+            ),
+        },
+        None => keyfiles::default_signing_key_path(),
+    }
+}
+
+/// The account the logged-in token belongs to.
+fn username(client: &Client) -> Result<String> {
+    let account: Value = client.send_json(client.get("/api/v1/account"))?;
+    account["username"]
+        .as_str()
+        .map(str::to_owned)
+        .context("the registry did not say which account the token belongs to")
+}
+
+/// The proof of possession: base64 of the key's signature over
+/// `agentlang-key-registration:<username>:<key id>`.
+fn proof(key: &SecretKey, username: &str) -> String {
+    let message = format!(
+        "agentlang-key-registration:{username}:{}",
+        key.public_key().key_id()
+    );
+    base64::engine::general_purpose::STANDARD.encode(key.sign(message.as_bytes()))
+}
+
+/// Prints a key's proof for `username` (the web form's field).
+fn emit_proof(env: &Env, key: &SecretKey, username: &str) {
+    let proof = proof(key, username);
+    env.out.emit(
+        &json!({ "key_id": key.public_key().key_id().as_str(), "proof": proof }),
+        || proof.clone(),
+    );
+}
 
 pub fn run(env: &Env, cmd: KeysCommand) -> Result<ExitCode> {
+    if let KeysCommand::Proof {
+        username: Some(username),
+        key,
+    } = &cmd
+    {
+        // Needs no registry: print and stop.
+        let secret = keyfiles::read_secret_key(&private_key_path(None, key.clone())?)?;
+        emit_proof(env, &secret, username);
+        return Ok(ExitCode::SUCCESS);
+    }
+    // A wrong public key file (the private key, say) is named before
+    // anything else is read or sent.
+    let public = match &cmd {
+        KeysCommand::Register {
+            pubkey: Some(path), ..
+        } => Some(keyfiles::read_public_key(path)?),
+        _ => None,
+    };
     let client = env.authenticated()?;
     match cmd {
-        KeysCommand::Register { pubkey } => {
-            // Checked here first so a wrong file (the private key, say) is
-            // caught before anything leaves the machine.
-            let key = keyfiles::read_public_key(&pubkey)?;
-            let key_id = key.key_id();
-            let record: Value = client.send_json(
-                client
-                    .post("/api/v1/keys")
-                    .json(&json!({ "public_key_pem": key.to_spki_pem() })),
-            )?;
+        KeysCommand::Proof { username: _, key } => {
+            let secret = keyfiles::read_secret_key(&private_key_path(None, key)?)?;
+            emit_proof(env, &secret, &username(&client)?);
+        }
+        KeysCommand::Register { pubkey, key } => {
+            let private = private_key_path(pubkey.as_deref(), key)?;
+            let secret = keyfiles::read_secret_key(&private)?;
+            let public = public.unwrap_or_else(|| secret.public_key());
+            if public != secret.public_key() {
+                bail!(
+                    "{} is not the private half of the public key given",
+                    private.display()
+                );
+            }
+            let key_id = public.key_id();
+            let proof = proof(&secret, &username(&client)?);
+            let record: Value = client.send_json(client.post("/api/v1/keys").json(&json!({
+                "public_key_pem": public.to_spki_pem(),
+                "proof": proof,
+            })))?;
             env.out.emit(&record, || {
                 format!(
                     "{} registered key {}",
