@@ -162,7 +162,7 @@ bench_backend() {
   rm -rf "$data"
   mkdir -p "$data/out"
   export AGENTLANG_REGISTRY_DATA_DIR="$data/registry"
-  export AGENTLANG_REGISTRY_JWT_SECRET="bench-secret-bench-secret-bench-secret-01"
+  export AGENTLANG_REGISTRY_JWT_SECRET="072062adf5db2e4772b96b2d8ebaaed3193e61e5abc23c58f8ece8fcad4ff991"
   export AGENTLANG_REGISTRY_RATE_LIMITS=off
   export AGENTLANG_REGISTRY_LOG=warn
   export AGENTLANG_REGISTRY_MAX_UPLOAD_BYTES=$((64 * mib))
