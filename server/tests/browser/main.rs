@@ -542,7 +542,7 @@ async fn the_catalog_works_in_a_real_browser() {
     let secret = finish(&driver, "token-shown-once", result).await;
     // The token the page showed works against the API.
     let res = client
-        .get(format!("{base}/api/v1/tokens"))
+        .get(format!("{base}/api/v1/account"))
         .bearer_auth(&secret)
         .send()
         .await
