@@ -6,7 +6,7 @@
 //! same key, so a second (or concurrent) write of one blob is harmless and an
 //! existing blob is never overwritten.
 
-use std::{collections::HashSet, fmt, str::FromStr, sync::Arc, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
@@ -19,6 +19,7 @@ use object_store::{
 };
 use sha2::{Digest, Sha256};
 
+pub use crate::common::digest::{DigestParseError, Sha256Digest};
 use crate::config::{S3Settings, StorageUrl};
 
 /// The prefix every blob key starts with.
@@ -45,58 +46,6 @@ pub enum BlobError {
     Store(#[from] object_store::Error),
     #[error("blob {0} changed under us: its bytes do not match its key")]
     Corrupt(Sha256Digest),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not a SHA-256 digest (64 lowercase hex digits)")]
-pub struct DigestParseError(String);
-
-/// A SHA-256 digest; displayed and parsed as 64 lowercase hex digits.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Sha256Digest([u8; 32]);
-
-impl Sha256Digest {
-    pub fn of(bytes: &[u8]) -> Self {
-        Self(Sha256::digest(bytes).into())
-    }
-
-    pub fn from_bytes(bytes: [u8; 32]) -> Self {
-        Self(bytes)
-    }
-
-    pub fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-}
-
-impl fmt::Display for Sha256Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&hex::encode(self.0))
-    }
-}
-
-impl fmt::Debug for Sha256Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sha256:{self}")
-    }
-}
-
-impl FromStr for Sha256Digest {
-    type Err = DigestParseError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        // Uppercase hex would decode too, but then one digest would have two
-        // keys; only the canonical lowercase form is accepted.
-        if s.len() != 64
-            || !s
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
-            return Err(DigestParseError(s.to_owned()));
-        }
-        let mut out = [0u8; 32];
-        hex::decode_to_slice(s, &mut out).map_err(|_| DigestParseError(s.to_owned()))?;
-        Ok(Self(out))
-    }
 }
 
 /// Reads up to [`UPLOAD_CHUNK`] bytes: a full chunk unless the file ends.
@@ -405,7 +354,7 @@ impl Blobs {
     /// than `grace`. The grace period protects a publish in flight, which
     /// writes its blob before it commits the version that refers to it.
     /// Callers should read `referenced` as late as possible (see
-    /// [`Blobs::sweep_unreferenced`]).
+    /// `service::sweep::sweep_unreferenced`).
     pub async fn sweep(
         &self,
         referenced: &HashSet<Sha256Digest>,
@@ -439,19 +388,6 @@ impl Blobs {
         }
         report.deleted.sort();
         Ok(report)
-    }
-
-    /// Sweeps what no live version of `db` refers to. The referenced set is
-    /// read after listing would begin, so a version committed before the
-    /// sweep started is always protected.
-    pub async fn sweep_unreferenced(
-        &self,
-        db: &crate::db::Db,
-        grace: Duration,
-    ) -> anyhow::Result<SweepReport> {
-        let referenced: HashSet<Sha256Digest> =
-            db.referenced_blob_digests().await?.into_iter().collect();
-        Ok(self.sweep(&referenced, grace).await?)
     }
 }
 

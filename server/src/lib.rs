@@ -13,6 +13,8 @@ pub mod db;
 pub mod deadlines;
 pub mod error;
 pub mod identity;
+#[cfg(test)]
+mod layers;
 pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;

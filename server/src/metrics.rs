@@ -4,18 +4,14 @@
 use std::time::Instant;
 
 use actix_web::{
-    HttpResponse,
     body::MessageBody,
     dev::{ServiceRequest, ServiceResponse},
-    get,
     middleware::Next,
     web,
 };
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
 };
-
-use crate::{error::ApiError, state::AppState};
 
 #[derive(Debug, Clone)]
 pub struct Metrics {
@@ -79,9 +75,8 @@ pub async fn record_requests(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
-    let metrics = req
-        .app_data::<web::Data<AppState>>()
-        .map(|state| state.metrics.clone());
+    // Its own app data (not the state's): this module sits below the state.
+    let metrics = req.app_data::<web::Data<Metrics>>().cloned();
     let method = req.method().as_str().to_owned();
     let response = next.call(req).await?;
     if let Some(metrics) = metrics {
@@ -100,17 +95,4 @@ pub async fn record_requests(
             .observe(started.elapsed().as_secs_f64());
     }
     Ok(response)
-}
-
-/// Prometheus metrics in the text exposition format.
-#[utoipa::path(
-    tag = "operations",
-    responses((status = 200, description = "Prometheus text format", content_type = "text/plain"))
-)]
-#[get("/metrics")]
-pub async fn get_metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let text = state.metrics.render().map_err(ApiError::internal)?;
-    Ok(HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(text))
 }

@@ -14,7 +14,7 @@ use utoipa::{
     },
 };
 
-use crate::{common, error, metrics, routes};
+use crate::{common, error, routes};
 
 #[derive(Debug, OpenApi)]
 #[openapi(
@@ -47,7 +47,7 @@ use crate::{common, error, metrics, routes};
         routes::schemas::get_events_schema,
         routes::health::get_healthz,
         routes::health::get_readyz,
-        metrics::get_metrics,
+        routes::health::get_metrics,
         routes::clowl::post_clowl,
         routes::clowl::get_agent_caps,
         routes::moltspeak::post_message,

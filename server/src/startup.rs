@@ -153,10 +153,12 @@ impl Application {
         let workers = state.config.workers;
         let max_upload = state.config.max_upload_bytes;
         let app_state = state.clone();
+        let metrics = web::Data::new(state.metrics.clone());
         let openapi = ApiDoc::openapi();
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
+                .app_data(metrics.clone())
                 .app_data(
                     web::JsonConfig::default()
                         .limit(JSON_BODY_LIMIT)

@@ -1,4 +1,4 @@
-//! Liveness and readiness.
+//! Liveness, readiness and metrics.
 
 use actix_web::{HttpResponse, get, web};
 use serde::Serialize;
@@ -67,4 +67,17 @@ pub async fn get_readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiE
         (true, true) => "the database and blob storage are unreachable",
     };
     Err(ApiError::Unavailable(detail.to_owned()))
+}
+
+/// Prometheus metrics in the text exposition format.
+#[utoipa::path(
+    tag = "operations",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain"))
+)]
+#[get("/metrics")]
+pub async fn get_metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let text = state.metrics.render().map_err(ApiError::internal)?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(text))
 }

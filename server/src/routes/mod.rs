@@ -52,7 +52,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(schemas::get_events_schema)
         .service(health::get_healthz)
         .service(health::get_readyz)
-        .service(crate::metrics::get_metrics)
+        .service(health::get_metrics)
         .service(clowl::post_clowl)
         .service(clowl::get_agent_caps)
         .service(moltspeak::post_message)

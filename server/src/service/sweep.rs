@@ -3,16 +3,29 @@
 //! grace period, and deleting a blob twice is harmless, so overlapping
 //! sweeps of several replicas are safe.
 
-use std::time::Duration;
+use std::{collections::HashSet, time::Duration};
 
-use crate::{blobs::SweepReport, state::AppState};
+use crate::{
+    blobs::{Sha256Digest, SweepReport},
+    state::AppState,
+};
+
+/// Deletes the blobs no live version refers to that are older than
+/// `grace`. The referenced set is read after listing would begin, so a
+/// version committed before the sweep started is always protected.
+pub async fn sweep_unreferenced(state: &AppState, grace: Duration) -> anyhow::Result<SweepReport> {
+    let referenced: HashSet<Sha256Digest> = state
+        .db
+        .referenced_blob_digests()
+        .await?
+        .into_iter()
+        .collect();
+    Ok(state.blobs.sweep(&referenced, grace).await?)
+}
 
 /// One sweep with the configured grace period.
 pub async fn sweep_once(state: &AppState) -> anyhow::Result<SweepReport> {
-    let report = state
-        .blobs
-        .sweep_unreferenced(&state.db, state.config.sweep_grace)
-        .await?;
+    let report = sweep_unreferenced(state, state.config.sweep_grace).await?;
     if !report.deleted.is_empty() {
         tracing::info!(
             deleted = report.deleted.len(),

@@ -277,18 +277,12 @@ async fn sweep_keeps_referenced(app: &TestApp, kept: Sha256Digest, orphan: Sha25
         .collect();
     assert!(referenced.contains(&kept));
 
-    let report = app
-        .state
-        .blobs
-        .sweep_unreferenced(&app.state.db, Duration::from_secs(3600))
+    let report = agentlang_registry::service::sweep::sweep_unreferenced(&app.state, Duration::from_secs(3600))
         .await
         .unwrap();
     assert!(report.deleted.is_empty(), "young blobs stay: {report:?}");
 
-    let report = app
-        .state
-        .blobs
-        .sweep_unreferenced(&app.state.db, Duration::ZERO)
+    let report = agentlang_registry::service::sweep::sweep_unreferenced(&app.state, Duration::ZERO)
         .await
         .unwrap();
     assert_eq!(report.deleted, vec![orphan]);
