@@ -220,6 +220,20 @@ pub fn publisher_href(name: &str) -> String {
     format!("/publishers/{}", path_segment(name))
 }
 
+/// A package owner as pages show them: a link and their role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerView {
+    pub username: String,
+    /// `founder` (published the package first) or `owner`.
+    pub role: &'static str,
+}
+
+impl OwnerView {
+    pub fn href(&self) -> String {
+        publisher_href(&self.username)
+    }
+}
+
 /// Present on version pages when the signed-in user owns the package: shows
 /// the yank and unyank forms.
 #[derive(Debug, Clone)]
@@ -660,7 +674,7 @@ pub struct AuditView {
 #[derive(Debug, Clone)]
 pub struct OwnedPackage {
     pub package: PackageRef,
-    pub owners: Vec<String>,
+    pub owners: Vec<OwnerView>,
     /// Invited accounts that have not answered yet.
     pub invited: Vec<String>,
 }

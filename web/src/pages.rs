@@ -211,7 +211,7 @@ pub struct AgentPage {
     /// Every version of the agent, newest first.
     pub versions: Vec<VersionSummary>,
     pub artifact: ArtifactView,
-    pub owners: Vec<String>,
+    pub owners: Vec<OwnerView>,
     /// Downloads over all versions.
     pub total_downloads: u64,
     pub owner_controls: Option<OwnerControls>,
@@ -365,10 +365,6 @@ impl AgentPage {
     pub fn is_current(&self, version: &Version) -> bool {
         *version == self.agent.version
     }
-
-    pub fn owner_href(&self, owner: &str) -> String {
-        publisher_href(owner)
-    }
 }
 
 /// Required or optional capabilities, as one table on the agent page.
@@ -389,7 +385,7 @@ pub struct ToolPage {
     pub tool: ToolVersionView,
     pub versions: Vec<VersionSummary>,
     pub artifact: ArtifactView,
-    pub owners: Vec<String>,
+    pub owners: Vec<OwnerView>,
     pub total_downloads: u64,
     pub used_by: ReverseDependencies,
     pub owner_controls: Option<OwnerControls>,
@@ -450,10 +446,6 @@ impl ToolPage {
 
     pub fn is_current(&self, version: &Version) -> bool {
         *version == self.tool.version
-    }
-
-    pub fn owner_href(&self, owner: &str) -> String {
-        publisher_href(owner)
     }
 
     pub fn yank_action(&self, version: &Version) -> String {
@@ -524,7 +516,7 @@ pub struct ProtocolPage {
     pub versions: Vec<ProtocolVersionRow>,
     /// The newest version's definition (packages only).
     pub definition: Option<ProtocolDefinitionView>,
-    pub owners: Vec<String>,
+    pub owners: Vec<OwnerView>,
 }
 
 impl ProtocolPage {
@@ -554,10 +546,6 @@ impl ProtocolPage {
             "removed" => "status status-removed",
             _ => "status status-stable",
         }
-    }
-
-    pub fn owner_href(&self, owner: &str) -> String {
-        publisher_href(owner)
     }
 }
 

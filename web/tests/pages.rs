@@ -14,6 +14,19 @@ fn chrome() -> Chrome {
     fixtures::signed_in_chrome()
 }
 
+
+/// Owners in the order they joined: the first is the founder.
+fn owners(names: &[&str]) -> Vec<OwnerView> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| OwnerView {
+            username: (*name).to_owned(),
+            role: if i == 0 { "founder" } else { "owner" },
+        })
+        .collect()
+}
+
 fn agent_page(owner: bool) -> AgentPage {
     AgentPage {
         chrome: chrome(),
@@ -38,7 +51,7 @@ fn agent_page(owner: bool) -> AgentPage {
         ],
         versions: fixtures::versions(),
         artifact: fixtures::artifact(),
-        owners: vec!["acme".to_owned(), "dana".to_owned()],
+        owners: owners(&["acme", "dana"]),
         total_downloads: 5_310,
         owner_controls: owner.then(|| OwnerControls {
             csrf_token: "csrf-session-token".to_owned(),
@@ -129,7 +142,7 @@ fn protocol_page() -> ProtocolPage {
             transport: "websocket".to_owned(),
             auth: "bearer".to_owned(),
         }),
-        owners: vec!["acme".to_owned()],
+        owners: owners(&["acme"]),
     }
 }
 
@@ -139,7 +152,7 @@ fn tool_page() -> ToolPage {
         tool: fixtures::web_search_tool(),
         versions: fixtures::versions(),
         artifact: fixtures::artifact(),
-        owners: vec!["acme".to_owned()],
+        owners: owners(&["acme"]),
         total_downloads: 98_310,
         used_by: fixtures::reverse_dependencies(),
         owner_controls: Some(OwnerControls {
@@ -227,7 +240,7 @@ fn account_page() -> AccountPage {
                 kind: Kind::Agent,
                 name: PackageName::new("research-assistant").unwrap(),
             },
-            owners: vec!["acme".to_owned(), "dana".to_owned()],
+            owners: owners(&["acme", "dana"]),
             invited: vec!["erin".to_owned()],
         }],
         key_proof_text: "agentlang-key-registration:acme:<key id>".to_owned(),
@@ -543,8 +556,8 @@ fn agent_page_shows_risk_and_every_section() {
         &format!(r#"<a class="hash" href="/keys/{REVOKED_KEY_ID}">{REVOKED_KEY_ID}</a>"#),
         &format!(r#"<code class="hash">{SHA256}</code>"#),
         "1204 of this version, 5310 in all",
-        r#"<a href="/publishers/acme">acme</a>"#,
-        r#"<a href="/publishers/dana">dana</a>"#,
+        r#"<a href="/publishers/acme">acme</a> <span class="muted">(founder)</span>"#,
+        r#"<a href="/publishers/dana">dana</a> <span class="muted">(owner)</span>"#,
         // Copyable snippets.
         r#"<code id="pull-command">agentlang pull research-assistant@1.0.0</code>"#,
         r#"data-copy="pull-command" hidden>"#,

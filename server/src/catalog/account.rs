@@ -8,8 +8,6 @@
 //! user can fix re-render the account page with a message (422, 409 or
 //! 403).
 
-use std::collections::HashMap;
-
 use actix_web::{HttpResponse, http::StatusCode, web};
 use agentlang_core::{Kind, PackageName, Version};
 use agentlang_web::{
@@ -25,7 +23,7 @@ use super::{
     publishers::key_summary,
     see_other,
     session::{SessionPage, SignedIn},
-    views::timestamp,
+    views::{owner_view, timestamp},
 };
 use crate::{
     common::{
@@ -76,39 +74,18 @@ async fn account_page(
         .into_iter()
         .map(key_summary)
         .collect();
-    let listings = state
-        .db
-        .owned_package_listings(s.account_id, MAX_OWNED_SHOWN)
-        .await?;
-    let ids: Vec<i64> = listings.iter().map(|l| l.id).collect();
-    let mut owners_by_package: HashMap<i64, Vec<String>> = HashMap::new();
-    for (package_id, username) in state.db.owners_of(&ids).await? {
-        owners_by_package
-            .entry(package_id)
-            .or_default()
-            .push(username);
-    }
-    let mut invited_by_package: HashMap<i64, Vec<String>> = HashMap::new();
-    for (package_id, username) in state.db.invitees_of(&ids).await? {
-        invited_by_package
-            .entry(package_id)
-            .or_default()
-            .push(username);
-    }
-    let mut packages = Vec::new();
-    for listing in listings {
-        let (Ok(kind), Ok(name)) = (
-            listing.kind.parse::<Kind>(),
-            PackageName::new(listing.name.as_str()),
-        ) else {
-            continue;
-        };
-        packages.push(OwnedPackage {
-            package: PackageRef { kind, name },
-            owners: owners_by_package.remove(&listing.id).unwrap_or_default(),
-            invited: invited_by_package.remove(&listing.id).unwrap_or_default(),
-        });
-    }
+    let packages = owners::owned_packages(state, s.account_id, MAX_OWNED_SHOWN)
+        .await?
+        .into_iter()
+        .map(|p| OwnedPackage {
+            package: PackageRef {
+                kind: p.kind,
+                name: p.name,
+            },
+            owners: p.owners.iter().map(owner_view).collect(),
+            invited: p.invited,
+        })
+        .collect();
     let invitations = owners::invitations_for(state, s.account_id)
         .await?
         .into_iter()
@@ -339,11 +316,12 @@ pub async fn answer_invitation(
     session.0.check_csrf(&FormFields::parse(&body))?;
     let (kind, name, answer) = path.into_inner();
     let package = package_at(&state, &kind, &name).await?;
-    match answer.as_str() {
-        "accept" => owners::accept_invitation(&state, session.0.actor(), &package).await?,
-        "decline" => owners::decline_invitation(&state, session.0.actor(), &package).await?,
+    let answer = match answer.as_str() {
+        "accept" => owners::Answer::Accept,
+        "decline" => owners::Answer::Decline,
         _ => return Err(CatalogError::NotFound),
-    }
+    };
+    owners::answer_invitation(&state, session.0.actor(), &package, answer).await?;
     Ok(see_other("/account#owners-heading"))
 }
 

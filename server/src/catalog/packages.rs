@@ -13,11 +13,11 @@ use serde::Deserialize;
 use super::{
     CatalogError, html,
     session::{MaybeSession, WebSession},
-    views::{self, timestamp},
+    views::{self, owner_view, timestamp},
 };
 use crate::{
     db::packages::{PackageRecord, VersionRecord},
-    service::packages::ContainerExtras,
+    service::{owners, packages::ContainerExtras},
     state::AppState,
 };
 
@@ -140,13 +140,11 @@ fn extras(v: &VersionRecord) -> ContainerExtras {
     ContainerExtras::from_stored(v.extras.as_ref().map(|e| &e.0))
 }
 
-async fn owners(state: &AppState, package_id: i64) -> Result<Vec<String>, CatalogError> {
-    Ok(state
-        .db
-        .list_owners(package_id)
+async fn owners(state: &AppState, package_id: i64) -> Result<Vec<OwnerView>, CatalogError> {
+    Ok(owners::current_owners(state, package_id)
         .await?
-        .into_iter()
-        .map(|o| o.username)
+        .iter()
+        .map(owner_view)
         .collect())
 }
 
@@ -156,7 +154,7 @@ async fn owner_controls(
     package_id: i64,
 ) -> Result<Option<OwnerControls>, CatalogError> {
     match session {
-        Some(s) if state.db.is_owner(package_id, s.account_id).await? => Ok(Some(OwnerControls {
+        Some(s) if owners::is_owner(state, s.account_id, package_id).await? => Ok(Some(OwnerControls {
             csrf_token: s.csrf_token.clone(),
         })),
         _ => Ok(None),

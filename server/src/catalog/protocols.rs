@@ -6,8 +6,12 @@ use agentlang_core::{Kind, Version, protocols::ProtocolSource};
 use agentlang_web::pages::{ProtocolDefinitionView, ProtocolPage, ProtocolVersionRow};
 use serde_json::Value;
 
-use super::{CatalogError, html, packages::load, session::MaybeSession};
-use crate::{error::ApiError, service::protocols, state::AppState};
+use super::{CatalogError, html, packages::load, session::MaybeSession, views::owner_view};
+use crate::{
+    error::ApiError,
+    service::{owners, protocols},
+    state::AppState,
+};
 
 fn definition(version: Version, spec: &Value) -> Option<ProtocolDefinitionView> {
     let schema = spec.get("schema")?;
@@ -40,12 +44,10 @@ async fn page(
         let loaded = load(state, Kind::Protocol, name).await?;
         let v = loaded.pick(version)?;
         let parsed = Version::parse(&v.version).map_err(|_| CatalogError::NotFound)?;
-        let owners = state
-            .db
-            .list_owners(loaded.package.id)
+        let owners = owners::current_owners(state, loaded.package.id)
             .await?
-            .into_iter()
-            .map(|o| o.username)
+            .iter()
+            .map(owner_view)
             .collect();
         (definition(parsed, &v.spec.0), owners)
     } else {

@@ -18,12 +18,22 @@ use agentlang_web::model::*;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
-use crate::{db::catalog::VersionBrief, service::packages::ContainerExtras};
+use crate::{
+    db::{catalog::VersionBrief, owners::OwnerRecord},
+    service::{owners::OwnerRole, packages::ContainerExtras},
+};
 
 pub fn timestamp(unix_seconds: i64) -> Timestamp {
     Timestamp(
         OffsetDateTime::from_unix_timestamp(unix_seconds).unwrap_or(OffsetDateTime::UNIX_EPOCH),
     )
+}
+
+pub fn owner_view(owner: &OwnerRecord) -> OwnerView {
+    OwnerView {
+        username: owner.username.clone(),
+        role: OwnerRole::of(owner).as_str(),
+    }
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {

@@ -81,17 +81,31 @@ impl Db {
         })
     }
 
-    /// The owners of the given packages, `(package id, username)`, each
+    /// The owners of the given packages, `(package id, owner)`, each
     /// package's in the order they joined: one query per 500 packages.
-    pub async fn owners_of(&self, package_ids: &[i64]) -> Result<Vec<(i64, String)>, sqlx::Error> {
-        const SELECT: &str = "SELECT o.package_id, o.ordinal, a.username
+    pub async fn owners_of(
+        &self,
+        package_ids: &[i64],
+    ) -> Result<Vec<(i64, OwnerRecord)>, sqlx::Error> {
+        const SELECT: &str = "SELECT o.package_id, o.account_id, a.username, o.added_at, o.ordinal
              FROM package_owners o JOIN accounts a ON a.id = o.account_id
              WHERE o.package_id IN (";
-        let found: Result<Vec<(i64, i64, String)>, sqlx::Error> =
-            super::select_in!(self, (i64, i64, String), SELECT, SELECT, package_ids);
+        let found: Result<Vec<(i64, i64, String, i64, i64)>, sqlx::Error> =
+            super::select_in!(self, (i64, i64, String, i64, i64), SELECT, SELECT, package_ids);
         let mut rows = found?;
-        rows.sort();
-        Ok(rows.into_iter().map(|(id, _, name)| (id, name)).collect())
+        rows.sort_by_key(|&(package_id, _, _, _, ordinal)| (package_id, ordinal));
+        Ok(rows
+            .into_iter()
+            .map(|(package_id, account_id, username, added_at, ordinal)| {
+                let owner = OwnerRecord {
+                    account_id,
+                    username,
+                    added_at,
+                    ordinal,
+                };
+                (package_id, owner)
+            })
+            .collect())
     }
 
     /// Invites an account (again: the invitation is renewed). Returns false

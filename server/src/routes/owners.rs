@@ -108,7 +108,7 @@ impl From<Owners> for OwnerList {
                 .into_iter()
                 .map(|o| Owner {
                     username: o.username,
-                    role: if o.ordinal == 1 { "founder" } else { "owner" }.to_owned(),
+                    role: owners::OwnerRole::of(&o).as_str().to_owned(),
                     added_at: rfc3339(o.added_at),
                 })
                 .collect(),
@@ -245,7 +245,7 @@ pub async fn accept_invitation(
 ) -> Result<HttpResponse, ApiError> {
     auth.require(Scope::Owners)?;
     let package = path.package(&state).await?;
-    owners::accept_invitation(&state, auth.actor(), &package).await?;
+    owners::answer_invitation(&state, auth.actor(), &package, owners::Answer::Accept).await?;
     owner_list(&state, &package).await
 }
 
@@ -269,6 +269,6 @@ pub async fn decline_invitation(
 ) -> Result<HttpResponse, ApiError> {
     auth.require(Scope::Owners)?;
     let package = path.package(&state).await?;
-    owners::decline_invitation(&state, auth.actor(), &package).await?;
+    owners::answer_invitation(&state, auth.actor(), &package, owners::Answer::Decline).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -42,13 +42,43 @@ pub async fn find_package(
         .ok_or_else(not_found)
 }
 
+/// An owner's standing on a package.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerRole {
+    /// Published the package first (and is still an owner).
+    Founder,
+    Owner,
+}
+
+impl OwnerRole {
+    pub fn of(owner: &OwnerRecord) -> Self {
+        if owner.ordinal == 1 {
+            Self::Founder
+        } else {
+            Self::Owner
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Founder => "founder",
+            Self::Owner => "owner",
+        }
+    }
+}
+
+/// Whether the account owns the package (pages show owner controls).
+pub async fn is_owner(state: &AppState, account_id: i64, package_id: i64) -> Result<bool, ApiError> {
+    Ok(state.db.is_owner(package_id, account_id).await?)
+}
+
 /// 403 `not-owner` unless the account owns the package.
 pub async fn require_owner(
     state: &AppState,
     account_id: i64,
     package: &PackageRecord,
 ) -> Result<(), ApiError> {
-    if state.db.is_owner(package.id, account_id).await? {
+    if is_owner(state, account_id, package.id).await? {
         Ok(())
     } else {
         Err(ApiError::NotOwner(format!(
@@ -67,9 +97,56 @@ pub struct Owners {
 
 pub async fn list_owners(state: &AppState, package: &PackageRecord) -> Result<Owners, ApiError> {
     Ok(Owners {
-        owners: state.db.list_owners(package.id).await?,
+        owners: current_owners(state, package.id).await?,
         invitations: state.db.invitations_of(package.id).await?,
     })
+}
+
+/// A package's owners, in the order they joined.
+pub async fn current_owners(
+    state: &AppState,
+    package_id: i64,
+) -> Result<Vec<OwnerRecord>, ApiError> {
+    Ok(state.db.list_owners(package_id).await?)
+}
+
+/// A package an account owns, with its owners and pending invitees.
+#[derive(Debug, Clone)]
+pub struct OwnedPackage {
+    pub kind: Kind,
+    pub name: PackageName,
+    pub owners: Vec<OwnerRecord>,
+    pub invited: Vec<String>,
+}
+
+/// The packages an account owns (at most `limit`), each with its owners
+/// and pending invitees: three queries however many packages.
+pub async fn owned_packages(
+    state: &AppState,
+    account_id: i64,
+    limit: i64,
+) -> Result<Vec<OwnedPackage>, ApiError> {
+    let listings = state.db.owned_package_listings(account_id, limit).await?;
+    let ids: Vec<i64> = listings.iter().map(|l| l.id).collect();
+    let mut owners: BTreeMap<i64, Vec<OwnerRecord>> = BTreeMap::new();
+    for (package_id, owner) in state.db.owners_of(&ids).await? {
+        owners.entry(package_id).or_default().push(owner);
+    }
+    let mut invited: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for (package_id, username) in state.db.invitees_of(&ids).await? {
+        invited.entry(package_id).or_default().push(username);
+    }
+    Ok(listings
+        .into_iter()
+        .filter_map(|listing| {
+            Some(OwnedPackage {
+                kind: listing.kind.parse().ok()?,
+                name: PackageName::new(listing.name.as_str()).ok()?,
+                owners: owners.remove(&listing.id).unwrap_or_default(),
+                invited: invited.remove(&listing.id).unwrap_or_default(),
+            })
+        })
+        .collect())
 }
 
 /// Resolves usernames to accounts, listing every unknown one as a field
@@ -157,57 +234,49 @@ pub async fn invitations_for(
     Ok(state.db.invitations_for(account_id).await?)
 }
 
-/// Accepts the account's invitation: it becomes the package's newest
-/// owner. 404 when it has no (unexpired) invitation.
-pub async fn accept_invitation(
-    state: &AppState,
-    actor: Actor<'_>,
-    package: &PackageRecord,
-) -> Result<(), ApiError> {
-    if !state
-        .db
-        .accept_invitation(package.id, actor.account_id)
-        .await?
-    {
-        return Err(ApiError::NotFound(format!(
-            "an invitation to own {} {}",
-            package.kind, package.name
-        )));
-    }
-    audit::record(
-        state,
-        actor.account_id,
-        "owner_added",
-        &format!("{} {} (accepted)", package.kind, package.name),
-    )
-    .await;
-    tracing::info!(package = %package.name, owner = %actor.username, "invitation accepted");
-    Ok(())
+/// An invited account's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// The account becomes the package's newest owner.
+    Accept,
+    /// The invitation is gone.
+    Decline,
 }
 
-/// Declines the account's invitation; 404 when there is none.
-pub async fn decline_invitation(
+/// Answers the account's invitation; 404 when it has no (unexpired) one.
+pub async fn answer_invitation(
     state: &AppState,
     actor: Actor<'_>,
     package: &PackageRecord,
+    answer: Answer,
 ) -> Result<(), ApiError> {
-    if !state
-        .db
-        .delete_invitation(package.id, actor.account_id)
-        .await?
-    {
+    let (found, action, detail) = match answer {
+        Answer::Accept => (
+            state
+                .db
+                .accept_invitation(package.id, actor.account_id)
+                .await?,
+            "owner_added",
+            " (accepted)",
+        ),
+        Answer::Decline => (
+            state
+                .db
+                .delete_invitation(package.id, actor.account_id)
+                .await?,
+            "invitation_declined",
+            "",
+        ),
+    };
+    if !found {
         return Err(ApiError::NotFound(format!(
             "an invitation to own {} {}",
             package.kind, package.name
         )));
     }
-    audit::record(
-        state,
-        actor.account_id,
-        "invitation_declined",
-        &format!("{} {}", package.kind, package.name),
-    )
-    .await;
+    let package_name = format!("{} {}", package.kind, package.name);
+    audit::record(state, actor.account_id, action, &format!("{package_name}{detail}")).await;
+    tracing::info!(package = %package_name, account = %actor.username, ?answer, "invitation answered");
     Ok(())
 }
 

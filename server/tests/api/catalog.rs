@@ -19,6 +19,7 @@ backend_tests!(
     static_assets_revalidate_with_etags,
     session_cookies_are_secure_behind_https,
     agent_pages_say_on_which_hosts_the_agent_runs,
+    password_change_and_sign_out_everywhere_end_sessions,
 );
 
 fn no_redirects() -> reqwest::Client {
@@ -68,6 +69,30 @@ fn set_cookie(res: &Response, name: &str) -> Option<String> {
 
 fn cookie_pair(set_cookie: &str) -> String {
     set_cookie.split(';').next().unwrap().to_owned()
+}
+
+/// Signs in through the form: the session cookie, or the refusal's status.
+async fn sign_in(app: &TestApp, username: &str, password: &str) -> Result<String, StatusCode> {
+    let client = no_redirects();
+    let url = format!("{}/login", app.url);
+    let res = client.get(&url).send().await.unwrap();
+    let cookie = cookie_pair(&set_cookie(&res, "agentlang_login_csrf").unwrap());
+    let token = csrf_field(&res.text().await.unwrap());
+    let res = client
+        .post(&url)
+        .header(header::COOKIE, cookie)
+        .form(&[
+            ("username", username),
+            ("password", password),
+            ("csrf_token", &token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    match res.status() {
+        StatusCode::SEE_OTHER => Ok(cookie_pair(&set_cookie(&res, "agentlang_session").unwrap())),
+        status => Err(status),
+    }
 }
 
 async fn every_page_answers_html_with_its_policy(backend: Backend) {
@@ -391,31 +416,9 @@ async fn owners_yank_from_the_version_page(backend: Backend) {
     };
     let client = no_redirects();
     let url = |p: &str| format!("{}{p}", app.url);
-    let sign_in = |username: &'static str| {
-        let client = client.clone();
-        let url = url("/login");
-        async move {
-            let res = client.get(&url).send().await.unwrap();
-            let cookie = cookie_pair(&set_cookie(&res, "agentlang_login_csrf").unwrap());
-            let token = csrf_field(&res.text().await.unwrap());
-            let res = client
-                .post(&url)
-                .header(header::COOKIE, cookie)
-                .form(&[
-                    ("username", username),
-                    ("password", seed::PASSWORD),
-                    ("csrf_token", &token),
-                ])
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(res.status(), StatusCode::SEE_OTHER, "{username} signs in");
-            cookie_pair(&set_cookie(&res, "agentlang_session").unwrap())
-        }
-    };
     app.create_account("bob", seed::PASSWORD).await;
-    let alice = sign_in("alice").await;
-    let bob = sign_in("bob").await;
+    let alice = sign_in(&app, "alice", seed::PASSWORD).await.unwrap();
+    let bob = sign_in(&app, "bob", seed::PASSWORD).await.unwrap();
     let version_page = |session: &str| {
         client
             .get(url("/agents/research-assistant/1.1.0"))
@@ -492,6 +495,13 @@ async fn owners_yank_from_the_version_page(backend: Backend) {
         html.contains("/agents/research-assistant/1.1.0/unyank"),
         "bob owns it now"
     );
+    // The package page lists owners with their role.
+    for owner in [
+        r#"<a href="/publishers/alice">alice</a> <span class="muted">(founder)</span>"#,
+        r#"<a href="/publishers/bob">bob</a> <span class="muted">(owner)</span>"#,
+    ] {
+        assert!(html.contains(owner), "{owner} in {html}");
+    }
 }
 
 async fn static_assets_revalidate_with_etags(backend: Backend) {
@@ -611,4 +621,95 @@ async fn agent_pages_say_on_which_hosts_the_agent_runs(backend: Backend) {
     assert!(row("replit-agent").contains(">Yes</span>"));
     assert!(row("browser-extension").contains(">No</span>"));
     assert!(row("desktop-app").contains(">Yes</span>"));
+}
+
+async fn password_change_and_sign_out_everywhere_end_sessions(backend: Backend) {
+    const NEW: &str = "a-new-password-456";
+    let Some((app, _)) = seeded(backend).await else {
+        return;
+    };
+    let client = no_redirects();
+    let url = |p: &str| format!("{}{p}", app.url);
+    let here = sign_in(&app, "alice", seed::PASSWORD).await.unwrap();
+    let elsewhere = sign_in(&app, "alice", seed::PASSWORD).await.unwrap();
+    let token = app.token("alice", &["publish"]).await;
+    let account = |session: &str| {
+        client
+            .get(url("/account"))
+            .header(header::COOKIE, session.to_owned())
+            .send()
+    };
+    let signed_out = |res: Response| {
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{}", res.url());
+        assert_eq!(res.headers()[header::LOCATION], "/login");
+    };
+    let csrf = csrf_field(&page(account(&here).await.unwrap(), StatusCode::OK).await);
+    let change_password = |current: &'static str| {
+        client
+            .post(url("/account/password"))
+            .header(header::COOKIE, &here)
+            .form(&[
+                ("password", current),
+                ("new_password", NEW),
+                ("revoke_tokens", "yes"),
+                ("csrf_token", &csrf),
+            ])
+            .send()
+    };
+
+    // The wrong current password changes nothing.
+    let html = page(
+        change_password("not-the-password").await.unwrap(),
+        StatusCode::UNAUTHORIZED,
+    )
+    .await;
+    assert!(html.contains("The current password is wrong."), "{html}");
+    page(account(&elsewhere).await.unwrap(), StatusCode::OK).await;
+
+    // The right one: this session stays, every other one ends, and (as
+    // asked) every API token is revoked.
+    let res = change_password(seed::PASSWORD).await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    page(account(&here).await.unwrap(), StatusCode::OK).await;
+    signed_out(account(&elsewhere).await.unwrap());
+    let res = app
+        .client
+        .get(url("/api/v1/account"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "tokens revoked");
+    assert_eq!(
+        sign_in(&app, "alice", seed::PASSWORD).await,
+        Err(StatusCode::UNAUTHORIZED)
+    );
+    let third = sign_in(&app, "alice", NEW).await.unwrap();
+
+    // The account's activity says what happened, newest first.
+    let html = page(account(&here).await.unwrap(), StatusCode::OK).await;
+    let activity = &html[html.find("id=\"activity-heading\"").unwrap()..];
+    let position = |action: &str| {
+        activity
+            .find(&format!("<code>{action}</code>"))
+            .unwrap_or_else(|| panic!("{action} is listed: {activity}"))
+    };
+    assert!(position("signed_in") < position("password_changed"));
+    assert!(position("password_changed") < position("token_created"));
+
+    // Sign out everywhere: a forged form is refused; the real one ends this
+    // session and the other.
+    let end_all = |csrf: &str| {
+        client
+            .post(url("/account/sessions/end-all"))
+            .header(header::COOKIE, &here)
+            .form(&[("csrf_token", csrf)])
+            .send()
+    };
+    page(end_all("forged").await.unwrap(), StatusCode::FORBIDDEN).await;
+    page(account(&third).await.unwrap(), StatusCode::OK).await;
+    let res = end_all(&csrf).await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    signed_out(account(&here).await.unwrap());
+    signed_out(account(&third).await.unwrap());
 }
