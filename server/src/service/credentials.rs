@@ -16,7 +16,7 @@ use argon2::{
 
 use crate::{
     common::{
-        names::{Password, Username},
+        names::{MAX_PASSWORD_LEN, Password, Username},
         normalize,
     },
     db::accounts::AccountRecord,
@@ -233,16 +233,22 @@ pub async fn check_password(
     state
         .rate_limits
         .check(Bucket::LoginsPerUsername, &username_key(username))?;
-    // A name that cannot be a username names no account: the decoy is
-    // checked all the same.
+    // A name that cannot be a username names no account, and no account
+    // has a password longer than any password may be: the decoy is checked
+    // all the same (never the long text itself).
+    let too_long = password.len() > MAX_PASSWORD_LEN;
     let account = match Username::parse(username) {
-        Ok(username) => state.db.find_account(&username).await?,
-        Err(_) => None,
+        Ok(username) if !too_long => state.db.find_account(&username).await?,
+        _ => None,
     };
     let stored = account
         .as_ref()
         .map_or_else(|| decoy_hash().to_owned(), |a| a.password_hash.clone());
-    let password = password.to_owned();
+    let password = if too_long {
+        String::new()
+    } else {
+        password.to_owned()
+    };
     let verified = state
         .passwords
         .run(move || verify_password(&password, &stored))

@@ -81,7 +81,13 @@ async fn wrong_credentials_are_refused(backend: Backend) {
         return;
     };
     app.create_account("alice", "password-123").await;
-    for (username, password) in [("alice", "wrong-password"), ("nobody", "password-123")] {
+    // Longer than any password may be: simply wrong.
+    let long = "p".repeat(5_000);
+    for (username, password) in [
+        ("alice", "wrong-password"),
+        ("nobody", "password-123"),
+        ("alice", long.as_str()),
+    ] {
         problem(
             app.post_json(
                 "/api/v1/tokens",
