@@ -760,7 +760,7 @@ fn account_page_shows_the_new_token_once_and_every_form() {
     assert!(html.contains(r#"<div class="notice notice-error" role="alert"><ul><li>That key is already registered.</li></ul></div>"#));
     // Proof of possession, invitations, password, sessions, activity.
     assert!(html.contains(r#"<input id="key-proof" name="proof" type="text" required"#));
-    assert!(html.contains("<code>agentlang-key-registration:acme:&lt;key id&gt;</code>"));
+    assert!(html.contains("<code>agentlang-key-registration:acme:&#60;key id&#62;</code>"));
     assert!(html.contains("<li>erin <span class=\"muted\">(invited)</span></li>"));
     assert!(
         html.contains(
