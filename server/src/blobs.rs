@@ -17,7 +17,6 @@ use object_store::{
     path::Path,
     prefix::PrefixStore,
 };
-use sha2::{Digest, Sha256};
 
 pub use crate::common::digest::{DigestParseError, Sha256Digest};
 use crate::config::{S3Settings, StorageUrl};

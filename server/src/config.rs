@@ -739,7 +739,10 @@ mod tests {
         assert!(err.to_string().contains("REGISTRATION"), "{err}");
         let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_JWT_SECRET", "short")]))
             .unwrap_err();
-        assert!(err.to_string().contains("at least 32 random bytes"), "{err}");
+        assert!(
+            err.to_string().contains("at least 32 random bytes"),
+            "{err}"
+        );
         let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_STORAGE_URL", "ftp://x")]))
             .unwrap_err();
         assert!(err.to_string().contains("not a storage URL"), "{err}");

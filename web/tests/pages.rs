@@ -14,7 +14,6 @@ fn chrome() -> Chrome {
     fixtures::signed_in_chrome()
 }
 
-
 /// Owners in the order they joined: the first is the founder.
 fn owners(names: &[&str]) -> Vec<OwnerView> {
     names

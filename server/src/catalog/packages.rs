@@ -154,9 +154,11 @@ async fn owner_controls(
     package_id: i64,
 ) -> Result<Option<OwnerControls>, CatalogError> {
     match session {
-        Some(s) if owners::is_owner(state, s.account_id, package_id).await? => Ok(Some(OwnerControls {
-            csrf_token: s.csrf_token.clone(),
-        })),
+        Some(s) if owners::is_owner(state, s.account_id, package_id).await? => {
+            Ok(Some(OwnerControls {
+                csrf_token: s.csrf_token.clone(),
+            }))
+        }
         _ => Ok(None),
     }
 }

@@ -55,4 +55,3 @@ impl FromStr for Sha256Digest {
         Ok(Self(out))
     }
 }
-

@@ -13,6 +13,14 @@ pub struct OwnerRecord {
     pub ordinal: i64,
 }
 
+/// An owner with the package they own.
+#[derive(sqlx::FromRow)]
+struct PackageOwnerRow {
+    package_id: i64,
+    #[sqlx(flatten)]
+    owner: OwnerRecord,
+}
+
 /// A pending invitation, with what the invitee needs to decide.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct InvitationRecord {
@@ -90,22 +98,11 @@ impl Db {
         const SELECT: &str = "SELECT o.package_id, o.account_id, a.username, o.added_at, o.ordinal
              FROM package_owners o JOIN accounts a ON a.id = o.account_id
              WHERE o.package_id IN (";
-        let found: Result<Vec<(i64, i64, String, i64, i64)>, sqlx::Error> =
-            super::select_in!(self, (i64, i64, String, i64, i64), SELECT, SELECT, package_ids);
+        let found: Result<Vec<PackageOwnerRow>, sqlx::Error> =
+            super::select_in!(self, PackageOwnerRow, SELECT, SELECT, package_ids);
         let mut rows = found?;
-        rows.sort_by_key(|&(package_id, _, _, _, ordinal)| (package_id, ordinal));
-        Ok(rows
-            .into_iter()
-            .map(|(package_id, account_id, username, added_at, ordinal)| {
-                let owner = OwnerRecord {
-                    account_id,
-                    username,
-                    added_at,
-                    ordinal,
-                };
-                (package_id, owner)
-            })
-            .collect())
+        rows.sort_by_key(|r| (r.package_id, r.owner.ordinal));
+        Ok(rows.into_iter().map(|r| (r.package_id, r.owner)).collect())
     }
 
     /// Invites an account (again: the invitation is renewed). Returns false

@@ -107,8 +107,8 @@ impl From<Owners> for OwnerList {
                 .owners
                 .into_iter()
                 .map(|o| Owner {
-                    username: o.username,
                     role: owners::OwnerRole::of(&o).as_str().to_owned(),
+                    username: o.username,
                     added_at: rfc3339(o.added_at),
                 })
                 .collect(),

@@ -68,7 +68,11 @@ impl OwnerRole {
 }
 
 /// Whether the account owns the package (pages show owner controls).
-pub async fn is_owner(state: &AppState, account_id: i64, package_id: i64) -> Result<bool, ApiError> {
+pub async fn is_owner(
+    state: &AppState,
+    account_id: i64,
+    package_id: i64,
+) -> Result<bool, ApiError> {
     Ok(state.db.is_owner(package_id, account_id).await?)
 }
 
@@ -275,7 +279,13 @@ pub async fn answer_invitation(
         )));
     }
     let package_name = format!("{} {}", package.kind, package.name);
-    audit::record(state, actor.account_id, action, &format!("{package_name}{detail}")).await;
+    audit::record(
+        state,
+        actor.account_id,
+        action,
+        &format!("{package_name}{detail}"),
+    )
+    .await;
     tracing::info!(package = %package_name, account = %actor.username, ?answer, "invitation answered");
     Ok(())
 }

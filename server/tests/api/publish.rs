@@ -210,9 +210,12 @@ pub fn repack(container: &[u8], mut edit: impl FnMut(&str, Vec<u8>) -> Option<Ve
 /// How many blobs the store holds that some version refers to, and how
 /// many that none does.
 pub async fn blob_counts(app: &TestApp) -> (usize, usize) {
-    let report = agentlang_registry::service::sweep::sweep_unreferenced(&app.state, std::time::Duration::from_secs(1 << 40))
-        .await
-        .unwrap();
+    let report = agentlang_registry::service::sweep::sweep_unreferenced(
+        &app.state,
+        std::time::Duration::from_secs(1 << 40),
+    )
+    .await
+    .unwrap();
     assert!(report.deleted.is_empty());
     (report.referenced, report.young)
 }

@@ -277,9 +277,12 @@ async fn sweep_keeps_referenced(app: &TestApp, kept: Sha256Digest, orphan: Sha25
         .collect();
     assert!(referenced.contains(&kept));
 
-    let report = agentlang_registry::service::sweep::sweep_unreferenced(&app.state, Duration::from_secs(3600))
-        .await
-        .unwrap();
+    let report = agentlang_registry::service::sweep::sweep_unreferenced(
+        &app.state,
+        Duration::from_secs(3600),
+    )
+    .await
+    .unwrap();
     assert!(report.deleted.is_empty(), "young blobs stay: {report:?}");
 
     let report = agentlang_registry::service::sweep::sweep_unreferenced(&app.state, Duration::ZERO)
