@@ -146,7 +146,7 @@ async fn configured_admins_are_admins_from_registration_or_start_up(backend: Bac
         .await
         .unwrap();
     assert!(!app.account_record("later").await.unwrap().is_admin);
-    agentlang_registry::service::accounts::apply_configured_admins(&app.state())
+    agentlang_registry::service::accounts::apply_configured_admins(app.state())
         .await
         .unwrap();
     assert!(app.account_record("later").await.unwrap().is_admin);

@@ -760,7 +760,7 @@ async fn a_blob_without_a_commit_is_invisible_and_swept(backend: Backend) {
     // the configured 1 s would depend on where a second boundary falls.
     assert_eq!(blob_counts(&app).await, (1, 1));
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
-    let report = agentlang_registry::service::sweep::sweep_once(&app.state())
+    let report = agentlang_registry::service::sweep::sweep_once(app.state())
         .await
         .unwrap();
     assert_eq!(report.deleted, vec![digest]);

@@ -24,6 +24,9 @@ use super::{
     proxy::TcpProxy,
 };
 
+/// A change to an in-process registry's resolved configuration.
+type ConfigChange = Box<dyn FnOnce(&mut Config)>;
+
 /// What [`TestApp::builder`] starts. Every setting reaches the registry the
 /// same way in both forms: as the `AGENTLANG_REGISTRY_*` environment (and,
 /// for per-minute rate limits, a `registry.toml`) that the binary reads,
@@ -42,7 +45,7 @@ pub struct TestAppBuilder {
     public_url: Option<String>,
     max_upload_bytes: Option<usize>,
     env: Vec<(String, String)>,
-    adjust: Vec<Box<dyn FnOnce(&mut Config)>>,
+    adjust: Vec<ConfigChange>,
     users: Vec<(String, Vec<String>, bool)>,
 }
 
