@@ -1,6 +1,7 @@
 //! Render time of the catalog's agent page, for the scale-out benchmark.
 //!
-//! Spawns a registry on port 0 (SQLite + files in a temporary folder),
+//! Starts a registry with the tests' harness (in-process on port 0, SQLite +
+//! files in a temporary folder, no rate limits),
 //! seeds it with the research-assistant fixture (two versions, two tools,
 //! real signed containers), then measures:
 //! - build + render: `catalog::packages::agent_page` (database reads, the
@@ -10,17 +11,14 @@
 //!
 //! Run: `cargo run --release -p agentlang-registry --example bench_catalog [iterations]`
 
-#[path = "../tests/browser/seed.rs"]
-mod seed;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::time::{Duration, Instant};
 
-use agentlang_registry::{
-    catalog::{packages::agent_page, session::MaybeSession},
-    config::{Config, RateLimitSettings, RegistrationMode},
-    startup::Application,
-};
+use agentlang_registry::catalog::{packages::agent_page, session::MaybeSession};
 use agentlang_web::Template;
+use support::{Backend, TestApp, seed};
 
 fn report(what: &str, mut samples: Vec<Duration>) {
     samples.sort();
@@ -43,38 +41,24 @@ async fn main() -> anyhow::Result<()> {
         .map(|n| n.parse())
         .transpose()?
         .unwrap_or(2000);
-    let dir = tempfile::tempdir()?;
-    let limit = std::num::NonZeroU32::new(10_000_000).unwrap();
-    let config = Config {
-        bind: "127.0.0.1:0".into(),
-        data_dir: dir.path().join("data"),
-        jwt_secret: Some("bench-secret-bench-secret-bench-secret".into()),
-        workers: Some(1),
-        rate_limits: RateLimitSettings {
-            enabled: false,
-            ..RateLimitSettings::all_at(limit)
-        },
-        registration: RegistrationMode::Open,
-        ..Config::default()
-    };
-    let app = Application::build(config).await?;
-    let url = format!("http://{}", app.address());
-    let state = app.state();
-    let handle = app.handle();
-    actix_web::rt::spawn(app.run_until_stopped());
-    let client = reqwest::Client::new();
-    seed::seed_catalog(&state, &url, &client).await;
+    let app = TestApp::builder(Backend::Sqlite)
+        .rate_limits_off()
+        .build()
+        .await
+        .expect("SQLite is always there");
+    let (url, state, client) = (&app.url, app.state(), &app.client);
+    seed::seed_catalog(&app).await;
     let anonymous = MaybeSession(None);
 
     // Warm up: the container extras are read once and cached.
-    let page = agent_page(&state, &anonymous, seed::AGENT, None).await?;
+    let page = agent_page(state, &anonymous, seed::AGENT, None).await?;
     let bytes = page.render()?.len();
     println!("agent page: {bytes} bytes of HTML");
 
     let mut built = Vec::with_capacity(iterations);
     for _ in 0..iterations {
         let start = Instant::now();
-        let page = agent_page(&state, &anonymous, seed::AGENT, None).await?;
+        let page = agent_page(state, &anonymous, seed::AGENT, None).await?;
         let html = page.render()?;
         built.push(start.elapsed());
         std::hint::black_box(html);
@@ -102,6 +86,5 @@ async fn main() -> anyhow::Result<()> {
         http.push(start.elapsed());
     }
     report("HTTP GET", http);
-    handle.stop(true).await;
     Ok(())
 }

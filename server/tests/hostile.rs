@@ -20,103 +20,37 @@ use std::{
     time::{Duration, Instant},
 };
 
+use agentlang_registry::config::parse_network;
 use futures_util::StreamExt;
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use support::{
-    Backend, Backends, Flow, Registry, RssSampler, TcpProxy, account_with_token, host_port,
-    register_key, tool_container, with_host,
+    Backend, TestApp,
+    app::TestAppBuilder,
+    backend_tests,
+    process::RssSampler,
+    proxy::{Flow, TcpProxy},
+    seed::tool_container,
 };
 
 const MIB: u64 = 1024 * 1024;
 
-/// A registry for one test: its process, its backends and its folder.
-struct Target {
-    registry: Registry,
-    backends: Option<Backends>,
-    dir: tempfile::TempDir,
-    /// The environment it was started with, for restarts.
-    env: Vec<(&'static str, String)>,
-    client: Client,
+/// A registry process for one test: production's rate limits, two workers,
+/// and a fixed issuer, so tokens outlive a restart on another port.
+fn target(backend: Backend) -> TestAppBuilder {
+    TestApp::builder(backend)
+        .process()
+        .workers(2)
+        .public_url("http://registry.test")
+        .default_rate_limits(|_| {})
 }
 
-impl Target {
-    /// Starts on `backend` with the given `registry.toml` lines (rate limits
-    /// and the like) and environment; `None` when the backend is skipped.
-    async fn start(backend: Backend, toml: &str, env: &[(&'static str, &str)]) -> Option<Self> {
-        let backends = match backend {
-            Backend::Sqlite => None,
-            Backend::PostgresS3 => {
-                Some(Backends::create("the hostile suite on PostgreSQL + S3").await?)
-            }
-        };
-        let mut vars: Vec<(&'static str, String)> =
-            backends.as_ref().map(Backends::env).unwrap_or_default();
-        vars.extend(env.iter().map(|(k, v)| (*k, (*v).to_owned())));
-        Some(Self::start_on(backends, toml, vars).await)
-    }
-
-    /// Starts with exactly `env` (plus the config file and two workers).
-    async fn start_on(
-        backends: Option<Backends>,
-        toml: &str,
-        mut env: Vec<(&'static str, String)>,
-    ) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let config = dir.path().join("registry.toml");
-        std::fs::write(&config, toml).expect("registry.toml");
-        env.push(("AGENTLANG_REGISTRY_CONFIG", config.display().to_string()));
-        env.push(("AGENTLANG_REGISTRY_WORKERS", "2".into()));
-        // Fixed, so tokens outlive a restart on another port.
-        env.push((
-            "AGENTLANG_REGISTRY_PUBLIC_URL",
-            "http://registry.test".into(),
-        ));
-        let registry = Registry::start(&dir.path().join("data"), &env).await;
-        Self {
-            registry,
-            backends,
-            dir,
-            env,
-            client: Client::new(),
-        }
-    }
-
-    /// Starts the process again on the same data folder and backends, the
-    /// variables in `changes` replacing or adding to the first start's.
-    async fn restart(&mut self, changes: &[(&'static str, String)]) {
-        self.registry.kill_9();
-        for (key, value) in changes {
-            self.env.retain(|(k, _)| k != key);
-            self.env.push((key, value.clone()));
-        }
-        self.registry = Registry::start(&self.dir.path().join("data"), &self.env).await;
-    }
-
-    fn path(&self, path: &str) -> String {
-        self.registry.path(path)
-    }
-}
-
-/// Generates one test per backend from an `async fn name(Backend)`.
-macro_rules! backend_tests {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    super::$name(super::Backend::Sqlite).await;
-                }
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres_s3() {
-                    super::$name(super::Backend::PostgresS3).await;
-                }
-            }
-        )*
-    };
+fn per_minute(n: u32) -> std::num::NonZeroU32 {
+    std::num::NonZeroU32::new(n).unwrap()
 }
 
 backend_tests!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     a_batch_of_millions_is_refused_after_its_limit,
     a_payload_full_of_addresses_is_scanned_in_linear_time,
     a_resolve_naming_90000_models_is_refused_before_any_work,
@@ -186,11 +120,11 @@ const RSS_GROWTH: u64 = 128 * MIB;
 /// asserts the innocent was served and memory stayed bounded, and returns
 /// what the attack returned with how long it took.
 async fn under_watch<T>(
-    target: &Target,
+    target: &TestApp,
     attack: impl std::future::Future<Output = T>,
 ) -> (T, Duration) {
-    let before = target.registry.rss_kib() * 1024;
-    let sampler = RssSampler::start(target.registry.pid());
+    let before = target.rss_kib() * 1024;
+    let sampler = RssSampler::start(target.pid());
     let innocent = Innocent::start(target.path("/healthz"));
     let started = Instant::now();
     let outcome = attack.await;
@@ -210,26 +144,11 @@ async fn under_watch<T>(
     (outcome, took)
 }
 
-async fn problem_of(res: reqwest::Response, status: StatusCode, slug: &str) -> Value {
-    assert_eq!(res.status(), status);
-    assert_eq!(
-        res.headers()["content-type"],
-        "application/problem+json",
-        "a problem document"
-    );
-    let body: Value = res.json().await.unwrap();
-    assert!(
-        body["type"].as_str().unwrap_or_default().ends_with(slug),
-        "{body}"
-    );
-    body
-}
-
 // ---------------------------------------------------------------------------
 // Bounded work per request
 
 async fn a_batch_of_millions_is_refused_after_its_limit(backend: Backend) {
-    let Some(t) = Target::start(backend, "", &[]).await else {
+    let Some(t) = target(backend).build().await else {
         return;
     };
     // 5.2 million items in 10.4 MB: within the spec's byte limit.
@@ -249,7 +168,7 @@ async fn a_batch_of_millions_is_refused_after_its_limit(backend: Backend) {
         .body(body)
         .send();
     let (res, took) = under_watch(&t, post).await;
-    let problem = problem_of(
+    let problem = support::problem(
         res.unwrap(),
         StatusCode::UNPROCESSABLE_ENTITY,
         "validation-failed",
@@ -290,11 +209,11 @@ async fn a_batch_of_millions_is_refused_after_its_limit(backend: Backend) {
         .await
         .unwrap();
     assert!(res.headers().contains_key("retry-after"));
-    problem_of(res, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
+    support::problem(res, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
 }
 
 async fn a_payload_full_of_addresses_is_scanned_in_linear_time(backend: Backend) {
-    let Some(t) = Target::start(backend, "", &[]).await else {
+    let Some(t) = target(backend).build().await else {
         return;
     };
     // 144,000 addresses in 1 MB: quadratic before, four seconds of a
@@ -322,7 +241,7 @@ async fn a_payload_full_of_addresses_is_scanned_in_linear_time(backend: Backend)
 }
 
 async fn a_resolve_naming_90000_models_is_refused_before_any_work(backend: Backend) {
-    let Some(t) = Target::start(backend, "", &[]).await else {
+    let Some(t) = target(backend).build().await else {
         return;
     };
     let models: Vec<String> = (0..90_000).map(|i| format!("m{i}")).collect();
@@ -332,7 +251,7 @@ async fn a_resolve_naming_90000_models_is_refused_before_any_work(backend: Backe
         .json(&json!({"tools": {}, "models": models}))
         .send();
     let (res, took) = under_watch(&t, post).await;
-    let problem = problem_of(
+    let problem = support::problem(
         res.unwrap(),
         StatusCode::UNPROCESSABLE_ENTITY,
         "validation-failed",
@@ -386,10 +305,10 @@ fn kept_members_container(count: usize) -> Vec<u8> {
 }
 
 async fn container_metadata_is_bounded_in_total(backend: Backend) {
-    let Some(t) = Target::start(backend, "", &[]).await else {
+    let Some(t) = target(backend).build().await else {
         return;
     };
-    let token = account_with_token(&t.client, &t.registry, "mallory", &["publish"]).await;
+    let token = t.account_with_token("mallory", &["publish"]).await;
     // 100 MiB of members the reader would keep, 4 uploads at once.
     let body = bytes::Bytes::from(kept_members_container(100));
     assert!(body.len() < 10 * MIB as usize, "{} bytes", body.len());
@@ -403,7 +322,7 @@ async fn container_metadata_is_bounded_in_total(backend: Backend) {
     }));
     let (answers, took) = under_watch(&t, uploads).await;
     for res in answers {
-        let problem = problem_of(
+        let problem = support::problem(
             res.unwrap(),
             StatusCode::UNPROCESSABLE_ENTITY,
             "container-invalid",
@@ -415,7 +334,7 @@ async fn container_metadata_is_bounded_in_total(backend: Backend) {
         );
     }
     assert!(took < Duration::from_secs(60), "{took:?}");
-    assert_eq!(t.registry.spool_files(), 0);
+    assert_eq!(t.spool_files(), 0);
 }
 
 /// Reads until the server answers or closes; the answer's first line.
@@ -456,17 +375,18 @@ fn closed_by_server(stream: &mut TcpStream, within: Duration) -> bool {
 }
 
 async fn silent_and_slow_bodies_are_cut_off(backend: Backend) {
-    let Some(t) = Target::start(
-        backend,
-        "body_idle_timeout_secs = 2\nrequest_timeout_secs = 4\n",
-        &[],
-    )
-    .await
+    let Some(t) = target(backend)
+        .limits(|l| {
+            l.body_idle_timeout = Duration::from_secs(2);
+            l.request_timeout = Duration::from_secs(4);
+        })
+        .build()
+        .await
     else {
         return;
     };
-    let token = account_with_token(&t.client, &t.registry, "slowpoke", &["publish"]).await;
-    let address = t.registry.url.trim_start_matches("http://").to_owned();
+    let token = t.account_with_token("slowpoke", &["publish"]).await;
+    let address = t.url.trim_start_matches("http://").to_owned();
     let token_header = format!("Authorization: Bearer {token}\r\n");
     let (silent, slow) = tokio::task::spawn_blocking(move || {
         // A body that goes silent after its first byte: 408 after the idle
@@ -533,10 +453,10 @@ async fn silent_and_slow_bodies_are_cut_off(backend: Backend) {
     assert!(took < Duration::from_secs(12), "{took:?}");
     // The cut-off publish released its spool file.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while t.registry.spool_files() > 0 && Instant::now() < deadline {
+    while t.spool_files() > 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(t.registry.spool_files(), 0);
+    assert_eq!(t.spool_files(), 0);
     // And the registry serves.
     let res = t.client.get(t.path("/api/v1/models")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
@@ -546,12 +466,10 @@ async fn silent_and_slow_bodies_are_cut_off(backend: Backend) {
 // Rate limits that hold
 
 async fn invalid_tokens_spend_the_anonymous_budget(backend: Backend) {
-    let Some(t) = Target::start(
-        backend,
-        "[rate_limits]\nanonymous_reads_per_minute = 10\n",
-        &[],
-    )
-    .await
+    let Some(t) = target(backend)
+        .rate_limits(|r| r.anonymous_reads_per_minute = per_minute(10))
+        .build()
+        .await
     else {
         return;
     };
@@ -584,12 +502,13 @@ async fn invalid_tokens_spend_the_anonymous_budget(backend: Backend) {
 }
 
 async fn search_resolve_and_agent_messages_are_limited(backend: Backend) {
-    let Some(t) = Target::start(
-        backend,
-        "[rate_limits]\nexpensive_per_minute = 4\nagent_messages_per_minute = 3\n",
-        &[],
-    )
-    .await
+    let Some(t) = target(backend)
+        .rate_limits(|r| {
+            r.expensive_per_minute = per_minute(4);
+            r.agent_messages_per_minute = per_minute(3);
+        })
+        .build()
+        .await
     else {
         return;
     };
@@ -647,13 +566,14 @@ async fn search_resolve_and_agent_messages_are_limited(backend: Backend) {
 }
 
 async fn passwords_are_limited_per_username_and_forwarded_address(backend: Backend) {
-    let Some(t) = Target::start(
-        backend,
-        "[rate_limits]\ncredentials_per_minute = 4\nlogins_per_username_per_minute = 2\n\
-         trusted_proxies = [\"127.0.0.1\"]\n",
-        &[],
-    )
-    .await
+    let Some(t) = target(backend)
+        .rate_limits(|r| {
+            r.credentials_per_minute = per_minute(4);
+            r.logins_per_username_per_minute = per_minute(2);
+            r.trusted_proxies = vec![parse_network("127.0.0.1").unwrap()];
+        })
+        .build()
+        .await
     else {
         return;
     };
@@ -699,12 +619,15 @@ async fn passwords_are_limited_per_username_and_forwarded_address(backend: Backe
 }
 
 async fn uploads_in_flight_are_bounded_per_account(backend: Backend) {
-    let Some(t) = Target::start(backend, "max_concurrent_uploads_per_account = 1\n", &[]).await
+    let Some(t) = target(backend)
+        .limits(|l| l.max_concurrent_uploads_per_account = 1)
+        .build()
+        .await
     else {
         return;
     };
-    let token = account_with_token(&t.client, &t.registry, "busy", &["publish", "keys"]).await;
-    let key = register_key(&t.client, &t.registry, &token).await;
+    let token = t.account_with_token("busy", &["publish", "keys"]).await;
+    let key = t.register_key(&token).await;
     let container = tool_container(&key, "slow_tool", "1.0.0", &[], "# slow", 256 * 1024);
     // One upload trickles in...
     let chunks: Vec<bytes::Bytes> = container
@@ -734,7 +657,7 @@ async fn uploads_in_flight_are_bounded_per_account(backend: Backend) {
         .await
         .unwrap();
     assert!(res.headers().contains_key("retry-after"));
-    problem_of(res, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
+    support::problem(res, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
     let slow = slow.await.unwrap().unwrap();
     assert_eq!(slow.status(), StatusCode::CREATED);
     let res = t
@@ -753,24 +676,17 @@ async fn uploads_in_flight_are_bounded_per_account(backend: Backend) {
 
 /// A target on PostgreSQL + S3 whose database and blob store are reached
 /// through proxies the test controls.
-async fn behind_proxies() -> Option<(Target, TcpProxy, TcpProxy)> {
-    let backends = Backends::create("backend outages").await?;
-    let db_proxy = TcpProxy::start(&host_port(&backends.admin_url)).await;
-    let s3_proxy = TcpProxy::start(&host_port(&backends.s3_endpoint)).await;
-    let mut env = backends.env();
-    for (k, v) in &mut env {
-        match *k {
-            "AGENTLANG_REGISTRY_DATABASE_URL" => {
-                *v = with_host(&backends.database_url(), &db_proxy.address);
-            }
-            "AWS_ENDPOINT" => *v = format!("http://{}", s3_proxy.address),
-            _ => {}
-        }
-    }
-    env.push(("AGENTLANG_REGISTRY_DATABASE_TIMEOUT_SECS", "2".into()));
-    env.push(("AGENTLANG_REGISTRY_STORAGE_TIMEOUT_SECS", "3".into()));
-    let target = Target::start_on(Some(backends), "", env).await;
-    Some((target, db_proxy, s3_proxy))
+async fn behind_proxies() -> Option<(TestApp, Arc<TcpProxy>, Arc<TcpProxy>)> {
+    let t = target(Backend::PostgresS3)
+        .behind_proxies()
+        .limits(|l| {
+            l.database_timeout = Duration::from_secs(2);
+            l.storage_timeout = Duration::from_secs(3);
+        })
+        .build()
+        .await?;
+    let (db, s3) = t.proxies();
+    Some((t, db, s3))
 }
 
 /// Asserts a request answers 503 problem+json within `within`.
@@ -780,10 +696,10 @@ async fn unavailable(request: reqwest::RequestBuilder, within: Duration) -> Valu
     let took = started.elapsed();
     assert!(took < within, "the answer took {took:?}");
     assert!(res.headers().contains_key("retry-after"));
-    problem_of(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await
+    support::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await
 }
 
-async fn wait_until_ready(target: &Target, within: Duration) {
+async fn wait_until_ready(target: &TestApp, within: Duration) {
     let deadline = Instant::now() + within;
     loop {
         let res = target.client.get(target.path("/readyz")).send().await;
@@ -800,8 +716,8 @@ async fn an_unreachable_database_answers_503_quickly_and_comes_back() {
     let Some((t, db, _s3)) = behind_proxies().await else {
         return;
     };
-    let token = account_with_token(&t.client, &t.registry, "alice", &["publish", "keys"]).await;
-    let key = register_key(&t.client, &t.registry, &token).await;
+    let token = t.account_with_token("alice", &["publish", "keys"]).await;
+    let key = t.register_key(&token).await;
 
     db.set(Flow::Cut);
     let within = Duration::from_secs(15);
@@ -847,8 +763,8 @@ async fn an_unreachable_blob_store_answers_503_and_a_publish_leaves_nothing() {
     let Some((t, _db, s3)) = behind_proxies().await else {
         return;
     };
-    let token = account_with_token(&t.client, &t.registry, "bob", &["publish", "keys"]).await;
-    let key = register_key(&t.client, &t.registry, &token).await;
+    let token = t.account_with_token("bob", &["publish", "keys"]).await;
+    let key = t.register_key(&token).await;
     let first = tool_container(&key, "stored_tool", "1.0.0", &[], "# stored", 0);
     let res = t
         .client
@@ -921,12 +837,8 @@ async fn an_unreachable_blob_store_answers_503_and_a_publish_leaves_nothing() {
 
 /// After a crash: the version is not visible, the spool is empty, and the
 /// whole container publishes.
-async fn nothing_half_published(t: &Target, token: &str, name: &str, container: Vec<u8>) {
-    assert_eq!(
-        t.registry.spool_files(),
-        0,
-        "spool files survived a restart"
-    );
+async fn nothing_half_published(t: &TestApp, token: &str, name: &str, container: Vec<u8>) {
+    assert_eq!(t.spool_files(), 0, "spool files survived a restart");
     for path in [
         format!("/api/v1/tools/{name}"),
         format!("/api/v1/tools/{name}/1.0.0"),
@@ -951,14 +863,14 @@ async fn nothing_half_published(t: &Target, token: &str, name: &str, container: 
 }
 
 async fn sigkill_mid_upload_restarts_clean(backend: Backend) {
-    let Some(mut t) = Target::start(backend, "", &[]).await else {
+    let Some(mut t) = target(backend).build().await else {
         return;
     };
-    let token = account_with_token(&t.client, &t.registry, "erin", &["publish", "keys"]).await;
-    let key = register_key(&t.client, &t.registry, &token).await;
+    let token = t.account_with_token("erin", &["publish", "keys"]).await;
+    let key = t.register_key(&token).await;
     let big = tool_container(&key, "big_tool", "1.0.0", &[], "# big", 4 * MIB as usize);
     // A slow chunked upload, spooling when the process dies.
-    let (body, mut sent_rx) = support::trickled_body(&big);
+    let (body, mut sent_rx) = support::proxy::trickled_body(&big);
     let upload = tokio::spawn(
         t.client
             .post(t.path("/api/v1/publish"))
@@ -967,7 +879,7 @@ async fn sigkill_mid_upload_restarts_clean(backend: Backend) {
             .send(),
     );
     while sent_rx.recv().await.is_some_and(|i| i < 16) {}
-    assert_eq!(t.registry.spool_files(), 1, "the upload is being spooled");
+    assert_eq!(t.spool_files(), 1, "the upload is being spooled");
     t.restart(&[]).await;
     let cut_off = upload.await.unwrap();
     assert!(
@@ -983,8 +895,8 @@ async fn sigkill_at(arm: impl FnOnce(&TcpProxy, &TcpProxy), name: &str) {
     let Some((mut t, db, s3)) = behind_proxies().await else {
         return;
     };
-    let token = account_with_token(&t.client, &t.registry, "frank", &["publish", "keys"]).await;
-    let key = register_key(&t.client, &t.registry, &token).await;
+    let token = t.account_with_token("frank", &["publish", "keys"]).await;
+    let key = t.register_key(&token).await;
     let container = tool_container(&key, name, "1.0.0", &[], "# crash", 64 * 1024);
     arm(&db, &s3);
     let publish = tokio::spawn(
@@ -1005,10 +917,10 @@ async fn sigkill_at(arm: impl FnOnce(&TcpProxy, &TcpProxy), name: &str) {
     // Whatever was on its way is there now. The process dies, then its
     // connections do (PostgreSQL rolls back what they held open).
     tokio::time::sleep(Duration::from_millis(300)).await;
-    t.registry.kill_9();
+    t.kill_9();
     db.set(Flow::Cut);
     s3.set(Flow::Cut);
-    let backends = t.backends.as_ref().unwrap();
+    let backends = t.backends();
     let direct_db = backends.database_url();
     let direct_s3 = backends.s3_endpoint.clone();
     t.restart(&[
@@ -1020,7 +932,7 @@ async fn sigkill_at(arm: impl FnOnce(&TcpProxy, &TcpProxy), name: &str) {
     .await;
     drop(publish);
     // The orphan blob (if the crash came after it was written) is swept.
-    let backends = t.backends.as_ref().unwrap();
+    let backends = t.backends();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !backends.stored_blobs().await.is_empty() {
         assert!(Instant::now() < deadline, "an orphan blob was never swept");

@@ -18,64 +18,47 @@ use agentlang_registry::config::{Config, DatabaseUrl, StorageUrl};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::{Backends, Registry, tool_container};
+use support::{Backend, TestApp, seed::tool_container};
 
-/// Shared by both replicas, as `deploy/registry.env` shares it.
-const JWT_SECRET: &str = "d437472392314ecfa723d791d044616f5ffa2695d116822a0d04ad1390b2ee67";
 /// The issuer of every token: the proxy's address in a real deployment.
 /// Both replicas must agree on it, or a token from one is refused by the
 /// other.
 const PUBLIC_URL: &str = "http://registry.test";
 
-/// Everything a replica is configured with, all through the environment,
-/// as in `deploy/registry.env`.
-fn replica_env(backends: &Backends) -> Vec<(&'static str, String)> {
-    let mut env = vec![
-        ("AGENTLANG_REGISTRY_PUBLIC_URL", PUBLIC_URL.into()),
-        ("AGENTLANG_REGISTRY_JWT_SECRET", JWT_SECRET.into()),
-        ("AGENTLANG_REGISTRY_RATE_LIMITS", "off".into()),
-        ("AGENTLANG_REGISTRY_WORKERS", "2".into()),
-    ];
-    env.extend(backends.env());
-    env
-}
-
 /// One replica.
-type Replica = Registry;
-
-async fn start_replica(backends: &Backends, data_dir: &Path) -> Replica {
-    Registry::start(data_dir, &replica_env(backends)).await
-}
+type Replica = TestApp;
 
 /// Two replicas over one database and bucket, each with its own data folder
-/// (which holds only upload spool files).
+/// (which holds only upload spool files), configured all through the
+/// environment, as in `deploy/registry.env`: the same JWT secret (as that
+/// file shares it), issuer and backends, rate limits off.
 struct Cluster {
     a: Replica,
     b: Replica,
     client: Client,
-    dir: tempfile::TempDir,
-    backends: Backends,
 }
 
 impl Cluster {
     async fn start() -> Option<Self> {
-        let backends = Backends::create("replicas").await?;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let a = start_replica(&backends, &dir.path().join("a")).await;
-        let b = start_replica(&backends, &dir.path().join("b")).await;
+        let a = TestApp::builder(Backend::PostgresS3)
+            .process()
+            .public_url(PUBLIC_URL)
+            .rate_limits_off()
+            .workers(2)
+            .build()
+            .await?;
+        let b = a.replica().await;
         assert_ne!(a.url, b.url);
         Some(Self {
             a,
             b,
             client: Client::new(),
-            dir,
-            backends,
         })
     }
 
     /// Creates `username` through `via` and a token with `scopes`.
     async fn account_with_token(&self, via: &Replica, username: &str, scopes: &[&str]) -> Value {
-        support::account_with_token_record(&self.client, via, username, scopes).await
+        via.account_with_token_record(username, scopes).await
     }
 }
 
@@ -164,7 +147,7 @@ async fn a_replica_killed_with_sigkill_restarts_and_serves_while_the_other_keeps
 
     // A comes back over the same database (migrations already applied) and
     // its own data folder, and serves the token B just accepted.
-    cluster.a = start_replica(&cluster.backends, &cluster.dir.path().join("a")).await;
+    cluster.a.restart(&[]).await;
     let res = cluster
         .client
         .get(cluster.a.path("/api/v1/tokens"))
@@ -285,7 +268,7 @@ impl Cluster {
         let token = created["token"].as_str().unwrap().to_owned();
         let key = SecretKey::generate().unwrap();
         // Registered through B, used through A: keys live in the database.
-        let body = support::key_registration(&self.client, &self.b.path(""), &token, &key).await;
+        let body = self.b.key_registration(&token, &key).await;
         let res = self
             .client
             .post(self.b.path("/api/v1/keys"))
@@ -454,7 +437,7 @@ async fn sigkill_in_the_middle_of_an_upload_leaves_no_partial_version() {
 
     // A slow chunked upload to A: 64 KiB every 10 ms, with no length, so A
     // is spooling it when it dies.
-    let (body, mut sent_rx) = support::trickled_body(&big);
+    let (body, mut sent_rx) = support::proxy::trickled_body(&big);
     let upload = tokio::spawn(
         cluster
             .client
@@ -501,7 +484,7 @@ async fn sigkill_in_the_middle_of_an_upload_leaves_no_partial_version() {
     );
 
     // A restarts and serves, the version B published included.
-    cluster.a = start_replica(&cluster.backends, &cluster.dir.path().join("a")).await;
+    cluster.a.restart(&[]).await;
     let res = cluster
         .get(&cluster.a, "/api/v1/tools/big_tool/1.0.0/download")
         .await;

@@ -1,7 +1,7 @@
 //! Harness for the end-to-end tests in `tests/`: they drive the real
 //! `agentlang` and `agentlang-registry` binaries as a new user would, each
-//! test with its own registry (free port, temporary data folder) and its own
-//! config folder.
+//! test with its own registry (started by the registry's own test harness,
+//! `server/tests/support`, as a process) and its own config folder.
 //!
 //! Finding the binaries: `env!("CARGO_BIN_EXE_...")` only names binaries of
 //! the package under test, and these live in two other packages. So the
@@ -13,16 +13,20 @@
 //! command that always tests fresh binaries.
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::Write,
     path::{Path, PathBuf},
-    process::{Child, Command, Output, Stdio},
-    sync::{OnceLock, mpsc},
-    time::Duration,
+    process::{Command, Output, Stdio},
+    sync::OnceLock,
 };
 
 use tempfile::TempDir;
 
 pub mod mock;
+#[path = "../../server/tests/support/mod.rs"]
+pub mod support;
+
+use support::Backend;
+pub use support::TestApp;
 
 /// Paths of the two binaries under test.
 #[derive(Debug)]
@@ -99,107 +103,30 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// A running registry with its own data folder; stopped on drop.
-pub struct Registry {
-    child: Option<Child>,
-    pub url: String,
-    _data: TempDir,
+/// A registry for one test, the way every suite starts one: the support
+/// harness's process form (the real binary, on SQLite, in a folder of its
+/// own), started on a runtime the test process shares.
+pub fn start_registry() -> TestApp {
+    runtime()
+        .block_on(
+            TestApp::builder(Backend::Sqlite)
+                .process()
+                .binary(&bins().registry)
+                .build(),
+        )
+        .expect("SQLite is always there")
 }
 
-impl Registry {
-    /// Starts `agentlang-registry` on a free port (`127.0.0.1:0`) and waits
-    /// for its `listening on http://ADDR` log line.
-    pub fn start() -> Self {
-        let data = tempfile::tempdir().expect("temporary data folder");
-        let mut child = Command::new(&bins().registry)
-            .env("AGENTLANG_REGISTRY_BIND", "127.0.0.1:0")
-            .env("AGENTLANG_REGISTRY_DATA_DIR", data.path())
-            .env("AGENTLANG_REGISTRY_REGISTRATION", "open")
-            .env("NO_COLOR", "1")
-            .env("RUST_LOG", "info")
-            .current_dir(data.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting agentlang-registry");
-        let (tx, rx) = mpsc::channel::<String>();
-        for stream in [
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    // Keep draining after the address is found, so the
-                    // server never blocks on a full pipe.
-                    let _ = tx.send(line);
-                }
-            });
-        }
-        drop(tx);
-        let mut seen = Vec::new();
-        let url = loop {
-            match rx.recv_timeout(Duration::from_secs(60)) {
-                Ok(line) => {
-                    if let Some(url) = listening_url(&line) {
-                        break url;
-                    }
-                    seen.push(line);
-                }
-                Err(_) => {
-                    let _ = child.kill();
-                    panic!(
-                        "the registry did not report its address; it said:\n{}",
-                        seen.join("\n")
-                    );
-                }
-            }
-        };
-        Self {
-            child: Some(child),
-            url,
-            _data: data,
-        }
-    }
-
-    /// The registry's data folder (its SQLite database is `registry.db`).
-    pub fn data_dir(&self) -> &Path {
-        self._data.path()
-    }
-
-    /// Stops the server now (to test what clients do when it is gone).
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// The `http://host:port` in a `listening on http://...` log line, plain or
-/// JSON-formatted.
-pub fn listening_url(line: &str) -> Option<String> {
-    let start = line.find("listening on http://")? + "listening on ".len();
-    let url: String = line[start..]
-        .chars()
-        .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | '\u{1b}' | ','))
-        .collect();
-    Some(url)
+/// The runtime the harness's registries and their clients live on.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    })
 }
 
 /// A person at a terminal: their own config folder and working folder.
@@ -370,7 +297,7 @@ pub fn simple_tool(name: &str, version: &str, dependencies: &[(&str, &str)]) -> 
 }
 
 /// Signs a user up, makes a signing key and registers it.
-pub fn publisher(registry: &Registry, name: &str) -> User {
+pub fn publisher(registry: &TestApp, name: &str) -> User {
     let user = User::new(&registry.url);
     user.sign_up(name, "correct horse battery staple");
     user.ok(&["keygen"]);
@@ -408,23 +335,5 @@ pub fn publish_research_tools(user: &User) {
                 .starts_with(&format!("{}/tools/", user.registry)),
             "{run}"
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn listening_url_is_found_in_plain_and_json_logs() {
-        assert_eq!(
-            listening_url("2025-01-01T00:00:00Z  INFO agentlang_registry: listening on http://127.0.0.1:41234 address=127.0.0.1:41234").as_deref(),
-            Some("http://127.0.0.1:41234")
-        );
-        assert_eq!(
-            listening_url(r#"{"level":"INFO","fields":{"message":"listening on http://127.0.0.1:5000","address":"127.0.0.1:5000"}}"#).as_deref(),
-            Some("http://127.0.0.1:5000")
-        );
-        assert_eq!(listening_url("starting"), None);
     }
 }

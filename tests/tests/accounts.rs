@@ -1,11 +1,11 @@
 //! Accounts and tokens against a real registry: register, login, the token
 //! overrides, and the failures a new user meets first.
 
-use agentlang_e2e::{Registry, User};
+use agentlang_e2e::{User, start_registry};
 
 #[test]
 fn register_login_and_token_overrides() {
-    let registry = Registry::start();
+    let registry = start_registry();
     let alice = User::new(&registry.url);
     let stdin = "correct horse battery staple\n";
     let run = alice.run_with(

@@ -15,7 +15,7 @@ use agentlang_core::{
     signing::SecretKey,
 };
 use agentlang_e2e::{
-    Registry, User, copy_dir, publish_research_tools, publisher, simple_tool, workspace_root,
+    User, copy_dir, publish_research_tools, publisher, simple_tool, start_registry, workspace_root,
     write_tool,
 };
 use serde_json::Value;
@@ -109,7 +109,7 @@ fn agent_yaml(name: &str, extra: &str) -> String {
 
 #[test]
 fn validate_build_and_publish_refuse_the_same_packages() {
-    let registry = Registry::start();
+    let registry = start_registry();
     let alice = publisher(&registry, "alice");
     // One broken package per family of rules; each keeps a valid name and
     // version, so the container builder (which checks only those) packs it.
@@ -322,7 +322,7 @@ fn files_under(dir: &Path) -> BTreeSet<String> {
 
 #[test]
 fn install_verify_check_and_run_an_agent_exactly_as_locked() {
-    let registry = Registry::start();
+    let registry = start_registry();
     let alice = publisher(&registry, "alice");
     let prompt_key = publish_research_assistant(&alice);
     let bob = User::new(&registry.url);
@@ -632,7 +632,7 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
 
 #[test]
 fn run_a_package_directory_with_its_locked_tools() {
-    let registry = Registry::start();
+    let registry = start_registry();
     let alice = publisher(&registry, "alice");
     write_tool(&alice.path("echo"), &simple_tool("echo", "1.0.0", &[]));
     alice.ok(&["publish", "echo"]);

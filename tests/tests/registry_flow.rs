@@ -5,13 +5,13 @@
 use std::fs;
 
 use agentlang_e2e::{
-    Registry, User, copy_dir, publish_research_tools, publisher, simple_tool, workspace_root,
+    User, copy_dir, publish_research_tools, publisher, simple_tool, start_registry, workspace_root,
     write_tool,
 };
 
 #[test]
 fn publish_lock_pull_verify_inspect_and_yank() {
-    let registry = Registry::start();
+    let registry = start_registry();
     let alice = publisher(&registry, "alice");
     publish_research_tools(&alice);
 
@@ -173,14 +173,14 @@ fn publish_lock_pull_verify_inspect_and_yank() {
 
     // The registry goes away: one clear line.
     let mut registry = registry;
-    registry.stop();
+    registry.kill_9();
     let err = bob.fails(&["search", "research"]);
     assert!(err.contains("cannot reach the registry"), "{err}");
 }
 
 #[test]
 fn uploads_signed_with_an_unregistered_key_or_without_login_are_refused() {
-    let registry = Registry::start();
+    let registry = start_registry();
     let carol = publisher(&registry, "carol");
     write_tool(&carol.path("echo"), &simple_tool("echo", "1.0.0", &[]));
     carol.ok(&["keygen", "--output", "stray.pem"]);

@@ -2,7 +2,7 @@ use agentlang_registry::config::RegistrationMode;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::harness::{Backend, backend_tests, problem, spawn, spawn_with};
+use crate::support::{Backend, TestApp, backend_tests, problem};
 
 backend_tests!(
     no_account_becomes_admin_by_registering,
@@ -13,7 +13,7 @@ backend_tests!(
 );
 
 async fn no_account_becomes_admin_by_registering(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let res = app.create_account("alice", "password-123").await;
@@ -41,7 +41,7 @@ async fn no_account_becomes_admin_by_registering(backend: Backend) {
 }
 
 async fn duplicate_and_look_alike_usernames_conflict(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     assert_eq!(
@@ -63,7 +63,7 @@ async fn duplicate_and_look_alike_usernames_conflict(backend: Backend) {
 }
 
 async fn invalid_input_lists_every_field(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let body = problem(
@@ -96,7 +96,11 @@ async fn invalid_input_lists_every_field(backend: Backend) {
 }
 
 async fn closed_registration_refuses(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| c.registration = RegistrationMode::Closed).await else {
+    let Some(app) = TestApp::builder(backend)
+        .registration(RegistrationMode::Closed)
+        .build()
+        .await
+    else {
         return;
     };
     problem(
@@ -109,7 +113,10 @@ async fn closed_registration_refuses(backend: Backend) {
 }
 
 async fn configured_admins_are_admins_from_registration_or_start_up(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| c.admins = vec!["Root".into(), "later".into()]).await
+    let Some(app) = TestApp::builder(backend)
+        .admins(&["Root", "later"])
+        .build()
+        .await
     else {
         return;
     };
@@ -130,7 +137,7 @@ async fn configured_admins_are_admins_from_registration_or_start_up(backend: Bac
     // An account named later is made admin when a registry starts with it
     // configured: the start-up pass, on the same database.
     app.create_account("later", "password-123").await;
-    app.state
+    app.state()
         .db
         .set_admin(
             &agentlang_registry::common::names::Username::parse("later").unwrap(),
@@ -139,7 +146,7 @@ async fn configured_admins_are_admins_from_registration_or_start_up(backend: Bac
         .await
         .unwrap();
     assert!(!app.account_record("later").await.unwrap().is_admin);
-    agentlang_registry::service::accounts::apply_configured_admins(&app.state)
+    agentlang_registry::service::accounts::apply_configured_admins(app.state())
         .await
         .unwrap();
     assert!(app.account_record("later").await.unwrap().is_admin);

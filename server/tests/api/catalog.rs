@@ -2,12 +2,9 @@
 //! sessions, CSRF, and forms. The browser tests (`tests/browser/`) drive the
 //! same pages in Chromium.
 
-#[path = "../browser/seed.rs"]
-mod seed;
-
 use reqwest::{Response, StatusCode, header, redirect::Policy};
 
-use crate::harness::{Backend, TestApp, backend_tests, spawn, spawn_with};
+use crate::support::{Backend, TestApp, backend_tests, seed};
 
 backend_tests!(
     every_page_answers_html_with_its_policy,
@@ -30,8 +27,8 @@ fn no_redirects() -> reqwest::Client {
 }
 
 async fn seeded(backend: Backend) -> Option<(TestApp, seed::Seeded)> {
-    let app = spawn(backend).await?;
-    let seeded = seed::seed_catalog(&app.state, &app.url, &app.client).await;
+    let app = TestApp::builder(backend).build().await?;
+    let seeded = seed::seed_catalog(&app).await;
     Some((app, seeded))
 }
 
@@ -211,7 +208,7 @@ async fn unknown_pages_are_html_and_the_api_keeps_problems(backend: Backend) {
     // Any spelling of a name finds the package.
     page(app.get("/agents/Research_Assistant").await, StatusCode::OK).await;
     let res = app.get("/api/v1/no-such-endpoint").await;
-    crate::harness::problem(res, StatusCode::NOT_FOUND, "not-found").await;
+    crate::support::problem(res, StatusCode::NOT_FOUND, "not-found").await;
     // A bad diff request is a 400 page with a reference to the logs.
     let res = app
         .get("/agents/research-assistant/diff?from=one&to=1.1.0")
@@ -505,7 +502,7 @@ async fn owners_yank_from_the_version_page(backend: Backend) {
 }
 
 async fn static_assets_revalidate_with_etags(backend: Backend) {
-    let Some(app) = spawn_with(backend, |_| {}).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let res = app.get("/static/style.css").await;
@@ -534,10 +531,10 @@ async fn static_assets_revalidate_with_etags(backend: Backend) {
 }
 
 async fn session_cookies_are_secure_behind_https(backend: Backend) {
-    let Some(app) = spawn_with(backend, |config| {
-        config.public_url = Some("https://registry.example".into());
-    })
-    .await
+    let Some(app) = TestApp::builder(backend)
+        .public_url("https://registry.example")
+        .build()
+        .await
     else {
         return;
     };
@@ -572,7 +569,7 @@ async fn session_cookies_are_secure_behind_https(backend: Backend) {
 /// The hosts table counts what locked tools require, not only the agent.
 async fn agent_pages_say_on_which_hosts_the_agent_runs(backend: Backend) {
     use crate::publish::{agent, agent_yaml, build, published, publisher};
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;

@@ -11,7 +11,7 @@ use agentlang_registry::{
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::harness::{Backend, TestApp, backend_tests, problem, spawn, spawn_with};
+use crate::support::{Backend, TestApp, backend_tests, problem};
 
 backend_tests!(
     tasks_are_answered_with_done_threaded_to_the_request,
@@ -36,7 +36,7 @@ pub async fn publish(
     deps: &[(&str, &str)],
 ) {
     if app
-        .state
+        .state()
         .db
         .find_account(&agentlang_registry::common::names::Username::parse("publisher").unwrap())
         .await
@@ -62,7 +62,7 @@ pub async fn publish(
             requirement: req.parse().unwrap(),
         })
         .collect();
-    app.state
+    app.state()
         .db
         .publish_version(&NewVersion {
             kind,
@@ -189,7 +189,7 @@ fn error_code(answer: &Value) -> (&str, &str, bool) {
 }
 
 async fn tasks_are_answered_with_done_threaded_to_the_request(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     seed_catalog(&app).await;
@@ -283,7 +283,7 @@ async fn tasks_are_answered_with_done_threaded_to_the_request(backend: Backend) 
 }
 
 async fn capabilities_inf_and_caps_are_answered(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let req = request("REQ", "c1", "capabilities", json!({}));
@@ -312,7 +312,7 @@ async fn capabilities_inf_and_caps_are_answered(backend: Backend) {
 }
 
 async fn malformed_messages_get_e001(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let answer = post_raw(&app, "{not json").await;
@@ -335,7 +335,7 @@ async fn malformed_messages_get_e001(backend: Backend) {
 }
 
 async fn unknown_tasks_get_e005(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let req = request("REQ", "u1", "deploy", json!({}));
@@ -351,7 +351,7 @@ async fn unknown_tasks_get_e005(backend: Backend) {
 }
 
 async fn bad_task_data_and_unknown_packages_get_e008(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     seed_catalog(&app).await;
@@ -397,7 +397,7 @@ async fn bad_task_data_and_unknown_packages_get_e008(backend: Backend) {
 }
 
 async fn other_versions_get_e014(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let mut req = request("REQ", "v1", "search", json!({"q": "x"}));
@@ -416,10 +416,10 @@ async fn other_versions_get_e014(backend: Backend) {
 }
 
 async fn rate_limited_messages_get_e004_with_retry(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| {
-        c.rate_limits.agent_messages_per_minute = NonZeroU32::new(2).unwrap();
-    })
-    .await
+    let Some(app) = TestApp::builder(backend)
+        .rate_limits(|r| r.agent_messages_per_minute = NonZeroU32::new(2).unwrap())
+        .build()
+        .await
     else {
         return;
     };
@@ -436,7 +436,7 @@ async fn rate_limited_messages_get_e004_with_retry(backend: Backend) {
 }
 
 async fn bodies_over_the_limit_get_413(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let res = app
@@ -449,7 +449,7 @@ async fn bodies_over_the_limit_get_413(backend: Backend) {
 }
 
 async fn published_agents_have_caps(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     seed_catalog(&app).await;

@@ -4,7 +4,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::harness::{Backend, TestApp, problem, spawn};
+use crate::support::{Backend, TestApp, problem};
 
 /// The body with its per-request id blanked, for a stable snapshot.
 async fn snapshot_body(res: reqwest::Response, status: StatusCode, slug: &str) -> Value {
@@ -14,7 +14,7 @@ async fn snapshot_body(res: reqwest::Response, status: StatusCode, slug: &str) -
 }
 
 async fn app() -> TestApp {
-    spawn(Backend::Sqlite).await.unwrap()
+    TestApp::builder(Backend::Sqlite).build().await.unwrap()
 }
 
 #[actix_web::test]

@@ -2,14 +2,14 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    harness::{Backend, backend_tests, problem, spawn},
     publish::{published, publisher, tool},
+    support::{Backend, TestApp, backend_tests, problem},
 };
 
 backend_tests!(the_index_lists_versions_and_revalidates);
 
 async fn the_index_lists_versions_and_revalidates(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;

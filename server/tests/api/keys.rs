@@ -3,8 +3,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    harness::{Backend, backend_tests, problem, spawn},
     publish::register_key,
+    support::{Backend, TestApp, backend_tests, problem},
 };
 
 backend_tests!(
@@ -13,7 +13,7 @@ backend_tests!(
 );
 
 async fn keys_are_registered_listed_shown_and_revoked(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let token = app.account_with_token("alice", &["keys"]).await;
@@ -94,7 +94,7 @@ fn proof(key: &SecretKey, username: &str) -> String {
 }
 
 async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let token = app.account_with_token("alice", &["keys"]).await;

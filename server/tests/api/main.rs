@@ -1,6 +1,6 @@
-//! Integration tests: the registry over real HTTP, on every backend.
+//! Integration tests: the registry over real HTTP, on every backend,
+//! started with the support module's `TestApp` builder.
 
-mod harness;
 #[path = "../support/mod.rs"]
 mod support;
 

@@ -1,12 +1,12 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::harness::{Backend, backend_tests, problem, spawn, spawn_with};
+use crate::support::{Backend, TestApp, backend_tests, problem};
 
 backend_tests!(the_catalog_is_seeded_and_readable, only_admins_write_models);
 
 async fn the_catalog_is_seeded_and_readable(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let body: Value = app.get("/api/v1/models").await.json().await.unwrap();
@@ -32,7 +32,7 @@ async fn the_catalog_is_seeded_and_readable(backend: Backend) {
 }
 
 async fn only_admins_write_models(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| c.admins = vec!["admin".into()]).await else {
+    let Some(app) = TestApp::builder(backend).admins(&["admin"]).build().await else {
         return;
     };
     let admin = app.account_with_token("admin", &["admin"]).await;

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::{
     clowl::{publish, seed_catalog},
-    harness::{Backend, TestApp, backend_tests, problem, spawn, spawn_with},
+    support::{Backend, TestApp, backend_tests, problem},
 };
 
 backend_tests!(
@@ -172,7 +172,7 @@ async fn client_key(app: &TestApp, seed: u8, register: bool) -> SigningKey {
         app.create_account("signer", "password-123").await;
         let public = PublicKey::from_raw(&key.verifying_key().to_bytes()).unwrap();
         let account = app.account_id("signer").await;
-        app.state
+        app.state()
             .db
             .insert_signing_key(&public.key_id(), account, &public.to_spki_pem())
             .await
@@ -201,7 +201,7 @@ fn signed_query(key: &SigningKey, id: &str, q: &str) -> Value {
 }
 
 async fn hello_gets_a_hello_ack_signed_with_the_published_key(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let key = well_known_key(&app).await;
@@ -235,7 +235,7 @@ async fn hello_gets_a_hello_ack_signed_with_the_published_key(backend: Backend) 
 }
 
 async fn queries_get_signed_responds_with_registry_data(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     seed_catalog(&app).await;
@@ -339,7 +339,7 @@ async fn queries_get_signed_responds_with_registry_data(backend: Backend) {
 }
 
 async fn signed_queries_from_registered_keys_are_answered(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     publish(
@@ -359,7 +359,7 @@ async fn signed_queries_from_registered_keys_are_answered(backend: Backend) {
 }
 
 async fn unparsable_messages_get_e_parse(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let answer = post_raw(&app, "/moltspeak/v0.1/message", "{\"v\": \"0.1\", ").await;
@@ -369,7 +369,7 @@ async fn unparsable_messages_get_e_parse(backend: Backend) {
 }
 
 async fn other_versions_get_e_version(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let mut message = query("old-1", "search", json!({"q": "x"}));
@@ -389,7 +389,7 @@ async fn other_versions_get_e_version(backend: Backend) {
 }
 
 async fn missing_fields_get_e_missing_field(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let mut message = query("m-1", "search", json!({"q": "x"}));
@@ -421,7 +421,7 @@ async fn missing_fields_get_e_missing_field(backend: Backend) {
 }
 
 async fn bad_signatures_get_e_signature(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let key = client_key(&app, 9, true).await;
@@ -434,7 +434,7 @@ async fn bad_signatures_get_e_signature(backend: Backend) {
 }
 
 async fn unregistered_keys_get_e_auth_failed(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let key = client_key(&app, 11, false).await;
@@ -453,7 +453,7 @@ async fn unregistered_keys_get_e_auth_failed(backend: Backend) {
         .unwrap()
         .key_id();
     let revoke = "UPDATE signing_keys SET revoked_at = 1 WHERE key_id = $1";
-    match &app.state.db {
+    match &app.state().db {
         Db::Sqlite(pool) => sqlx::query(revoke)
             .bind(key_id.as_str())
             .execute(pool)
@@ -478,7 +478,7 @@ async fn unregistered_keys_get_e_auth_failed(backend: Backend) {
 }
 
 async fn pii_without_consent_gets_e_consent(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let message = query("pii-1", "search", json!({"q": "jane@example.com"}));
@@ -491,10 +491,10 @@ async fn pii_without_consent_gets_e_consent(backend: Backend) {
 }
 
 async fn rate_limited_messages_get_e_rate_limit_with_a_delay(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| {
-        c.rate_limits.agent_messages_per_minute = NonZeroU32::new(1).unwrap();
-    })
-    .await
+    let Some(app) = TestApp::builder(backend)
+        .rate_limits(|r| r.agent_messages_per_minute = NonZeroU32::new(1).unwrap())
+        .build()
+        .await
     else {
         return;
     };
@@ -510,7 +510,7 @@ async fn rate_limited_messages_get_e_rate_limit_with_a_delay(backend: Backend) {
 }
 
 async fn batches_are_answered_in_order(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let key = well_known_key(&app).await;
@@ -547,7 +547,7 @@ async fn batches_are_answered_in_order(backend: Backend) {
 }
 
 async fn bodies_over_the_limits_get_413(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     for (path, limit) in [

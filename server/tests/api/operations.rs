@@ -4,12 +4,12 @@ use agentlang_registry::openapi::document_json;
 use reqwest::{StatusCode, redirect::Policy};
 use serde_json::Value;
 
-use crate::harness::{Backend, backend_tests, spawn};
+use crate::support::{Backend, TestApp, backend_tests};
 
 backend_tests!(health_and_readiness, metrics_count_requests_by_route);
 
 async fn health_and_readiness(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let res = app.get("/healthz").await;
@@ -20,16 +20,16 @@ async fn health_and_readiness(backend: Backend) {
     assert_eq!(res.json::<Value>().await.unwrap()["status"], "ready");
 
     // With the database gone, the replica is no longer ready.
-    app.state.db.close().await;
+    app.state().db.close().await;
     let res = app.get("/readyz").await;
-    let body = crate::harness::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
+    let body = crate::support::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
     assert_eq!(body["detail"], "the database is unreachable");
 
     // Requests needing it are 503 with a retry time, saying nothing
     // internal.
     let res = app.get("/api/v1/models").await;
     assert_eq!(res.headers()["retry-after"], "5");
-    let body = crate::harness::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
+    let body = crate::support::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
     let text = body.to_string().to_lowercase();
     for internal in ["pool", "sqlx", "closed", "postgres", "sqlite"] {
         assert!(!text.contains(internal), "{internal} leaked: {body}");
@@ -37,7 +37,7 @@ async fn health_and_readiness(backend: Backend) {
 }
 
 async fn metrics_count_requests_by_route(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.get("/api/v1/models/claude-sonnet-4").await;
@@ -64,7 +64,7 @@ async fn metrics_count_requests_by_route(backend: Backend) {
 
 #[actix_web::test]
 async fn request_ids_are_echoed_or_generated() {
-    let app = spawn(Backend::Sqlite).await.unwrap();
+    let app = TestApp::builder(Backend::Sqlite).build().await.unwrap();
     let res = app
         .request(reqwest::Method::GET, "/healthz")
         .header("x-request-id", "trace-abc-123")
@@ -136,7 +136,7 @@ fn every_response_is_described() {
 
 #[actix_web::test]
 async fn the_served_document_lists_every_endpoint_and_docs_work_offline() {
-    let app = spawn(Backend::Sqlite).await.unwrap();
+    let app = TestApp::builder(Backend::Sqlite).build().await.unwrap();
     let served: Value = app.get("/api/openapi.json").await.json().await.unwrap();
     let committed: Value = serde_json::from_str(&document_json()).unwrap();
     assert_eq!(served, committed);
@@ -196,14 +196,14 @@ async fn the_served_document_lists_every_endpoint_and_docs_work_offline() {
 
 #[actix_web::test]
 async fn a_data_folder_needing_url_escapes_works() {
-    let app = crate::harness::spawn_with(Backend::Sqlite, |c| {
-        c.data_dir = c.data_dir.join("my registry ?#%");
-    })
-    .await
-    .unwrap();
+    let app = TestApp::builder(Backend::Sqlite)
+        .config(|c| c.data_dir = c.data_dir.join("my registry ?#%"))
+        .build()
+        .await
+        .unwrap();
     assert_eq!(
         app.create_account("alice", "password-123").await.status(),
         StatusCode::CREATED
     );
-    assert!(app.state.config.data_dir.join("registry.db").is_file());
+    assert!(app.state().config.data_dir.join("registry.db").is_file());
 }

@@ -2,7 +2,7 @@ use agentlang_core::Kind;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::harness::{Backend, TestApp, backend_tests, problem, seed_version, spawn, spawn_with};
+use crate::support::{Backend, TestApp, backend_tests, problem, seed::seed_version};
 
 backend_tests!(
     owners_are_invited_accept_and_leave,
@@ -57,7 +57,7 @@ fn roles(body: &Value) -> Vec<(String, String)> {
 }
 
 async fn owners_are_invited_accept_and_leave(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = app.account_with_token("alice", &["owners"]).await;
@@ -177,7 +177,7 @@ async fn owners_are_invited_accept_and_leave(backend: Backend) {
 }
 
 async fn only_owners_with_the_scope_change_owners(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| c.admins = vec!["root".into()]).await else {
+    let Some(app) = TestApp::builder(backend).admins(&["root"]).build().await else {
         return;
     };
     let alice = app.account_with_token("alice", &["owners"]).await;
@@ -245,7 +245,7 @@ async fn only_owners_with_the_scope_change_owners(backend: Backend) {
 }
 
 async fn unknown_packages_kinds_and_accounts(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = app.account_with_token("alice", &["owners"]).await;

@@ -2,8 +2,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    harness::{Backend, backend_tests, problem, spawn},
     publish::{published, publisher, tool},
+    support::{Backend, TestApp, backend_tests, problem},
 };
 
 backend_tests!(
@@ -13,7 +13,7 @@ backend_tests!(
 );
 
 async fn package_and_version_records(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -80,7 +80,7 @@ async fn package_and_version_records(backend: Backend) {
 }
 
 async fn downloads_stream_with_immutable_caching(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -122,7 +122,7 @@ async fn downloads_stream_with_immutable_caching(backend: Backend) {
     assert_eq!(res.status(), StatusCode::OK);
 
     // Counts are written in batches; the periodic flush, done now.
-    app.state.downloads.flush(&app.state.db).await.unwrap();
+    app.state().downloads.flush(&app.state().db).await.unwrap();
     let version: Value = app
         .get("/api/v1/tools/web_fetch/1.0.3")
         .await
@@ -139,7 +139,7 @@ async fn downloads_stream_with_immutable_caching(backend: Backend) {
 }
 
 async fn owners_yank_and_unyank(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;

@@ -6,8 +6,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    harness::{Backend, TestApp, backend_tests, problem, spawn, spawn_with},
     publish::{PROMPT_YAML, agent_yaml, build, publish, published, publisher},
+    support::{Backend, TestApp, backend_tests, problem},
 };
 
 backend_tests!(
@@ -59,7 +59,7 @@ fn fields(body: &Value) -> Vec<String> {
 }
 
 async fn the_catalog_is_seeded_and_only_admins_edit_it(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| c.admins = vec!["admin".into()]).await else {
+    let Some(app) = TestApp::builder(backend).admins(&["admin"]).build().await else {
         return;
     };
     let list: Value = app.get("/api/v1/protocols").await.json().await.unwrap();
@@ -157,7 +157,7 @@ async fn the_catalog_is_seeded_and_only_admins_edit_it(backend: Backend) {
 }
 
 async fn protocol_packages_are_published_and_seen_as_protocols(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| c.admins = vec!["alice".into()]).await else {
+    let Some(app) = TestApp::builder(backend).admins(&["alice"]).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -282,7 +282,7 @@ fn with_protocols(yaml: &str, protocols: &str) -> String {
 }
 
 async fn agent_protocols_are_checked_at_publish(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| c.admins = vec!["alice".into()]).await else {
+    let Some(app) = TestApp::builder(backend).admins(&["alice"]).build().await else {
         return;
     };
     // alice is a configured admin.
@@ -411,7 +411,7 @@ async fn agent_protocols_are_checked_at_publish(backend: Backend) {
 }
 
 async fn agent_versions_keep_their_quality_report(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -474,7 +474,7 @@ async fn agent_versions_keep_their_quality_report(backend: Backend) {
 }
 
 async fn the_events_schema_is_served(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let res = app.get("/api/v1/schemas/events.json").await;

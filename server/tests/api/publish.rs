@@ -11,7 +11,7 @@ use agentlang_core::{
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::harness::{Backend, TestApp, backend_tests, problem, spawn, spawn_with};
+use crate::support::{Backend, TestApp, backend_tests, problem};
 
 backend_tests!(
     a_tool_is_published_and_recorded,
@@ -49,7 +49,7 @@ pub async fn publisher(app: &TestApp, username: &str) -> Publisher {
 }
 
 pub async fn register_key(app: &TestApp, token: &str, key: &SecretKey) -> Response {
-    let body = crate::support::key_registration(&app.client, &app.url, token, key).await;
+    let body = app.key_registration(token, key).await;
     app.request(reqwest::Method::POST, "/api/v1/keys")
         .bearer_auth(token)
         .json(&body)
@@ -211,7 +211,7 @@ pub fn repack(container: &[u8], mut edit: impl FnMut(&str, Vec<u8>) -> Option<Ve
 /// many that none does.
 pub async fn blob_counts(app: &TestApp) -> (usize, usize) {
     let report = agentlang_registry::service::sweep::sweep_unreferenced(
-        &app.state,
+        app.state(),
         std::time::Duration::from_secs(1 << 40),
     )
     .await
@@ -221,7 +221,7 @@ pub async fn blob_counts(app: &TestApp) -> (usize, usize) {
 }
 
 async fn a_tool_is_published_and_recorded(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -251,10 +251,10 @@ async fn a_tool_is_published_and_recorded(backend: Backend) {
     assert_eq!(body["manifest"]["name"], "web_fetch");
     // The blob is in storage under its digest, and counted in metrics.
     assert_eq!(
-        app.state.blobs.get(&digest).await.unwrap().as_deref(),
+        app.state().blobs.get(&digest).await.unwrap().as_deref(),
         Some(bytes.as_slice())
     );
-    assert_eq!(app.state.metrics.publishes.get(), 1);
+    assert_eq!(app.state().metrics.publishes.get(), 1);
     // The first publisher owns the package.
     let owners: Value = app
         .get("/api/v1/tools/web_fetch/owners")
@@ -266,7 +266,7 @@ async fn a_tool_is_published_and_recorded(backend: Backend) {
 }
 
 async fn identical_bytes_are_a_retry_and_other_bytes_conflict(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -297,7 +297,7 @@ async fn identical_bytes_are_a_retry_and_other_bytes_conflict(backend: Backend) 
 }
 
 async fn badly_signed_containers_are_refused(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -405,7 +405,7 @@ async fn badly_signed_containers_are_refused(backend: Backend) {
 }
 
 async fn revoked_keys_refuse_new_uploads_and_mark_old_versions(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -452,7 +452,7 @@ async fn revoked_keys_refuse_new_uploads_and_mark_old_versions(backend: Backend)
 }
 
 async fn look_alike_names_and_non_owners_are_refused(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -559,7 +559,7 @@ async fn look_alike_names_and_non_owners_are_refused(backend: Backend) {
 }
 
 async fn tool_dependencies_must_exist(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -606,7 +606,11 @@ async fn tool_dependencies_must_exist(backend: Backend) {
 
 async fn uploads_past_the_limit_are_refused(backend: Backend) {
     const LIMIT: usize = 64 * 1024;
-    let Some(app) = spawn_with(backend, |c| c.max_upload_bytes = LIMIT).await else {
+    let Some(app) = TestApp::builder(backend)
+        .max_upload_bytes(LIMIT)
+        .build()
+        .await
+    else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -657,7 +661,7 @@ async fn uploads_past_the_limit_are_refused(backend: Backend) {
     problem(res, StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large").await;
 
     // Nothing is left in the spool folder.
-    let spool = app.state.config.data_dir.join("uploads");
+    let spool = app.state().config.data_dir.join("uploads");
     assert_eq!(std::fs::read_dir(spool).unwrap().count(), 0);
 
     // Under the limit, a small container still publishes.
@@ -670,12 +674,12 @@ async fn uploads_past_the_limit_are_refused(backend: Backend) {
 }
 
 async fn thirty_concurrent_publishes_give_one_version(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| {
-        c.workers = Some(4);
+    let Some(app) = TestApp::builder(backend)
+        .workers(4)
         // All thirty race; the per-account bound is tested on its own.
-        c.limits.max_concurrent_uploads_per_account = 30;
-    })
-    .await
+        .limits(|l| l.max_concurrent_uploads_per_account = 30)
+        .build()
+        .await
     else {
         return;
     };
@@ -716,10 +720,10 @@ async fn thirty_concurrent_publishes_give_one_version(backend: Backend) {
 }
 
 async fn a_blob_without_a_commit_is_invisible_and_swept(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| {
-        c.sweep_grace = std::time::Duration::from_secs(1);
-    })
-    .await
+    let Some(app) = TestApp::builder(backend)
+        .config(|c| c.sweep_grace = std::time::Duration::from_secs(1))
+        .build()
+        .await
     else {
         return;
     };
@@ -734,7 +738,7 @@ async fn a_blob_without_a_commit_is_invisible_and_swept(backend: Backend) {
     // row refers to it.
     let orphan = tool(&alice.key, "web_fetch", "1.0.1", &[]);
     let digest = app
-        .state
+        .state()
         .blobs
         .put(bytes::Bytes::from(orphan.clone()))
         .await
@@ -756,20 +760,20 @@ async fn a_blob_without_a_commit_is_invisible_and_swept(backend: Backend) {
     // the configured 1 s would depend on where a second boundary falls.
     assert_eq!(blob_counts(&app).await, (1, 1));
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
-    let report = agentlang_registry::service::sweep::sweep_once(&app.state)
+    let report = agentlang_registry::service::sweep::sweep_once(app.state())
         .await
         .unwrap();
     assert_eq!(report.deleted, vec![digest]);
-    assert!(!app.state.blobs.exists(&digest).await.unwrap());
+    assert!(!app.state().blobs.exists(&digest).await.unwrap());
     let kept_digest = kept["sha256"].as_str().unwrap().parse().unwrap();
-    assert!(app.state.blobs.exists(&kept_digest).await.unwrap());
+    assert!(app.state().blobs.exists(&kept_digest).await.unwrap());
 
     // The crashed version can still be published properly afterwards.
     published(&app, &alice.token, orphan).await;
 }
 
 async fn invalid_containers_and_tokens_are_refused(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -831,15 +835,6 @@ async fn invalid_containers_and_tokens_are_refused(backend: Backend) {
 }
 
 /// Peak resident memory of a process, from `/proc`.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// Incompressible filler, so the container is as large as its payload.
 fn noise(len: usize, mut seed: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(len + 8);
@@ -858,76 +853,22 @@ fn noise(len: usize, mut seed: u64) -> Vec<u8> {
 /// the upload size.
 #[actix_web::test]
 async fn publish_memory_does_not_grow_with_upload_size() {
-    use std::{
-        io::{BufRead, BufReader},
-        process::{Command, Stdio},
-    };
     const SMALL: usize = 2 << 20;
     const LARGE: usize = 48 << 20;
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlang-registry"))
-        .current_dir(dir.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("AGENTLANG_REGISTRY_BIND", "127.0.0.1:0")
-        .env("AGENTLANG_REGISTRY_WORKERS", "1")
-        .env(
-            "AGENTLANG_REGISTRY_MAX_UPLOAD_BYTES",
-            (64u64 << 20).to_string(),
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
+    let app = TestApp::builder(Backend::Sqlite)
+        .process()
+        .max_upload_bytes(64 << 20)
+        .user_with_key("alice", &["publish", "keys"])
+        .build()
+        .await
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let address = loop {
-        let line = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .expect("the registry logs its address");
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
-    let url = format!("http://{address}");
+    let (url, alice) = (&app.url, app.user("alice"));
+    let (token, key) = (&alice.token, alice.key());
     // Building the large container takes longer than the server keeps an
     // idle connection: never reuse one.
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
-        .unwrap();
-    client
-        .post(format!("{url}/api/v1/accounts"))
-        .json(&json!({"username": "alice", "password": "password-123"}))
-        .send()
-        .await
-        .unwrap();
-    let token: Value = client
-        .post(format!("{url}/api/v1/tokens"))
-        .json(
-            &json!({"username": "alice", "password": "password-123", "name": "t",
-                      "scopes": ["publish", "keys"]}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = token["token"].as_str().unwrap().to_owned();
-    let key = SecretKey::generate().unwrap();
-    let body = crate::support::key_registration(&client, &url, &token, &key).await;
-    client
-        .post(format!("{url}/api/v1/keys"))
-        .bearer_auth(&token)
-        .json(&body)
-        .send()
-        .await
         .unwrap();
 
     let mut peaks = Vec::new();
@@ -935,7 +876,7 @@ async fn publish_memory_does_not_grow_with_upload_size() {
         let yaml = agent_yaml("bulky", version, &[]);
         let filler = noise(size, size as u64 | 1);
         let bytes = build(
-            &key,
+            key,
             Kind::Agent,
             "bulky",
             version,
@@ -949,7 +890,7 @@ async fn publish_memory_does_not_grow_with_upload_size() {
         drop(filler);
         let res = client
             .post(format!("{url}/api/v1/publish"))
-            .bearer_auth(&token)
+            .bearer_auth(token)
             .body(bytes)
             .send()
             .await
@@ -960,10 +901,8 @@ async fn publish_memory_does_not_grow_with_upload_size() {
             "{}",
             res.text().await.unwrap()
         );
-        peaks.push(peak_rss_kib(child.id()));
+        peaks.push(app.peak_rss_kib());
     }
-    let _ = child.kill();
-    let _ = child.wait();
     let growth_kib = peaks[1].saturating_sub(peaks[0]);
     eprintln!(
         "peak RSS after a {} MiB upload: {} KiB; after a {} MiB upload: {} KiB (+{growth_kib} KiB)",
@@ -1004,7 +943,11 @@ async fn raw_status(app: &TestApp, head: &str, body: &[u8]) -> u16 {
 
 async fn lying_framing_cannot_pass_the_limit(backend: Backend) {
     const LIMIT: usize = 64 * 1024;
-    let Some(app) = spawn_with(backend, |c| c.max_upload_bytes = LIMIT).await else {
+    let Some(app) = TestApp::builder(backend)
+        .max_upload_bytes(LIMIT)
+        .build()
+        .await
+    else {
         return;
     };
     let alice = publisher(&app, "alice").await;

@@ -15,8 +15,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    harness::{Backend, TestApp, backend_tests, problem, spawn},
     publish::{PROMPT_YAML, agent, agent_with, agent_yaml, publish, published, publisher, tool},
+    support::{Backend, TestApp, backend_tests, problem},
 };
 
 backend_tests!(
@@ -76,7 +76,7 @@ async fn refused(app: &TestApp, token: &str, bytes: Vec<u8>, slug: &str) -> Valu
 }
 
 async fn a_broken_package_lists_every_problem_with_its_file(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -172,7 +172,7 @@ async fn a_broken_package_lists_every_problem_with_its_file(backend: Backend) {
 }
 
 async fn an_agent_that_requires_tools_must_carry_a_covering_lock(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -317,7 +317,7 @@ async fn an_agent_that_requires_tools_must_carry_a_covering_lock(backend: Backen
 }
 
 async fn yanked_pins_need_the_previous_versions_lock(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -394,7 +394,7 @@ async fn yanked_pins_need_the_previous_versions_lock(backend: Backend) {
 }
 
 async fn lock_files_subagents_and_models_must_match_the_package(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;

@@ -3,7 +3,7 @@ use std::num::NonZeroU32;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::harness::{Backend, backend_tests, problem, spawn_with};
+use crate::support::{Backend, TestApp, backend_tests, problem};
 
 backend_tests!(
     credential_endpoints_answer_429_with_retry_after,
@@ -12,10 +12,10 @@ backend_tests!(
 );
 
 async fn credential_endpoints_answer_429_with_retry_after(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| {
-        c.rate_limits.credentials_per_minute = NonZeroU32::new(2).unwrap();
-    })
-    .await
+    let Some(app) = TestApp::builder(backend)
+        .rate_limits(|r| r.credentials_per_minute = NonZeroU32::new(2).unwrap())
+        .build()
+        .await
     else {
         return;
     };
@@ -40,10 +40,10 @@ async fn credential_endpoints_answer_429_with_retry_after(backend: Backend) {
 }
 
 async fn anonymous_reads_are_limited_per_address(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| {
-        c.rate_limits.anonymous_reads_per_minute = NonZeroU32::new(5).unwrap();
-    })
-    .await
+    let Some(app) = TestApp::builder(backend)
+        .rate_limits(|r| r.anonymous_reads_per_minute = NonZeroU32::new(5).unwrap())
+        .build()
+        .await
     else {
         return;
     };
@@ -79,11 +79,13 @@ async fn anonymous_reads_are_limited_per_address(backend: Backend) {
 }
 
 async fn limits_can_be_turned_off(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| {
-        c.rate_limits.enabled = false;
-        c.rate_limits.anonymous_reads_per_minute = NonZeroU32::new(1).unwrap();
-    })
-    .await
+    let Some(app) = TestApp::builder(backend)
+        .rate_limits(|r| {
+            r.enabled = false;
+            r.anonymous_reads_per_minute = NonZeroU32::new(1).unwrap();
+        })
+        .build()
+        .await
     else {
         return;
     };

@@ -5,7 +5,7 @@ use std::num::NonZeroU32;
 
 use reqwest::{Method, StatusCode};
 
-use crate::harness::{Backend, TestApp, backend_tests, spawn, spawn_with};
+use crate::support::{Backend, TestApp, backend_tests};
 
 backend_tests!(
     an_uploaded_log_comes_back_as_a_timeline,
@@ -46,7 +46,7 @@ const LOG: &str = r#"{"type":"agent.delegate","timestamp":"2025-01-29T10:00:00Z"
 "#;
 
 async fn an_uploaded_log_comes_back_as_a_timeline(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let form = app.get("/replay").await;
@@ -102,7 +102,7 @@ async fn an_uploaded_log_comes_back_as_a_timeline(backend: Backend) {
 }
 
 async fn bad_large_and_empty_uploads_are_refused_with_a_page(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let res = post(
@@ -148,10 +148,10 @@ async fn bad_large_and_empty_uploads_are_refused_with_a_page(backend: Backend) {
 }
 
 async fn replays_are_rate_limited_per_address(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| {
-        c.rate_limits.expensive_per_minute = NonZeroU32::new(2).unwrap();
-    })
-    .await
+    let Some(app) = TestApp::builder(backend)
+        .rate_limits(|r| r.expensive_per_minute = NonZeroU32::new(2).unwrap())
+        .build()
+        .await
     else {
         return;
     };

@@ -2,8 +2,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    harness::{Backend, TestApp, backend_tests, problem, spawn, spawn_with},
     publish::{agent_yaml, published, publisher, tool},
+    support::{Backend, TestApp, backend_tests, problem},
 };
 
 backend_tests!(
@@ -54,7 +54,7 @@ async fn resolved(app: &TestApp, request: &Value) -> Value {
 }
 
 async fn json_requests_resolve_transitively(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     seed(&app).await;
@@ -87,11 +87,11 @@ async fn json_requests_resolve_transitively(backend: Backend) {
     // A null requirement means the newest release.
     let lock = resolved(&app, &json!({"tools": {"web_fetch": null}})).await;
     assert_eq!(lock["tools"]["web_fetch"]["version"], "1.1.0");
-    assert!(app.state.metrics.resolves.get() >= 2);
+    assert!(app.state().metrics.resolves.get() >= 2);
 }
 
 async fn agent_yaml_resolves_to_a_yaml_lock(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     seed(&app).await;
@@ -126,7 +126,7 @@ async fn agent_yaml_resolves_to_a_yaml_lock(backend: Backend) {
 }
 
 async fn yanked_versions_are_skipped_unless_locked(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = seed(&app).await;
@@ -157,7 +157,7 @@ async fn yanked_versions_are_skipped_unless_locked(backend: Backend) {
 }
 
 async fn unsatisfiable_requirements_are_explained(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     seed(&app).await;
@@ -175,7 +175,7 @@ async fn unsatisfiable_requirements_are_explained(backend: Backend) {
 }
 
 async fn unknown_tools_models_and_bad_input_are_refused(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     seed(&app).await;
@@ -224,10 +224,10 @@ async fn unknown_tools_models_and_bad_input_are_refused(backend: Backend) {
 }
 
 async fn slow_resolutions_time_out(backend: Backend) {
-    let Some(app) = spawn_with(backend, |c| {
-        c.resolve_timeout = std::time::Duration::ZERO;
-    })
-    .await
+    let Some(app) = TestApp::builder(backend)
+        .config(|c| c.resolve_timeout = std::time::Duration::ZERO)
+        .build()
+        .await
     else {
         return;
     };

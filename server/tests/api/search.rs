@@ -2,8 +2,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    harness::{Backend, TestApp, backend_tests, problem, spawn},
     publish::{agent, agent_yaml, published, publisher, tool},
+    support::{Backend, TestApp, backend_tests, problem},
 };
 
 backend_tests!(
@@ -27,7 +27,7 @@ fn names(page: &Value) -> Vec<&str> {
 }
 
 async fn search_ranks_filters_and_paginates(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
@@ -105,7 +105,7 @@ async fn search_ranks_filters_and_paginates(backend: Backend) {
 }
 
 async fn search_input_is_taken_literally(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;

@@ -10,7 +10,7 @@ use agentlang_registry::{
 use bytes::Bytes;
 use serde_json::json;
 
-use crate::harness::{Backend, TestApp, backend_tests, seed_version, spawn};
+use crate::support::{Backend, TestApp, backend_tests, seed::seed_version};
 
 backend_tests!(
     publish_creates_the_package_with_its_owner,
@@ -25,7 +25,7 @@ backend_tests!(
 );
 
 async fn publish_creates_the_package_with_its_owner(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.create_account("alice", "password-123").await;
@@ -40,13 +40,13 @@ async fn publish_creates_the_package_with_its_owner(backend: Backend) {
     assert_eq!(first.package_id, second.package_id);
     let alice = app.account_id("alice").await;
     assert!(
-        app.state
+        app.state()
             .db
             .is_owner(first.package_id, alice)
             .await
             .unwrap()
     );
-    let owners = app.state.db.list_owners(first.package_id).await.unwrap();
+    let owners = app.state().db.list_owners(first.package_id).await.unwrap();
     assert_eq!(owners.len(), 1);
     // A tool may share an agent's name: kinds are separate namespaces.
     assert!(
@@ -58,7 +58,7 @@ async fn publish_creates_the_package_with_its_owner(backend: Backend) {
 }
 
 async fn versions_are_never_reused(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.create_account("alice", "password-123").await;
@@ -67,14 +67,14 @@ async fn versions_are_never_reused(backend: Backend) {
         .unwrap();
     let v = |s: &str| Version::parse(s).unwrap();
     assert!(
-        app.state
+        app.state()
             .db
             .version_exists(published.package_id, &v("1.0.0"))
             .await
             .unwrap()
     );
     assert!(
-        !app.state
+        !app.state()
             .db
             .version_exists(published.package_id, &v("1.0.1"))
             .await
@@ -93,14 +93,14 @@ async fn versions_are_never_reused(backend: Backend) {
 
     // Deleted, the version still exists for the purpose of publishing.
     assert!(
-        app.state
+        app.state()
             .db
             .delete_version(published.package_id, &v("1.0.0"))
             .await
             .unwrap()
     );
     assert!(
-        app.state
+        app.state()
             .db
             .version_exists(published.package_id, &v("1.0.0"))
             .await
@@ -117,7 +117,7 @@ async fn versions_are_never_reused(backend: Backend) {
 }
 
 async fn look_alike_names_are_refused(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.create_account("alice", "password-123").await;
@@ -151,7 +151,7 @@ async fn look_alike_names_are_refused(backend: Backend) {
 }
 
 async fn dependencies_are_stored_with_the_version(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.create_account("alice", "password-123").await;
@@ -173,7 +173,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
     ];
     let manifest = json!({"name": "research"});
     let published = app
-        .state
+        .state()
         .db
         .publish_version(&NewVersion {
             kind: Kind::Agent,
@@ -195,7 +195,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
         .await
         .unwrap();
     let edges = app
-        .state
+        .state()
         .db
         .list_dependencies(published.version_id)
         .await
@@ -210,7 +210,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
     let twice = vec![deps[0].clone(), deps[0].clone()];
     let v2 = Version::parse("0.3.0").unwrap();
     let err = app
-        .state
+        .state()
         .db
         .publish_version(&NewVersion {
             kind: Kind::Agent,
@@ -232,7 +232,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
         .await;
     assert!(err.is_err());
     assert!(
-        !app.state
+        !app.state()
             .db
             .version_exists(published.package_id, &v2)
             .await
@@ -241,10 +241,10 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
 }
 
 async fn blobs_are_create_only_and_swept_when_unreferenced(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
-    let blobs = &app.state.blobs;
+    let blobs = &app.state().blobs;
     let bytes = Bytes::from_static(b"container of web-search@1.0.0");
     let kept = blobs.put(bytes.clone()).await.unwrap();
     assert_eq!(
@@ -268,7 +268,7 @@ async fn sweep_keeps_referenced(app: &TestApp, kept: Sha256Digest, orphan: Sha25
         .await
         .unwrap();
     let referenced: HashSet<_> = app
-        .state
+        .state()
         .db
         .referenced_blob_digests()
         .await
@@ -278,19 +278,20 @@ async fn sweep_keeps_referenced(app: &TestApp, kept: Sha256Digest, orphan: Sha25
     assert!(referenced.contains(&kept));
 
     let report = agentlang_registry::service::sweep::sweep_unreferenced(
-        &app.state,
+        app.state(),
         Duration::from_secs(3600),
     )
     .await
     .unwrap();
     assert!(report.deleted.is_empty(), "young blobs stay: {report:?}");
 
-    let report = agentlang_registry::service::sweep::sweep_unreferenced(&app.state, Duration::ZERO)
-        .await
-        .unwrap();
+    let report =
+        agentlang_registry::service::sweep::sweep_unreferenced(app.state(), Duration::ZERO)
+            .await
+            .unwrap();
     assert_eq!(report.deleted, vec![orphan]);
-    assert!(app.state.blobs.exists(&kept).await.unwrap());
-    assert!(!app.state.blobs.exists(&orphan).await.unwrap());
+    assert!(app.state().blobs.exists(&kept).await.unwrap());
+    assert!(!app.state().blobs.exists(&orphan).await.unwrap());
 }
 
 async fn publish_described(
@@ -305,7 +306,7 @@ async fn publish_described(
     let version = Version::parse("1.0.0").unwrap();
     let digest = Sha256Digest::of(name.as_str().as_bytes());
     let keywords: Vec<String> = keywords.iter().map(|k| (*k).to_owned()).collect();
-    app.state
+    app.state()
         .db
         .publish_version(&NewVersion {
             kind,
@@ -329,7 +330,7 @@ async fn publish_described(
 }
 
 async fn search_finds_packages_by_name_keyword_and_description(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.create_account("alice", "password-123").await;
@@ -357,7 +358,7 @@ async fn search_finds_packages_by_name_keyword_and_description(backend: Backend)
         &["search"],
     )
     .await;
-    let db = &app.state.db;
+    let db = &app.state().db;
     // Ranked ids, shown as names in rank order.
     let names = |ids: Vec<i64>| async move {
         let records = db.packages_by_ids(&ids).await.unwrap();
@@ -428,7 +429,7 @@ async fn search_finds_packages_by_name_keyword_and_description(backend: Backend)
 }
 
 async fn versions_list_in_semver_order_and_yank(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.create_account("alice", "password-123").await;
@@ -446,7 +447,7 @@ async fn versions_list_in_semver_order_and_yank(backend: Backend) {
             .unwrap()
             .package_id;
     }
-    let db = &app.state.db;
+    let db = &app.state().db;
     let listed: Vec<String> = db
         .list_versions(package_id)
         .await
@@ -492,20 +493,20 @@ async fn versions_list_in_semver_order_and_yank(backend: Backend) {
 }
 
 async fn downloads_are_counted_per_day(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.create_account("alice", "password-123").await;
     let published = seed_version(&app, Kind::Tool, "calc", "1.0.0", "alice")
         .await
         .unwrap();
-    let db = &app.state.db;
+    let db = &app.state().db;
     // Counted in memory, written by one flush.
     for _ in 0..3 {
-        app.state.downloads.record(published.version_id);
+        app.state().downloads.record(published.version_id);
     }
     assert_eq!(db.downloads_by_day(published.version_id).await.unwrap(), []);
-    app.state.downloads.flush(db).await.unwrap();
+    app.state().downloads.flush(db).await.unwrap();
     let days = db.downloads_by_day(published.version_id).await.unwrap();
     let today = time::OffsetDateTime::now_utc().date().to_string();
     assert_eq!(days, [(today, 3)]);
@@ -518,7 +519,7 @@ async fn downloads_are_counted_per_day(backend: Backend) {
 }
 
 async fn concurrent_publishes_have_one_winner(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.create_account("alice", "password-123").await;
@@ -559,20 +560,23 @@ async fn concurrent_publishes_have_one_winner(backend: Backend) {
             "{err}"
         );
         let package = app
-            .state
+            .state()
             .db
             .find_package(Kind::Tool, &PackageName::new(name).unwrap())
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(app.state.db.list_owners(package.id).await.unwrap().len(), 1);
+        assert_eq!(
+            app.state().db.list_owners(package.id).await.unwrap().len(),
+            1
+        );
     }
 
     // Concurrent writes of one blob both succeed.
     let bytes = Bytes::from(vec![42u8; 64 * 1024]);
     let (a, b) = tokio::join!(
-        app.state.blobs.put(bytes.clone()),
-        app.state.blobs.put(bytes.clone())
+        app.state().blobs.put(bytes.clone()),
+        app.state().blobs.put(bytes.clone())
     );
     assert_eq!(a.unwrap(), b.unwrap());
 }

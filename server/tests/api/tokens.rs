@@ -4,7 +4,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::harness::{Backend, JWT_SECRET, TestApp, backend_tests, problem, spawn};
+use crate::support::{Backend, TestApp, backend_tests, problem};
 
 backend_tests!(
     a_token_lists_itself_and_is_recorded,
@@ -24,7 +24,7 @@ async fn list(app: &TestApp, token: &str) -> reqwest::Response {
 }
 
 async fn a_token_lists_itself_and_is_recorded(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.create_account("alice", "password-123").await;
@@ -77,7 +77,7 @@ async fn a_token_lists_itself_and_is_recorded(backend: Backend) {
 }
 
 async fn wrong_credentials_are_refused(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     app.create_account("alice", "password-123").await;
@@ -102,7 +102,7 @@ async fn wrong_credentials_are_refused(backend: Backend) {
 }
 
 async fn invalid_token_requests_list_every_field(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let body = problem(
@@ -130,7 +130,7 @@ async fn invalid_token_requests_list_every_field(backend: Backend) {
 }
 
 async fn revoked_tokens_are_refused(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let token = app.account_with_token("alice", &["tokens"]).await;
@@ -159,7 +159,7 @@ fn sign(claims: &Value, secret: &[u8], alg: Algorithm) -> String {
 }
 
 async fn expired_forged_and_foreign_tokens_are_refused(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let token = app.account_with_token("alice", &["owners", "tokens"]).await;
@@ -168,7 +168,7 @@ async fn expired_forged_and_foreign_tokens_are_refused(backend: Backend) {
     let sub = app.account_id("alice").await.to_string();
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let claims = |iss: &str, aud: &str, exp: i64| json!({"sub": sub, "iss": iss, "aud": aud, "iat": now - 10, "exp": exp, "jti": jti, "sec": "0".repeat(64)});
-    let secret = JWT_SECRET.as_bytes();
+    let secret = app.jwt_secret().as_bytes();
 
     // The signing key and a real token id do not make a token: its secret
     // is not in the database to be read, and without it the registry
@@ -257,7 +257,7 @@ async fn expired_forged_and_foreign_tokens_are_refused(backend: Backend) {
 }
 
 async fn tokens_cannot_revoke_other_accounts_tokens(backend: Backend) {
-    let Some(app) = spawn(backend).await else {
+    let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let alice = app.account_with_token("alice", &["tokens"]).await;

@@ -1,12 +1,14 @@
 //! The web catalog in a real browser: headless Chromium driven over
 //! WebDriver (`chromedriver`, started here on a free port) against a
-//! registry spawned on port 0 and seeded with real signed containers.
+//! registry started with the support module's `TestApp` builder and seeded
+//! with real signed containers.
 //!
 //! Without `chromium` and `chromedriver` the tests print a skip line and
 //! pass, except under `CI=true`, where they fail. On a failure the page is
 //! saved as a screenshot under `target/browser-artifacts/`.
 
-mod seed;
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::{
     net::TcpListener,
@@ -15,11 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use agentlang_registry::{
-    config::{Config, RateLimitSettings, RegistrationMode},
-    startup::Application,
-    state::AppState,
-};
+use support::{Backend, TestApp, seed};
 use thirtyfour::prelude::*;
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -88,40 +86,6 @@ impl Drop for Driver {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-struct Registry {
-    url: String,
-    state: actix_web::web::Data<AppState>,
-    handle: actix_web::dev::ServerHandle,
-    _dir: tempfile::TempDir,
-}
-
-async fn spawn_registry() -> Registry {
-    let dir = tempfile::tempdir().unwrap();
-    let limit = std::num::NonZeroU32::new(100_000).unwrap();
-    let config = Config {
-        bind: "127.0.0.1:0".into(),
-        data_dir: dir.path().join("data"),
-        jwt_secret: Some("161caab757551b733a47270d6bf0022148a29adcf37863c5a99bf38da13871d4".into()),
-        workers: Some(2),
-        rate_limits: RateLimitSettings::all_at(limit),
-        registration: RegistrationMode::Open,
-        ..Config::default()
-    };
-    let app = Application::build(config)
-        .await
-        .expect("build the registry");
-    let url = format!("http://{}", app.address());
-    let state = app.state();
-    let handle = app.handle();
-    actix_web::rt::spawn(app.run_until_stopped());
-    Registry {
-        url,
-        state,
-        handle,
-        _dir: dir,
     }
 }
 
@@ -526,9 +490,13 @@ async fn the_catalog_works_in_a_real_browser() {
     if !browser_available() {
         return;
     }
-    let registry = spawn_registry().await;
-    let client = reqwest::Client::new();
-    let seeded = seed::seed_catalog(&registry.state, &registry.url, &client).await;
+    let registry = TestApp::builder(Backend::Sqlite)
+        .workers(2)
+        .build()
+        .await
+        .unwrap();
+    let client = &registry.client;
+    let seeded = seed::seed_catalog(&registry).await;
     let chromedriver = Driver::start();
     let profile = tempfile::tempdir().unwrap();
     let driver = browser(&chromedriver, profile.path()).await;
@@ -559,5 +527,4 @@ async fn the_catalog_works_in_a_real_browser() {
     finish(&driver, "replay-phone-width", result).await;
 
     driver.quit().await.unwrap();
-    registry.handle.stop(true).await;
 }

@@ -1,11 +1,8 @@
-//! Real signed containers built from `core/tests/fixtures/` and stored the
-//! way publish stores them: the blob first, then the rows
-//! (`db::publish_version`) with the parsed spec, lock and manifest as JSON.
-//!
-//! Shared by the browser tests and the API-level catalog tests
-//! (`#[path]`-included there).
-
-#![allow(dead_code)]
+//! Seeding: accounts, tokens and signing keys over HTTP (either form of
+//! registry); containers; versions and the catalog of real signed
+//! containers built from `core/tests/fixtures/`, stored the way publish
+//! stores them (the blob first, then the rows) straight into an in-process
+//! registry's storage.
 
 use std::{collections::BTreeSet, path::Path};
 
@@ -16,16 +13,226 @@ use agentlang_core::{
     signing::SecretKey,
 };
 use agentlang_registry::{
-    db::packages::{DependencyEdge, NewVersion},
+    blobs::Sha256Digest,
+    common::names::Username,
+    db::{
+        accounts::AccountRecord,
+        packages::{DependencyEdge, NewVersion, PublishError, PublishedVersion},
+    },
     service::packages::ContainerExtras,
     state::AppState,
 };
 use bytes::Bytes;
+use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
-pub const PUBLISHER: &str = "alice";
+use super::app::TestApp;
+
+/// Every seeded account's password.
 pub const PASSWORD: &str = "password-123";
+/// The catalog's publisher and agent.
+pub const PUBLISHER: &str = "alice";
 pub const AGENT: &str = "research-assistant";
+
+impl TestApp {
+    pub async fn create_account(&self, username: &str, password: &str) -> Response {
+        self.post_json(
+            "/api/v1/accounts",
+            &json!({"username": username, "password": password}),
+        )
+        .await
+    }
+
+    /// Creates the account and a token with `scopes`; returns the token.
+    pub async fn account_with_token(&self, username: &str, scopes: &[&str]) -> String {
+        let created = self.account_with_token_record(username, scopes).await;
+        created["token"].as_str().unwrap().to_owned()
+    }
+
+    /// Creates the account and a token with `scopes`; returns the whole
+    /// answer that created the token (id, token, scopes...).
+    pub async fn account_with_token_record(&self, username: &str, scopes: &[&str]) -> Value {
+        let res = self.create_account(username, PASSWORD).await;
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "{}",
+            res.text().await.unwrap()
+        );
+        self.token_record(username, scopes).await
+    }
+
+    /// A new token with `scopes` for an existing account.
+    pub async fn token(&self, username: &str, scopes: &[&str]) -> String {
+        let created = self.token_record(username, scopes).await;
+        created["token"].as_str().unwrap().to_owned()
+    }
+
+    async fn token_record(&self, username: &str, scopes: &[&str]) -> Value {
+        let res = self
+            .post_json(
+                "/api/v1/tokens",
+                &json!({"username": username, "password": PASSWORD, "name": "test", "scopes": scopes}),
+            )
+            .await;
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "{}",
+            res.text().await.unwrap()
+        );
+        res.json().await.unwrap()
+    }
+
+    /// The body of `POST /api/v1/keys` for `key`, with its proof of
+    /// possession for the account `token` belongs to.
+    pub async fn key_registration(&self, token: &str, key: &SecretKey) -> Value {
+        use base64::Engine;
+        let account: Value = self
+            .request(reqwest::Method::GET, "/api/v1/account")
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let username = account["username"].as_str().expect("the token's account");
+        let message = format!(
+            "agentlang-key-registration:{username}:{}",
+            key.public_key().key_id()
+        );
+        json!({
+            "public_key_pem": key.public_key().to_spki_pem(),
+            "proof": base64::engine::general_purpose::STANDARD.encode(key.sign(message.as_bytes())),
+        })
+    }
+
+    /// Registers a new signing key with `token` (scope `keys`).
+    pub async fn register_key(&self, token: &str) -> SecretKey {
+        let key = SecretKey::generate().unwrap();
+        let body = self.key_registration(token, &key).await;
+        let res = self
+            .request(reqwest::Method::POST, "/api/v1/keys")
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "{}",
+            res.text().await.unwrap()
+        );
+        key
+    }
+
+    /// The stored account, if `username` names one (in-process).
+    pub async fn account_record(&self, username: &str) -> Option<AccountRecord> {
+        self.state()
+            .db
+            .find_account(&Username::parse(username).unwrap())
+            .await
+            .unwrap()
+    }
+
+    pub async fn account_id(&self, username: &str) -> i64 {
+        self.account_record(username)
+            .await
+            .expect("account exists")
+            .id
+    }
+}
+
+/// Records a version straight through the storage API, as publish will
+/// (in-process).
+pub async fn seed_version(
+    app: &TestApp,
+    kind: Kind,
+    name: &str,
+    version: &str,
+    publisher: &str,
+) -> Result<PublishedVersion, PublishError> {
+    let name = PackageName::new(name).unwrap();
+    let version = Version::parse(version).unwrap();
+    let bytes = format!("container of {name}@{version}");
+    let sha256 = Sha256Digest::of(bytes.as_bytes());
+    let publisher = app.account_id(publisher).await;
+    let manifest = json!({"format": "agentlang.container/1", "name": name, "version": version});
+    let spec = json!({"name": name, "version": version, "description": "seeded"});
+    app.state()
+        .db
+        .publish_version(&NewVersion {
+            kind,
+            name: &name,
+            version: &version,
+            sha256: &sha256,
+            size: bytes.len() as u64,
+            signer_key_id: None,
+            manifest: &manifest,
+            spec: &spec,
+            lockfile: None,
+            quality_report: None,
+            extras: None,
+            dependencies: &[],
+            description: "seeded",
+            keywords: &[],
+            publisher,
+        })
+        .await
+}
+
+/// A signed tool container: tool.yaml, a README, the given dependencies
+/// and an optional incompressible payload, so its size is what we ask.
+pub fn tool_container(
+    key: &SecretKey,
+    name: &str,
+    version: &str,
+    dependencies: &[(&str, &str)],
+    readme: &str,
+    payload_bytes: usize,
+) -> Vec<u8> {
+    let mut yaml = format!(
+        "name: {name}\nversion: {version}\ndescription: test tool {name}\nkind: http\ninput_schema: {{type: object}}\n"
+    );
+    if !dependencies.is_empty() {
+        yaml.push_str("dependencies:\n");
+        for (dep, req) in dependencies {
+            yaml.push_str(&format!("  {dep}: \"{req}\"\n"));
+        }
+    }
+    let mut tree = SourceTree::new();
+    tree.insert(MemberPath::new("tool.yaml").unwrap(), yaml.into_bytes());
+    tree.insert(
+        MemberPath::new("README.md").unwrap(),
+        readme.as_bytes().to_vec(),
+    );
+    if payload_bytes > 0 {
+        // splitmix64: deterministic and incompressible.
+        let mut state = 0x1234_5678_u64;
+        let mut payload = Vec::with_capacity(payload_bytes + 8);
+        while payload.len() < payload_bytes {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            payload.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+        }
+        payload.truncate(payload_bytes);
+        tree.insert(MemberPath::new("assets/payload.bin").unwrap(), payload);
+    }
+    container::build(&BuildInput {
+        tree: &tree,
+        kind: Kind::Tool,
+        name: &PackageName::new(name).unwrap(),
+        version: &Version::parse(version).unwrap(),
+        created: Created::from_unix_seconds(1_767_225_600).unwrap(),
+        signing_key: key,
+        prompt_key: None,
+    })
+    .unwrap()
+}
 
 /// What the seed published.
 #[derive(Debug, Clone)]
@@ -262,17 +469,13 @@ fn agent_tree(
 
 /// Creates the publisher (over HTTP) and its key, and publishes web_fetch
 /// 1.0.3, web_search 1.2.0 and the research assistant 1.0.0 and 1.1.0 (which
-/// adds the Critical `wallet` capability).
-pub async fn seed_catalog(state: &AppState, base_url: &str, client: &reqwest::Client) -> Seeded {
-    let res = client
-        .post(format!("{base_url}/api/v1/accounts"))
-        .json(&json!({"username": PUBLISHER, "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
+/// adds the Critical `wallet` capability), straight into the in-process
+/// registry's storage.
+pub async fn seed_catalog(app: &TestApp) -> Seeded {
+    let res = app.create_account(PUBLISHER, PASSWORD).await;
     assert_eq!(res.status().as_u16(), 201, "{}", res.text().await.unwrap());
-    let username = agentlang_registry::common::names::Username::parse(PUBLISHER).unwrap();
-    let publisher = state.db.find_account(&username).await.unwrap().unwrap().id;
+    let state = app.state();
+    let publisher = app.account_id(PUBLISHER).await;
     let key = SecretKey::generate().unwrap();
     let public = key.public_key();
     let key_id = public.key_id();

@@ -1,0 +1,27 @@
+//! The one assertion on error answers: an RFC 9457 problem document.
+
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+
+/// Reads a problem document, checking its status, media type, type URI
+/// (`https://agentlang.dev/problems/<slug>`) and common members.
+pub async fn problem(res: Response, status: StatusCode, slug: &str) -> Value {
+    assert_eq!(res.status(), status);
+    let content_type = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(content_type, "application/problem+json");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(
+        body["type"],
+        format!("https://agentlang.dev/problems/{slug}"),
+        "{body}"
+    );
+    assert_eq!(body["status"], status.as_u16());
+    assert!(body["request_id"].is_string(), "{body}");
+    assert!(body["instance"].is_string(), "{body}");
+    body
+}
