@@ -177,7 +177,7 @@ pub async fn download_version(
     tag = "packages",
     params(VersionPath),
     request_body = YankRequest,
-    security(("bearer" = [])),
+    security(("bearer" = ["yank"])),
     responses(
         (status = 200, description = "The version, yanked", body = VersionView),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -202,7 +202,7 @@ pub async fn yank_version(
 #[utoipa::path(
     tag = "packages",
     params(VersionPath),
-    security(("bearer" = [])),
+    security(("bearer" = ["yank"])),
     responses(
         (status = 200, description = "The version, no longer yanked", body = VersionView),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),

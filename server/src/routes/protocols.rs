@@ -56,7 +56,7 @@ pub async fn get_protocol(
     tag = "protocols",
     params(("name" = String, Path, description = "The protocol's name")),
     request_body = PutProtocolRequest,
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "Replaced", body = ProtocolInfo),
         (status = 201, description = "Created", body = ProtocolInfo),

@@ -112,7 +112,7 @@ async fn receive(
 #[utoipa::path(
     tag = "publish",
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "The container bytes"),
-    security(("bearer" = [])),
+    security(("bearer" = ["publish"])),
     responses(
         (status = 201, description = "Published", body = VersionView),
         (status = 200, description = "These exact bytes were already published as this version", body = VersionView),
