@@ -306,8 +306,11 @@ mod tests {
             .recv_timeout(std::time::Duration::from_secs(10))
             .unwrap();
         // ...the queue takes WAITING_PER_THREAD more...
-        for _ in 0..WAITING_PER_THREAD {
-            assert!(work.run(|| true).now_or_never().is_none(), "queued");
+        let mut queued: Vec<_> = (0..WAITING_PER_THREAD)
+            .map(|_| Box::pin(work.run(|| true)))
+            .collect();
+        for job in &mut queued {
+            assert!(job.now_or_never().is_none(), "queued");
         }
         // ...and one more is refused at once, without waiting.
         let refused = work
@@ -321,7 +324,11 @@ mod tests {
         );
         release.send(()).unwrap();
         assert!(first.await.unwrap());
-        // The queue drains; the threads take work again.
+        // The queue drains (awaited, so the thread has taken every queued
+        // job); the threads take work again.
+        for job in queued {
+            assert!(job.await.unwrap());
+        }
         assert!(work.run(|| true).await.unwrap());
     }
 
