@@ -1,6 +1,6 @@
 //! The test harness: the one way a test starts a registry.
 //!
-//! ```ignore
+//! ```text
 //! let Some(app) = TestApp::builder(backend)      // SQLite + files, or PostgreSQL + S3
 //!     .admins(&["root"])                          // settings, alike in both forms
 //!     .user_with_key("alice", &["publish", "keys"])
