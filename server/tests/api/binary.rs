@@ -64,3 +64,73 @@ fn a_bad_setting_exits_2_naming_the_variable() {
         "{stderr}"
     );
 }
+
+#[actix_web::test]
+async fn the_admin_command_grants_and_revokes_on_a_running_registry() {
+    let app = TestApp::builder(Backend::Sqlite)
+        .binary_defaults()
+        .build()
+        .await
+        .unwrap();
+    let folder = app.data_dir().parent().unwrap().to_owned();
+    let admin = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_agentlang-registry"))
+            .env_clear()
+            .current_dir(&folder)
+            .arg("admin")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let token = |scopes: &[&str]| {
+        let body = serde_json::json!({
+            "username": "alice", "password": "password-123",
+            "name": "ops", "scopes": scopes,
+        });
+        app.request(reqwest::Method::POST, "/api/v1/tokens")
+            .json(&body)
+            .send()
+    };
+    let res = app
+        .post_json(
+            "/api/v1/accounts",
+            &serde_json::json!({"username": "alice", "password": "password-123"}),
+        )
+        .await;
+    assert_eq!(res.status(), reqwest::StatusCode::CREATED);
+    // Registering made no admin.
+    let res = token(&["admin"]).await.unwrap();
+    assert_eq!(res.status(), reqwest::StatusCode::UNPROCESSABLE_ENTITY);
+
+    let out = admin(&["grant", "Alice"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "alice is now an admin\n"
+    );
+    let res = token(&["admin"]).await.unwrap();
+    assert_eq!(res.status(), reqwest::StatusCode::CREATED);
+    let body: serde_json::Value = res.json().await.unwrap();
+    let admin_token = body["token"].as_str().unwrap().to_owned();
+    let put_model = || {
+        app.request(reqwest::Method::PUT, "/api/v1/models/ops-model")
+            .bearer_auth(&admin_token)
+            .json(&serde_json::json!({"context_window": 8192, "supports_tools": true}))
+            .send()
+    };
+    let res = put_model().await.unwrap();
+    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+
+    // Revoked, the same token no longer passes as an admin's.
+    assert!(admin(&["revoke", "alice"]).status.success());
+    let res = put_model().await.unwrap();
+    assert_eq!(res.status(), reqwest::StatusCode::FORBIDDEN);
+
+    let out = admin(&["grant", "nobody"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).lines().count(),
+        1,
+        "one line: {out:?}"
+    );
+}
