@@ -266,23 +266,8 @@ impl Cluster {
             .account_with_token(&self.a, username, &["publish", "keys"])
             .await;
         let token = created["token"].as_str().unwrap().to_owned();
-        let key = SecretKey::generate().unwrap();
         // Registered through B, used through A: keys live in the database.
-        let body = self.b.key_registration(&token, &key).await;
-        let res = self
-            .client
-            .post(self.b.path("/api/v1/keys"))
-            .bearer_auth(&token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(
-            res.status(),
-            StatusCode::CREATED,
-            "{}",
-            res.text().await.unwrap()
-        );
+        let key = self.b.register_key(&token).await;
         (token, key)
     }
 

@@ -117,6 +117,19 @@ impl From<Owners> for OwnerList {
     }
 }
 
+/// The package whose owners the token may change: scope `owners`, and the
+/// package among the token's patterns.
+async fn package_to_change(
+    state: &AppState,
+    auth: &Authenticated,
+    path: &PackagePath,
+) -> Result<PackageRecord, ApiError> {
+    auth.require(Scope::Owners)?;
+    let (_, name) = path.parse()?;
+    auth.require_package(&name)?;
+    path.package(state).await
+}
+
 async fn owner_list(state: &AppState, package: &PackageRecord) -> Result<HttpResponse, ApiError> {
     let list = owners::list_owners(state, package).await?;
     Ok(HttpResponse::Ok().json(OwnerList::from(list)))
@@ -162,10 +175,7 @@ pub async fn add_owners(
     path: web::Path<PackagePath>,
     body: web::Json<OwnersChange>,
 ) -> Result<HttpResponse, ApiError> {
-    auth.require(Scope::Owners)?;
-    let (_, name) = path.parse()?;
-    auth.require_package(&name)?;
-    let package = path.package(&state).await?;
+    let package = package_to_change(&state, &auth, &path).await?;
     owners::invite_owners(&state, auth.actor(), &package, &body.usernames).await?;
     owner_list(&state, &package).await
 }
@@ -194,10 +204,7 @@ pub async fn remove_owners(
     path: web::Path<PackagePath>,
     body: web::Json<OwnersChange>,
 ) -> Result<HttpResponse, ApiError> {
-    auth.require(Scope::Owners)?;
-    let (_, name) = path.parse()?;
-    auth.require_package(&name)?;
-    let package = path.package(&state).await?;
+    let package = package_to_change(&state, &auth, &path).await?;
     owners::remove_owners(&state, auth.actor(), &package, &body.usernames).await?;
     owner_list(&state, &package).await
 }

@@ -2,10 +2,7 @@ use agentlang_core::signing::SecretKey;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{
-    publish::register_key,
-    support::{Backend, TestApp, backend_tests, problem},
-};
+use crate::support::{Backend, TestApp, backend_tests, problem, seed::key_proof};
 
 backend_tests!(
     keys_are_registered_listed_shown_and_revoked,
@@ -21,7 +18,7 @@ async fn keys_are_registered_listed_shown_and_revoked(backend: Backend) {
     let pem = key.public_key().to_spki_pem();
     let key_id = key.public_key().key_id().to_string();
 
-    let res = register_key(&app, &token, &key).await;
+    let res = app.post_key(&token, &key).await;
     assert_eq!(res.status(), StatusCode::CREATED);
     let created: Value = res.json().await.unwrap();
     assert_eq!(created["key_id"], key_id);
@@ -84,15 +81,6 @@ async fn keys_are_registered_listed_shown_and_revoked(backend: Backend) {
     .await;
 }
 
-fn proof(key: &SecretKey, username: &str) -> String {
-    use base64::Engine;
-    let message = format!(
-        "agentlang-key-registration:{username}:{}",
-        key.public_key().key_id()
-    );
-    base64::engine::general_purpose::STANDARD.encode(key.sign(message.as_bytes()))
-}
-
 async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     let Some(app) = TestApp::builder(backend).build().await else {
         return;
@@ -141,8 +129,8 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     for bad in [
         String::new(),
         "not base64!".to_owned(),
-        proof(&stranger, "alice"),
-        proof(&key, "bob"),
+        key_proof(&stranger, "alice"),
+        key_proof(&key, "bob"),
     ] {
         let body = problem(
             post(pem.clone(), bad, token.clone()).await.unwrap(),
@@ -168,14 +156,14 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     );
 
     assert_eq!(
-        post(pem.clone(), proof(&key, "alice"), token.clone())
+        post(pem.clone(), key_proof(&key, "alice"), token.clone())
             .await
             .unwrap()
             .status(),
         StatusCode::CREATED
     );
     problem(
-        post(pem.clone(), proof(&key, "alice"), token.clone())
+        post(pem.clone(), key_proof(&key, "alice"), token.clone())
             .await
             .unwrap(),
         StatusCode::CONFLICT,
@@ -185,7 +173,9 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     // Registered to someone else is a conflict too, even with a valid proof.
     let bob = app.account_with_token("bob", &["keys"]).await;
     problem(
-        post(pem.clone(), proof(&key, "bob"), bob).await.unwrap(),
+        post(pem.clone(), key_proof(&key, "bob"), bob)
+            .await
+            .unwrap(),
         StatusCode::CONFLICT,
         "conflict",
     )
@@ -197,7 +187,7 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     problem(
         post(
             other.public_key().to_spki_pem(),
-            proof(&other, "alice"),
+            key_proof(&other, "alice"),
             no_scope,
         )
         .await

@@ -37,25 +37,8 @@ pub async fn publisher(app: &TestApp, username: &str) -> Publisher {
     let token = app
         .account_with_token(username, &["publish", "yank", "keys", "owners"])
         .await;
-    let key = SecretKey::generate().unwrap();
-    let res = register_key(app, &token, &key).await;
-    assert_eq!(
-        res.status(),
-        StatusCode::CREATED,
-        "{}",
-        res.text().await.unwrap()
-    );
+    let key = app.register_key(&token).await;
     Publisher { token, key }
-}
-
-pub async fn register_key(app: &TestApp, token: &str, key: &SecretKey) -> Response {
-    let body = app.key_registration(token, key).await;
-    app.request(reqwest::Method::POST, "/api/v1/keys")
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
 }
 
 pub fn tool_yaml(name: &str, version: &str, deps: &[(&str, &str)]) -> String {

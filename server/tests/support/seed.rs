@@ -34,6 +34,17 @@ pub const PASSWORD: &str = "password-123";
 pub const PUBLISHER: &str = "alice";
 pub const AGENT: &str = "research-assistant";
 
+/// The proof of possession a key registration for `username` needs: the
+/// base64 signature of `agentlang-key-registration:<username>:<key id>`.
+pub fn key_proof(key: &SecretKey, username: &str) -> String {
+    use base64::Engine;
+    let message = format!(
+        "agentlang-key-registration:{username}:{}",
+        key.public_key().key_id()
+    );
+    base64::engine::general_purpose::STANDARD.encode(key.sign(message.as_bytes()))
+}
+
 impl TestApp {
     pub async fn create_account(&self, username: &str, password: &str) -> Response {
         self.post_json(
@@ -87,7 +98,6 @@ impl TestApp {
     /// The body of `POST /api/v1/keys` for `key`, with its proof of
     /// possession for the account `token` belongs to.
     pub async fn key_registration(&self, token: &str, key: &SecretKey) -> Value {
-        use base64::Engine;
         let account: Value = self
             .request(reqwest::Method::GET, "/api/v1/account")
             .bearer_auth(token)
@@ -98,27 +108,27 @@ impl TestApp {
             .await
             .unwrap();
         let username = account["username"].as_str().expect("the token's account");
-        let message = format!(
-            "agentlang-key-registration:{username}:{}",
-            key.public_key().key_id()
-        );
         json!({
             "public_key_pem": key.public_key().to_spki_pem(),
-            "proof": base64::engine::general_purpose::STANDARD.encode(key.sign(message.as_bytes())),
+            "proof": key_proof(key, username),
         })
+    }
+
+    /// `POST /api/v1/keys` for `key` with its proof, as `token`'s account.
+    pub async fn post_key(&self, token: &str, key: &SecretKey) -> reqwest::Response {
+        let body = self.key_registration(token, key).await;
+        self.request(reqwest::Method::POST, "/api/v1/keys")
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
     }
 
     /// Registers a new signing key with `token` (scope `keys`).
     pub async fn register_key(&self, token: &str) -> SecretKey {
         let key = SecretKey::generate().unwrap();
-        let body = self.key_registration(token, &key).await;
-        let res = self
-            .request(reqwest::Method::POST, "/api/v1/keys")
-            .bearer_auth(token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let res = self.post_key(token, &key).await;
         assert_eq!(
             res.status(),
             StatusCode::CREATED,
