@@ -194,6 +194,54 @@ fn a_prompt_asking_for_capabilities_the_agent_does_not_request() {
 }
 
 #[test]
+fn declarations_that_imply_capabilities_nobody_requests_are_flagged() {
+    let agent = r#"name: ops
+version: 1.0.0
+description: Runs things.
+bash_tools:
+  convert_video:
+    command: ffmpeg
+mcp_servers:
+  stripe:
+    command: npx
+    args: ["-y", "@stripe/mcp", "--tools=all"]
+http_tools:
+  post_tweet:
+    endpoint: /api/v1/twitter/tweets
+    method: POST
+    twitter_token: true
+context:
+  inject: [time, location]
+permissions:
+  required: [network]
+"#;
+    let report = run(
+        &tree(&[("agent.yaml", agent), ("prompt.yaml", CLEAN_PROMPT)]),
+        None,
+    );
+    let found: Vec<String> = find(&report, rules::UNDECLARED_CAPABILITY)
+        .iter()
+        .map(|f| format!("{}:{} {}", f.file.as_deref().unwrap(), f.path, f.message))
+        .collect();
+    // network is requested: the MCP server's and the HTTP tool's need of it
+    // is covered. The rest are not, each named once with every source.
+    assert_eq!(
+        found,
+        [
+            "agent.yaml:bash_tools.convert_video bash tool convert_video, MCP server stripe needs the shell capability (High risk), which no agent requests",
+            "agent.yaml:context.inject injected context location needs the location capability (High risk), which no agent requests",
+            "agent.yaml:http_tools.post_tweet http tool post_tweet needs the oauth capability (Critical risk), which no agent requests",
+        ],
+        "{found:#?}"
+    );
+    assert!(
+        find(&report, rules::UNDECLARED_CAPABILITY)
+            .iter()
+            .all(|f| f.severity == Severity::Warning)
+    );
+}
+
+#[test]
 fn prompt_size_is_checked_against_the_models_and_the_window() {
     let agent = "name: helper\nversion: 1.0.0\ndescription: Helps.\nmodels:\n  small-model:\n    provider: acme\n  big-model:\n    provider: acme\ntools:\n  - name: notes\ncontext:\n  window:\n    max_tokens: 1000\n  compaction:\n    trigger: 0.5\n";
     let long = "Use notes. ".repeat(240); // about 2,640 characters, 660+ tokens

@@ -209,13 +209,31 @@ impl HostProfile {
     }
 }
 
-/// Who asks for a capability: the agent, a subagent, or a locked tool.
+/// Who asks for a capability: the agent or a subagent (in `permissions`),
+/// a locked tool (its tool.yaml's `permissions`), or something the agent
+/// declares that cannot work without it (implied).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "name", rename_all = "snake_case")]
 pub enum Requester {
     Agent(PackageName),
     Subagent(PackageName),
     Tool(PackageName),
+    /// A `bash_tools` entry: runs a shell command.
+    BashTool(String),
+    /// An `http_tools` entry: calls its endpoint (and an OAuth token's
+    /// provider, for `<provider>_token: true`).
+    HttpTool(String),
+    /// An `mcp_servers` entry: a local command that speaks to the network.
+    McpServer(String),
+    /// A `context.inject` entry the host fills from a sensor.
+    Context(String),
+}
+
+impl Requester {
+    /// Whether this asks in `permissions` (an agent's own declaration).
+    pub fn declares(&self) -> bool {
+        matches!(self, Requester::Agent(_) | Requester::Subagent(_))
+    }
 }
 
 impl fmt::Display for Requester {
@@ -224,8 +242,47 @@ impl fmt::Display for Requester {
             Requester::Agent(n) => write!(f, "agent {n}"),
             Requester::Subagent(n) => write!(f, "subagent {n}"),
             Requester::Tool(n) => write!(f, "tool {n}"),
+            Requester::BashTool(n) => write!(f, "bash tool {n}"),
+            Requester::HttpTool(n) => write!(f, "http tool {n}"),
+            Requester::McpServer(n) => write!(f, "MCP server {n}"),
+            Requester::Context(n) => write!(f, "injected context {n}"),
         }
     }
+}
+
+/// What a declaration implies without saying so: `(capability, required,
+/// who)` for each of an agent spec's bash tools (`shell`), HTTP tools
+/// (`network`; `oauth` for a token), MCP servers (`shell` and `network`)
+/// and injected `location`.
+pub fn implied(spec: &AgentSpec) -> Vec<(Capability, bool, Requester)> {
+    let mut out = Vec::new();
+    for name in spec.bash_tools.keys() {
+        out.push((Capability::Shell, true, Requester::BashTool(name.clone())));
+    }
+    for (name, tool) in &spec.http_tools {
+        out.push((Capability::Network, true, Requester::HttpTool(name.clone())));
+        if tool.oauth_tokens.values().any(|&wanted| wanted) {
+            out.push((Capability::Oauth, true, Requester::HttpTool(name.clone())));
+        }
+    }
+    for name in spec.mcp_servers.keys() {
+        out.push((Capability::Shell, true, Requester::McpServer(name.clone())));
+        out.push((
+            Capability::Network,
+            true,
+            Requester::McpServer(name.clone()),
+        ));
+    }
+    let injected = spec.context.iter().flat_map(|c| &c.inject);
+    for entry in injected.filter(|e| e.as_str() == "location") {
+        // "If permitted": the agent runs without it.
+        out.push((
+            Capability::Location,
+            false,
+            Requester::Context(entry.clone()),
+        ));
+    }
+    out
 }
 
 /// One capability as the whole package asks for it.
@@ -239,6 +296,14 @@ pub struct Request {
     pub requested_by: Vec<Requester>,
 }
 
+impl Request {
+    /// Needed by a tool or implied by a declaration, but requested in no
+    /// agent's `permissions`: a host grants it all the same, unasked.
+    pub fn undeclared(&self) -> bool {
+        !self.requested_by.iter().any(Requester::declares)
+    }
+}
+
 /// Every capability the agent, its subagents and the given tools ask for,
 /// merged per capability, in the capability table's order. A tool's
 /// `permissions` are required: a tool cannot run without them.
@@ -250,7 +315,8 @@ pub fn requests(pkg: &AgentPackage, tools: &[&ToolSpec]) -> Vec<Request> {
     with_tools(agent_requests(pkg), &tools)
 }
 
-/// What the agent and its subagents ask for (their `permissions`).
+/// What the agent and its subagents ask for: their `permissions`, then
+/// what their declarations imply ([`implied`]).
 pub fn agent_requests(pkg: &AgentPackage) -> Vec<Request> {
     let mut merged = Merged::default();
     let agents =
@@ -274,7 +340,17 @@ pub fn agent_requests(pkg: &AgentPackage) -> Vec<Request> {
             merged.add(*c, false, mode_of(*c), who(spec));
         }
     }
+    // After every declaration, so a declared mode is the one kept.
+    for spec in agents_of(pkg) {
+        for (c, required, who) in implied(spec) {
+            merged.add(c, required, None, who);
+        }
+    }
     merged.0.into_values().collect()
+}
+
+fn agents_of(pkg: &AgentPackage) -> impl Iterator<Item = &AgentSpec> {
+    std::iter::once(&pkg.agent).chain(pkg.subagents.values())
 }
 
 /// `requests` plus the capabilities of tools (by name), each required.

@@ -20,6 +20,7 @@
 //! | `duplicate-section` | warning | a section with the same text as an earlier one |
 //! | `near-duplicate-section` | warning | a section mostly the same as an earlier one |
 //! | `capability-not-requested` | warning | the prompt asks for a capability (camera, location, files, shell…) the agent does not request |
+//! | `undeclared-capability` | warning | a bash tool, HTTP tool, MCP server or injected context implies a capability (shell, network, oauth, location) no agent of the package requests |
 //! | `permission-without-reason` | warning | a high or critical risk capability without a `reason` |
 //! | `subagent-without-description` | warning | dynamic delegation routes by description, and a subagent's is missing or too thin |
 //! | `delegation-depth` | error | `delegate.max_depth` above `constraints.limits.max_delegation_depth` (default 3) |
@@ -42,6 +43,7 @@ use crate::{
     capability::{Capability, RiskLevel},
     constraints,
     diagnostics::{index, join},
+    host::{self, Requester},
     package::{AGENT_FILE, AgentPackage, PROMPT_FILE},
     prompt::{Format, Prompt},
 };
@@ -239,6 +241,7 @@ pub mod rules {
     pub const DUPLICATE_SECTION: &str = "duplicate-section";
     pub const NEAR_DUPLICATE_SECTION: &str = "near-duplicate-section";
     pub const CAPABILITY_NOT_REQUESTED: &str = "capability-not-requested";
+    pub const UNDECLARED_CAPABILITY: &str = "undeclared-capability";
     pub const PERMISSION_WITHOUT_REASON: &str = "permission-without-reason";
     pub const SUBAGENT_WITHOUT_DESCRIPTION: &str = "subagent-without-description";
     pub const DELEGATION_DEPTH: &str = "delegation-depth";
@@ -325,6 +328,7 @@ pub fn check(input: &QualityInput<'_>) -> QualityReport {
     };
     size_rules(agent, prompt_tokens, input.models, &mut out);
     permission_rule(agent, &mut out);
+    undeclared_capability_rule(pkg, &mut out);
     subagent_rule(pkg, &mut out);
     depth_rule(agent, &mut out);
     price_rule(agent, input.models, &mut out);
@@ -1034,6 +1038,52 @@ fn permission_rule(agent: &AgentSpec, out: &mut Out) {
                     format!("add permissions.{capability}.reason saying why the agent needs it; hosts show it when they ask the user"),
                 );
             }
+        }
+    }
+}
+
+/// Capabilities a declaration implies ([`host::implied`]) that no agent of
+/// the package requests: the host grants them unasked, so the listing a
+/// user approves would be incomplete. One finding per agent file and
+/// capability, at its first source.
+fn undeclared_capability_rule(pkg: &AgentPackage, out: &mut Out) {
+    let declared: HashSet<Capability> = std::iter::once(&pkg.agent)
+        .chain(pkg.subagents.values())
+        .filter_map(|spec| spec.permissions.as_ref())
+        .flat_map(|p| p.required.iter().chain(&p.optional).copied())
+        .collect();
+    let specs = std::iter::once((AGENT_FILE, &pkg.agent)).chain(
+        pkg.subagents
+            .iter()
+            .map(|(path, spec)| (path.as_str(), spec)),
+    );
+    for (file, spec) in specs {
+        let mut sources: BTreeMap<Capability, Vec<Requester>> = BTreeMap::new();
+        for (capability, _, who) in host::implied(spec) {
+            if !declared.contains(&capability) {
+                sources.entry(capability).or_default().push(who);
+            }
+        }
+        for (capability, who) in sources {
+            let path = match &who[0] {
+                Requester::BashTool(n) => join("bash_tools", n),
+                Requester::HttpTool(n) => join("http_tools", n),
+                Requester::McpServer(n) => join("mcp_servers", n),
+                _ => "context.inject".to_owned(),
+            };
+            let named: Vec<String> = who.iter().map(ToString::to_string).collect();
+            out.add(
+                rules::UNDECLARED_CAPABILITY,
+                Severity::Warning,
+                file,
+                path,
+                format!(
+                    "{} needs the {capability} capability ({} risk), which no agent requests",
+                    named.join(", "),
+                    capability.risk()
+                ),
+                format!("add {capability} to permissions.required (or optional) with a reason, so hosts and users see it"),
+            );
         }
     }
 }
