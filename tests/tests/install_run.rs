@@ -411,7 +411,9 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
     fs::create_dir_all(bob.config.path().join("hosts")).unwrap();
     fs::write(
         bob.config.path().join("hosts/kiosk.yaml"),
-        "name: kiosk\ndescription: A kiosk.\ngrants:\n  network: all\n  storage: all\n  camera: all\n  background: [scheduled]\n  notifications: [user_triggered]\n",
+        // shell and oauth: the agent's bash tool, MCP servers and Twitter
+        // token need them though its permissions do not say so.
+        "name: kiosk\ndescription: A kiosk.\ngrants:\n  network: all\n  storage: all\n  camera: all\n  background: [scheduled]\n  notifications: [user_triggered]\n  shell: all\n  oauth: all\n",
     )
     .unwrap();
     let kiosk = bob.ok(&["--json", "check", "ra", "--host", "kiosk"]).json();

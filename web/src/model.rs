@@ -289,6 +289,27 @@ impl PermissionView {
     }
 }
 
+/// A capability the agent needs without requesting it in `permissions`:
+/// implied by a bash tool, HTTP tool, MCP server or injected context, or
+/// required by a locked tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndeclaredView {
+    pub capability: String,
+    pub required: bool,
+    /// Where the need comes from: "bash tool convert_video", "tool web_fetch".
+    pub sources: Vec<String>,
+}
+
+impl UndeclaredView {
+    pub fn category(&self) -> CategoryView {
+        CategoryView::of(&self.capability)
+    }
+
+    pub fn risk(&self) -> RiskLevel {
+        self.category().risk()
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BudgetView {
     pub max_cost_usd: Option<f64>,

@@ -215,6 +215,8 @@ pub struct AgentPage {
     /// Downloads over all versions.
     pub total_downloads: u64,
     pub owner_controls: Option<OwnerControls>,
+    /// Capabilities needed beyond `permissions`, riskiest first.
+    pub undeclared: Vec<UndeclaredView>,
     /// The deterministic prompt review stored at publish; `None` for
     /// versions published before reports existed.
     pub quality: Option<QualityReport>,
@@ -315,6 +317,18 @@ impl AgentPage {
 
     /// E.g. `1 Critical, 2 High, 1 Medium, 1 Low`: highest first, levels
     /// with no capability left out.
+    /// Every capability's risk: requested ones and undeclared ones.
+    fn risks(&self) -> impl Iterator<Item = RiskLevel> + '_ {
+        let requested = self.agent.permissions.iter().map(PermissionView::risk);
+        requested.chain(self.undeclared.iter().map(UndeclaredView::risk))
+    }
+
+    /// The highest risk of what the agent can do: its permissions and what
+    /// it needs without requesting.
+    pub fn max_risk(&self) -> Option<RiskLevel> {
+        self.risks().max()
+    }
+
     pub fn risk_breakdown(&self) -> String {
         [
             RiskLevel::Critical,
@@ -324,12 +338,7 @@ impl AgentPage {
         ]
         .into_iter()
         .filter_map(|level| {
-            let count = self
-                .agent
-                .permissions
-                .iter()
-                .filter(|p| p.risk() == level)
-                .count();
+            let count = self.risks().filter(|r| *r == level).count();
             (count > 0).then(|| format!("{count} {}", level.label()))
         })
         .collect::<Vec<_>>()

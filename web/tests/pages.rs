@@ -55,6 +55,7 @@ fn agent_page(owner: bool) -> AgentPage {
         owner_controls: owner.then(|| OwnerControls {
             csrf_token: "csrf-session-token".to_owned(),
         }),
+        undeclared: Vec::new(),
         quality: Some(quality_report()),
         protocol_notices: vec![ProtocolNotice {
             name: "a2a".to_owned(),
@@ -585,6 +586,27 @@ fn owners_get_yank_and_unyank_forms() {
     assert!(html.contains(r#"<label for="yank-reason-1.1.0">Reason for yanking 1.1.0</label>"#));
     assert_eq!(html.matches("/yank\"").count(), 2);
     assert_eq!(html.matches("/unyank\"").count(), 1);
+}
+
+#[test]
+fn undeclared_capabilities_count_in_the_risk_and_are_listed() {
+    let mut page = agent_page(false);
+    page.agent.permissions.retain(|p| p.capability != "oauth");
+    page.undeclared = vec![UndeclaredView {
+        capability: "oauth".to_owned(),
+        required: true,
+        sources: vec!["http tool post_tweet".to_owned()],
+    }];
+    let html = page.render().unwrap();
+    for expected in [
+        "<strong>Highest permission risk: Critical</strong>",
+        "(1 Critical, 2 High, 1 Medium, 1 Low)",
+        r#"<h3 id="undeclared-permissions">Undeclared</h3>"#,
+        r#"<th scope="row"><code>oauth</code> <span class="badge">undeclared</span></th>"#,
+        "<td>http tool post_tweet</td>",
+    ] {
+        assert!(html.contains(expected), "missing {expected:?}");
+    }
 }
 
 #[test]

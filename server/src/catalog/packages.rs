@@ -3,7 +3,11 @@
 use std::collections::BTreeMap;
 
 use actix_web::{HttpResponse, web};
-use agentlang_core::{Kind, PackageName, Version, signing::KeyId};
+use agentlang_core::{
+    Kind, PackageName, Version,
+    host::{self, Request},
+    signing::KeyId,
+};
 use agentlang_web::{
     model::*,
     pages::{AgentDiffPage, AgentPage, ToolPage},
@@ -178,13 +182,17 @@ pub(super) fn agent_version_view(
     ))
 }
 
-/// Per built-in host, whether the version can run there: its own and its
-/// subagents' permissions (from the container), and those its locked tools
-/// require (one query for all of them).
-async fn hosts(state: &AppState, v: &VersionRecord) -> Result<Vec<HostFitView>, CatalogError> {
+/// What the version can ask a host for: its own and its subagents'
+/// permissions and what their declarations imply (stored at publish), and
+/// what its locked tools require (one query for all of them). `None` for
+/// versions stored before the requests were.
+async fn effective_requests(
+    state: &AppState,
+    v: &VersionRecord,
+) -> Result<Option<Vec<Request>>, CatalogError> {
     let extras = extras(v);
-    let Some(requests) = &extras.host_requests else {
-        return Ok(Vec::new());
+    let Some(requests) = extras.host_requests else {
+        return Ok(None);
     };
     let pins = views::locked_tools(v.lockfile.as_ref().map(|l| &l.0));
     let names: Vec<String> = pins.iter().map(|(n, _)| n.normalized()).collect();
@@ -204,7 +212,7 @@ async fn hosts(state: &AppState, v: &VersionRecord) -> Result<Vec<HostFitView>, 
             (name, capabilities)
         })
         .collect();
-    Ok(views::host_fits(requests, &tools))
+    Ok(Some(host::with_tools(requests, &tools)))
 }
 
 /// Builds the agent page; public for the render benchmark.
@@ -234,9 +242,17 @@ pub async fn agent_page(
         is_error: n.is_error,
     })
     .collect();
+    let requests = effective_requests(state, v).await?;
     Ok(AgentPage {
         chrome: session.chrome(),
-        hosts: hosts(state, v).await?,
+        hosts: requests
+            .as_deref()
+            .map(views::host_fits)
+            .unwrap_or_default(),
+        undeclared: requests
+            .as_deref()
+            .map(views::undeclared)
+            .unwrap_or_default(),
         quality,
         protocol_notices,
         agent: agent_version_view(&loaded, v)?,

@@ -11,7 +11,6 @@
 
 use agentlang_core::{
     PackageName, Version,
-    capability::Capability,
     host::{self, HostProfile, Outcome, Request},
 };
 use agentlang_web::model::*;
@@ -83,18 +82,14 @@ fn version_at(v: Option<&Value>) -> Option<Version> {
         .and_then(|s| Version::parse(s).ok())
 }
 
-/// Per built-in host, whether an agent that asks for `requests` (its own
-/// and its subagents'), with locked tools requiring `tools`, can run there:
-/// `core::host::check`, the check `agentlang check --host` makes.
-pub fn host_fits(
-    requests: &[Request],
-    tools: &[(PackageName, Vec<Capability>)],
-) -> Vec<HostFitView> {
-    let requests = host::with_tools(requests.to_vec(), tools);
+/// Per built-in host, whether an agent that asks for `requests` (its own,
+/// its subagents' and its locked tools') can run there: `core::host::check`,
+/// the check `agentlang check --host` makes.
+pub fn host_fits(requests: &[Request]) -> Vec<HostFitView> {
     HostProfile::builtin()
         .iter()
         .map(|profile| {
-            let report = host::check(profile, &requests);
+            let report = host::check(profile, requests);
             let named = |outcome: Outcome| -> Vec<String> {
                 report
                     .capabilities
@@ -130,6 +125,22 @@ pub fn host_fits(
             }
         })
         .collect()
+}
+
+/// The capabilities among `requests` that no agent's `permissions` list,
+/// riskiest first, each with what needs it.
+pub fn undeclared(requests: &[Request]) -> Vec<UndeclaredView> {
+    let mut out: Vec<UndeclaredView> = requests
+        .iter()
+        .filter(|r| r.undeclared())
+        .map(|r| UndeclaredView {
+            capability: r.capability.as_str().to_owned(),
+            required: r.required,
+            sources: r.requested_by.iter().map(ToString::to_string).collect(),
+        })
+        .collect();
+    out.sort_by_key(|u| std::cmp::Reverse(u.risk()));
+    out
 }
 
 /// The (name, version) pins of an agent.lock's `tools`, as stored.

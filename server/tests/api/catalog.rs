@@ -140,6 +140,14 @@ async fn every_page_answers_html_with_its_policy(backend: Backend) {
     assert!(agent.contains(&format!("href=\"/keys/{}\"", seeded.key_id)));
     assert!(agent.contains("<code>wallet</code>"));
     assert!(agent.contains("risk risk-critical"));
+    // What the agent needs without requesting it, with what needs it.
+    for undeclared in [
+        r#"<code>shell</code> <span class="badge">undeclared</span>"#,
+        "bash tool convert_video, MCP server Stripe",
+        "http tool twitter_post_tweet",
+    ] {
+        assert!(agent.contains(undeclared), "{undeclared} in {agent}");
+    }
     assert!(
         agent.contains("Restricts the agent to"),
         "skills from the container"
