@@ -187,7 +187,25 @@ fn a_tampered_container_fails_verification() {
 fn validate_reports_every_problem_and_exits_1() {
     let user = User::new(&dead_registry());
     let fixture = workspace_root().join("core/tests/fixtures/agents/research-assistant");
-    user.ok(&["validate", fixture.to_str().unwrap()]);
+    // Valid, with a warning for each capability its declarations need
+    // that its permissions do not request.
+    let run = user.ok(&["validate", fixture.to_str().unwrap()]);
+    for warning in [
+        "warning: shell is needed by bash tool convert_video, MCP server",
+        "warning: oauth is needed by http tool twitter_post_tweet",
+    ] {
+        assert!(run.stderr.contains(warning), "{}", run.stderr);
+    }
+    let json = user
+        .ok(&["--json", "validate", fixture.to_str().unwrap()])
+        .json();
+    let undeclared: Vec<&str> = json["undeclared_capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["capability"].as_str().unwrap())
+        .collect();
+    assert_eq!(undeclared, ["shell", "oauth"], "{json}");
     write_tool(&user.path("bad"), "name: 9lives\nversion: one\n");
     let run = user.run(&["validate", "bad"]);
     assert_eq!(run.code, Some(1));
