@@ -18,8 +18,8 @@ use object_store::{
     prefix::PrefixStore,
 };
 
-pub use crate::common::digest::{DigestParseError, Sha256Digest};
 use crate::config::{S3Settings, StorageUrl};
+pub use agentlang_core::container::Sha256Digest;
 
 /// The prefix every blob key starts with.
 const BLOB_PREFIX: &str = "blobs/sha256";

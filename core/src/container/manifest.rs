@@ -101,6 +101,13 @@ impl fmt::Debug for Sha256Digest {
     }
 }
 
+impl std::str::FromStr for Sha256Digest {
+    type Err = ManifestError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse_hex(s)
+    }
+}
+
 impl Serialize for Sha256Digest {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.to_hex())

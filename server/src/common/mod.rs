@@ -1,9 +1,8 @@
-//! Neutral helpers below every layer: names and scopes, digests, time,
+//! Neutral helpers below every layer: names and scopes, time,
 //! secrets, private files.
 //! They depend on nothing in this crate but each other, so `db`,
 //! `service`, `routes` and `catalog` may all use them.
 
-pub mod digest;
 pub mod files;
 pub mod names;
 pub mod secrets;

@@ -215,7 +215,7 @@ impl Db {
     /// Whether any version (deleted ones included) names this container.
     pub async fn blob_is_referenced(
         &self,
-        sha256: &crate::common::digest::Sha256Digest,
+        sha256: &agentlang_core::container::Sha256Digest,
     ) -> Result<bool, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM versions WHERE sha256 = $1")

@@ -6,7 +6,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use super::{BeginWrite, Db, is_unique_violation, now, with_pool};
-use crate::common::digest::Sha256Digest;
+use agentlang_core::container::Sha256Digest;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct PackageRecord {

@@ -382,7 +382,7 @@ impl Upload {
         let (container, path) = self.outcome().await?;
         let upload = SpooledUpload {
             path,
-            sha256: Sha256Digest::from_bytes(*container.sha256().as_bytes()),
+            sha256: container.sha256(),
             size: container.size(),
         };
         Ok((upload, container))
