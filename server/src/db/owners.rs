@@ -136,35 +136,39 @@ impl Db {
         })
     }
 
-    /// The account's unexpired invitations, newest first.
+    /// The account's unexpired invitations, newest first, at most `limit`.
     pub async fn invitations_for(
         &self,
         account_id: i64,
+        limit: i64,
     ) -> Result<Vec<InvitationRecord>, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query_as::<_, InvitationRecord>(sqlx::AssertSqlSafe(format!(
                 "{INVITATION_SELECT} WHERE i.account_id = $1 AND i.expires_at > $2
-                 ORDER BY i.created_at DESC, p.kind, p.name"
+                 ORDER BY i.created_at DESC, p.kind, p.name LIMIT $3"
             )))
             .bind(account_id)
             .bind(now())
+            .bind(limit)
             .fetch_all(pool)
             .await
         })
     }
 
-    /// The package's unexpired invitations, oldest first.
+    /// The package's unexpired invitations, oldest first, at most `limit`.
     pub async fn invitations_of(
         &self,
         package_id: i64,
+        limit: i64,
     ) -> Result<Vec<InvitationRecord>, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query_as::<_, InvitationRecord>(sqlx::AssertSqlSafe(format!(
                 "{INVITATION_SELECT} WHERE i.package_id = $1 AND i.expires_at > $2
-                 ORDER BY i.created_at, a.username"
+                 ORDER BY i.created_at, a.username LIMIT $3"
             )))
             .bind(package_id)
             .bind(now())
+            .bind(limit)
             .fetch_all(pool)
             .await
         })

@@ -72,12 +72,13 @@ pub struct Invitation {
 pub struct OwnerList {
     /// In the order they joined: an owner may remove only those after them.
     pub owners: Vec<Owner>,
-    /// Invited accounts that have not answered yet.
+    /// Invited accounts that have not answered yet (the oldest 100).
     pub invitations: Vec<Invitation>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct InvitationList {
+    /// The newest 100.
     pub invitations: Vec<Invitation>,
 }
 
@@ -214,7 +215,7 @@ pub async fn remove_owners(
     tag = "owners",
     security(("bearer" = [])),
     responses(
-        (status = 200, body = InvitationList, description = "Unanswered, unexpired invitations, newest first"),
+        (status = 200, body = InvitationList, description = "Unanswered, unexpired invitations, the newest 100"),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]

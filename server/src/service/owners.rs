@@ -23,6 +23,10 @@ use crate::{
 
 /// Accounts one request may invite or remove.
 pub const MAX_OWNER_CHANGES: usize = 32;
+/// Invitations one listing shows (an account's inbox, a package's pending
+/// ones): anyone who owns a package can invite anyone, so the inbox is
+/// bounded by the reader, not by the senders.
+pub const MAX_INVITATIONS_LISTED: i64 = 100;
 /// How long an invitation waits for its answer.
 pub const INVITATION_LIFETIME_SECS: i64 = 30 * 24 * 3600;
 
@@ -102,7 +106,10 @@ pub struct Owners {
 pub async fn list_owners(state: &AppState, package: &PackageRecord) -> Result<Owners, ApiError> {
     Ok(Owners {
         owners: current_owners(state, package.id).await?,
-        invitations: state.db.invitations_of(package.id).await?,
+        invitations: state
+            .db
+            .invitations_of(package.id, MAX_INVITATIONS_LISTED)
+            .await?,
     })
 }
 
@@ -235,7 +242,10 @@ pub async fn invitations_for(
     state: &AppState,
     account_id: i64,
 ) -> Result<Vec<InvitationRecord>, ApiError> {
-    Ok(state.db.invitations_for(account_id).await?)
+    Ok(state
+        .db
+        .invitations_for(account_id, MAX_INVITATIONS_LISTED)
+        .await?)
 }
 
 /// An invited account's answer.
