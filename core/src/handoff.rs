@@ -65,6 +65,11 @@ pub struct Handoff {
     pub tools: Vec<HandoffTool>,
     /// MCP servers with `{{.env.NAME}}` resolved from the environment.
     pub mcp_servers: BTreeMap<String, HandoffMcpServer>,
+    /// The typed `render_*` tools the agent's UI components generate, in
+    /// the MCP tool shape: the runtime offers them to the model and hands
+    /// their calls to its renderer.
+    #[serde(default)]
+    pub render_tools: Vec<crate::agent::ui::RenderTool>,
     /// The host's answer for every capability asked for.
     pub host: HostReport,
     pub constraints: EffectiveConstraints,
@@ -430,6 +435,7 @@ pub fn build(input: &HandoffInput<'_>) -> Result<Handoff, HandoffError> {
         },
         tools,
         mcp_servers,
+        render_tools: crate::agent::ui::render_tools(agent),
         host: input.host.clone(),
         constraints: EffectiveConstraints::of(agent.constraints.as_ref()),
         models,

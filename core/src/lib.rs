@@ -27,6 +27,7 @@ pub mod signing;
 pub mod skill;
 pub mod tool;
 pub mod tree;
+pub mod trust;
 pub mod ux;
 pub mod yaml;
 

@@ -303,7 +303,12 @@ fn to_json(value: &Value, path: &str, diags: &mut Diagnostics) -> Option<Json> {
 /// `$schema` names, 2020-12 when absent), then compiles it, which also
 /// catches references that do not resolve. MCP requires an input schema to
 /// describe an object.
-fn schema(value: &Value, path: &str, is_input: bool, diags: &mut Diagnostics) -> Option<Json> {
+pub(crate) fn schema(
+    value: &Value,
+    path: &str,
+    is_input: bool,
+    diags: &mut Diagnostics,
+) -> Option<Json> {
     let json = to_json(value, path, diags)?;
     let Json::Object(object) = &json else {
         diags.push(

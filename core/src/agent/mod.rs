@@ -18,6 +18,7 @@ mod patterns;
 mod permissions;
 pub(crate) mod reader;
 mod template;
+pub mod ui;
 mod validate;
 
 pub use model::*;

@@ -159,7 +159,7 @@ pub struct McpServer {
     pub extensions: Extensions,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum HttpMethod {
     #[serde(rename = "GET")]
     Get,
@@ -173,7 +173,7 @@ pub enum HttpMethod {
     Delete,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HttpAuth {
     None,
@@ -290,7 +290,7 @@ pub struct BashDependency {
     pub extensions: Extensions,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Os {
     Darwin,
@@ -521,6 +521,11 @@ pub struct Sandbox {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UiComponent {
+    /// The JSON Schema of the component's props (an object schema): the
+    /// input schema of its generated `render_<name>` tool. Only components
+    /// under `ui_components` have one; a tool UI's actions never do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub props: Option<Json>,
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
     pub sync_actions: IndexMap<String, SyncAction>,
     /// Read from the map form or the list form (`[regenerate]`); stored as

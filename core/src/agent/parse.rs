@@ -584,7 +584,7 @@ fn tool_ui(r: &mut Reader, v: &Value, path: &str) -> Option<ToolUi> {
         }
         let actions = rf
             .get("actions")
-            .and_then(|a| ui_actions(r, a, &rf.at("actions")));
+            .and_then(|a| ui_actions(r, a, &rf.at("actions"), false));
         Some(UiRender {
             component: component?,
             props,
@@ -1129,16 +1129,26 @@ fn ui_components(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, UiCo
     for (name, c) in r.dict(v, path) {
         let p = join(path, name);
         identifier(r, name, &p);
-        if let Some(component) = ui_actions(r, c, &p) {
+        if let Some(component) = ui_actions(r, c, &p, true) {
             out.insert(name.to_owned(), component);
         }
     }
     out
 }
 
-/// `sync_actions` and `agent_actions` (a component, or a tool UI's actions).
-fn ui_actions(r: &mut Reader, v: &Value, path: &str) -> Option<UiComponent> {
-    let f = r.fields(v, path, &["sync_actions", "agent_actions"])?;
+/// `sync_actions` and `agent_actions` (a component, or a tool UI's
+/// actions), and a component's `props` schema.
+fn ui_actions(r: &mut Reader, v: &Value, path: &str, component: bool) -> Option<UiComponent> {
+    let known: &[&str] = if component {
+        &["props", "sync_actions", "agent_actions"]
+    } else {
+        &["sync_actions", "agent_actions"]
+    };
+    let f = r.fields(v, path, known)?;
+    // Checked as a tool's input schema is: it becomes one.
+    let props = f
+        .get("props")
+        .and_then(|p| crate::tool::schema(p, &f.at("props"), true, &mut r.diags));
     let mut sync_actions = IndexMap::new();
     if let Some(s) = f.get("sync_actions") {
         let sp = f.at("sync_actions");
@@ -1197,6 +1207,7 @@ fn ui_actions(r: &mut Reader, v: &Value, path: &str) -> Option<UiComponent> {
         }
     }
     Some(UiComponent {
+        props,
         sync_actions,
         agent_actions,
         extensions: f.extensions,

@@ -7,11 +7,14 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::model::{AgentSpec, StaticCrew, ToolConfig, UiComponent};
+use super::template::placeholders;
+use super::ui::{BUILTIN_COMPONENTS, prop_names, render_tool_name};
 use crate::diagnostics::{Diagnostics, index, join};
 
 pub(super) fn cross_check(spec: &AgentSpec, diags: &mut Diagnostics) {
     unique_tool_names(spec, diags);
     action_tools(spec, diags);
+    ui_contract(spec, diags);
     if let Some(crew) = &spec.delegate {
         crew_graph(crew, diags);
     }
@@ -52,6 +55,10 @@ fn unique_tool_names(spec: &AgentSpec, diags: &mut Diagnostics) {
     for name in spec.bash_tools.keys() {
         declare(name, join("bash_tools", name), diags);
     }
+    // Generated render tools share the namespace.
+    for name in spec.ui_components.keys() {
+        declare(&render_tool_name(name), join("ui_components", name), diags);
+    }
 }
 
 fn check_sync_tools(spec: &AgentSpec, actions: &UiComponent, path: &str, diags: &mut Diagnostics) {
@@ -87,6 +94,92 @@ fn action_tools(spec: &AgentSpec, diags: &mut Diagnostics) {
             }
         }
     }
+}
+
+/// The generative-UI contract: actions refer only to props their
+/// component declares, and a tool's UI states name a declared or built-in
+/// component.
+fn ui_contract(spec: &AgentSpec, diags: &mut Diagnostics) {
+    for (name, component) in &spec.ui_components {
+        let Some(props) = prop_names(component) else {
+            continue;
+        };
+        let base = join("ui_components", name);
+        let actions = component
+            .sync_actions
+            .iter()
+            .map(|(a, s)| (join(&join(&base, "sync_actions"), a), &s.params))
+            .chain(
+                component
+                    .agent_actions
+                    .iter()
+                    .map(|(a, s)| (join(&join(&base, "agent_actions"), a), &s.params)),
+            );
+        for (path, params) in actions {
+            for (key, value) in params {
+                for root in placeholder_roots(value) {
+                    if !props.contains(&root.as_str()) {
+                        diags.push(
+                            join(&join(&path, "params"), key),
+                            format!(
+                                "{{{{{root}}}}} is not a prop of {name} (its props: {})",
+                                if props.is_empty() {
+                                    "none".to_owned()
+                                } else {
+                                    props.join(", ")
+                                }
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for (name, tool) in &spec.http_tools {
+        let Some(ui) = &tool.ui_component else {
+            continue;
+        };
+        let base = join(&join("http_tools", name), "ui_component");
+        for (status, render) in [
+            ("running", &ui.running),
+            ("completed", &ui.completed),
+            ("failed", &ui.failed),
+        ] {
+            let Some(render) = render else { continue };
+            let c = render.component.as_str();
+            if !spec.ui_components.contains_key(c) && !BUILTIN_COMPONENTS.contains(&c) {
+                diags.push(
+                    join(&join(&base, status), "component"),
+                    format!(
+                        "{c:?} is neither declared under ui_components nor a built-in component ({})",
+                        BUILTIN_COMPONENTS.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The first names the `{{...}}` value placeholders in `value` refer to.
+fn placeholder_roots(value: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            serde_json::Value::String(s) => {
+                // Syntax errors are reported where params are read.
+                for p in placeholders(s).unwrap_or_default() {
+                    if let Some(root) = p.root() {
+                        out.push(root.to_owned());
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => stack.extend(items),
+            serde_json::Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    out
 }
 
 fn crew_graph(crew: &StaticCrew, diags: &mut Diagnostics) {

@@ -26,7 +26,7 @@ use std::{
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::{
-    PackageName,
+    PackageName, Version,
     agent::{AgentSpec, PermissionMode},
     capability::Capability,
     package::AgentPackage,
@@ -217,7 +217,8 @@ impl HostProfile {
 pub enum Requester {
     Agent(PackageName),
     Subagent(PackageName),
-    Tool(PackageName),
+    /// A locked tool, with the version whose tool.yaml asks.
+    Tool(ToolAt),
     /// A `bash_tools` entry: runs a shell command.
     BashTool(String),
     /// An `http_tools` entry: calls its endpoint (and an OAuth token's
@@ -246,6 +247,57 @@ impl fmt::Display for Requester {
             Requester::HttpTool(n) => write!(f, "http tool {n}"),
             Requester::McpServer(n) => write!(f, "MCP server {n}"),
             Requester::Context(n) => write!(f, "injected context {n}"),
+        }
+    }
+}
+
+/// A tool at one version, written `web_fetch@1.0.3`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ToolAt {
+    pub name: PackageName,
+    pub version: Version,
+}
+
+impl fmt::Display for ToolAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.name, self.version)
+    }
+}
+
+impl Serialize for ToolAt {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolAt {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let (name, version) = s
+            .split_once('@')
+            .ok_or_else(|| serde::de::Error::custom(format!("{s:?} is not name@version")))?;
+        Ok(Self {
+            name: PackageName::new(name).map_err(serde::de::Error::custom)?,
+            version: Version::parse(version).map_err(serde::de::Error::custom)?,
+        })
+    }
+}
+
+/// What one locked tool's tool.yaml asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCapabilities {
+    pub tool: ToolAt,
+    pub capabilities: Vec<Capability>,
+}
+
+impl ToolCapabilities {
+    pub fn of(spec: &ToolSpec) -> Self {
+        Self {
+            tool: ToolAt {
+                name: spec.name().clone(),
+                version: spec.version().clone(),
+            },
+            capabilities: spec.permissions().to_vec(),
         }
     }
 }
@@ -308,10 +360,7 @@ impl Request {
 /// merged per capability, in the capability table's order. A tool's
 /// `permissions` are required: a tool cannot run without them.
 pub fn requests(pkg: &AgentPackage, tools: &[&ToolSpec]) -> Vec<Request> {
-    let tools: Vec<(PackageName, Vec<Capability>)> = tools
-        .iter()
-        .map(|t| (t.name().clone(), t.permissions().to_vec()))
-        .collect();
+    let tools: Vec<ToolCapabilities> = tools.iter().map(|t| ToolCapabilities::of(t)).collect();
     with_tools(agent_requests(pkg), &tools)
 }
 
@@ -353,15 +402,12 @@ fn agents_of(pkg: &AgentPackage) -> impl Iterator<Item = &AgentSpec> {
     std::iter::once(&pkg.agent).chain(pkg.subagents.values())
 }
 
-/// `requests` plus the capabilities of tools (by name), each required.
-pub fn with_tools(
-    requests: Vec<Request>,
-    tools: &[(PackageName, Vec<Capability>)],
-) -> Vec<Request> {
+/// `requests` plus the capabilities of tools, each required.
+pub fn with_tools(requests: Vec<Request>, tools: &[ToolCapabilities]) -> Vec<Request> {
     let mut merged = Merged(requests.into_iter().map(|r| (r.capability, r)).collect());
-    for (name, capabilities) in tools {
-        for c in capabilities {
-            merged.add(*c, true, None, Requester::Tool(name.clone()));
+    for t in tools {
+        for c in &t.capabilities {
+            merged.add(*c, true, None, Requester::Tool(t.tool.clone()));
         }
     }
     merged.0.into_values().collect()
