@@ -38,6 +38,23 @@ impl RiskLevel {
     }
 }
 
+impl FromStr for RiskLevel {
+    type Err = String;
+
+    /// The spec's name, as [`RiskLevel::as_str`] writes it.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            RiskLevel::Low,
+            RiskLevel::Medium,
+            RiskLevel::High,
+            RiskLevel::Critical,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+        .ok_or_else(|| format!("{s:?} is not a risk level"))
+    }
+}
+
 impl fmt::Display for RiskLevel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

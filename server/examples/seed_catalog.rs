@@ -330,6 +330,7 @@ impl Seeder {
                 lockfile: None,
                 quality_report: None,
                 extras: Some(&r.extras),
+                max_risk: None,
                 dependencies: &r.dependencies,
                 description: &r.description,
                 keywords: &r.keywords,

@@ -166,6 +166,8 @@ pub fn research_assistant() -> AgentVersionView {
         ui_components: vec![
             UiComponentView {
                 name: "email_card".to_owned(),
+                render_tool: "render_email_card".to_owned(),
+                props: vec!["messageId".to_owned(), "threadId".to_owned()],
                 sync_actions: vec![
                     SyncActionView {
                         name: "archive".to_owned(),
@@ -180,6 +182,8 @@ pub fn research_assistant() -> AgentVersionView {
             },
             UiComponentView {
                 name: "metric_card".to_owned(),
+                render_tool: "render_metric_card".to_owned(),
+                props: vec![],
                 sync_actions: vec![],
                 agent_actions: vec![],
             },
@@ -287,6 +291,10 @@ pub fn web_search_tool() -> ToolVersionView {
         description_markdown:
             "Find current information across the web.\n\n```\nweb_search(query: \"rust\")\n```\n"
                 .to_owned(),
+        capabilities: vec![
+            agentlang_core::capability::Capability::Storage,
+            agentlang_core::capability::Capability::Network,
+        ],
         input_schema: Some(json!({
             "type": "object",
             "properties": {
@@ -356,6 +364,7 @@ pub fn package_summaries() -> Vec<PackageSummary> {
             category: Some("Business".to_owned()),
             downloads: 1_204,
             published_at: jan(20),
+            risk: Some(agentlang_core::capability::RiskLevel::Critical),
         },
         PackageSummary {
             kind: Kind::Tool,
@@ -366,6 +375,7 @@ pub fn package_summaries() -> Vec<PackageSummary> {
             category: None,
             downloads: 98_310,
             published_at: jan(3),
+            risk: None,
         },
     ]
 }
@@ -383,4 +393,82 @@ pub fn keys() -> Vec<KeySummary> {
             revoked_at: Some(jan(25)),
         },
     ]
+}
+
+/// What the research assistant reaches outside itself with, as
+/// `core::trust` states it.
+pub fn statements() -> Vec<agentlang_core::trust::Statement> {
+    use agentlang_core::{capability::RiskLevel, trust::Statement};
+    let statement = |risk, subject: &str, before: &str, code: &str, after: &str| Statement {
+        risk,
+        subject: subject.to_owned(),
+        before: before.to_owned(),
+        code: Some(code.to_owned()),
+        after: after.to_owned(),
+    };
+    vec![
+        statement(
+            RiskLevel::Critical,
+            "HTTP tool twitter_post_tweet",
+            "Sends POST requests to",
+            "/api/v1/twitter/tweets",
+            "with your twitter OAuth token",
+        ),
+        statement(
+            RiskLevel::High,
+            "MCP server Stripe",
+            "Runs",
+            "npx -y @stripe/mcp --tools=all",
+            "on your machine with STRIPE_SECRET_KEY",
+        ),
+        statement(
+            RiskLevel::Medium,
+            "sandbox",
+            "May read and write files under",
+            "./output",
+            "",
+        ),
+    ]
+}
+
+/// The trust changes from 1.0.0 to 1.1.0: a new MCP server and OAuth.
+pub fn trust_diff() -> agentlang_core::trust::TrustDiff {
+    use agentlang_core::{
+        capability::RiskLevel,
+        trust::{ChangeClass, ChangeKind, TrustChange, TrustDiff},
+    };
+    TrustDiff {
+        risk_before: Some(RiskLevel::High),
+        risk_after: Some(RiskLevel::Critical),
+        risk_rose: true,
+        changes: vec![
+            TrustChange {
+                class: ChangeClass::Capability,
+                kind: ChangeKind::Added,
+                subject: "oauth".to_owned(),
+                from: None,
+                to: Some("required, by http tool twitter_post_tweet".to_owned()),
+                risk: RiskLevel::Critical,
+                raises_risk: true,
+            },
+            TrustChange {
+                class: ChangeClass::McpServer,
+                kind: ChangeKind::Added,
+                subject: "Stripe".to_owned(),
+                from: None,
+                to: Some("npx -y @stripe/mcp --tools=all with STRIPE_SECRET_KEY".to_owned()),
+                risk: RiskLevel::High,
+                raises_risk: true,
+            },
+            TrustChange {
+                class: ChangeClass::Sandbox,
+                kind: ChangeKind::Changed,
+                subject: "allowed_paths".to_owned(),
+                from: Some("./output, ./data".to_owned()),
+                to: Some("./output".to_owned()),
+                risk: RiskLevel::Medium,
+                raises_risk: false,
+            },
+        ],
+    }
 }

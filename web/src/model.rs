@@ -9,7 +9,7 @@ use agentlang_core::{Kind, PackageName, Version};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339, macros::format_description};
 
-use crate::risk::{CategoryView, RiskLevel};
+use crate::risk::{Capability, CategoryView, RiskLevel};
 
 /// Characters left alone in a URL path segment: unreserved ones (RFC 3986).
 const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -128,6 +128,8 @@ pub struct PackageSummary {
     pub category: Option<String>,
     pub downloads: u64,
     pub published_at: Timestamp,
+    /// The highest risk of what the newest version can do (agents).
+    pub risk: Option<RiskLevel>,
 }
 
 impl PackageSummary {
@@ -465,6 +467,10 @@ pub struct SyncActionView {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UiComponentView {
     pub name: String,
+    /// The typed tool the agent calls to show it: `render_<name>`.
+    pub render_tool: String,
+    /// The property names of its props schema; empty when it declares none.
+    pub props: Vec<String>,
     /// Run a tool directly, no LLM round trip.
     pub sync_actions: Vec<SyncActionView>,
     /// Routed to the LLM.
@@ -576,6 +582,9 @@ pub struct ToolVersionView {
     pub input_schema: Option<serde_json::Value>,
     pub output_schema: Option<serde_json::Value>,
     pub dependencies: Vec<ToolDependencyView>,
+    /// What its tool.yaml requires of every host that runs it, riskiest
+    /// first: every agent that locks it asks for these too.
+    pub capabilities: Vec<Capability>,
 }
 
 /// A package version that depends on the tool on the page.

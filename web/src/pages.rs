@@ -217,6 +217,9 @@ pub struct AgentPage {
     pub owner_controls: Option<OwnerControls>,
     /// Capabilities needed beyond `permissions`, riskiest first.
     pub undeclared: Vec<UndeclaredView>,
+    /// What the agent reaches outside itself with, in plain language,
+    /// riskiest first (`core::trust`).
+    pub statements: Vec<agentlang_core::trust::Statement>,
     /// The deterministic prompt review stored at publish; `None` for
     /// versions published before reports existed.
     pub quality: Option<QualityReport>,
@@ -732,6 +735,9 @@ fn finding_location(f: &Finding) -> String {
 pub struct AgentDiffPage {
     pub chrome: Chrome,
     pub diff: AgentDiff,
+    /// Every change that touches trust (`core::trust::diff`), when both
+    /// versions' trust pictures are stored.
+    pub trust: Option<agentlang_core::trust::TrustDiff>,
     /// Every version of the agent, for the from/to pickers.
     pub versions: Vec<Version>,
 }
@@ -741,13 +747,22 @@ impl AgentDiffPage {
         chrome: Chrome,
         from: &AgentVersionView,
         to: &AgentVersionView,
+        trust: Option<agentlang_core::trust::TrustDiff>,
         versions: Vec<Version>,
     ) -> Self {
         Self {
             chrome,
             diff: diff_agents(from, to),
+            trust,
             versions,
         }
+    }
+
+    /// How many changes give the newer version more power.
+    pub fn risk_raising(&self) -> usize {
+        self.trust
+            .as_ref()
+            .map_or(0, |t| t.changes.iter().filter(|c| c.raises_risk).count())
     }
 
     pub fn name(&self) -> &PackageName {

@@ -56,6 +56,7 @@ fn agent_page(owner: bool) -> AgentPage {
             csrf_token: "csrf-session-token".to_owned(),
         }),
         undeclared: Vec::new(),
+        statements: fixtures::statements(),
         quality: Some(quality_report()),
         protocol_notices: vec![ProtocolNotice {
             name: "a2a".to_owned(),
@@ -190,6 +191,7 @@ fn diff_page() -> AgentDiffPage {
         chrome(),
         &from,
         &fixtures::research_assistant_1_1(),
+        Some(fixtures::trust_diff()),
         fixtures::versions()
             .into_iter()
             .map(|v| v.version)
@@ -545,7 +547,15 @@ fn agent_page_shows_risk_and_every_section() {
         "<code>a2a</code> <code>^1.0.0</code>",
         "Restricts the agent to: <code>sqlite</code>, <code>delegate</code>",
         "<code>archive</code> runs <code>gmail_modify_labels</code>",
-        "Agent actions (go to the model): <code>reply</code>, <code>summarize</code>",
+        "<code>reply</code> asks the agent",
+        "<code>summarize</code> asks the agent",
+        "<code>archive</code> runs <code>gmail_modify_labels</code> directly (no model call)",
+        r#"the agent calls <code class="render-tool">render_email_card</code> with <code>messageId</code>, <code>threadId</code>"#,
+        r#"<code class="render-tool">render_metric_card</code> <span class="muted">(no props declared)</span>"#,
+        // What it can do, riskiest first, in plain words.
+        r#"<h2 id="can-do-heading">What it can do</h2>"#,
+        r#"<li><span class="risk risk-high">High</span> <strong>MCP server Stripe</strong>: Runs <code>npx -y @stripe/mcp --tools=all</code> on your machine with STRIPE_SECRET_KEY</li>"#,
+        r#"<strong>sandbox</strong>: May read and write files under <code>./output</code></li>"#,
         "<code>academic-researcher</code> 1.0.0",
         "“Help me catch up on emails”",
         r#"<a href="https://gmail.com" rel="noopener noreferrer nofollow">Gmail</a>"#,
@@ -613,6 +623,8 @@ fn undeclared_capabilities_count_in_the_risk_and_are_listed() {
 fn risk_badge_is_high_without_identity_and_absent_without_permissions() {
     let mut page = agent_page(false);
     page.agent.permissions.retain(|p| p.capability != "oauth");
+    page.statements
+        .retain(|s| s.risk != agentlang_core::capability::RiskLevel::Critical);
     let html = page.render().unwrap();
     assert!(html.contains("<strong>Highest permission risk: High</strong>"));
     assert!(!html.contains("risk-critical"));
@@ -670,6 +682,8 @@ fn tool_page_shows_schemas_dependencies_and_users() {
         "tools:\n  - name: web_search\n    version: ^1.2.0",
         r#"<form method="post" action="/tools/web_search/1.0.0/yank" class="yank-form">"#,
         r#"<pre><code>web_search(query: "rust")"#,
+        r#"<h2 id="capabilities-heading">Required capabilities</h2>"#,
+        r#"<li><code>storage</code> <span class="small-text">(Storage)</span> <span class="risk risk-medium">Medium</span></li>"#,
     ] {
         assert!(html.contains(expected), "missing {expected:?}");
     }
@@ -744,6 +758,10 @@ fn diff_page_flags_rising_risk() {
         r#"<option value="1.1.0" selected>1.1.0</option>"#,
         "<th scope=\"row\">Budget cap</th><td>$2.00</td><td>$5.00</td>",
         "<th scope=\"row\">a2a</th><td>^1.0.0</td><td>^2.0.0</td>",
+        // Trust changes first, those that raise risk flagged.
+        "<strong>2 changes give 1.1.0 powers 1.0.0 did not have.</strong>",
+        r#"<td>+ MCP server <strong class="badge badge-risk-up">Risk rises</strong></td><th scope="row"><code>Stripe</code></th><td><span class="risk risk-high">High</span></td><td><span class="muted">none</span></td><td>npx -y @stripe/mcp --tools=all with STRIPE_SECRET_KEY</td>"#,
+        r#"<tr><td>~ sandbox</td><th scope="row"><code>allowed_paths</code></th>"#,
     ] {
         assert!(html.contains(expected), "missing {expected:?}");
     }

@@ -48,7 +48,7 @@ pub struct EffectiveCapability {
     pub mode: Option<PermissionMode>,
     /// Who asks: the agent or a subagent (`permissions`), a locked tool
     /// (`web_fetch@1.0.3`), or a declaration that implies it.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<RequesterSchema>))]
     pub sources: Vec<Requester>,
     /// No `permissions` list asks for it: a host grants it unasked.
     pub undeclared: bool,
@@ -76,6 +76,35 @@ impl EffectiveCapability {
             requested_by: self.sources.clone(),
         }
     }
+}
+
+/// Who asks for a capability.
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[schema(as = Requester)]
+#[allow(dead_code)]
+pub struct RequesterSchema {
+    /// `agent`, `subagent` or `tool` ask in `permissions` or a tool.yaml;
+    /// the others are declarations that imply the capability.
+    kind: RequesterKind,
+    /// As declared: `stripe-ops`, `web_fetch@1.0.3`, `convert_video`,
+    /// `Stripe`, `location`.
+    #[schema(example = "web_fetch@1.0.3")]
+    name: String,
+}
+
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum RequesterKind {
+    Agent,
+    Subagent,
+    Tool,
+    BashTool,
+    HttpTool,
+    McpServer,
+    Context,
 }
 
 /// An `mcp_servers` entry: a command run on the user's machine.
@@ -225,7 +254,6 @@ pub struct ComponentFacts {
 /// Everything a consumer trusts when installing one agent version.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(default)]
 pub struct AgentTrust {
     /// The highest risk among the effective capabilities.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "critical"))]
@@ -261,11 +289,8 @@ impl AgentTrust {
             capabilities,
             ..Self::default()
         };
-        let agents = std::iter::once((None, &pkg.agent)).chain(
-            pkg.subagents
-                .values()
-                .map(|s| (Some(s.name.to_string()), s)),
-        );
+        let agents = std::iter::once((None, &pkg.agent))
+            .chain(pkg.subagents.values().map(|s| (Some(s.name.as_str()), s)));
         for (declared_by, spec) in agents {
             trust.add_declarations(declared_by, spec);
         }
@@ -350,11 +375,11 @@ impl AgentTrust {
         self
     }
 
-    fn add_declarations(&mut self, declared_by: Option<String>, spec: &AgentSpec) {
+    fn add_declarations(&mut self, declared_by: Option<&str>, spec: &AgentSpec) {
         for (name, s) in &spec.mcp_servers {
             self.mcp_servers.push(McpServerFacts {
                 name: name.clone(),
-                declared_by: declared_by.clone(),
+                declared_by: declared_by.map(str::to_owned),
                 command: s.command.clone(),
                 args: s.args.clone(),
                 env: s.env.keys().cloned().collect(),
@@ -364,7 +389,7 @@ impl AgentTrust {
         for (name, t) in &spec.bash_tools {
             self.bash_tools.push(BashToolFacts {
                 name: name.clone(),
-                declared_by: declared_by.clone(),
+                declared_by: declared_by.map(str::to_owned),
                 command: t.command.clone(),
                 dependencies: t
                     .dependencies
@@ -380,7 +405,7 @@ impl AgentTrust {
         for (name, t) in &spec.http_tools {
             self.http_tools.push(HttpToolFacts {
                 name: name.clone(),
-                declared_by: declared_by.clone(),
+                declared_by: declared_by.map(str::to_owned),
                 method: t.method,
                 endpoint: t.endpoint.clone(),
                 auth: t.auth,

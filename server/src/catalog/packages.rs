@@ -3,11 +3,7 @@
 use std::collections::BTreeMap;
 
 use actix_web::{HttpResponse, web};
-use agentlang_core::{
-    Kind, PackageName, Version,
-    host::{self, Request},
-    signing::KeyId,
-};
+use agentlang_core::{Kind, PackageName, Version, signing::KeyId};
 use agentlang_web::{
     model::*,
     pages::{AgentDiffPage, AgentPage, ToolPage},
@@ -182,39 +178,6 @@ pub(super) fn agent_version_view(
     ))
 }
 
-/// What the version can ask a host for: its own and its subagents'
-/// permissions and what their declarations imply (stored at publish), and
-/// what its locked tools require (one query for all of them). `None` for
-/// versions stored before the requests were.
-async fn effective_requests(
-    state: &AppState,
-    v: &VersionRecord,
-) -> Result<Option<Vec<Request>>, CatalogError> {
-    let extras = extras(v);
-    let Some(requests) = extras.host_requests else {
-        return Ok(None);
-    };
-    let pins = views::locked_tools(v.lockfile.as_ref().map(|l| &l.0));
-    let names: Vec<String> = pins.iter().map(|(n, _)| n.normalized()).collect();
-    let rows = state.db.tool_permissions(&names).await?;
-    let tools: Vec<(PackageName, Vec<agentlang_core::capability::Capability>)> = pins
-        .into_iter()
-        .map(|(name, version)| {
-            let capabilities = rows
-                .iter()
-                .find(|r| {
-                    r.normalized_name == name.normalized()
-                        && Version::parse(&r.version).is_ok_and(|v| v == version)
-                })
-                .and_then(|r| r.permissions.as_deref())
-                .and_then(|json| serde_json::from_str(json).ok())
-                .unwrap_or_default();
-            (name, capabilities)
-        })
-        .collect();
-    Ok(Some(host::with_tools(requests, &tools)))
-}
-
 /// Builds the agent page; public for the render benchmark.
 pub async fn agent_page(
     state: &AppState,
@@ -242,7 +205,8 @@ pub async fn agent_page(
         is_error: n.is_error,
     })
     .collect();
-    let requests = effective_requests(state, v).await?;
+    let trust = ContainerExtras::stored_trust(v.extras.as_ref().map(|e| &e.0));
+    let requests = trust.as_ref().map(|t| t.requests());
     Ok(AgentPage {
         chrome: session.chrome(),
         hosts: requests
@@ -253,6 +217,7 @@ pub async fn agent_page(
             .as_deref()
             .map(views::undeclared)
             .unwrap_or_default(),
+        statements: trust.map(|t| t.statements()).unwrap_or_default(),
         quality,
         protocol_notices,
         agent: agent_version_view(&loaded, v)?,
@@ -321,6 +286,10 @@ pub async fn agent_diff(
     };
     let from_view = agent_version_view(&loaded, from)?;
     let to_view = agent_version_view(&loaded, to)?;
+    let stored = |v: &VersionRecord| ContainerExtras::stored_trust(v.extras.as_ref().map(|e| &e.0));
+    let trust = stored(from)
+        .zip(stored(to))
+        .map(|(a, b)| agentlang_core::trust::diff(&a, &b));
     let versions = loaded
         .versions
         .iter()
@@ -330,6 +299,7 @@ pub async fn agent_diff(
         session.chrome(),
         &from_view,
         &to_view,
+        trust,
         versions,
     ))
 }

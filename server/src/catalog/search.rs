@@ -74,6 +74,7 @@ pub(super) async fn summaries(
             category: brief.category.clone(),
             downloads: u64::try_from(listing.downloads).unwrap_or(0),
             published_at: timestamp(listing.last_published_at),
+            risk: brief.max_risk.as_deref().and_then(|r| r.parse().ok()),
         });
     }
     Ok(out)

@@ -292,6 +292,14 @@ pub fn agent_view(
         .flatten()
         .map(|(component, ui)| UiComponentView {
             name: component.clone(),
+            render_tool: agentlang_core::agent::ui::render_tool_name(component),
+            props: ui
+                .get("props")
+                .and_then(|p| object_at(p, "properties"))
+                .into_iter()
+                .flatten()
+                .map(|(prop, _)| prop.clone())
+                .collect(),
             sync_actions: object_at(ui, "sync_actions")
                 .into_iter()
                 .flatten()
@@ -437,6 +445,14 @@ pub fn tool_view(
         description_markdown,
         input_schema: spec.get("input_schema").cloned(),
         output_schema: spec.get("output_schema").cloned(),
+        capabilities: {
+            let mut capabilities: Vec<agentlang_core::capability::Capability> = spec
+                .get("permissions")
+                .and_then(|p| serde_json::from_value(p.clone()).ok())
+                .unwrap_or_default();
+            capabilities.sort_by_key(|c| std::cmp::Reverse(c.risk()));
+            capabilities
+        },
         dependencies: object_at(spec, "dependencies")
             .into_iter()
             .flatten()
@@ -566,6 +582,7 @@ mod tests {
             published_at: 0,
             title: None,
             category: None,
+            max_risk: None,
         };
         let briefs = [
             brief("1.0.0", false),

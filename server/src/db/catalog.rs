@@ -46,6 +46,8 @@ pub struct VersionBrief {
     pub published_at: i64,
     pub title: Option<String>,
     pub category: Option<String>,
+    /// The highest risk of an agent version's effective capabilities.
+    pub max_risk: Option<String>,
 }
 
 /// A package version that depends on a tool, through a dependency row or
@@ -379,11 +381,11 @@ impl Db {
         select_in!(
             self,
             VersionBrief,
-            "SELECT package_id, version, yanked, published_at,
+            "SELECT package_id, version, yanked, published_at, max_risk,
                     json_extract(spec, '$.title') AS title,
                     json_extract(spec, '$.category') AS category
              FROM versions WHERE deleted_at IS NULL AND package_id IN (",
-            "SELECT package_id, version, yanked, published_at,
+            "SELECT package_id, version, yanked, published_at, max_risk,
                     spec->>'title' AS title, spec->>'category' AS category
              FROM versions WHERE deleted_at IS NULL AND package_id IN (",
             package_ids

@@ -171,6 +171,8 @@ pub struct VersionFacts {
     pub id: i64,
     pub title: Option<String>,
     pub category: Option<String>,
+    /// The highest risk of an agent version's effective capabilities.
+    pub max_risk: Option<String>,
 }
 
 impl Db {
@@ -201,10 +203,10 @@ impl Db {
         select_in!(
             self,
             VersionFacts,
-            "SELECT id, json_extract(spec, '$.title') AS title,
+            "SELECT id, max_risk, json_extract(spec, '$.title') AS title,
                     json_extract(spec, '$.category') AS category
              FROM versions WHERE id IN (",
-            "SELECT id, spec->>'title' AS title, spec->>'category' AS category
+            "SELECT id, max_risk, spec->>'title' AS title, spec->>'category' AS category
              FROM versions WHERE id IN (",
             version_ids
         )

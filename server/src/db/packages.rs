@@ -72,6 +72,8 @@ pub struct NewVersion<'a> {
     pub quality_report: Option<&'a Value>,
     /// What pages show from the container beyond the definition.
     pub extras: Option<&'a Value>,
+    /// The highest risk of an agent's effective capabilities (`Critical`).
+    pub max_risk: Option<&'a str>,
     pub dependencies: &'a [DependencyEdge],
     /// Shown in the catalog and indexed for search.
     pub description: &'a str,
@@ -319,9 +321,10 @@ impl Db {
             let inserted = sqlx::query_scalar::<_, i64>(
                 "INSERT INTO versions (package_id, version, major, minor, patch, prerelease,
                                        sha256, size, signer_key_id, manifest, spec, lockfile,
-                                       published_by, published_at, quality_report, extras)
+                                       published_by, published_at, quality_report, extras,
+                                       max_risk)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                         $16)
+                         $16, $17)
                  RETURNING id",
             )
             .bind(package_id)
@@ -340,6 +343,7 @@ impl Db {
             .bind(now)
             .bind(new.quality_report.map(Json))
             .bind(new.extras.map(Json))
+            .bind(new.max_risk)
             .fetch_one(&mut *tx)
             .await;
             let version_id = match inserted {
@@ -469,10 +473,12 @@ impl Db {
         &self,
         version_id: i64,
         extras: &Value,
+        max_risk: Option<&str>,
     ) -> Result<(), sqlx::Error> {
         with_pool!(self, pool => {
-            sqlx::query("UPDATE versions SET extras = $1 WHERE id = $2")
+            sqlx::query("UPDATE versions SET extras = $1, max_risk = $2 WHERE id = $3")
                 .bind(Json(extras))
+                .bind(max_risk)
                 .bind(version_id)
                 .execute(pool)
                 .await

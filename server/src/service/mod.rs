@@ -17,3 +17,4 @@ pub mod search;
 pub mod sessions;
 pub mod sweep;
 pub mod tokens;
+pub mod trust;

@@ -10,8 +10,10 @@ use std::{
 use agentlang_core::{
     Kind, MemberPath, PackageName, Version,
     container::{self, Container, Limits},
+    package::Members,
+    trust::AgentTrust,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -70,6 +72,13 @@ pub struct VersionView {
     /// RFC 3339.
     pub published_at: String,
     pub downloads: i64,
+    /// What the agent can do: effective capabilities with their sources,
+    /// MCP servers (environment variable names, never values), bash and
+    /// HTTP tools, locked tools, crew, context, constraints and the render
+    /// tools its UI generates. Agents only, and only in the record of one
+    /// version (`GET /api/v1/agents/{name}/{version}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust: Option<AgentTrust>,
 }
 
 /// A package with its versions, newest first.
@@ -207,6 +216,7 @@ impl Lookups {
             publisher: self.publishers.get(&record.published_by).cloned(),
             published_at: rfc3339(record.published_at),
             downloads: record.downloads,
+            trust: None,
         }
     }
 }
@@ -233,7 +243,10 @@ pub async fn version_view(
         .map(|d| (d.name.to_string(), d.requirement.to_string()))
         .collect();
     let lookups = Lookups::of(state, std::slice::from_ref(&record)).await?;
-    Ok(lookups.view(kind_of(package)?, package, record, dependencies))
+    let trust = ContainerExtras::stored_trust(record.extras.as_ref().map(|e| &e.0));
+    let mut view = lookups.view(kind_of(package)?, package, record, dependencies);
+    view.trust = trust;
+    Ok(view)
 }
 
 /// `GET /api/v1/{kind}/{name}/{version}`.
@@ -490,10 +503,9 @@ pub struct ContainerExtras {
     pub suggestions: Vec<String>,
     pub integrations: Vec<(String, Option<String>)>,
     pub readme: Option<String>,
-    /// What the agent and its subagents ask hosts for (`core::host`), from
-    /// the package validated at publish; `None` for a tool, or for a version
-    /// stored before these were.
-    pub host_requests: Option<Vec<agentlang_core::host::Request>>,
+    /// What the agent can do (`core::trust`), from the package validated at
+    /// publish and its locked tools; `None` for a tool or a protocol.
+    pub trust: Option<AgentTrust>,
 }
 
 impl ContainerExtras {
@@ -536,10 +548,21 @@ impl ContainerExtras {
         extras
     }
 
-    /// Adds what the validated agent package asks hosts for.
-    pub fn with_host_requests(mut self, pkg: &agentlang_core::package::AgentPackage) -> Self {
-        self.host_requests = Some(agentlang_core::host::agent_requests(pkg));
+    pub fn with_trust(mut self, trust: AgentTrust) -> Self {
+        self.trust = Some(trust);
         self
+    }
+
+    /// Only the trust picture of stored extras, without reading the rest
+    /// (a README may be large).
+    pub fn stored_trust(stored: Option<&Value>) -> Option<AgentTrust> {
+        #[derive(serde::Deserialize)]
+        struct TrustOnly {
+            trust: Option<AgentTrust>,
+        }
+        stored
+            .and_then(|v| TrustOnly::deserialize(v).ok())
+            .and_then(|t| t.trust)
     }
 
     /// As stored: JSON, or the empty extras for a version whose extras are
@@ -548,6 +571,15 @@ impl ContainerExtras {
         stored
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .unwrap_or_default()
+    }
+
+    /// The highest risk of the agent's effective capabilities, as the
+    /// `versions.max_risk` column holds it.
+    pub fn max_risk(&self) -> Option<&'static str> {
+        self.trust
+            .as_ref()
+            .and_then(|t| t.max_risk)
+            .map(|r| r.as_str())
     }
 
     pub fn to_stored(&self) -> Value {
@@ -585,25 +617,35 @@ pub async fn backfill_extras(state: actix_web::web::Data<AppState>) {
         for (id, kind, sha256) in pending {
             let extras = match (kind.parse::<Kind>(), sha256.parse::<Sha256Digest>()) {
                 (Ok(kind), Ok(digest)) => match state.blobs.get(&digest).await {
-                    Ok(Some(bytes)) => actix_web::web::block(move || {
-                        container::read(bytes.as_ref(), &Limits::default())
-                            .map(|c| {
-                                let extras = ContainerExtras::of(kind, &c);
-                                let members = agentlang_core::package::Members::from_container(&c);
-                                match kind {
-                                    Kind::Agent => {
-                                        match agentlang_core::package::validate_agent(&members) {
-                                            Ok(pkg) => extras.with_host_requests(&pkg),
-                                            Err(_) => extras,
-                                        }
+                    Ok(Some(bytes)) => {
+                        let read = actix_web::web::block(move || {
+                            let c = container::read(bytes.as_ref(), &Limits::default()).ok()?;
+                            let extras = ContainerExtras::of(kind, &c);
+                            let pkg = (kind == Kind::Agent)
+                                .then(|| {
+                                    let members = Members::from_container(&c);
+                                    agentlang_core::package::validate_agent(&members).ok()
+                                })
+                                .flatten();
+                            Some((extras, pkg, c.manifest().signer().to_string()))
+                        })
+                        .await
+                        .ok()
+                        .flatten();
+                        match read {
+                            Some((extras, Some(pkg), signer)) => {
+                                match super::trust::agent_trust(&state.db, &pkg, &signer).await {
+                                    Ok(trust) => extras.with_trust(trust),
+                                    Err(e) => {
+                                        tracing::warn!(error = %e, "cannot read locked tools for a version's trust");
+                                        return;
                                     }
-                                    _ => extras,
                                 }
-                            })
-                            .unwrap_or_default()
-                    })
-                    .await
-                    .unwrap_or_default(),
+                            }
+                            Some((extras, None, _)) => extras,
+                            None => ContainerExtras::default(),
+                        }
+                    }
                     // A missing blob has nothing to show; remember that.
                     Ok(None) => ContainerExtras::default(),
                     Err(e) => {
@@ -613,7 +655,12 @@ pub async fn backfill_extras(state: actix_web::web::Data<AppState>) {
                 },
                 _ => ContainerExtras::default(),
             };
-            if let Err(e) = state.db.set_version_extras(id, &extras.to_stored()).await {
+            let stored = extras.to_stored();
+            if let Err(e) = state
+                .db
+                .set_version_extras(id, &stored, extras.max_risk())
+                .await
+            {
                 tracing::warn!(error = %e, "cannot store a version's extras");
                 return;
             }

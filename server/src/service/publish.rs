@@ -789,10 +789,12 @@ pub async fn publish(
     };
     let manifest_json: Value = serde_json::to_value(manifest).map_err(ApiError::internal)?;
     let extras = match &definition.package {
-        Package::Agent(pkg) => ContainerExtras::of(kind, &container).with_host_requests(pkg),
+        Package::Agent(pkg) => ContainerExtras::of(kind, &container)
+            .with_trust(super::trust::agent_trust(&state.db, pkg, &signer).await?),
         Package::Tool(_) | Package::Protocol(_) => ContainerExtras::of(kind, &container),
-    }
-    .to_stored();
+    };
+    let max_risk = extras.max_risk();
+    let extras = extras.to_stored();
 
     state.blobs.put_file(upload.path(), &upload.sha256).await?;
     let new = NewVersion {
@@ -807,6 +809,7 @@ pub async fn publish(
         lockfile: lockfile.as_ref(),
         quality_report: quality_report.as_ref(),
         extras: Some(&extras),
+        max_risk,
         dependencies: &definition.dependencies,
         description: &definition.description,
         keywords: &definition.keywords,

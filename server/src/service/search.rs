@@ -9,7 +9,12 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::{
-    db::{Db, index::VersionHead, packages::PackageRecord, search::query_terms},
+    db::{
+        Db,
+        index::{VersionFacts, VersionHead},
+        packages::PackageRecord,
+        search::query_terms,
+    },
     error::{ApiError, FieldError},
 };
 
@@ -92,6 +97,11 @@ pub struct SearchResult {
     pub category: Option<String>,
     /// Downloads of every version.
     pub downloads: i64,
+    /// The highest risk of what the shown agent version can do (its
+    /// effective capabilities: declared, implied and its locked tools').
+    /// `null` for tools, protocols and agents that need no capability.
+    #[schema(value_type = Option<String>, example = "critical")]
+    pub risk: Option<agentlang_core::capability::RiskLevel>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
@@ -184,14 +194,24 @@ pub async fn search_packages(db: &Db, query: &SearchQuery) -> Result<SearchPage,
         })
         .collect();
     let fact_ids: Vec<i64> = chosen.iter().map(|(_, c)| c.facts_from).collect();
-    let facts: HashMap<i64, (Option<String>, Option<String>)> = db
+    let mut facts: HashMap<i64, VersionFacts> = db
         .version_facts(&fact_ids)
         .await?
         .into_iter()
-        .map(|f| (f.id, (f.title, f.category)))
+        .map(|f| (f.id, f))
         .collect();
     let matches = chosen.into_iter().filter_map(|(package, chosen)| {
-        let (title, category) = facts.get(&chosen.facts_from).cloned().unwrap_or_default();
+        let VersionFacts {
+            title,
+            category,
+            max_risk,
+            ..
+        } = facts.remove(&chosen.facts_from).unwrap_or(VersionFacts {
+            id: chosen.facts_from,
+            title: None,
+            category: None,
+            max_risk: None,
+        });
         if let Some(wanted) = &wanted
             && category.as_deref().map(str::to_lowercase).as_ref() != Some(wanted)
         {
@@ -205,6 +225,7 @@ pub async fn search_packages(db: &Db, query: &SearchQuery) -> Result<SearchPage,
             description: package.description,
             category,
             downloads: chosen.downloads,
+            risk: max_risk.and_then(|r| r.parse().ok()),
         })
     });
     let (results, total) = match total {

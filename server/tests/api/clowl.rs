@@ -76,6 +76,7 @@ pub async fn publish(
             lockfile: None,
             quality_report: None,
             extras: None,
+            max_risk: None,
             dependencies: &dependencies,
             description,
             keywords: &["search".to_owned()],

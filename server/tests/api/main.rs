@@ -25,3 +25,4 @@ mod resolve;
 mod search;
 mod storage;
 mod tokens;
+mod trust;

@@ -271,6 +271,19 @@ async fn search_and_agent_page(driver: &WebDriver, base: &str, seeded: &seed::Se
     ensure(source.contains("/publishers/alice"), || {
         "publisher link".into()
     })?;
+    // What it can do, in plain words: the MCP server's command line, and
+    // the shell it needs without asking for it.
+    let can_do = text_of(driver, "ul.can-do").await?;
+    ensure(
+        can_do
+            .contains("Runs npx -y @stripe/mcp --tools=all on your machine with STRIPE_SECRET_KEY"),
+        || format!("what it can do {can_do:?}"),
+    )?;
+    let undeclared = text_of(driver, "#undeclared-permissions ~ .table-scroll").await?;
+    ensure(
+        undeclared.contains("shell") && undeclared.contains("MCP server Stripe"),
+        || format!("undeclared {undeclared:?}"),
+    )?;
     // Skills and subagents come from the container itself.
     ensure(
         source.contains("test-helper") && source.contains("academic-researcher"),
@@ -289,8 +302,10 @@ async fn diff_page(driver: &WebDriver, base: &str) -> Check {
     ensure(row.contains("wallet") && row.contains("Risk rises"), || {
         format!("row {row:?}")
     })?;
-    let summary = text_of(driver, ".risk-summary").await?;
-    ensure(summary.contains("Critical"), || {
+    // Both versions were Critical already (an OAuth token): the page says
+    // what is new rather than that the maximum rose.
+    let summary = text_of(driver, "#risk-raising").await?;
+    ensure(summary.contains("1 change gives 1.1.0 powers"), || {
         format!("summary {summary:?}")
     })
 }

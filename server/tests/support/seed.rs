@@ -185,6 +185,7 @@ pub async fn seed_version(
             lockfile: None,
             quality_report: None,
             extras: None,
+            max_risk: None,
             dependencies: &[],
             description: "seeded",
             keywords: &[],
@@ -376,14 +377,18 @@ pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64)
             )
         }
     };
-    // As publish does: what the validated agent asks hosts for, too.
+    // As publish does: what the validated agent can do, too.
     let mut extras = ContainerExtras::of(kind, &read);
     if kind == Kind::Agent {
         let members = agentlang_core::package::Members::from_container(&read);
         let pkg =
             agentlang_core::package::validate_agent(&members).expect("the seed agent validates");
-        extras = extras.with_host_requests(&pkg);
+        let trust = agentlang_registry::service::trust::agent_trust(&state.db, &pkg, &signer)
+            .await
+            .expect("locked tools read");
+        extras = extras.with_trust(trust);
     }
+    let max_risk = extras.max_risk();
     let extras = extras.to_stored();
     let size = bytes.len() as u64;
     let digest = state
@@ -405,6 +410,7 @@ pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64)
             lockfile: lock.as_ref(),
             quality_report: None,
             extras: Some(&extras),
+            max_risk,
             dependencies: &deps,
             description: &description,
             keywords: &[],
@@ -544,4 +550,37 @@ pub async fn seed_catalog(app: &TestApp) -> Seeded {
         agent_sha256,
         web_search_sha256,
     }
+}
+
+/// Publishes `stripe-ops` 1.0.0 (`core/tests/fixtures/agents/stripe-ops`:
+/// an MCP server, a bash tool and an HTTP tool with OAuth, declaring only
+/// `network`), its lock pinning the seeded web_fetch 1.0.3, signed with a
+/// new key of the catalog's publisher. Call after [`seed_catalog`].
+pub async fn seed_stripe_ops(app: &TestApp) {
+    let state = app.state();
+    let publisher = app.account_id(PUBLISHER).await;
+    let key = SecretKey::generate().unwrap();
+    let public = key.public_key();
+    state
+        .db
+        .insert_signing_key(&public.key_id(), publisher, &public.to_spki_pem())
+        .await
+        .unwrap();
+    let mut tree = read_tree(&fixtures().join("agents").join("stripe-ops"));
+    let mut lock = Lockfile::new(ResolvedAt::from_unix(1_769_682_600).unwrap(), None);
+    lock.tools.insert(
+        PackageName::new("web_fetch").unwrap(),
+        LockedTool {
+            version: Version::parse("1.0.3").unwrap(),
+            hash: Sha256Hash::digest(b"web_fetch 1.0.3 as seeded"),
+            requirement: Some("^1.0.0".parse().unwrap()),
+            dependencies: BTreeSet::new(),
+        },
+    );
+    tree.insert(
+        MemberPath::new("agent.lock").unwrap(),
+        lock.to_yaml().unwrap().into_bytes(),
+    );
+    let bytes = build(&tree, Kind::Agent, "stripe-ops", "1.0.0", &key);
+    store(state, Kind::Agent, bytes, publisher).await;
 }

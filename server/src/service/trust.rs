@@ -1,0 +1,62 @@
+//! An agent version's trust picture (`core::trust`): computed once, at
+//! publish or by the start-up backfill, and stored in the version's extras,
+//! so the API's version record, the catalog's pages and search read it
+//! without touching a blob or another package. Locked tools are immutable
+//! once published, so what they ask for cannot change afterwards.
+
+use agentlang_core::{
+    Version,
+    capability::Capability,
+    host::{ToolAt, ToolCapabilities},
+    lockfile::Lockfile,
+    package::AgentPackage,
+    trust::AgentTrust,
+};
+
+use crate::db::Db;
+
+/// What each tool pinned in `lock` asks for, from the tools' stored
+/// tool.yaml, in one query per chunk of names. A pin the registry no
+/// longer has asks for nothing it could show.
+pub async fn locked_tool_capabilities(
+    db: &Db,
+    lock: &Lockfile,
+) -> Result<Vec<ToolCapabilities>, sqlx::Error> {
+    let names: Vec<String> = lock.tools.keys().map(|n| n.normalized()).collect();
+    let rows = db.tool_permissions(&names).await?;
+    Ok(lock
+        .tools
+        .iter()
+        .map(|(name, locked)| {
+            let capabilities: Vec<Capability> = rows
+                .iter()
+                .find(|r| {
+                    r.normalized_name == name.normalized()
+                        && Version::parse(&r.version).is_ok_and(|v| v == locked.version)
+                })
+                .and_then(|r| r.permissions.as_deref())
+                .and_then(|json| serde_json::from_str(json).ok())
+                .unwrap_or_default();
+            ToolCapabilities {
+                tool: ToolAt {
+                    name: name.clone(),
+                    version: locked.version.clone(),
+                },
+                capabilities,
+            }
+        })
+        .collect())
+}
+
+/// The whole picture of a validated agent package signed by `signer`.
+pub async fn agent_trust(
+    db: &Db,
+    pkg: &AgentPackage,
+    signer: &str,
+) -> Result<AgentTrust, sqlx::Error> {
+    let tools = match &pkg.lock {
+        Some(lock) => locked_tool_capabilities(db, lock).await?,
+        None => Vec::new(),
+    };
+    Ok(AgentTrust::of(pkg, &tools).signed_by(Some(signer.to_owned())))
+}
