@@ -4,6 +4,8 @@
 //! without touching a blob or another package. Locked tools are immutable
 //! once published, so what they ask for cannot change afterwards.
 
+use std::collections::HashMap;
+
 use agentlang_core::{
     Version,
     capability::Capability,
@@ -24,17 +26,26 @@ pub async fn locked_tool_capabilities(
 ) -> Result<Vec<ToolCapabilities>, sqlx::Error> {
     let names: Vec<String> = lock.tools.keys().map(|n| n.normalized()).collect();
     let rows = db.tool_permissions(&names).await?;
+    // Every live version of every pinned tool comes back: index them once.
+    let by_pin: HashMap<(&str, Version), Option<&str>> = rows
+        .iter()
+        .filter_map(|r| {
+            let version = Version::parse(&r.version).ok()?;
+            Some((
+                (r.normalized_name.as_str(), version),
+                r.permissions.as_deref(),
+            ))
+        })
+        .collect();
     Ok(lock
         .tools
         .iter()
-        .map(|(name, locked)| {
-            let capabilities: Vec<Capability> = rows
-                .iter()
-                .find(|r| {
-                    r.normalized_name == name.normalized()
-                        && Version::parse(&r.version).is_ok_and(|v| v == locked.version)
-                })
-                .and_then(|r| r.permissions.as_deref())
+        .zip(&names)
+        .map(|((name, locked), normalized)| {
+            let capabilities: Vec<Capability> = by_pin
+                .get(&(normalized.as_str(), locked.version.clone()))
+                .copied()
+                .flatten()
                 .and_then(|json| serde_json::from_str(json).ok())
                 .unwrap_or_default();
             ToolCapabilities {
