@@ -339,6 +339,27 @@ fn write_mini_agent(user: &User) {
 }
 
 #[test]
+fn agent_build_warns_of_capabilities_needed_but_not_requested() {
+    let user = User::new(&dead_registry());
+    user.ok(&["keygen"]);
+    write_mini_agent(&user);
+    fs::write(
+        user.path("mini/agent.yaml"),
+        "name: mini\nversion: 0.1.0\ndescription: A tiny agent.\nbash_tools:\n  convert:\n    command: ffmpeg\n",
+    )
+    .unwrap();
+    let run = user.ok(&["build", "mini"]);
+    assert!(
+        run.stderr.contains(
+            "warning: shell is needed by bash tool convert but not requested in permissions"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(user.path("mini@0.1.0.agent").exists());
+}
+
+#[test]
 fn agent_build_locks_encrypts_and_inspects_with_and_without_the_prompt_key() {
     let user = User::new(&dead_registry());
     user.ok(&["keygen"]);

@@ -186,6 +186,8 @@ fn check_agent(
     shown: &str,
 ) -> Result<(Checked, Option<AgentPackage>)> {
     let pkg = lock::validated(env, tree, shown)?;
+    // As validate does: the build goes on, the author is told.
+    super::validate::warn_undeclared_capabilities(env, &pkg);
     let (members, left_out) = package_dir::agent_members(tree, &pkg);
     let version = pkg
         .agent

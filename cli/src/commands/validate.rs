@@ -181,7 +181,7 @@ fn report(
 /// Capabilities the agent's bash tools, HTTP tools, MCP servers or injected
 /// context need that no `permissions` list: a warning each on stderr (the
 /// package is still valid), and the JSON summary's list.
-fn warn_undeclared_capabilities(env: &Env, pkg: &AgentPackage) -> Vec<Value> {
+pub(super) fn warn_undeclared_capabilities(env: &Env, pkg: &AgentPackage) -> Vec<Value> {
     let mut out = Vec::new();
     for request in host::agent_requests(pkg).iter().filter(|r| r.undeclared()) {
         let sources: Vec<String> = request
