@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("config", 0),
     ("metrics", 0),
     ("request_id", 0),
+    ("head", 0),
     // Storage: the database, the blob store, the registry's own key.
     ("db", 1),
     ("blobs", 1),

@@ -12,6 +12,7 @@ pub mod config;
 pub mod db;
 pub mod deadlines;
 pub mod error;
+pub mod head;
 pub mod identity;
 #[cfg(test)]
 mod layers;

@@ -191,6 +191,7 @@ impl Application {
                 .wrap(from_fn(metrics::record_requests))
                 .wrap(TracingLogger::<RequestSpan>::new())
                 .wrap(from_fn(request_id::assign_request_id))
+                .wrap(from_fn(crate::head::route_head_as_get))
         })
         .shutdown_timeout(SHUTDOWN_GRACE_SECS);
         if let Some(workers) = workers {

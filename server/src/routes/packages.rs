@@ -145,6 +145,18 @@ pub async fn download_version(
     if if_none_match(&req, &etag) {
         return Ok(response.finish());
     }
+    let disposition = format!("attachment; filename=\"{}\"", download.file_name);
+    response
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            HeaderValue::from_str(&disposition).map_err(ApiError::internal)?,
+        ))
+        .content_type("application/gzip");
+    if crate::head::asked_head(&req) {
+        // The same headers (the length as published), no stream opened, no
+        // download counted.
+        return Ok(response.body(crate::head::HeadBody(download.size)));
+    }
     let (size, stream) = state
         .blobs
         .get_stream(&download.digest)
@@ -156,19 +168,11 @@ pub async fn download_version(
             ))
         })?;
     state.downloads.record(download.version_id);
-    let disposition = format!("attachment; filename=\"{}\"", download.file_name);
-    Ok(response
-        .insert_header((
-            header::CONTENT_DISPOSITION,
-            HeaderValue::from_str(&disposition).map_err(ApiError::internal)?,
-        ))
-        .content_type("application/gzip")
-        .no_chunking(size)
-        .streaming(stream.map_err(|e| {
-            // Headers are sent by now: the client sees a short body.
-            tracing::error!(error = %e, "a download stream failed");
-            std::io::Error::other(e)
-        })))
+    Ok(response.no_chunking(size).streaming(stream.map_err(|e| {
+        // Headers are sent by now: the client sees a short body.
+        tracing::error!(error = %e, "a download stream failed");
+        std::io::Error::other(e)
+    })))
 }
 
 /// Yanks a version (owners with token scope `yank`): hidden from new

@@ -395,6 +395,8 @@ pub async fn set_yanked_by_owner(
 pub struct Download {
     pub version_id: i64,
     pub digest: Sha256Digest,
+    /// Bytes of the container, as recorded at publish.
+    pub size: u64,
     /// `name@version.agent` or `.tool`.
     pub file_name: String,
 }
@@ -416,6 +418,7 @@ pub async fn find_download(
     Ok(Download {
         version_id: record.id,
         digest,
+        size: u64::try_from(record.size).unwrap_or(0),
         file_name: format!("{}@{}.{}", package.name, record.version, kind.extension()),
     })
 }

@@ -121,6 +121,24 @@ async fn downloads_stream_with_immutable_caching(backend: Backend) {
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
 
+    // HEAD: the same headers, no body, not a download.
+    let res = app
+        .request(Method::HEAD, "/api/v1/tools/web_fetch/1.0.3/download")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    for name in [
+        "etag",
+        "cache-control",
+        "content-disposition",
+        "content-type",
+        "content-length",
+    ] {
+        assert_eq!(res.headers().get(name), headers.get(name), "{name}");
+    }
+    assert!(res.bytes().await.unwrap().is_empty());
+
     // Counts are written in batches; the periodic flush, done now.
     app.state().downloads.flush(&app.state().db).await.unwrap();
     let version: Value = app
@@ -130,6 +148,23 @@ async fn downloads_stream_with_immutable_caching(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(version["downloads"], 2);
+    // HEAD answers wherever GET does, records and pages included.
+    for path in [
+        "/healthz",
+        "/api/v1/tools/web_fetch/1.0.3",
+        "/tools/web_fetch",
+        "/",
+    ] {
+        let get = app.get(path).await;
+        let head = app.request(Method::HEAD, path).send().await.unwrap();
+        assert_eq!(head.status(), get.status(), "{path}");
+        assert_eq!(
+            head.headers().get("content-type"),
+            get.headers().get("content-type"),
+            "{path}"
+        );
+        assert!(head.bytes().await.unwrap().is_empty(), "{path}");
+    }
     problem(
         app.get("/api/v1/tools/web_fetch/1.0.4/download").await,
         StatusCode::NOT_FOUND,
