@@ -101,6 +101,13 @@ pub enum ApiError {
     RegistrationClosed,
     #[error("{0} not found")]
     NotFound(String),
+    /// The path exists, not with this method; `allow` lists the methods it
+    /// answers (the `Allow` header).
+    #[error("{method} is not allowed here; use {}", .allow.join(", "))]
+    MethodNotAllowed {
+        method: String,
+        allow: Vec<&'static str>,
+    },
     #[error("{0}")]
     Conflict(String),
     #[error("too many requests; retry in {retry_after_secs} s")]
@@ -175,6 +182,7 @@ impl ApiError {
             Self::SeniorOwner(_) => "senior-owner",
             Self::RegistrationClosed => "registration-closed",
             Self::NotFound(_) => "not-found",
+            Self::MethodNotAllowed { .. } => "method-not-allowed",
             Self::Conflict(_) => "conflict",
             Self::RateLimited { .. } => "rate-limited",
             Self::Unavailable(_) => "unavailable",
@@ -207,6 +215,7 @@ impl ApiError {
             Self::SeniorOwner(_) => "The owner has been an owner longer",
             Self::RegistrationClosed => "Registration is closed",
             Self::NotFound(_) => "Not found",
+            Self::MethodNotAllowed { .. } => "Method not allowed",
             Self::Conflict(_) => "Conflict",
             Self::RateLimited { .. } => "Too many requests",
             Self::Unavailable(_) => "Service unavailable",
@@ -276,6 +285,7 @@ impl ResponseError for ApiError {
             | Self::SeniorOwner(_)
             | Self::RegistrationClosed => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) | Self::ResolveTimeout(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -309,6 +319,9 @@ impl ResponseError for ApiError {
             }
             Self::RateLimited { retry_after_secs } => {
                 response.insert_header((header::RETRY_AFTER, retry_after_secs.to_string()));
+            }
+            Self::MethodNotAllowed { allow, .. } => {
+                response.insert_header((header::ALLOW, allow.join(", ")));
             }
             Self::Unavailable(_) | Self::ResolveTimeout(_) => {
                 response.insert_header((header::RETRY_AFTER, "5"));

@@ -222,3 +222,61 @@ pub fn document_json() -> String {
     json.push('\n');
     json
 }
+
+/// The methods the document lists for `path` (with `HEAD` wherever `GET`
+/// is), from the most specific path templates that match it (fewest
+/// `{parameters}`); `None` when no template matches. Read once from the
+/// document, so a route and its `Allow` header cannot disagree.
+pub fn allowed_methods(path: &str) -> Option<Vec<&'static str>> {
+    use std::sync::OnceLock;
+    type Template = (Vec<Option<String>>, Vec<&'static str>);
+    static TABLE: OnceLock<Vec<Template>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        ApiDoc::openapi()
+            .paths
+            .paths
+            .iter()
+            .map(|(template, item)| {
+                let segments = template
+                    .split('/')
+                    .map(|s| (!s.starts_with('{')).then(|| s.to_owned()))
+                    .collect();
+                let mut methods = Vec::new();
+                for (method, op) in [
+                    ("GET", &item.get),
+                    ("HEAD", &item.get),
+                    ("POST", &item.post),
+                    ("PUT", &item.put),
+                    ("PATCH", &item.patch),
+                    ("DELETE", &item.delete),
+                ] {
+                    if op.is_some() {
+                        methods.push(method);
+                    }
+                }
+                (segments, methods)
+            })
+            .collect()
+    });
+    let wanted: Vec<&str> = path.split('/').collect();
+    let matching = table.iter().filter(|(segments, _)| {
+        segments.len() == wanted.len()
+            && segments
+                .iter()
+                .zip(&wanted)
+                .all(|(t, w)| t.as_deref().map_or(!w.is_empty(), |t| t == *w))
+    });
+    let params = |segments: &Vec<Option<String>>| segments.iter().filter(|s| s.is_none()).count();
+    let fewest = matching.clone().map(|(s, _)| params(s)).min()?;
+    let mut allow: Vec<&'static str> = matching
+        .filter(|(s, _)| params(s) == fewest)
+        .flat_map(|(_, m)| m.iter().copied())
+        .collect();
+    allow.sort_by_key(|m| {
+        ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+            .iter()
+            .position(|x| x == m)
+    });
+    allow.dedup();
+    Some(allow)
+}

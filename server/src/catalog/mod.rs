@@ -145,6 +145,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 async fn fallback(req: HttpRequest) -> Result<HttpResponse, actix_web::Error> {
     let path = req.path();
     if MACHINE_PREFIXES.iter().any(|p| path.starts_with(p)) {
+        // A documented path asked with another method (OPTIONS included).
+        if let Some(allow) = crate::openapi::allowed_methods(path)
+            && !allow.contains(&req.method().as_str())
+        {
+            return Err(ApiError::MethodNotAllowed {
+                method: req.method().to_string(),
+                allow,
+            }
+            .into());
+        }
         return Err(ApiError::NotFound(format!("route {path}")).into());
     }
     if req.method() != actix_web::http::Method::GET && req.method() != actix_web::http::Method::HEAD

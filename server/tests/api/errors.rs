@@ -119,3 +119,46 @@ async fn unauthenticated_carries_the_bearer_challenge() {
     let body = snapshot_body(res, StatusCode::UNAUTHORIZED, "unauthenticated").await;
     insta::assert_json_snapshot!("problem_unauthenticated", body);
 }
+
+#[actix_web::test]
+async fn documented_paths_answer_other_methods_with_405_and_allow() {
+    let app = app().await;
+    for (method, path, allow) in [
+        (Method::POST, "/api/v1/search", "GET, HEAD"),
+        (
+            Method::OPTIONS,
+            "/api/v1/agents/a/1.0.0/download",
+            "GET, HEAD",
+        ),
+        (Method::DELETE, "/api/v1/tokens", "GET, HEAD, POST"),
+        (Method::PATCH, "/healthz", "GET, HEAD"),
+    ] {
+        let res = app.request(method.clone(), path).send().await.unwrap();
+        assert_eq!(
+            res.headers().get("allow").map(|v| v.to_str().unwrap()),
+            Some(allow),
+            "{method} {path}"
+        );
+        problem(res, StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed").await;
+    }
+    let body = snapshot_body(
+        app.request(Method::PUT, "/api/v1/search")
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+    )
+    .await;
+    insta::assert_json_snapshot!("problem_method_not_allowed", body);
+    // Undocumented paths stay 404, whatever the method.
+    problem(
+        app.request(Method::POST, "/api/v1/nowhere")
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+}
