@@ -1,8 +1,8 @@
 //! One HTTP error type, rendered as RFC 9457 `application/problem+json`.
 //!
-//! Problem `type`s are stable absolute URIs,
-//! `https://agentlang.dev/problems/<slug>`, one slug per [`ApiError`] variant;
-//! clients match on them, never on `title` or `detail`.
+//! Problem `type`s are `<public URL>/problems/<slug>`, one per
+//! [`ProblemType`]; each is a catalog page saying what the problem means and
+//! what to do. Clients match on the slug, never on `title` or `detail`.
 //!
 //! [`ApiError::error_response`] cannot see the request, so it leaves the
 //! rendered [`Problem`] in the response's extensions; the [`problem_details`]
@@ -23,8 +23,9 @@ use utoipa::ToSchema;
 use crate::request_id::RequestId;
 pub use agentlang_core::lockcheck::ProblemKind as LockProblemKind;
 
-/// The prefix of every problem `type` URI.
-pub const PROBLEM_TYPE_BASE: &str = "https://agentlang.dev/problems/";
+/// The path under which every problem type has its page: a problem's
+/// `type` is this path under the registry's public URL.
+pub const PROBLEMS_PATH: &str = "/problems/";
 
 /// One invalid input, named by its JSON field path (`scopes[1]`). A
 /// problem inside an uploaded package also names the package file and the
@@ -166,71 +167,43 @@ impl ApiError {
         }
     }
 
-    /// The stable slug of the problem `type` URI.
-    pub fn slug(&self) -> &'static str {
+    /// The kind of problem this is: one per fact a client can act on.
+    pub fn problem_type(&self) -> ProblemType {
         match self {
-            Self::Validation(_) => "validation-failed",
-            Self::BadRequest(_) => "malformed-request",
-            Self::UnsupportedMediaType { .. } => "unsupported-media-type",
-            Self::PayloadTooLarge { .. } => "payload-too-large",
-            Self::RequestTimeout(_) => "request-timeout",
-            Self::Unauthenticated(_) => "unauthenticated",
-            Self::InvalidCredentials => "invalid-credentials",
-            Self::MissingScope(_) => "missing-scope",
-            Self::TokenNotForPackage(_) => "token-not-for-package",
-            Self::AdminRequired => "admin-required",
-            Self::SeniorOwner(_) => "senior-owner",
-            Self::RegistrationClosed => "registration-closed",
-            Self::NotFound(_) => "not-found",
-            Self::MethodNotAllowed { .. } => "method-not-allowed",
-            Self::Conflict(_) => "conflict",
-            Self::RateLimited { .. } => "rate-limited",
-            Self::Unavailable(_) => "unavailable",
-            Self::ContainerInvalid(_) => "container-invalid",
-            Self::SignatureInvalid(_) => "signature-invalid",
-            Self::KeyRevoked(_) => "key-revoked",
-            Self::UnknownKey(_) => "unknown-key",
-            Self::NotOwner(_) => "not-owner",
-            Self::NameTaken(_) => "name-taken",
-            Self::VersionExists(_) => "version-exists",
-            Self::Lock(kind, _) => lock_slug(*kind),
-            Self::Unsatisfiable { .. } => "unsatisfiable",
-            Self::ResolveTimeout(_) => "resolve-timeout",
-            Self::Internal(_) => "internal",
+            Self::Validation(_) => ProblemType::ValidationFailed,
+            Self::BadRequest(_) => ProblemType::MalformedRequest,
+            Self::UnsupportedMediaType { .. } => ProblemType::UnsupportedMediaType,
+            Self::PayloadTooLarge { .. } => ProblemType::PayloadTooLarge,
+            Self::RequestTimeout(_) => ProblemType::RequestTimeout,
+            Self::Unauthenticated(_) => ProblemType::Unauthenticated,
+            Self::InvalidCredentials => ProblemType::InvalidCredentials,
+            Self::MissingScope(_) => ProblemType::MissingScope,
+            Self::TokenNotForPackage(_) => ProblemType::TokenNotForPackage,
+            Self::AdminRequired => ProblemType::AdminRequired,
+            Self::SeniorOwner(_) => ProblemType::SeniorOwner,
+            Self::RegistrationClosed => ProblemType::RegistrationClosed,
+            Self::NotFound(_) => ProblemType::NotFound,
+            Self::MethodNotAllowed { .. } => ProblemType::MethodNotAllowed,
+            Self::Conflict(_) => ProblemType::Conflict,
+            Self::RateLimited { .. } => ProblemType::RateLimited,
+            Self::Unavailable(_) => ProblemType::Unavailable,
+            Self::ContainerInvalid(_) => ProblemType::ContainerInvalid,
+            Self::SignatureInvalid(_) => ProblemType::SignatureInvalid,
+            Self::KeyRevoked(_) => ProblemType::KeyRevoked,
+            Self::UnknownKey(_) => ProblemType::UnknownKey,
+            Self::NotOwner(_) => ProblemType::NotOwner,
+            Self::NameTaken(_) => ProblemType::NameTaken,
+            Self::VersionExists(_) => ProblemType::VersionExists,
+            Self::Lock(kind, _) => ProblemType::from(*kind),
+            Self::Unsatisfiable { .. } => ProblemType::Unsatisfiable,
+            Self::ResolveTimeout(_) => ProblemType::ResolveTimeout,
+            Self::Internal(_) => ProblemType::Internal,
         }
     }
 
-    fn title(&self) -> &'static str {
-        match self {
-            Self::Validation(_) => "The request failed validation",
-            Self::BadRequest(_) => "Malformed request",
-            Self::UnsupportedMediaType { .. } => "Unsupported media type",
-            Self::PayloadTooLarge { .. } => "Payload too large",
-            Self::RequestTimeout(_) => "Request timeout",
-            Self::Unauthenticated(_) => "Authentication required",
-            Self::InvalidCredentials => "Invalid credentials",
-            Self::MissingScope(_) => "The token lacks a scope",
-            Self::TokenNotForPackage(_) => "The token is not valid for this package",
-            Self::AdminRequired => "Admin required",
-            Self::SeniorOwner(_) => "The owner has been an owner longer",
-            Self::RegistrationClosed => "Registration is closed",
-            Self::NotFound(_) => "Not found",
-            Self::MethodNotAllowed { .. } => "Method not allowed",
-            Self::Conflict(_) => "Conflict",
-            Self::RateLimited { .. } => "Too many requests",
-            Self::Unavailable(_) => "Service unavailable",
-            Self::ContainerInvalid(_) => "The container is invalid",
-            Self::SignatureInvalid(_) => "The signature does not verify",
-            Self::KeyRevoked(_) => "The signing key is revoked",
-            Self::UnknownKey(_) => "Unknown signing key",
-            Self::NotOwner(_) => "Not an owner",
-            Self::NameTaken(_) => "The name is taken",
-            Self::VersionExists(_) => "The version exists",
-            Self::Lock(kind, _) => lock_title(*kind),
-            Self::Unsatisfiable { .. } => "The requirements cannot be met",
-            Self::ResolveTimeout(_) => "Resolution timed out",
-            Self::Internal(_) => "Internal server error",
-        }
+    /// The stable slug of the problem `type` URI.
+    pub fn slug(&self) -> &'static str {
+        self.problem_type().slug()
     }
 
     fn problem(&self) -> Problem {
@@ -252,8 +225,10 @@ impl ApiError {
             other => other.to_string(),
         };
         Problem {
-            problem_type: format!("{PROBLEM_TYPE_BASE}{}", self.slug()),
-            title: self.title().to_owned(),
+            // Relative until the middleware, which knows the public URL,
+            // makes it absolute.
+            problem_type: format!("{PROBLEMS_PATH}{}", self.slug()),
+            title: self.problem_type().title().to_owned(),
             status: status.as_u16(),
             detail,
             instance: None,
@@ -272,33 +247,7 @@ impl ApiError {
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        match self {
-            Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
-            Self::Unauthenticated(_) | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
-            Self::MissingScope(_)
-            | Self::TokenNotForPackage(_)
-            | Self::AdminRequired
-            | Self::SeniorOwner(_)
-            | Self::RegistrationClosed => StatusCode::FORBIDDEN,
-            Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Conflict(_) => StatusCode::CONFLICT,
-            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) | Self::ResolveTimeout(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::ContainerInvalid(_)
-            | Self::SignatureInvalid(_)
-            | Self::KeyRevoked(_)
-            | Self::UnknownKey(_)
-            | Self::Lock(..)
-            | Self::Unsatisfiable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::NotOwner(_) => StatusCode::FORBIDDEN,
-            Self::NameTaken(_) | Self::VersionExists(_) => StatusCode::CONFLICT,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        self.problem_type().status()
     }
 
     fn error_response(&self) -> HttpResponse {
@@ -361,34 +310,6 @@ impl ApiError {
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
 /// The problem type of each kind of lock failure.
-fn lock_slug(kind: LockProblemKind) -> &'static str {
-    match kind {
-        LockProblemKind::Missing => "lock-missing",
-        LockProblemKind::Files => "lock-files-mismatch",
-        LockProblemKind::Agents => "lock-agents-mismatch",
-        LockProblemKind::Models => "lock-models-undeclared",
-        LockProblemKind::NotInRegistry => "lock-mismatch",
-        LockProblemKind::Unpinned => "lock-unpinned",
-        LockProblemKind::Unsatisfied => "lock-unsatisfied",
-        LockProblemKind::Unrelated => "lock-unrelated",
-        LockProblemKind::Yanked => "lock-yanked",
-    }
-}
-
-fn lock_title(kind: LockProblemKind) -> &'static str {
-    match kind {
-        LockProblemKind::Missing => "The agent has no agent.lock",
-        LockProblemKind::Files => "agent.lock does not hash the package's files",
-        LockProblemKind::Agents => "agent.lock does not pin the subagents",
-        LockProblemKind::Models => "agent.lock names undeclared models",
-        LockProblemKind::NotInRegistry => "agent.lock does not match the registry",
-        LockProblemKind::Unpinned => "agent.lock leaves a requirement unpinned",
-        LockProblemKind::Unsatisfied => "agent.lock does not satisfy a requirement",
-        LockProblemKind::Unrelated => "agent.lock pins an unrelated tool",
-        LockProblemKind::Yanked => "agent.lock pins a yanked version",
-    }
-}
-
 fn lock_detail(kind: LockProblemKind) -> &'static str {
     match kind {
         LockProblemKind::Missing => {
@@ -445,12 +366,18 @@ pub async fn problem_details(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let instance = req.path().to_owned();
     let request_id = req.extensions().get::<RequestId>().cloned();
+    let public_url = req
+        .app_data::<actix_web::web::Data<crate::state::AppState>>()
+        .map(|state| state.public_url.clone());
     let response = next.call(req).await?;
     let Some(mut problem) = response.response().extensions().get::<Problem>().cloned() else {
         return Ok(response.map_into_boxed_body());
     };
     problem.instance = Some(instance);
     problem.request_id = request_id.map(|id| id.0);
+    if let Some(state) = public_url {
+        problem.problem_type = format!("{}{}", state.trim_end_matches('/'), problem.problem_type);
+    }
     let body = serde_json::to_vec(&problem).map_err(actix_web::error::ErrorInternalServerError)?;
     Ok(response.map_body(|_, _| BoxBody::new(body)))
 }
@@ -583,5 +510,317 @@ mod tests {
         let problem = ApiError::internal(anyhow::anyhow!("db password is hunter2")).problem();
         let json = serde_json::to_string(&problem).unwrap();
         assert!(!json.contains("hunter2"), "{json}");
+    }
+}
+
+/// Every kind of problem the registry answers with. The `type` URIs and
+/// the catalog's pages under `/problems/` are generated from this list
+/// (`ProblemType::iter()`), and every [`ApiError`] maps to one kind by an
+/// exhaustive match, so documents, pages and errors cannot drift apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumIter)]
+pub enum ProblemType {
+    ValidationFailed,
+    MalformedRequest,
+    UnsupportedMediaType,
+    PayloadTooLarge,
+    RequestTimeout,
+    Unauthenticated,
+    InvalidCredentials,
+    MissingScope,
+    TokenNotForPackage,
+    AdminRequired,
+    SeniorOwner,
+    RegistrationClosed,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    RateLimited,
+    Unavailable,
+    ContainerInvalid,
+    SignatureInvalid,
+    KeyRevoked,
+    UnknownKey,
+    NotOwner,
+    NameTaken,
+    VersionExists,
+    LockMissing,
+    LockFilesMismatch,
+    LockAgentsMismatch,
+    LockModelsUndeclared,
+    LockMismatch,
+    LockUnpinned,
+    LockUnsatisfied,
+    LockUnrelated,
+    LockYanked,
+    Unsatisfiable,
+    ResolveTimeout,
+    Internal,
+}
+
+impl From<LockProblemKind> for ProblemType {
+    fn from(kind: LockProblemKind) -> Self {
+        match kind {
+            LockProblemKind::Missing => Self::LockMissing,
+            LockProblemKind::Files => Self::LockFilesMismatch,
+            LockProblemKind::Agents => Self::LockAgentsMismatch,
+            LockProblemKind::Models => Self::LockModelsUndeclared,
+            LockProblemKind::NotInRegistry => Self::LockMismatch,
+            LockProblemKind::Unpinned => Self::LockUnpinned,
+            LockProblemKind::Unsatisfied => Self::LockUnsatisfied,
+            LockProblemKind::Unrelated => Self::LockUnrelated,
+            LockProblemKind::Yanked => Self::LockYanked,
+        }
+    }
+}
+
+impl ProblemType {
+    /// Every kind, in the order the `/problems/` index lists them.
+    pub fn all() -> impl Iterator<Item = ProblemType> {
+        <Self as strum::IntoEnumIterator>::iter()
+    }
+
+    /// The kind whose slug this is.
+    pub fn from_slug(slug: &str) -> Option<ProblemType> {
+        Self::all().find(|p| p.slug() == slug)
+    }
+
+    /// The last segment of the `type` URI.
+    pub fn slug(self) -> &'static str {
+        self.facts().0
+    }
+
+    pub fn status(self) -> StatusCode {
+        StatusCode::from_u16(self.facts().1).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    /// The problem document's `title`.
+    pub fn title(self) -> &'static str {
+        self.facts().2
+    }
+
+    /// What it means and what to do about it, for its page.
+    pub fn advice(self) -> &'static str {
+        self.facts().3
+    }
+
+    fn facts(self) -> (&'static str, u16, &'static str, &'static str) {
+        match self {
+            Self::ValidationFailed => (
+                "validation-failed",
+                422,
+                "The request failed validation",
+                "One or more fields are invalid; `errors` lists each with its path and what is wrong. Fix every one and send the request again.",
+            ),
+            Self::MalformedRequest => (
+                "malformed-request",
+                400,
+                "Malformed request",
+                "The body is not the JSON (or YAML) the route reads, names a field the route does not know, or the query string is invalid. `detail` names the first thing that could not be read.",
+            ),
+            Self::UnsupportedMediaType => (
+                "unsupported-media-type",
+                415,
+                "Unsupported media type",
+                "The body's `Content-Type` is not one the route reads; `detail` names the one it expects.",
+            ),
+            Self::PayloadTooLarge => (
+                "payload-too-large",
+                413,
+                "Payload too large",
+                "The body is larger than the route accepts. Containers are limited by the registry's upload limit; JSON bodies to a few hundred KiB.",
+            ),
+            Self::RequestTimeout => (
+                "request-timeout",
+                408,
+                "Request timeout",
+                "The body stopped arriving, or took longer than the registry waits. Send it again without pauses.",
+            ),
+            Self::Unauthenticated => (
+                "unauthenticated",
+                401,
+                "Authentication required",
+                "The route needs a token (`Authorization: Bearer …`) and none was sent, or it is malformed, expired or revoked. Create one with `agentlang login` or on your account page.",
+            ),
+            Self::InvalidCredentials => (
+                "invalid-credentials",
+                401,
+                "Invalid credentials",
+                "The username or the password is wrong. After repeated failures the registry slows further attempts for that username and address.",
+            ),
+            Self::MissingScope => (
+                "missing-scope",
+                403,
+                "The token lacks a scope",
+                "The token is valid but was created without the scope this route needs (`publish`, `yank`, `owners`, `keys`, `tokens` or `admin`). Create a token with that scope.",
+            ),
+            Self::TokenNotForPackage => (
+                "token-not-for-package",
+                403,
+                "The token is not valid for this package",
+                "The token is restricted to other packages. Use a token created for this package, or one without a package restriction.",
+            ),
+            Self::AdminRequired => (
+                "admin-required",
+                403,
+                "Admin required",
+                "Only the registry's admins may do this (edit the model or protocol catalog). An operator makes admins with `AGENTLANG_REGISTRY_ADMINS` or `agentlang-registry admin grant USER`.",
+            ),
+            Self::SeniorOwner => (
+                "senior-owner",
+                403,
+                "The owner has been an owner longer",
+                "An owner may remove only owners who joined after them, so a package cannot be taken from its founder.",
+            ),
+            Self::RegistrationClosed => (
+                "registration-closed",
+                403,
+                "Registration is closed",
+                "This registry does not accept new accounts. Ask its operator for one.",
+            ),
+            Self::NotFound => (
+                "not-found",
+                404,
+                "Not found",
+                "No such route, package, version, key, token or account. Names are compared with case and `-`/`_` folded.",
+            ),
+            Self::MethodNotAllowed => (
+                "method-not-allowed",
+                405,
+                "Method not allowed",
+                "The path exists but does not answer this method; the `Allow` header lists the methods it does answer.",
+            ),
+            Self::Conflict => (
+                "conflict",
+                409,
+                "Conflict",
+                "The request clashes with the registry's current state (an account or key that already exists, an invitation already answered). `detail` says which.",
+            ),
+            Self::RateLimited => (
+                "rate-limited",
+                429,
+                "Too many requests",
+                "This client sent more requests than the registry allows per minute. Wait the seconds `Retry-After` gives and try again.",
+            ),
+            Self::Unavailable => (
+                "unavailable",
+                503,
+                "Service unavailable",
+                "A backend (database or object storage) is out of reach, or the registry is at its limit of uploads in flight. Nothing was written; retry after `Retry-After` seconds.",
+            ),
+            Self::ContainerInvalid => (
+                "container-invalid",
+                422,
+                "The container is invalid",
+                "The upload is not a valid `.agent`, `.tool` or `.protocol` container, or its package does not validate; `detail` and `errors` say where. `agentlang validate` and `agentlang verify` report the same locally.",
+            ),
+            Self::SignatureInvalid => (
+                "signature-invalid",
+                422,
+                "The signature does not verify",
+                "The container's Ed25519 signature does not verify against the key it names: the manifest was changed after signing, or it was signed with another key.",
+            ),
+            Self::KeyRevoked => (
+                "key-revoked",
+                422,
+                "The signing key is revoked",
+                "The container is signed with a key its owner revoked. Sign with a key in force (`agentlang keys list`).",
+            ),
+            Self::UnknownKey => (
+                "unknown-key",
+                422,
+                "Unknown signing key",
+                "The container is signed with a key not registered to the publishing account. Register it first with `agentlang keys register`.",
+            ),
+            Self::NotOwner => (
+                "not-owner",
+                403,
+                "Not an owner",
+                "Only the package's owners may publish, yank or manage owners. An owner can invite you.",
+            ),
+            Self::NameTaken => (
+                "name-taken",
+                409,
+                "The name is taken",
+                "Another package has this name, or one that differs only in case or `-`/`_`. Choose another name.",
+            ),
+            Self::VersionExists => (
+                "version-exists",
+                409,
+                "The version exists",
+                "Versions are never reused, even after a yank. Publish a new version; identical bytes of the same version are accepted as a retry.",
+            ),
+            Self::LockMissing => (
+                "lock-missing",
+                422,
+                "The agent has no agent.lock",
+                "An agent that requires registry tools must carry an agent.lock. Run `agentlang lock` (or `agentlang build`, which locks) and publish again.",
+            ),
+            Self::LockFilesMismatch => (
+                "lock-files-mismatch",
+                422,
+                "agent.lock does not hash the package's files",
+                "agent.lock's `files` section does not match the package's members. Run `agentlang lock` after editing files.",
+            ),
+            Self::LockAgentsMismatch => (
+                "lock-agents-mismatch",
+                422,
+                "agent.lock does not pin the subagents",
+                "agent.lock's `agents` section does not pin the co-located subagents by hash. Run `agentlang lock`.",
+            ),
+            Self::LockModelsUndeclared => (
+                "lock-models-undeclared",
+                422,
+                "agent.lock names undeclared models",
+                "agent.lock's `models` section names models agent.yaml does not declare. Run `agentlang lock`.",
+            ),
+            Self::LockMismatch => (
+                "lock-mismatch",
+                422,
+                "agent.lock does not match the registry",
+                "agent.lock pins tool versions, hashes or protocol versions this registry does not hold. Run `agentlang lock --update` against this registry.",
+            ),
+            Self::LockUnpinned => (
+                "lock-unpinned",
+                422,
+                "agent.lock leaves a requirement unpinned",
+                "A tool requirement of the agent or of a pinned tool has no pin. Run `agentlang lock`.",
+            ),
+            Self::LockUnsatisfied => (
+                "lock-unsatisfied",
+                422,
+                "agent.lock does not satisfy a requirement",
+                "A pin does not satisfy the requirement it answers. Run `agentlang lock`.",
+            ),
+            Self::LockUnrelated => (
+                "lock-unrelated",
+                422,
+                "agent.lock pins an unrelated tool",
+                "agent.lock pins tools no requirement leads to. Run `agentlang lock`.",
+            ),
+            Self::LockYanked => (
+                "lock-yanked",
+                422,
+                "agent.lock pins a yanked version",
+                "A newly pinned version was yanked. Run `agentlang lock --update` to move to a live version.",
+            ),
+            Self::Unsatisfiable => (
+                "unsatisfiable",
+                422,
+                "The requirements cannot be met",
+                "No set of published versions meets every requirement; `detail` explains why and `conflicts` lists the clashing requirements. Relax a requirement or publish a version that fits.",
+            ),
+            Self::ResolveTimeout => (
+                "resolve-timeout",
+                503,
+                "Resolution timed out",
+                "Resolution did not finish within the registry's time limit. Retry; if it keeps happening, narrow the requirements.",
+            ),
+            Self::Internal => (
+                "internal",
+                500,
+                "Internal server error",
+                "The registry failed; the cause is in its log under the request id. Nothing half-done is visible. Report it to the operator with the `request_id`.",
+            ),
+        }
     }
 }

@@ -22,7 +22,8 @@ use crate::{common, error, routes};
         title = "AgentLang Registry",
         description = "Publish, verify, resolve and find AI agents and their tools. \
                        Errors are RFC 9457 problem documents (`application/problem+json`) \
-                       whose `type` is `https://agentlang.dev/problems/<slug>`."
+                       whose `type` is `<registry URL>/problems/<slug>`, a page that \
+                       says what the problem means and what to do."
     ),
     paths(
         routes::accounts::create_account,

@@ -214,8 +214,10 @@ fn validate_build_and_publish_refuse_the_same_packages() {
         let (status, body) =
             publish_raw(&alice, pack_unchecked(&alice, &dir, *kind, name, "1.0.0"));
         assert_eq!(status, 422, "{name}: {body}");
-        assert_eq!(
-            body["type"], "https://agentlang.dev/problems/validation-failed",
+        assert!(
+            body["type"]
+                .as_str()
+                .is_some_and(|t| t.ends_with("/problems/validation-failed")),
             "{body}"
         );
         assert_eq!(problems_of(&body["errors"]), validated, "{name}: publish");

@@ -824,6 +824,51 @@ pub struct DocsPage {
     pub registry_url: String,
 }
 
+// ---------------------------------------------------------------- problems
+
+/// One problem type the API answers with, as its page describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProblemView {
+    pub slug: String,
+    pub status: u16,
+    pub title: String,
+    /// Markdown: what it means and what to do.
+    pub advice: String,
+}
+
+impl ProblemView {
+    pub fn href(&self) -> String {
+        format!("/problems/{}", self.slug)
+    }
+
+    pub fn advice_html(&self) -> String {
+        render_markdown(&self.advice)
+    }
+}
+
+/// `/problems/` (every problem type) and `/problems/{slug}` (one, with the
+/// others listed): the pages problem documents' `type` URIs point at.
+#[derive(Template)]
+#[template(path = "problems.html")]
+pub struct ProblemsPage {
+    pub chrome: Chrome,
+    pub registry_url: String,
+    /// The problem the page is about; `None` on the index.
+    pub problem: Option<ProblemView>,
+    pub problems: Vec<ProblemView>,
+}
+
+impl ProblemsPage {
+    /// The `type` URI of a problem on this registry.
+    pub fn type_uri(&self, p: &ProblemView) -> String {
+        format!(
+            "{}/problems/{}",
+            self.registry_url.trim_end_matches('/'),
+            p.slug
+        )
+    }
+}
+
 // ---------------------------------------------------------------- errors
 
 #[derive(Template)]

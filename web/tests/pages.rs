@@ -264,6 +264,21 @@ fn account_page() -> AccountPage {
 }
 
 /// Every page, rendered, with a name for failure messages.
+fn problems_page() -> ProblemsPage {
+    let view = |slug: &str, status, title: &str| ProblemView {
+        slug: slug.to_owned(),
+        status,
+        title: title.to_owned(),
+        advice: format!("What `{slug}` means."),
+    };
+    ProblemsPage {
+        chrome: chrome(),
+        registry_url: "https://registry.example/".to_owned(),
+        problem: Some(view("not-owner", 403, "Not an owner")),
+        problems: vec![view("not-found", 404, "Not found")],
+    }
+}
+
 fn all_pages() -> Vec<(&'static str, String)> {
     vec![
         (
@@ -293,6 +308,7 @@ fn all_pages() -> Vec<(&'static str, String)> {
         ("agent", agent_page(false).render().unwrap()),
         ("agent-owner", agent_page(true).render().unwrap()),
         ("tool", tool_page().render().unwrap()),
+        ("problem", problems_page().render().unwrap()),
         ("protocol", protocol_page().render().unwrap()),
         ("replay-form", replay_page(false).render().unwrap()),
         ("replay", replay_page(true).render().unwrap()),

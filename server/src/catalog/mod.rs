@@ -17,6 +17,7 @@ pub mod assets;
 pub mod home;
 pub mod keys;
 pub mod packages;
+pub mod problems;
 pub mod protocols;
 pub mod publishers;
 pub mod replay;
@@ -71,6 +72,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(from_fn(catalog_responses))
             .route("/", web::get().to(home::home))
             .route("/docs", web::get().to(home::docs))
+            .route("/problems/", web::get().to(problems::list_problems))
+            .route("/problems", web::get().to(problems::list_problems))
+            .route("/problems/{slug}", web::get().to(problems::show_problem))
             .route("/search", web::get().to(search::search))
             .route("/static/{file}", web::get().to(assets::static_file))
             .route("/agents/{name}", web::get().to(packages::agent_latest))

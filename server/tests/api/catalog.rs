@@ -108,6 +108,8 @@ async fn every_page_answers_html_with_its_policy(backend: Backend) {
         "/publishers/alice".to_owned(),
         format!("/keys/{}", seeded.key_id),
         "/docs".to_owned(),
+        "/problems/".to_owned(),
+        "/problems/not-owner".to_owned(),
         "/login".to_owned(),
     ];
     for path in &pages {

@@ -6,10 +6,12 @@ use serde_json::{Value, json};
 
 use crate::support::{Backend, TestApp, problem};
 
-/// The body with its per-request id blanked, for a stable snapshot.
+/// The body with its per-request id and the registry's address blanked,
+/// for a stable snapshot.
 async fn snapshot_body(res: reqwest::Response, status: StatusCode, slug: &str) -> Value {
     let mut body = problem(res, status, slug).await;
     body["request_id"] = json!("[request id]");
+    body["type"] = json!(format!("[registry]/problems/{slug}"));
     body
 }
 
@@ -161,4 +163,50 @@ async fn documented_paths_answer_other_methods_with_405_and_allow() {
         "not-found",
     )
     .await;
+}
+
+#[actix_web::test]
+async fn every_problem_type_is_a_page_its_documents_point_at() {
+    let app = app().await;
+    // A document's `type` is an address on this registry that answers.
+    let body = problem(
+        app.get("/api/v1/nowhere").await,
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+    let page = reqwest::get(body["type"].as_str().unwrap()).await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("<h1>Not found</h1>"), "{html}");
+    assert!(html.contains("HTTP 404"), "{html}");
+
+    let index = app.get("/problems/").await.text().await.unwrap();
+    for p in agentlang_registry::error::ProblemType::all() {
+        assert!(
+            index.contains(&format!(
+                r#"<a href="/problems/{0}"><code>{0}</code></a>"#,
+                p.slug()
+            )),
+            "{} missing from the index",
+            p.slug()
+        );
+        let res = app.get(&format!("/problems/{}", p.slug())).await;
+        assert_eq!(res.status(), StatusCode::OK, "{}", p.slug());
+        let html = res.text().await.unwrap();
+        assert!(
+            html.contains(&format!("HTTP {}", p.status().as_u16())),
+            "{}",
+            p.slug()
+        );
+    }
+    let html = app.get("/problems/lock-yanked").await.text().await.unwrap();
+    assert!(
+        html.contains("<code>agentlang lock --update</code>"),
+        "{html}"
+    );
+    assert_eq!(
+        app.get("/problems/no-such-problem").await.status(),
+        StatusCode::NOT_FOUND
+    );
 }
