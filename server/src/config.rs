@@ -646,6 +646,217 @@ impl Config {
     }
 }
 
+/// Every `AGENTLANG_REGISTRY_*` variable the registry reads, with what it
+/// means. `--help` lists them with their defaults and `config check`
+/// prints their effective values, both through [`Config::value_of`].
+pub const VARIABLES: &[(&str, &str)] = &[
+    (
+        "CONFIG",
+        "a TOML file read before the variables (same keys, lower case)",
+    ),
+    ("BIND", "host:port to listen on (port 0: any free port)"),
+    (
+        "PUBLIC_URL",
+        "the URL clients reach the registry at (token issuer, links, problem types)",
+    ),
+    (
+        "DATA_DIR",
+        "folder of the SQLite file, file blobs, upload spool and identity key",
+    ),
+    ("DATABASE_URL", "sqlite://PATH or postgres://..."),
+    (
+        "STORAGE_URL",
+        "file://PATH or s3://BUCKET/PREFIX (S3 settings: AWS_* variables or [s3])",
+    ),
+    ("MAX_UPLOAD_BYTES", "largest container accepted"),
+    ("REGISTRATION", "open or closed: who may create accounts"),
+    (
+        "RATE_LIMITS",
+        "on or off (per-bucket budgets: [rate_limits] in the file)",
+    ),
+    (
+        "TRUSTED_PROXIES",
+        "comma-separated networks whose X-Forwarded-For is believed",
+    ),
+    (
+        "JWT_SECRET",
+        "token signing secret, 32+ random bytes (default: generated, kept in the database)",
+    ),
+    ("ADMINS", "comma-separated usernames made admins"),
+    ("WORKERS", "HTTP worker threads (default: one per core)"),
+    ("AGENT_ID", "the registry's agent id in CLowl and MoltSpeak"),
+    ("AGENT_ORG", "the registry's organisation in MoltSpeak"),
+    (
+        "IDENTITY_KEY",
+        "PKCS#8 PEM Ed25519 key of the registry's agent identity",
+    ),
+    ("IDENTITY_KEY_FILE", "a file holding that key"),
+    (
+        "SWEEP_INTERVAL_SECS",
+        "how often unreferenced blobs are swept (0: never)",
+    ),
+    (
+        "SWEEP_GRACE_SECS",
+        "how old an unreferenced blob must be to be swept",
+    ),
+    (
+        "RESOLVE_TIMEOUT_MS",
+        "longest one resolution may run before 503",
+    ),
+    (
+        "BODY_IDLE_TIMEOUT_SECS",
+        "a request body silent this long is cut off (408)",
+    ),
+    (
+        "UPLOAD_TIMEOUT_SECS",
+        "an upload's whole body must arrive within this (408)",
+    ),
+    (
+        "REQUEST_TIMEOUT_SECS",
+        "every other request is answered within this",
+    ),
+    (
+        "DATABASE_TIMEOUT_SECS",
+        "wait for a database connection before 503",
+    ),
+    (
+        "STORAGE_TIMEOUT_SECS",
+        "longest one object-storage call may take",
+    ),
+    (
+        "MAX_CONCURRENT_UPLOADS",
+        "uploads verified at once by this process",
+    ),
+    (
+        "MAX_CONCURRENT_UPLOADS_PER_ACCOUNT",
+        "uploads one account may have in flight",
+    ),
+];
+
+/// Shown instead of a secret.
+const REDACTED: &str = "[redacted]";
+
+/// A URL with its password replaced, for printing.
+fn without_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:{REDACTED}{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl Config {
+    /// The value of variable `name` (one of [`VARIABLES`]) in effect, as it
+    /// would be written, with secrets redacted; `None` for an unknown name.
+    pub fn value_of(&self, name: &str) -> Option<String> {
+        let secs = |d: Duration| d.as_secs().to_string();
+        let limits = &self.limits;
+        Some(match name {
+            "CONFIG" => String::new(),
+            "BIND" => self.bind.clone(),
+            "PUBLIC_URL" => self.public_url.clone().unwrap_or_default(),
+            "DATA_DIR" => self.data_dir.display().to_string(),
+            "DATABASE_URL" => match self.effective_database_url() {
+                DatabaseUrl::Sqlite(url) => url,
+                DatabaseUrl::SqlitePath(path) => format!("sqlite://{}", path.display()),
+                DatabaseUrl::Postgres(url) => without_password(&url),
+            },
+            "STORAGE_URL" => match self.effective_storage_url() {
+                StorageUrl::File(path) => format!("file://{}", path.display()),
+                StorageUrl::S3 { bucket, prefix } => format!("s3://{bucket}/{prefix}"),
+            },
+            "MAX_UPLOAD_BYTES" => self.max_upload_bytes.to_string(),
+            "REGISTRATION" => match self.registration {
+                RegistrationMode::Open => "open".to_owned(),
+                RegistrationMode::Closed => "closed".to_owned(),
+            },
+            "RATE_LIMITS" => if self.rate_limits.enabled {
+                "on"
+            } else {
+                "off"
+            }
+            .to_owned(),
+            "TRUSTED_PROXIES" => self
+                .rate_limits
+                .trusted_proxies
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            "JWT_SECRET" => self
+                .jwt_secret
+                .as_ref()
+                .map(|_| REDACTED.to_owned())
+                .unwrap_or_default(),
+            "ADMINS" => self.admins.join(","),
+            "WORKERS" => self.workers.map(|w| w.to_string()).unwrap_or_default(),
+            "AGENT_ID" => self.identity.agent_id.clone(),
+            "AGENT_ORG" => self.identity.org.clone(),
+            "IDENTITY_KEY" => self
+                .identity
+                .key_pem
+                .as_ref()
+                .map(|_| REDACTED.to_owned())
+                .unwrap_or_default(),
+            "IDENTITY_KEY_FILE" => self
+                .identity
+                .key_file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            "SWEEP_INTERVAL_SECS" => secs(self.sweep_interval),
+            "SWEEP_GRACE_SECS" => secs(self.sweep_grace),
+            "RESOLVE_TIMEOUT_MS" => self.resolve_timeout.as_millis().to_string(),
+            "BODY_IDLE_TIMEOUT_SECS" => secs(limits.body_idle_timeout),
+            "UPLOAD_TIMEOUT_SECS" => secs(limits.upload_timeout),
+            "REQUEST_TIMEOUT_SECS" => secs(limits.request_timeout),
+            "DATABASE_TIMEOUT_SECS" => secs(limits.database_timeout),
+            "STORAGE_TIMEOUT_SECS" => secs(limits.storage_timeout),
+            "MAX_CONCURRENT_UPLOADS" => limits.max_concurrent_uploads.to_string(),
+            "MAX_CONCURRENT_UPLOADS_PER_ACCOUNT" => {
+                limits.max_concurrent_uploads_per_account.to_string()
+            }
+            _ => return None,
+        })
+    }
+
+    /// `NAME=value` per variable, secrets redacted: what `config check`
+    /// prints.
+    pub fn effective_lines(&self) -> Vec<String> {
+        VARIABLES
+            .iter()
+            .map(|(name, _)| {
+                format!(
+                    "{ENV_PREFIX}{name}={}",
+                    self.value_of(name).unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+}
+
+/// The `--help` text's list: every variable, what it means, its default.
+pub fn variables_help() -> String {
+    let defaults = Config::default();
+    let mut out = String::from("Configuration (environment variables):\n");
+    for (name, meaning) in VARIABLES {
+        let default = defaults.value_of(name).unwrap_or_default();
+        let default = if default.is_empty() {
+            String::new()
+        } else {
+            format!(" [default: {default}]")
+        };
+        out.push_str(&format!("  {ENV_PREFIX}{name}\n      {meaning}{default}\n"));
+    }
+    out.push_str("  AGENTLANG_REGISTRY_LOG\n      log filter, as RUST_LOG [default: info]\n");
+    out
+}
+
 /// Accepts `http(s)://host[:port][/path]` and drops a trailing slash, so the
 /// JWT issuer compares equal however it was written.
 fn normalize_public_url(url: &str) -> Result<String, String> {

@@ -1,11 +1,16 @@
 //! `agentlang-registry`: reads the configuration, serves until SIGTERM; or
-//! runs an operator's command (`admin grant USER`) against the configured
-//! database.
+//! runs an operator's command against the configured storage (`migrate`,
+//! `sweep`, `config check`, `admin grant USER`).
 
 use std::{io::IsTerminal, process::ExitCode};
 
 use agentlang_registry::{
-    common::names::Username, config::Config, db::Db, service::accounts, startup::Application,
+    blobs::Blobs,
+    common::names::Username,
+    config::{self, Config},
+    db::Db,
+    service::{accounts, sweep},
+    startup::Application,
 };
 use clap::{Parser, Subcommand};
 use tracing_subscriber::{EnvFilter, fmt::format::FmtSpan};
@@ -14,7 +19,7 @@ use tracing_subscriber::{EnvFilter, fmt::format::FmtSpan};
 /// and an optional TOML file (`AGENTLANG_REGISTRY_CONFIG`); see the
 /// server README.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, after_help = config::variables_help())]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -24,11 +29,28 @@ struct Cli {
 enum Command {
     /// Serve the registry (the default).
     Serve,
+    /// Apply the database migrations this version needs, then exit.
+    Migrate,
+    /// Delete unreferenced blobs older than the sweep grace period, then
+    /// exit (the server also sweeps on its own timer).
+    Sweep,
+    /// Check the configuration.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
     /// Make or unmake admins (who may edit the model catalog).
     Admin {
         #[command(subcommand)]
         action: AdminAction,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// Print the effective configuration, secrets redacted; exit non-zero
+    /// when it is invalid.
+    Check,
 }
 
 #[derive(Debug, Subcommand)]
@@ -60,8 +82,19 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(Command::Admin { action }) = cli.command {
-        return admin(&config, action).await;
+    match cli.command {
+        Some(Command::Admin { action }) => return admin(&config, action).await,
+        Some(Command::Migrate) => return migrate(&config).await,
+        Some(Command::Sweep) => return sweep_now(&config).await,
+        Some(Command::Config {
+            action: ConfigAction::Check,
+        }) => {
+            for line in config.effective_lines() {
+                println!("{line}");
+            }
+            return ExitCode::SUCCESS;
+        }
+        Some(Command::Serve) | None => {}
     }
     let app = match Application::build(config).await {
         Ok(app) => app,
@@ -88,6 +121,68 @@ async fn main() -> ExitCode {
     }
 }
 
+/// Opens (and so migrates) the configured database.
+async fn open_db(config: &Config) -> Result<Db, ExitCode> {
+    Db::connect(
+        &config.effective_database_url(),
+        config.limits.database_timeout,
+    )
+    .await
+    .map_err(|e| {
+        eprintln!("error: cannot open the database: {e}");
+        ExitCode::FAILURE
+    })
+}
+
+/// `migrate`: opening the database applies what is pending.
+async fn migrate(config: &Config) -> ExitCode {
+    match open_db(config).await {
+        Ok(_) => {
+            println!(
+                "the database at {} is migrated",
+                config.value_of("DATABASE_URL").unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// `sweep`: one sweep of unreferenced blobs with the configured grace.
+async fn sweep_now(config: &Config) -> ExitCode {
+    let db = match open_db(config).await {
+        Ok(db) => db,
+        Err(code) => return code,
+    };
+    let blobs = match Blobs::open(
+        &config.effective_storage_url(),
+        &config.s3,
+        config.limits.storage_timeout,
+    ) {
+        Ok(blobs) => blobs,
+        Err(e) => {
+            eprintln!("error: cannot open the blob store: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match sweep::sweep_unreferenced(&db, &blobs, config.sweep_grace).await {
+        Ok(report) => {
+            println!(
+                "deleted {} unreferenced blob(s); kept {} referenced and {} younger than {} s",
+                report.deleted.len(),
+                report.referenced,
+                report.young,
+                config.sweep_grace.as_secs()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: the sweep failed: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// `admin grant|revoke USER`: one change to the configured database.
 async fn admin(config: &Config, action: AdminAction) -> ExitCode {
     let (name, grant) = match &action {
@@ -101,17 +196,9 @@ async fn admin(config: &Config, action: AdminAction) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let db = match Db::connect(
-        &config.effective_database_url(),
-        config.limits.database_timeout,
-    )
-    .await
-    {
+    let db = match open_db(config).await {
         Ok(db) => db,
-        Err(e) => {
-            eprintln!("error: cannot open the database: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     match accounts::set_admin(&db, &username, grant).await {
         Ok(account) if grant => {

@@ -6,26 +6,27 @@
 use std::{collections::HashSet, time::Duration};
 
 use crate::{
-    blobs::{Sha256Digest, SweepReport},
+    blobs::{Blobs, Sha256Digest, SweepReport},
+    db::Db,
     state::AppState,
 };
 
 /// Deletes the blobs no live version refers to that are older than
 /// `grace`. The referenced set is read after listing would begin, so a
 /// version committed before the sweep started is always protected.
-pub async fn sweep_unreferenced(state: &AppState, grace: Duration) -> anyhow::Result<SweepReport> {
-    let referenced: HashSet<Sha256Digest> = state
-        .db
-        .referenced_blob_digests()
-        .await?
-        .into_iter()
-        .collect();
-    Ok(state.blobs.sweep(&referenced, grace).await?)
+pub async fn sweep_unreferenced(
+    db: &Db,
+    blobs: &Blobs,
+    grace: Duration,
+) -> anyhow::Result<SweepReport> {
+    let referenced: HashSet<Sha256Digest> =
+        db.referenced_blob_digests().await?.into_iter().collect();
+    Ok(blobs.sweep(&referenced, grace).await?)
 }
 
 /// One sweep with the configured grace period.
 pub async fn sweep_once(state: &AppState) -> anyhow::Result<SweepReport> {
-    let report = sweep_unreferenced(state, state.config.sweep_grace).await?;
+    let report = sweep_unreferenced(&state.db, &state.blobs, state.config.sweep_grace).await?;
     if !report.deleted.is_empty() {
         tracing::info!(
             deleted = report.deleted.len(),

@@ -134,3 +134,84 @@ async fn the_admin_command_grants_and_revokes_on_a_running_registry() {
         "one line: {out:?}"
     );
 }
+
+#[test]
+fn operator_commands_migrate_sweep_check_and_explain_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentlang-registry"));
+        command
+            .env_clear()
+            .env("AGENTLANG_REGISTRY_DATA_DIR", dir.path())
+            .args(args);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        command.output().unwrap()
+    };
+    let text = |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).into_owned();
+
+    // --help lists every variable with its default, and starts nothing.
+    let out = run(&["--help"], &[]);
+    assert!(out.status.success());
+    let help = text(&out);
+    for (name, _) in agentlang_registry::config::VARIABLES {
+        assert!(
+            help.contains(&format!("AGENTLANG_REGISTRY_{name}\n")),
+            "{name}: {help}"
+        );
+    }
+    assert!(help.contains("[default: 127.0.0.1:8080]"), "{help}");
+    assert!(help.contains("migrate") && help.contains("sweep"), "{help}");
+    let out = run(&["--version"], &[]);
+    assert_eq!(
+        text(&out),
+        format!("agentlang-registry {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    assert!(
+        !dir.path().join("registry.db").exists(),
+        "help and version open nothing"
+    );
+
+    // config check: the effective values, secrets redacted.
+    let secret = "0123456789abcdef0123456789abcdef-secret";
+    let out = run(
+        &["config", "check"],
+        &[
+            ("AGENTLANG_REGISTRY_JWT_SECRET", secret),
+            ("AGENTLANG_REGISTRY_REGISTRATION", "closed"),
+        ],
+    );
+    assert!(out.status.success());
+    let lines = text(&out);
+    assert!(
+        lines.contains("AGENTLANG_REGISTRY_REGISTRATION=closed\n"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("AGENTLANG_REGISTRY_JWT_SECRET=[redacted]\n"),
+        "{lines}"
+    );
+    assert!(!lines.contains(secret), "{lines}");
+    let out = run(
+        &["config", "check"],
+        &[("AGENTLANG_REGISTRY_WORKERS", "zero")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("AGENTLANG_REGISTRY_WORKERS"),
+        "{out:?}"
+    );
+
+    // migrate creates and migrates the database; sweep runs on it.
+    let out = run(&["migrate"], &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(dir.path().join("registry.db").is_file());
+    assert!(text(&out).contains("is migrated"), "{out:?}");
+    let out = run(&["sweep"], &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        text(&out).starts_with("deleted 0 unreferenced blob(s)"),
+        "{out:?}"
+    );
+}

@@ -194,7 +194,8 @@ pub fn repack(container: &[u8], mut edit: impl FnMut(&str, Vec<u8>) -> Option<Ve
 /// many that none does.
 pub async fn blob_counts(app: &TestApp) -> (usize, usize) {
     let report = agentlang_registry::service::sweep::sweep_unreferenced(
-        app.state(),
+        &app.state().db,
+        &app.state().blobs,
         std::time::Duration::from_secs(1 << 40),
     )
     .await

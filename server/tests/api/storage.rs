@@ -280,17 +280,21 @@ async fn sweep_keeps_referenced(app: &TestApp, kept: Sha256Digest, orphan: Sha25
     assert!(referenced.contains(&kept));
 
     let report = agentlang_registry::service::sweep::sweep_unreferenced(
-        app.state(),
+        &app.state().db,
+        &app.state().blobs,
         Duration::from_secs(3600),
     )
     .await
     .unwrap();
     assert!(report.deleted.is_empty(), "young blobs stay: {report:?}");
 
-    let report =
-        agentlang_registry::service::sweep::sweep_unreferenced(app.state(), Duration::ZERO)
-            .await
-            .unwrap();
+    let report = agentlang_registry::service::sweep::sweep_unreferenced(
+        &app.state().db,
+        &app.state().blobs,
+        Duration::ZERO,
+    )
+    .await
+    .unwrap();
     assert_eq!(report.deleted, vec![orphan]);
     assert!(app.state().blobs.exists(&kept).await.unwrap());
     assert!(!app.state().blobs.exists(&orphan).await.unwrap());
