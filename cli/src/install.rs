@@ -30,7 +30,7 @@ use std::{
 use agentlang_core::{
     Kind, MemberPath, PackageName, Version,
     container::{self, Container, Limits, Sha256Digest},
-    host::{HostProfile, HostReport},
+    host::{HostProfile, HostReport, ToolAt, ToolCapabilities},
     lockcheck::{
         MemberHashes, ProblemKind, PublishedTool, PublishedTools, YankPolicy, check_local,
         check_tools,
@@ -725,26 +725,108 @@ fn locked_tools(
                 pin.version
             );
         }
-        let rel = MemberPath::new(format!("{TOOLS_DIR}/{name}@{}.tool", pin.version))
-            .context("a tool's file name")?;
-        let (artifact, container) =
-            fetcher.fetch(Kind::Tool, name, &pin.version, expected, into, &rel)?;
-        let spec = match validate_package(Kind::Tool, &Members::from_container(&container)) {
-            Ok(Package::Tool(t)) => t.tool,
-            Ok(Package::Agent(_) | Package::Protocol(_)) => bail!("{name} is not a tool"),
-            Err(d) => bail!(
-                "{name}@{} is not a valid tool: {}",
-                pin.version,
-                d.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        };
-        tools.push(LoadedTool { artifact, spec });
+        tools.push(fetch_tool(fetcher, name, &pin.version, expected, into)?);
     }
 
     Ok(tools)
+}
+
+/// One pinned tool, downloaded into `into/tools/`, verified (hash, signer,
+/// revocation) and validated.
+fn fetch_tool(
+    fetcher: &mut Fetcher<'_>,
+    name: &PackageName,
+    version: &Version,
+    expected: Sha256Digest,
+    into: &Path,
+) -> Result<LoadedTool> {
+    let rel = MemberPath::new(format!("{TOOLS_DIR}/{name}@{version}.tool"))
+        .context("a tool's file name")?;
+    let (artifact, container) = fetcher.fetch(Kind::Tool, name, version, expected, into, &rel)?;
+    let spec = match validate_package(Kind::Tool, &Members::from_container(&container)) {
+        Ok(Package::Tool(t)) => t.tool,
+        Ok(Package::Agent(_) | Package::Protocol(_)) => bail!("{name} is not a tool"),
+        Err(d) => bail!(
+            "{name}@{version} is not a valid tool: {}",
+            d.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    };
+    Ok(LoadedTool { artifact, spec })
+}
+
+/// What the tools a lock pins ask for, for `inspect`, `diff` and
+/// `lock --update`: each pinned version fetched and verified as install
+/// fetches it (hash against the pin, signature, revocation), into a
+/// temporary folder removed when this is dropped, and each read once.
+pub struct PinnedTools<'a> {
+    fetcher: Fetcher<'a>,
+    dir: tempfile::TempDir,
+    known: BTreeMap<ToolAt, ToolCapabilities>,
+}
+
+impl<'a> PinnedTools<'a> {
+    pub fn new(env: &'a Env) -> Result<Self> {
+        Ok(Self {
+            fetcher: Fetcher {
+                env,
+                client: env.anonymous()?,
+                keys: HashMap::new(),
+            },
+            dir: tempfile::tempdir().context("creating a temporary folder for tools")?,
+            known: BTreeMap::new(),
+        })
+    }
+
+    /// One entry per pin of `lock`. A tool that cannot be had is said on
+    /// stderr in one line and counted as asking for nothing, so the rest
+    /// of the picture is still shown.
+    pub fn capabilities(&mut self, lock: Option<&Lockfile>) -> Vec<ToolCapabilities> {
+        let Some(lock) = lock else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (name, pin) in &lock.tools {
+            let at = ToolAt {
+                name: name.clone(),
+                version: pin.version.clone(),
+            };
+            if let Some(known) = self.known.get(&at) {
+                out.push(known.clone());
+                continue;
+            }
+            let expected = Sha256Digest::from_bytes(*pin.hash.as_bytes());
+            let caps = match fetch_tool(
+                &mut self.fetcher,
+                name,
+                &pin.version,
+                expected,
+                self.dir.path(),
+            ) {
+                // Named as the lock names it, as the registry's picture is.
+                Ok(tool) => ToolCapabilities {
+                    tool: at.clone(),
+                    ..ToolCapabilities::of(&tool.spec)
+                },
+                Err(e) => {
+                    eprintln!(
+                        "{} tool {at} could not be read ({}); counted as asking for no capabilities",
+                        self.fetcher.env.out.yellow("warning:"),
+                        crate::client::one_line(&format!("{e:#}"))
+                    );
+                    ToolCapabilities {
+                        tool: at.clone(),
+                        capabilities: Vec::new(),
+                    }
+                }
+            };
+            self.known.insert(at, caps.clone());
+            out.push(caps);
+        }
+        out
+    }
 }
 
 /// For `run DIR` on a package directory: the locked tools, verified, into

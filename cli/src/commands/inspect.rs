@@ -8,6 +8,7 @@ use agentlang_core::{
     agent::{Capability, parse_agent},
     container::{Container, ENCRYPTED_PROMPT_PATH, PROMPT_PATH},
     prompt::{Format, parse_prompt},
+    trust::AgentTrust,
     yaml::{YamlLimits, from_slice},
 };
 use anyhow::{Context, Result, bail};
@@ -15,7 +16,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Env;
-use crate::{container_file, keyfiles, output::Output};
+use crate::{container_file, install::PinnedTools, keyfiles, output::Output, trust};
 
 /// One requested capability, as inspect shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -81,6 +82,10 @@ pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<Exit
         .map(|b| from_slice::<Value>(b, &YamlLimits::default()))
         .transpose()
         .context("agent.lock in the container is not readable YAML")?;
+    let trust = match m.kind() {
+        Kind::Agent => agent_trust(env, &c, &file.display().to_string())?,
+        Kind::Tool | Kind::Protocol => None,
+    };
     let prompt = match prompt_key {
         Some(path) => Some(compile(&decrypted_prompt(
             &c,
@@ -100,12 +105,32 @@ pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<Exit
         "members": m.files(),
         "lock": lock,
         "permissions": permissions,
+        "trust": trust,
         "prompt": prompt,
         "prompt_encrypted": m.file(ENCRYPTED_PROMPT_PATH).is_some(),
     });
     env.out
         .emit(&summary, || render_inspect(&env.out, &summary));
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the agent in `c` can do, with what its pinned tools ask for; an
+/// agent that does not validate gets a warning and no picture, so the
+/// rest of it can still be inspected.
+fn agent_trust(env: &Env, c: &Container, shown: &str) -> Result<Option<AgentTrust>> {
+    let pkg = match trust::container_package(c, shown) {
+        Ok(pkg) => pkg,
+        Err(e) => {
+            eprintln!(
+                "{} {}; what it can do is not shown",
+                env.out.yellow("warning:"),
+                crate::client::one_line(&format!("{e:#}"))
+            );
+            return Ok(None);
+        }
+    };
+    let mut tools = PinnedTools::new(env)?;
+    Ok(Some(trust::container_trust(c, &pkg, &mut tools)))
 }
 
 /// Decrypts `prompt.yaml.enc`.
@@ -183,7 +208,11 @@ pub fn render_inspect(out: &Output, s: &Value) -> String {
         }
     }
     let perms = s["permissions"].as_array().cloned().unwrap_or_default();
-    if !perms.is_empty() {
+    if let Some(t) = trust::from_summary(&s["trust"]) {
+        // The effective capabilities, with who asks, stand for the
+        // permissions list.
+        lines.extend(trust::render_trust(out, &t));
+    } else if !perms.is_empty() {
         lines.push("permissions:".to_owned());
         for p in &perms {
             let risk = str_of(&p["risk"]);

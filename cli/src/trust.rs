@@ -1,0 +1,144 @@
+//! The trust picture (`core::trust`) as the CLI gets and shows it: an agent
+//! container's picture, with what its pinned tools ask for fetched from the
+//! registry (`install::PinnedTools`), and the text `inspect`, `diff` and
+//! `lock --update` print. Words and layout only: what an agent can do,
+//! how risky it is and what raises risk are core's.
+
+use agentlang_core::{
+    Kind,
+    agent::RiskLevel,
+    container::Container,
+    package::{AgentPackage, Members, Package, validate_package},
+    trust::{AgentTrust, EffectiveCapability},
+};
+use anyhow::{Result, bail};
+use serde_json::Value;
+
+use crate::{install::PinnedTools, output::Output};
+
+/// The agent package a container holds, validated as publish validates it.
+pub fn container_package(c: &Container, shown: &str) -> Result<AgentPackage> {
+    if c.manifest().kind() != Kind::Agent {
+        bail!("{shown} is a {}, not an agent", c.manifest().kind());
+    }
+    match validate_package(Kind::Agent, &Members::from_container(c)) {
+        Ok(Package::Agent(pkg)) => Ok(*pkg),
+        Ok(Package::Tool(_) | Package::Protocol(_)) => bail!("{shown} is not an agent"),
+        Err(d) => bail!(
+            "{shown} is not a valid agent: {}",
+            d.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    }
+}
+
+/// What the agent in `c` can do, its pinned tools read through `tools`,
+/// signed by the container's signer.
+pub fn container_trust(
+    c: &Container,
+    pkg: &AgentPackage,
+    tools: &mut PinnedTools<'_>,
+) -> AgentTrust {
+    let caps = tools.capabilities(pkg.lock.as_ref());
+    AgentTrust::of(pkg, &caps).signed_by(Some(c.manifest().signer().to_string()))
+}
+
+/// A risk level padded to one column, red when high, yellow when medium.
+fn risk_cell(out: &Output, risk: Option<RiskLevel>) -> String {
+    let text = format!("{:<8}", risk.map_or("none", RiskLevel::as_str));
+    match risk {
+        Some(RiskLevel::Critical | RiskLevel::High) => out.red(&text),
+        Some(RiskLevel::Medium) => out.yellow(&text),
+        _ => text,
+    }
+}
+
+fn sources(c: &EffectiveCapability) -> String {
+    c.sources
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `required`, `optional, on_demand`.
+fn need(c: &EffectiveCapability) -> String {
+    let need = if c.required { "required" } else { "optional" };
+    match c
+        .mode
+        .and_then(|m| serde_json::to_value(m).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+    {
+        Some(mode) => format!("{need}, {mode}"),
+        None => need.to_owned(),
+    }
+}
+
+/// `inspect`'s sections for an agent: the highest risk, what it can do
+/// (core's statements, riskiest first), what it needs but does not
+/// request, every effective capability with who asks for it, and the
+/// render tools its UI components generate.
+pub fn render_trust(out: &Output, t: &AgentTrust) -> Vec<String> {
+    let mut lines = vec![format!(
+        "risk:     {}",
+        risk_cell(out, t.max_risk).trim_end()
+    )];
+    lines.push("what it can do:".to_owned());
+    let statements = t.statements();
+    if statements.is_empty() {
+        lines.push("  nothing outside the conversation".to_owned());
+    }
+    for s in &statements {
+        lines.push(format!("  {}  {s}", risk_cell(out, Some(s.risk))));
+    }
+    let undeclared: Vec<&EffectiveCapability> = t.undeclared().collect();
+    if !undeclared.is_empty() {
+        lines.push("undeclared (needed, but in no permissions list):".to_owned());
+        for c in undeclared {
+            lines.push(format!(
+                "  {:<15} {}  needed by {}",
+                c.capability.as_str(),
+                risk_cell(out, Some(c.risk)),
+                sources(c)
+            ));
+        }
+    }
+    lines.push("capabilities:".to_owned());
+    if t.capabilities.is_empty() {
+        lines.push("  none".to_owned());
+    }
+    for c in &t.capabilities {
+        lines.push(format!(
+            "  {:<15} {}  {:<20}  {}",
+            c.capability.as_str(),
+            risk_cell(out, Some(c.risk)),
+            need(c),
+            sources(c)
+        ));
+    }
+    if !t.render_tools.is_empty() {
+        lines.push("render tools:".to_owned());
+        for r in &t.render_tools {
+            let props: Vec<&str> = r.input_schema["properties"]
+                .as_object()
+                .into_iter()
+                .flat_map(|p| p.keys().map(String::as_str))
+                .collect();
+            lines.push(format!("  {}({})", r.name, props.join(", ")));
+            lines.push(format!("      {}", r.description));
+        }
+    }
+    lines
+}
+
+/// The `trust` member of a summary read back, for rendering; `None` when
+/// absent (tools, protocols, an agent that does not validate).
+pub fn from_summary(v: &Value) -> Option<AgentTrust> {
+    if v.is_null() {
+        return None;
+    }
+    serde_json::from_value(v.clone()).ok()
+}
+
