@@ -115,6 +115,16 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         prompt_key: Option<PathBuf>,
     },
+    /// Compare what two agent versions can do: capabilities, commands, endpoints, tools, sandbox, signer
+    #[command(
+        after_help = "Examples:\n  agentlang diff research-assistant@1.0.0.agent research-assistant@1.1.0.agent\n  agentlang diff research-assistant@1.0.0 research-assistant@1.1.0   # versions in the registry\n  agentlang diff research-assistant@1.0.0 ./research-assistant@1.1.0.agent --json\n\nThe first line says whether the risk rises; then one line per change, those\nthat give the newer side a power the older did not have first."
+    )]
+    Diff {
+        /// The older side: a .agent file, or NAME@VERSION of an agent in the registry
+        from: String,
+        /// The newer side: a .agent file, or NAME@VERSION of an agent in the registry
+        to: String,
+    },
     /// Check a container (structure, hashes, signature) or an install directory (every check of install, offline); exit 0 only when all hold
     #[command(
         after_help = "Examples:\n  agentlang verify web_search@1.2.0.tool                  # signer's key from the registry\n  agentlang verify web_search@1.2.0.tool --pubkey pub.pem # offline\n  agentlang verify ./research-assistant                   # an install directory, offline"

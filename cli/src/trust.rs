@@ -9,7 +9,7 @@ use agentlang_core::{
     agent::RiskLevel,
     container::Container,
     package::{AgentPackage, Members, Package, validate_package},
-    trust::{AgentTrust, EffectiveCapability},
+    trust::{AgentTrust, EffectiveCapability, TrustDiff},
 };
 use anyhow::{Result, bail};
 use serde_json::Value;
@@ -133,6 +133,46 @@ pub fn render_trust(out: &Output, t: &AgentTrust) -> Vec<String> {
     lines
 }
 
+/// The first line of a trust diff: where the highest risk goes, and how
+/// many changes give the newer side a power the older did not have.
+pub fn diff_headline(d: &TrustDiff) -> String {
+    if d.is_empty() {
+        return "No trust changes".to_owned();
+    }
+    let level = |r: Option<RiskLevel>| r.map_or("none", RiskLevel::as_str);
+    let (before, after) = (level(d.risk_before), level(d.risk_after));
+    let mut line = if d.risk_rose {
+        format!("Risk rises from {before} to {after}")
+    } else if d.risk_after < d.risk_before {
+        format!("Risk falls from {before} to {after}")
+    } else {
+        format!("Risk stays {after}")
+    };
+    let raising = d.changes.iter().filter(|c| c.raises_risk).count();
+    match raising {
+        0 => {}
+        1 => line.push_str("; 1 change raises risk"),
+        n => line.push_str(&format!("; {n} changes raise risk")),
+    }
+    line
+}
+
+/// The headline, then one line per change (those that raise risk first,
+/// as core orders them).
+pub fn render_diff(out: &Output, d: &TrustDiff) -> Vec<String> {
+    let headline = diff_headline(d);
+    let mut lines = vec![if d.raises_risk() {
+        out.red(&headline)
+    } else {
+        headline
+    }];
+    for c in &d.changes {
+        let line = format!("  {}", c.describe());
+        lines.push(if c.raises_risk { out.red(&line) } else { line });
+    }
+    lines
+}
+
 /// The `trust` member of a summary read back, for rendering; `None` when
 /// absent (tools, protocols, an agent that does not validate).
 pub fn from_summary(v: &Value) -> Option<AgentTrust> {
@@ -142,3 +182,58 @@ pub fn from_summary(v: &Value) -> Option<AgentTrust> {
     serde_json::from_value(v.clone()).ok()
 }
 
+#[cfg(test)]
+mod tests {
+    use agentlang_core::trust::{ChangeClass, ChangeKind, TrustChange};
+
+    use super::*;
+
+    fn change(raises_risk: bool) -> TrustChange {
+        TrustChange {
+            class: ChangeClass::Context,
+            kind: ChangeKind::Added,
+            subject: "time".to_owned(),
+            from: None,
+            to: Some("injected".to_owned()),
+            risk: RiskLevel::Low,
+            raises_risk,
+        }
+    }
+
+    fn diff(before: Option<RiskLevel>, after: Option<RiskLevel>, changes: &[bool]) -> TrustDiff {
+        TrustDiff {
+            risk_before: before,
+            risk_after: after,
+            risk_rose: after > before,
+            changes: changes.iter().map(|r| change(*r)).collect(),
+        }
+    }
+
+    #[test]
+    fn the_headline_says_where_the_risk_goes() {
+        use RiskLevel::*;
+        let cases = [
+            (diff(Some(High), Some(High), &[]), "No trust changes"),
+            (
+                diff(Some(High), Some(Critical), &[true]),
+                "Risk rises from High to Critical; 1 change raises risk",
+            ),
+            (
+                diff(None, Some(Low), &[true, true, false]),
+                "Risk rises from none to Low; 2 changes raise risk",
+            ),
+            (
+                diff(Some(High), Some(High), &[true]),
+                "Risk stays High; 1 change raises risk",
+            ),
+            (diff(Some(High), Some(High), &[false]), "Risk stays High"),
+            (
+                diff(Some(Critical), Some(Medium), &[false]),
+                "Risk falls from Critical to Medium",
+            ),
+        ];
+        for (d, want) in cases {
+            assert_eq!(diff_headline(&d), want);
+        }
+    }
+}

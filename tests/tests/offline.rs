@@ -495,6 +495,7 @@ fn every_command_has_help_with_an_example_and_completions_know_them() {
         "lock",
         "build",
         "inspect",
+        "diff",
         "verify",
         "publish",
         "pull",

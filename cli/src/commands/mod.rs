@@ -3,6 +3,7 @@
 mod account;
 mod build;
 mod check;
+mod diff;
 mod events;
 mod inspect;
 mod install;
@@ -107,6 +108,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => run::run(&env, &args),
         Command::Pull { spec, kind, output } => pull::run(&env, &spec, kind, output),
         Command::Lock { dir, update } => lock::run(&env, &dir, update),
+        Command::Diff { from, to } => diff::run(&env, &from, &to),
         Command::Build(args) => build::run(&env, &args),
         Command::Quality { dir, review } => quality::run(&env, &dir, review),
         Command::Publish { path, build } => publish::run(&env, &path, &build),
