@@ -78,7 +78,7 @@ pub enum Command {
     },
     /// Resolve the agent's tools and models over HTTP into DIR/agent.lock
     #[command(
-        after_help = "Examples:\n  agentlang lock ./my-agent\n  agentlang lock ./my-agent --update   # move every tool to its newest allowed version"
+        after_help = "Examples:\n  agentlang lock ./my-agent\n  agentlang lock ./my-agent --update   # move every tool to its newest allowed version\n  agentlang lock ./my-agent --update --accept-risk   # even if a tool now asks for more\n\nWith --update, a lock whose tools would give the agent new powers is shown as a\ntrust diff and written only after you answer yes (on a terminal) or with --accept-risk."
     )]
     Lock {
         #[arg(default_value = ".")]
@@ -86,6 +86,9 @@ pub enum Command {
         /// Re-resolve from scratch instead of keeping the versions already locked
         #[arg(long)]
         update: bool,
+        /// Write the updated lock even when its tools can do more than before
+        #[arg(long, requires = "update")]
+        accept_risk: bool,
     },
     /// Validate, lock, encrypt the prompt, sign and pack a directory into NAME@VERSION.agent (or .tool, .protocol)
     #[command(

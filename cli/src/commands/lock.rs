@@ -4,6 +4,7 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     fs,
+    io::IsTerminal,
     path::Path,
     process::ExitCode,
 };
@@ -13,6 +14,7 @@ use agentlang_core::{
     lockfile::{LockedProtocol, Lockfile, resolved_at_now_or_source_date_epoch},
     package::{AgentPackage, LOCK_FILE, Members, Package, validate_package},
     protocols::{self, ProtocolName},
+    trust::{self, AgentTrust, TrustDiff},
 };
 use anyhow::{Context, Result, bail};
 use reqwest::StatusCode;
@@ -23,11 +25,12 @@ use crate::{
     catalogs,
     client::ApiError,
     container_file,
+    install::PinnedTools,
     lockdiff::{self, LocalLock, LockChange},
     package_dir, source,
 };
 
-pub fn run(env: &Env, dir: &Path, update: bool) -> Result<ExitCode> {
+pub fn run(env: &Env, dir: &Path, update: bool, accept_risk: bool) -> Result<ExitCode> {
     let tree = source::read_dir(dir)?;
     let shown = dir.display().to_string();
     if package_dir::detect_kind(&tree, &shown)? != Kind::Agent {
@@ -36,9 +39,76 @@ pub fn run(env: &Env, dir: &Path, update: bool) -> Result<ExitCode> {
     let pkg = validated(env, &tree, &shown)?;
     let (members, _) = package_dir::agent_members(&tree, &pkg);
     let existing = read_existing(&tree)?;
-    let outcome = relock(env, dir, &members, &pkg, existing.as_ref(), update)?;
-    report(env, dir, &outcome);
+    let planned = plan(env, &members, &pkg, existing.as_ref(), update)?;
+    // An update may move tools to versions that ask for more: the agent
+    // gains powers nobody reviewed. Shown, and written only when accepted.
+    let trust_diff = match &existing {
+        Some(old) if update && !planned.unchanged => {
+            let mut tools = PinnedTools::new(env)?;
+            let before = AgentTrust::of(&pkg, &tools.capabilities(Some(old)));
+            let after = AgentTrust::of(&pkg, &tools.capabilities(Some(&planned.lock)));
+            Some(trust::diff(&before, &after))
+        }
+        _ => None,
+    };
+    let shown = match trust_diff.as_ref().filter(|d| d.raises_risk()) {
+        Some(d) => accept(env, dir, &planned, d, accept_risk)?,
+        None => false,
+    };
+    let outcome = planned.write(dir)?;
+    report(env, dir, &outcome, trust_diff.as_ref(), shown);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Goes on with a lock whose tools raise the agent's risk only with
+/// `--accept-risk` or a "yes" typed at a terminal; otherwise the diff is
+/// shown and nothing is written. True when the changes were shown already.
+fn accept(env: &Env, dir: &Path, planned: &Planned, d: &TrustDiff, accepted: bool) -> Result<bool> {
+    if accepted {
+        return Ok(false);
+    }
+    let path = dir.join(LOCK_FILE);
+    let refused = || {
+        anyhow::anyhow!(
+            "the updated lock raises the agent's risk, so {} was not written; review the changes and run again with --accept-risk to write it",
+            path.display()
+        )
+    };
+    if env.out.json {
+        env.out.emit(
+            &json!({
+                "path": path,
+                "written": false,
+                "changes": planned.changes,
+                "trust_diff": d,
+            }),
+            String::new,
+        );
+        return Err(refused());
+    }
+    for line in lockdiff_lines(&planned.changes)
+        .into_iter()
+        .chain(crate::trust::render_diff(&env.out, d))
+    {
+        eprintln!("{line}");
+    }
+    if !(env.out.interactive && std::io::stdin().is_terminal()) {
+        return Err(refused());
+    }
+    eprint!("Write {} anyway? Type yes to accept: ", path.display());
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .context("reading the answer")?;
+    if answer.trim().eq_ignore_ascii_case("yes") {
+        Ok(true)
+    } else {
+        Err(refused())
+    }
+}
+
+fn lockdiff_lines(changes: &[LockChange]) -> Vec<String> {
+    changes.iter().map(LockChange::describe).collect()
 }
 
 /// The agent package, or every problem printed and a one-line failure.
@@ -90,16 +160,40 @@ pub struct Relocked {
     pub written: bool,
 }
 
-/// Resolves, fills the locally computed sections, and writes DIR/agent.lock
-/// when anything changed.
-pub fn relock(
+/// A resolved lock, not yet written.
+#[derive(Debug)]
+pub struct Planned {
+    /// The existing lock itself when nothing changed.
+    pub lock: Lockfile,
+    pub changes: Vec<LockChange>,
+    pub unchanged: bool,
+}
+
+impl Planned {
+    /// Writes DIR/agent.lock when anything changed.
+    pub fn write(mut self, dir: &Path) -> Result<Relocked> {
+        if !self.unchanged {
+            let epoch = std::env::var("SOURCE_DATE_EPOCH").ok();
+            self.lock.resolved_at = resolved_at_now_or_source_date_epoch(epoch.as_deref())?;
+            let text = self.lock.to_yaml()?;
+            container_file::write_atomic(&dir.join(LOCK_FILE), text.as_bytes())?;
+        }
+        Ok(Relocked {
+            lock: self.lock,
+            changes: self.changes,
+            written: !self.unchanged,
+        })
+    }
+}
+
+/// Resolves and fills the locally computed sections.
+pub fn plan(
     env: &Env,
-    dir: &Path,
     members: &SourceTree,
     pkg: &AgentPackage,
     existing: Option<&Lockfile>,
     update: bool,
-) -> Result<Relocked> {
+) -> Result<Planned> {
     let local = LocalLock::of(members, pkg);
     let keep = if update { None } else { existing };
     let mut lock = resolve(env, &local, pkg, keep)?;
@@ -113,21 +207,27 @@ pub fn relock(
         same_time.resolved_at = old.resolved_at;
         &same_time == old
     });
-    if unchanged {
-        if let Some(old) = existing {
-            lock = old.clone();
-        }
-    } else {
-        let epoch = std::env::var("SOURCE_DATE_EPOCH").ok();
-        lock.resolved_at = resolved_at_now_or_source_date_epoch(epoch.as_deref())?;
-        let text = lock.to_yaml()?;
-        container_file::write_atomic(&dir.join(LOCK_FILE), text.as_bytes())?;
+    if unchanged && let Some(old) = existing {
+        lock = old.clone();
     }
-    Ok(Relocked {
+    Ok(Planned {
         lock,
         changes,
-        written: !unchanged,
+        unchanged,
     })
+}
+
+/// Resolves, fills the locally computed sections, and writes DIR/agent.lock
+/// when anything changed.
+pub fn relock(
+    env: &Env,
+    dir: &Path,
+    members: &SourceTree,
+    pkg: &AgentPackage,
+    existing: Option<&Lockfile>,
+    update: bool,
+) -> Result<Relocked> {
+    plan(env, members, pkg, existing, update)?.write(dir)
 }
 
 /// The protocol versions the agent speaks: inline definitions as written,
@@ -260,17 +360,25 @@ pub fn parse_resolution(bytes: &[u8], is_yaml: bool) -> Result<Lockfile> {
     Ok(serde_json::from_value(value)?)
 }
 
-fn report(env: &Env, dir: &Path, r: &Relocked) {
+/// The changes (unless `shown` on stderr already) and what was written.
+fn report(env: &Env, dir: &Path, r: &Relocked, trust_diff: Option<&TrustDiff>, shown: bool) {
     let path = dir.join(LOCK_FILE);
     env.out.emit(
         &json!({
             "path": path,
             "written": r.written,
             "changes": r.changes,
+            "trust_diff": trust_diff,
             "lock": r.lock,
         }),
         || {
-            let mut lines: Vec<String> = r.changes.iter().map(LockChange::describe).collect();
+            let mut lines = Vec::new();
+            if !shown {
+                lines.extend(lockdiff_lines(&r.changes));
+                if let Some(d) = trust_diff.filter(|d| !d.is_empty()) {
+                    lines.extend(crate::trust::render_diff(&env.out, d));
+                }
+            }
             lines.push(if r.written {
                 format!(
                     "{} wrote {} ({} tools, {} subagents, {} models, {} protocols)",

@@ -107,7 +107,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Check { path, host } => check::run(&env, &path, &host),
         Command::Run(args) => run::run(&env, &args),
         Command::Pull { spec, kind, output } => pull::run(&env, &spec, kind, output),
-        Command::Lock { dir, update } => lock::run(&env, &dir, update),
+        Command::Lock {
+            dir,
+            update,
+            accept_risk,
+        } => lock::run(&env, &dir, update, accept_risk),
         Command::Diff { from, to } => diff::run(&env, &from, &to),
         Command::Build(args) => build::run(&env, &args),
         Command::Quality { dir, review } => quality::run(&env, &dir, review),
