@@ -82,6 +82,12 @@ fn inspect_says_what_an_agent_can_do_with_its_tools_capabilities() {
         );
     }
 
+    // The registry's picture of the published version is the one inspect
+    // computed from the file.
+    alice.ok(&["publish", "stripe-ops@1.0.0.agent"]);
+    let same = alice.ok(&["diff", "stripe-ops@1.0.0", "stripe-ops@1.0.0.agent"]);
+    assert_eq!(same.stdout, "No trust changes\n");
+
     // A pinned tool the registry cannot supply: one line, and the rest of
     // the picture.
     let mut registry = registry;
