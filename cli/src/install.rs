@@ -765,6 +765,8 @@ pub struct PinnedTools<'a> {
     fetcher: Fetcher<'a>,
     dir: tempfile::TempDir,
     known: BTreeMap<ToolAt, ToolCapabilities>,
+    /// Pins that could not be read: what they ask for is unknown.
+    unreadable: std::collections::BTreeSet<ToolAt>,
 }
 
 impl<'a> PinnedTools<'a> {
@@ -777,7 +779,23 @@ impl<'a> PinnedTools<'a> {
             },
             dir: tempfile::tempdir().context("creating a temporary folder for tools")?,
             known: BTreeMap::new(),
+            unreadable: std::collections::BTreeSet::new(),
         })
+    }
+
+    /// The pins of `lock` whose tools could not be read (after
+    /// [`Self::capabilities`]): a check that must not pass on a guess
+    /// refuses them.
+    pub fn unreadable_in(&self, lock: &Lockfile) -> Vec<ToolAt> {
+        self.unreadable
+            .iter()
+            .filter(|at| {
+                lock.tools
+                    .get(&at.name)
+                    .is_some_and(|p| p.version == at.version)
+            })
+            .cloned()
+            .collect()
     }
 
     /// One entry per pin of `lock`. A tool that cannot be had is said on
@@ -811,6 +829,7 @@ impl<'a> PinnedTools<'a> {
                     ..ToolCapabilities::of(&tool.spec)
                 },
                 Err(e) => {
+                    self.unreadable.insert(at.clone());
                     eprintln!(
                         "{} tool {at} could not be read ({}); counted as asking for no capabilities",
                         self.fetcher.env.out.yellow("warning:"),

@@ -307,4 +307,25 @@ fn lock_update_to_a_tool_that_asks_for_more_needs_accept_risk() {
             .iter()
             .any(|c| c["subject"] == "shell" && c["raises_risk"] == true)
     );
+
+    // A new pin whose tool cannot be read may ask for anything: refused.
+    write_tool(&alice.path("fetcher"), &fetcher("1.2.0", "network, shell"));
+    let built = alice.ok(&["--json", "build", "fetcher"]).json();
+    let hex = built["sha256"].as_str().unwrap().to_owned();
+    alice.ok(&["publish", "fetcher"]);
+    let blob = registry
+        .data_dir()
+        .join(format!("blobs/sha256/{}/{}/{hex}", &hex[..2], &hex[2..4]));
+    fs::remove_file(&blob).unwrap_or_else(|e| panic!("{}: {e}", blob.display()));
+    let err = alice.fails(&["lock", "reader", "--update"]);
+    assert!(
+        err.contains("cannot check what fetcher@1.2.0 ask(s) for") && err.contains("--accept-risk"),
+        "{err}"
+    );
+    assert!(
+        fs::read_to_string(dir.join("agent.lock"))
+            .unwrap()
+            .contains("version: 1.1.0"),
+        "the 1.1.0 lock is kept"
+    );
 }

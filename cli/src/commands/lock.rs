@@ -47,6 +47,17 @@ pub fn run(env: &Env, dir: &Path, update: bool, accept_risk: bool) -> Result<Exi
             let mut tools = PinnedTools::new(env)?;
             let before = AgentTrust::of(&pkg, &tools.capabilities(Some(old)));
             let after = AgentTrust::of(&pkg, &tools.capabilities(Some(&planned.lock)));
+            // Fail closed: a new pin whose tool.yaml cannot be read may ask
+            // for anything.
+            let unknown = tools.unreadable_in(&planned.lock);
+            if !unknown.is_empty() && !accept_risk {
+                let names: Vec<String> = unknown.iter().map(ToString::to_string).collect();
+                bail!(
+                    "cannot check what {} ask(s) for, so {} was not written; retry, or run again with --accept-risk",
+                    names.join(", "),
+                    dir.join(LOCK_FILE).display()
+                );
+            }
             Some(trust::diff(&before, &after))
         }
         _ => None,
