@@ -17,7 +17,18 @@ fn publish_lock_pull_verify_inspect_and_yank() {
 
     // The same bytes again are an idempotent retry; other bytes under the
     // same version are refused with the registry's reason.
-    alice.ok(&["publish", "web_fetch@1.0.3.tool"]);
+    let again = alice.ok(&["publish", "web_fetch@1.0.3.tool"]);
+    assert!(
+        again
+            .stdout
+            .contains("already published, identical: tool web_fetch@1.0.3"),
+        "{}",
+        again.stdout
+    );
+    let again = alice
+        .ok(&["--json", "publish", "web_fetch@1.0.3.tool"])
+        .json();
+    assert_eq!(again["already_published"], true);
     let rebuilt = alice.run_with(
         &["build", "web_fetch", "-o", "web_fetch_again.tool"],
         &[("SOURCE_DATE_EPOCH", "1600000000")],
@@ -66,6 +77,7 @@ fn publish_lock_pull_verify_inspect_and_yank() {
         published["url"],
         format!("{}/agents/research-assistant/1.0.0", registry.url)
     );
+    assert_eq!(published["already_published"], false);
 
     // Someone else pulls, verifies against the registry's key, inspects.
     let bob = User::new(&registry.url);

@@ -38,14 +38,22 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
         &format!("uploading {}@{}", m.name(), m.version()),
     );
     let body = Body::sized(bar.wrap_read(reader), len);
-    let sent = client.send_json::<Value>(
+    let sent = client.send(
         client
             .post("/api/v1/publish")
             .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
             .body(body),
     );
     bar.finish_and_clear();
-    let record = sent.with_context(|| format!("publishing {}@{}", m.name(), m.version()))?;
+    let response = sent.with_context(|| format!("publishing {}@{}", m.name(), m.version()))?;
+    // 200 rather than 201: these exact bytes were this version already.
+    let already = response.status() == reqwest::StatusCode::OK;
+    let record: Value = response.json().with_context(|| {
+        format!(
+            "the registry at {} sent a response that is not the expected JSON",
+            env.ctx.registry
+        )
+    })?;
     let url = format!(
         "{}/{}/{}/{}",
         env.ctx.registry,
@@ -60,12 +68,18 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
             "version": m.version(),
             "sha256": container.sha256().to_hex(),
             "url": url,
+            "already_published": already,
             "record": record,
             "build": built.as_ref().map(|b| &b.summary),
         }),
         || {
+            let what = if already {
+                "already published, identical:"
+            } else {
+                "published"
+            };
             format!(
-                "{} published {} {}@{}\n  {url}",
+                "{} {what} {} {}@{}\n  {url}",
                 env.out.green("✓"),
                 m.kind(),
                 env.out.bold(m.name().as_str()),
