@@ -152,6 +152,9 @@ pub enum Command {
         /// Refuse to change what DIR holds: fail if the registry would now resolve differently
         #[arg(long)]
         frozen: bool,
+        /// Replace the installed version even when the new one can do more (the changes are shown otherwise)
+        #[arg(long)]
+        accept_risk: bool,
         /// Also check the agent against this host (a built-in name, one of yours, or a host file)
         #[arg(long, value_name = "NAME|FILE")]
         host: Option<String>,

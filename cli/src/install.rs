@@ -153,6 +153,17 @@ impl LoadedInstall {
     pub fn tool_specs(&self) -> Vec<&ToolSpec> {
         self.tools.iter().map(|t| &t.spec).collect()
     }
+
+    /// What the installed agent can do, with its installed tools.
+    pub fn trust(&self) -> agentlang_core::trust::AgentTrust {
+        let tools: Vec<ToolCapabilities> = self
+            .tools
+            .iter()
+            .map(|t| ToolCapabilities::of(&t.spec))
+            .collect();
+        agentlang_core::trust::AgentTrust::of(&self.package, &tools)
+            .signed_by(Some(self.agent.manifest().signer().to_string()))
+    }
 }
 
 /// One check of `verify DIR` (and of `verify FILE`).
@@ -870,6 +881,8 @@ pub struct InstallRequest<'a> {
     pub wanted: &'a PackageReq,
     pub dir: &'a Path,
     pub frozen: bool,
+    /// Replace the installed version even when the new one can do more.
+    pub accept_risk: bool,
     pub host: Option<&'a HostProfile>,
 }
 
@@ -881,6 +894,8 @@ pub struct Installed {
     pub changed: bool,
     /// The agent version DIR held before, when it was replaced.
     pub replaced: Option<Version>,
+    /// What changed in what the agent can do, when a version was replaced.
+    pub trust_diff: Option<agentlang_core::trust::TrustDiff>,
     pub host: Option<HostReport>,
 }
 
@@ -930,6 +945,8 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
 
     let existing = dir.join(MANIFEST_FILE).exists();
     let mut replaced = None;
+    // What the version being replaced can do, when its install is intact.
+    let mut previous = None;
     if existing {
         let current = InstallManifest::read(dir)?;
         let same = current.agent.name.normalized() == wanted.name.normalized()
@@ -951,10 +968,12 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
                 install,
                 changed: false,
                 replaced: None,
+                trust_diff: None,
                 host,
             });
         }
         replaced = Some(current.agent.version);
+        previous = verify_dir(dir).1.map(|old| old.trust());
     } else if req.frozen {
         bail!(
             "{} holds no install to keep (--frozen installs only what is already there)",
@@ -1043,6 +1062,26 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
     };
     // The host decides before anything is put in place.
     let host = host_check(req.host, &install)?;
+    // A new version that can do more replaces the old only when accepted.
+    let trust_diff = previous.map(|old| agentlang_core::trust::diff(&old, &install.trust()));
+    if let Some(d) = trust_diff.as_ref().filter(|d| d.raises_risk())
+        && !req.accept_risk
+    {
+        if !env.out.json {
+            for line in crate::trust::render_diff(&env.out, d) {
+                eprintln!("{line}");
+            }
+        }
+        bail!(
+            "{}@{version} can do more than the installed {}, so {} was left as it was; review the changes and run again with --accept-risk to install it",
+            wanted.name,
+            replaced
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            dir.display()
+        );
+    }
 
     let text =
         serde_json::to_vec_pretty(&install.manifest).context("serializing the install manifest")?;
@@ -1061,6 +1100,7 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
         install,
         changed: true,
         replaced,
+        trust_diff,
         host,
     })
 }

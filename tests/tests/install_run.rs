@@ -584,10 +584,12 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
     assert_eq!(repaired["changed"], true);
     bob.ok(&["verify", "ra"]);
 
-    // A new version: --frozen refuses to move, a plain install moves.
+    // A new version that also wants a wallet: --frozen refuses to move, a
+    // plain install shows what it gains and moves only when accepted.
     let yaml = fs::read_to_string(alice.path("ra/agent.yaml"))
         .unwrap()
-        .replacen("version: 1.0.0", "version: 1.1.0", 1);
+        .replacen("version: 1.0.0", "version: 1.1.0", 1)
+        .replacen("  optional:\n", "  optional:\n    - wallet\n", 1);
     fs::write(alice.path("ra/agent.yaml"), yaml).unwrap();
     alice.ok(&["lock", "ra"]);
     alice.ok(&["build", "ra"]);
@@ -611,10 +613,37 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
         "--frozen",
     ]);
     assert!(err.contains("holds no install"), "{err}");
+    let refused = bob.run(&["install", "research-assistant@^1", "--dir", "ra"]);
+    assert_ne!(refused.code, Some(0));
+    assert!(
+        refused.stderr.contains(
+            "+ capability wallet (Critical): optional, by agent research-assistant  [raises risk]"
+        ) && refused.stderr.contains("--accept-risk"),
+        "{}",
+        refused.stderr
+    );
+    let kept: serde_json::Value =
+        serde_json::from_slice(&fs::read(bob.path("ra/agentlang-install.json")).unwrap()).unwrap();
+    assert_eq!(kept["agent"]["version"], "1.0.0");
     let moved = bob
-        .ok(&["--json", "install", "research-assistant@^1", "--dir", "ra"])
+        .ok(&[
+            "--json",
+            "install",
+            "research-assistant@^1",
+            "--dir",
+            "ra",
+            "--accept-risk",
+        ])
         .json();
     assert_eq!(moved["replaced"], "1.0.0", "{moved}");
+    assert!(
+        moved["trust_diff"]["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["subject"] == "wallet" && c["raises_risk"] == true),
+        "{moved}"
+    );
     assert_eq!(moved["manifest"]["agent"]["version"], "1.1.0");
 
     // A signer whose key the registry says was revoked before the version

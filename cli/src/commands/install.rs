@@ -22,6 +22,7 @@ pub fn run(
     spec: &str,
     dir: Option<PathBuf>,
     frozen: bool,
+    accept_risk: bool,
     host: Option<&str>,
 ) -> Result<ExitCode> {
     let wanted = PackageReq::parse(spec)?;
@@ -33,6 +34,7 @@ pub fn run(
             wanted: &wanted,
             dir: &dir,
             frozen,
+            accept_risk,
             host: host.as_ref(),
         },
     )?;
@@ -43,6 +45,7 @@ pub fn run(
             "dir": dir,
             "changed": done.changed,
             "replaced": done.replaced,
+            "trust_diff": done.trust_diff,
             "manifest": m,
             "host": done.host,
         }),

@@ -171,6 +171,9 @@ fn prepare(env: &Env, args: &RunArgs) -> Result<Prepared> {
             wanted: &wanted,
             dir: &dir,
             frozen: false,
+            // `run NAME` runs what it installs: it never accepts new powers
+            // silently; `install --accept-risk` does.
+            accept_risk: false,
             host: None,
         },
     )?;
