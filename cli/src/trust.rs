@@ -63,19 +63,6 @@ fn sources(c: &EffectiveCapability) -> String {
         .join(", ")
 }
 
-/// `required`, `optional, on_demand`.
-fn need(c: &EffectiveCapability) -> String {
-    let need = if c.required { "required" } else { "optional" };
-    match c
-        .mode
-        .and_then(|m| serde_json::to_value(m).ok())
-        .and_then(|v| v.as_str().map(str::to_owned))
-    {
-        Some(mode) => format!("{need}, {mode}"),
-        None => need.to_owned(),
-    }
-}
-
 /// `inspect`'s sections for an agent: the highest risk, what it can do
 /// (core's statements, riskiest first), what it needs but does not
 /// request, every effective capability with who asks for it, and the
@@ -114,7 +101,7 @@ pub fn render_trust(out: &Output, t: &AgentTrust) -> Vec<String> {
             "  {:<15} {}  {:<20}  {}",
             c.capability.as_str(),
             risk_cell(out, Some(c.risk)),
-            need(c),
+            c.need(),
             sources(c)
         ));
     }

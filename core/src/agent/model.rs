@@ -173,6 +173,18 @@ pub enum HttpMethod {
     Delete,
 }
 
+impl HttpMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Post => "POST",
+            HttpMethod::Put => "PUT",
+            HttpMethod::Patch => "PATCH",
+            HttpMethod::Delete => "DELETE",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HttpAuth {
@@ -180,6 +192,18 @@ pub enum HttpAuth {
     Bearer,
     Basic,
     ApiKey,
+}
+
+impl HttpAuth {
+    /// As agent.yaml spells it: `api_key`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpAuth::None => "none",
+            HttpAuth::Bearer => "bearer",
+            HttpAuth::Basic => "basic",
+            HttpAuth::ApiKey => "api_key",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -240,6 +264,19 @@ pub struct ToolUi {
     pub failed: Option<UiRender>,
     #[serde(flatten)]
     pub extensions: Extensions,
+}
+
+impl ToolUi {
+    /// The declared states with their status name, in lifecycle order.
+    pub fn states(&self) -> impl Iterator<Item = (&'static str, &UiRender)> {
+        [
+            ("running", &self.running),
+            ("completed", &self.completed),
+            ("failed", &self.failed),
+        ]
+        .into_iter()
+        .filter_map(|(status, render)| Some((status, render.as_ref()?)))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -411,6 +448,16 @@ pub enum CrewProcess {
     Sequential,
     Parallel,
     Hierarchical,
+}
+
+impl CrewProcess {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CrewProcess::Sequential => "sequential",
+            CrewProcess::Parallel => "parallel",
+            CrewProcess::Hierarchical => "hierarchical",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -27,6 +27,16 @@ pub enum PermissionMode {
 impl PermissionMode {
     pub const NAMES: &'static [&'static str] =
         &["user_triggered", "on_demand", "continuous", "scheduled"];
+
+    /// As agent.yaml spells it: `on_demand`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::UserTriggered => "user_triggered",
+            PermissionMode::OnDemand => "on_demand",
+            PermissionMode::Continuous => "continuous",
+            PermissionMode::Scheduled => "scheduled",
+        }
+    }
 }
 
 impl FromStr for PermissionMode {

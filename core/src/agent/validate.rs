@@ -84,12 +84,8 @@ fn action_tools(spec: &AgentSpec, diags: &mut Diagnostics) {
             continue;
         };
         let base = join(&join("http_tools", name), "ui_component");
-        for (status, render) in [
-            ("running", &ui.running),
-            ("completed", &ui.completed),
-            ("failed", &ui.failed),
-        ] {
-            if let Some(actions) = render.as_ref().and_then(|r| r.actions.as_ref()) {
+        for (status, render) in ui.states() {
+            if let Some(actions) = &render.actions {
                 check_sync_tools(spec, actions, &join(&join(&base, status), "actions"), diags);
             }
         }
@@ -140,12 +136,7 @@ fn ui_contract(spec: &AgentSpec, diags: &mut Diagnostics) {
             continue;
         };
         let base = join(&join("http_tools", name), "ui_component");
-        for (status, render) in [
-            ("running", &ui.running),
-            ("completed", &ui.completed),
-            ("failed", &ui.failed),
-        ] {
-            let Some(render) = render else { continue };
+        for (status, render) in ui.states() {
             let c = render.component.as_str();
             if !spec.ui_components.contains_key(c) && !BUILTIN_COMPONENTS.contains(&c) {
                 diags.push(

@@ -524,15 +524,6 @@ fn downgrades(mode: PermissionMode) -> &'static [PermissionMode] {
     }
 }
 
-fn mode_name(mode: PermissionMode) -> &'static str {
-    match mode {
-        PermissionMode::UserTriggered => "user_triggered",
-        PermissionMode::OnDemand => "on_demand",
-        PermissionMode::Continuous => "continuous",
-        PermissionMode::Scheduled => "scheduled",
-    }
-}
-
 /// Checks every request against `host`.
 pub fn check(host: &HostProfile, requests: &[Request]) -> HostReport {
     let capabilities = requests
@@ -564,8 +555,8 @@ pub fn check(host: &HostProfile, requests: &[Request]) -> HostReport {
                                 "{} grants {} as {}, not {}",
                                 host.name,
                                 r.capability,
-                                mode_name(*weaker),
-                                mode_name(asked)
+                                weaker.as_str(),
+                                asked.as_str()
                             )),
                         ),
                         None => refusal(format!(
@@ -574,10 +565,10 @@ pub fn check(host: &HostProfile, requests: &[Request]) -> HostReport {
                             r.capability,
                             host_modes
                                 .iter()
-                                .map(|m| mode_name(*m))
+                                .map(|m| m.as_str())
                                 .collect::<Vec<_>>()
                                 .join(", "),
-                            mode_name(asked)
+                            asked.as_str()
                         )),
                     }
                 }

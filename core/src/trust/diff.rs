@@ -130,14 +130,8 @@ fn autonomy(mode: Option<PermissionMode>) -> u8 {
 }
 
 fn need(c: &EffectiveCapability) -> String {
-    let need = if c.required { "required" } else { "optional" };
-    let mode = c
-        .mode
-        .and_then(|m| serde_json::to_value(m).ok())
-        .and_then(|v| v.as_str().map(|s| format!(", {s}")))
-        .unwrap_or_default();
     let who: Vec<String> = c.sources.iter().map(ToString::to_string).collect();
-    format!("{need}{mode}, by {}", who.join(", "))
+    format!("{}, by {}", c.need(), who.join(", "))
 }
 
 /// Matches items of two lists by key and reports added, removed and
@@ -336,10 +330,7 @@ pub fn diff(old: &AgentTrust, new: &AgentTrust) -> TrustDiff {
         |t| (t.declared_by.clone(), t.name.clone()),
         |a, b| {
             let show = |t: &super::HttpToolFacts| {
-                let method = serde_json::to_value(t.method)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
+                let method = t.method.as_str();
                 let oauth = if t.oauth.is_empty() {
                     String::new()
                 } else {
@@ -347,8 +338,7 @@ pub fn diff(old: &AgentTrust, new: &AgentTrust) -> TrustDiff {
                 };
                 let auth = t
                     .auth
-                    .and_then(|a| serde_json::to_value(a).ok())
-                    .and_then(|v| v.as_str().map(|s| format!(", auth {s}")))
+                    .map(|a| format!(", auth {}", a.as_str()))
                     .unwrap_or_default();
                 format!("{method} {}{auth}{oauth}", t.endpoint)
             };

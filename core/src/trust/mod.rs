@@ -67,6 +67,19 @@ impl EffectiveCapability {
         }
     }
 
+    /// `required`, `optional, on_demand`.
+    pub fn need(&self) -> String {
+        let need = if self.required {
+            "required"
+        } else {
+            "optional"
+        };
+        match self.mode {
+            Some(mode) => format!("{need}, {}", mode.as_str()),
+            None => need.to_owned(),
+        }
+    }
+
     /// Back to what [`host::check`] reads.
     pub fn request(&self) -> Request {
         Request {
@@ -313,10 +326,7 @@ impl AgentTrust {
             .collect();
         let spec = &pkg.agent;
         trust.crew = spec.delegate.as_ref().map(|crew| CrewFacts {
-            process: serde_json::to_value(crew.process)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            process: crew.process.as_str().to_owned(),
             members: crew
                 .agents
                 .iter()

@@ -137,10 +137,7 @@ impl AgentTrust {
         }
         for t in &self.http_tools {
             let subject = format!("HTTP tool {}{}", t.name, by(&t.declared_by));
-            let method = serde_json::to_value(t.method)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let method = t.method.as_str();
             let credential = match (t.oauth.as_slice(), t.auth) {
                 ([], Some(HttpAuth::Bearer)) => " with a bearer token".to_owned(),
                 ([], Some(HttpAuth::Basic)) => " with a user name and password".to_owned(),

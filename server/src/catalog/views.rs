@@ -99,9 +99,7 @@ pub fn host_fits(requests: &[Request]) -> Vec<HostFitView> {
                     .collect()
             };
             let mode = |m: Option<agentlang_core::agent::PermissionMode>| {
-                m.and_then(|m| serde_json::to_value(m).ok())
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default()
+                m.map(|m| m.as_str().to_owned()).unwrap_or_default()
             };
             HostFitView {
                 host: profile.name.to_string(),
@@ -141,20 +139,6 @@ pub fn undeclared(requests: &[Request]) -> Vec<UndeclaredView> {
         .collect();
     out.sort_by_key(|u| std::cmp::Reverse(u.risk()));
     out
-}
-
-/// The (name, version) pins of an agent.lock's `tools`, as stored.
-pub fn locked_tools(lock: Option<&Value>) -> Vec<(PackageName, Version)> {
-    lock.and_then(|l| object_at(l, "tools"))
-        .into_iter()
-        .flatten()
-        .filter_map(|(name, entry)| {
-            Some((
-                PackageName::new(name.as_str()).ok()?,
-                version_at(Some(entry))?,
-            ))
-        })
-        .collect()
 }
 
 /// The agent page's view of one version.
