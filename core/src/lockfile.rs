@@ -225,6 +225,7 @@ pub fn resolved_at_now_or_source_date_epoch(
 
 /// The only lockfile format version so far; written as the string `"1"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum LockfileVersion {
     #[default]
     #[serde(rename = "1")]
@@ -305,39 +306,50 @@ impl<'de> Deserialize<'de> for Price {
 /// One resolved tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LockedTool {
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1.2.0"))]
     pub version: Version,
     /// Of the `.tool` container.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^sha256:[0-9a-f]{64}$"))]
     pub hash: Sha256Hash,
     /// The requirement it was resolved against, as the agent wrote it; absent
     /// for tools that only other tools depend on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "^1.2.0"))]
     pub requirement: Option<semver::VersionReq>,
     /// Names of the locked tools this one depends on.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
     pub dependencies: BTreeSet<PackageName>,
 }
 
 /// One co-located subagent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LockedAgent {
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub version: Version,
     /// Of the subagent file.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^sha256:[0-9a-f]{64}$"))]
     pub hash: Sha256Hash,
 }
 
 /// What the agent was resolved against for one model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LockedModel {
     pub context_window: u64,
     pub supports_tools: bool,
     /// Dollars per million input tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>))]
     pub input_1m_price: Option<Price>,
     /// Dollars per million output tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>))]
     pub output_1m_price: Option<Price>,
 }
 
@@ -346,38 +358,49 @@ pub struct LockedModel {
 /// `x-protocols`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LockedProtocol {
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub version: Version,
     /// The requirement it was chosen for, as the agent wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub requirement: Option<semver::VersionReq>,
     pub source: crate::protocols::ProtocolSource,
     /// Of the `.protocol` container, for a published custom protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, pattern = "^sha256:[0-9a-f]{64}$"))]
     pub hash: Option<Sha256Hash>,
 }
 
 /// A whole `agent.lock`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Lockfile {
     pub version: LockfileVersion,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub resolved_at: ResolvedAt,
     /// The registry the tools were resolved from. The spec's example omits
     /// it, so reading tolerates its absence; the CLI always writes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registry: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, LockedTool>))]
     pub tools: BTreeMap<PackageName, LockedTool>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, LockedAgent>))]
     pub agents: BTreeMap<PackageName, LockedAgent>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, LockedModel>))]
     pub models: BTreeMap<ModelId, LockedModel>,
     /// Absent from locks written before protocols were locked, and from
     /// agents that declare none, so those locks keep their bytes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, LockedProtocol>))]
     pub protocols: BTreeMap<crate::protocols::ProtocolName, LockedProtocol>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, String>))]
     pub files: BTreeMap<MemberPath, Sha256Hash>,
 }
 

@@ -791,6 +791,7 @@ pub fn check_inline(spec: &AgentSpec, diags: &mut Diagnostics) {
 /// Where a chosen protocol version is defined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ProtocolSource {
     /// The registry's protocol catalog.
     Catalog,

@@ -109,6 +109,9 @@ pub enum ApiError {
         method: String,
         allow: Vec<&'static str>,
     },
+    /// `Accept` admits none of the forms the route answers in.
+    #[error("this route answers in {available}; ask for one of them in Accept")]
+    NotAcceptable { available: &'static str },
     #[error("{0}")]
     Conflict(String),
     #[error("too many requests; retry in {retry_after_secs} s")]
@@ -184,6 +187,7 @@ impl ApiError {
             Self::RegistrationClosed => ProblemType::RegistrationClosed,
             Self::NotFound(_) => ProblemType::NotFound,
             Self::MethodNotAllowed { .. } => ProblemType::MethodNotAllowed,
+            Self::NotAcceptable { .. } => ProblemType::NotAcceptable,
             Self::Conflict(_) => ProblemType::Conflict,
             Self::RateLimited { .. } => ProblemType::RateLimited,
             Self::Unavailable(_) => ProblemType::Unavailable,
@@ -487,6 +491,11 @@ mod tests {
             (ApiError::RegistrationClosed, 403, "registration-closed"),
             (ApiError::Conflict("x".into()), 409, "conflict"),
             (
+                ApiError::NotAcceptable { available: "x" },
+                406,
+                "not-acceptable",
+            ),
+            (
                 ApiError::RateLimited {
                     retry_after_secs: 3,
                 },
@@ -533,6 +542,7 @@ pub enum ProblemType {
     RegistrationClosed,
     NotFound,
     MethodNotAllowed,
+    NotAcceptable,
     Conflict,
     RateLimited,
     Unavailable,
@@ -688,6 +698,12 @@ impl ProblemType {
                 405,
                 "Method not allowed",
                 "The path exists but does not answer this method; the `Allow` header lists the methods it does answer.",
+            ),
+            Self::NotAcceptable => (
+                "not-acceptable",
+                406,
+                "Not acceptable",
+                "The `Accept` header admits none of the forms the route answers in; `detail` lists them. Resolve answers `application/yaml` (the default) or `application/json`.",
             ),
             Self::Conflict => (
                 "conflict",

@@ -8,7 +8,8 @@ use utoipa::{
     openapi::{
         ContentBuilder, Ref, RefOr, ResponseBuilder,
         header::HeaderBuilder,
-        path::Operation,
+        link::LinkBuilder,
+        path::{Operation, ParameterIn},
         schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type},
         security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
     },
@@ -73,13 +74,15 @@ use crate::{common, error, routes};
         error::Problem,
         error::FieldError,
         common::names::Scope,
+        routes::owners::KindSegment,
+        routes::packages::RecordKindSegment,
         routes::clowl::ClowlMessage,
         routes::clowl::ClowlBody,
         routes::clowl::ClowlErrorData,
         routes::moltspeak::MoltSpeakMessage,
         routes::moltspeak::MoltSpeakIdentity,
     )),
-    modifiers(&BearerSecurity, &CommonResponses),
+    modifiers(&BearerSecurity, &CommonResponses, &ApiLinks),
     tags(
         (name = "accounts", description = "Registration"),
         (name = "tokens", description = "API tokens: scoped, expiring, revocable JWTs"),
@@ -123,67 +126,131 @@ impl Modify for BearerSecurity {
     }
 }
 
-/// The answers any route can give whatever it does, documented once as
-/// shared responses and named by every operation that lacks its own: 429
-/// past a rate limit and 503 when a backend is out of reach or the request
-/// ran past its deadline (both with `Retry-After`), and 408 for a request
-/// body that goes silent or arrives too slowly. Health and metrics are
-/// never limited and read no backend but readiness's own.
+/// The answers a route gives because of its shape rather than what it
+/// does, documented once as shared responses and named by every operation
+/// of that shape that does not document its own:
+/// - any route: 429 past a rate limit and 503 when a backend is out of
+///   reach or the request ran past its deadline (both with `Retry-After`);
+/// - a request body: 408 when it goes silent or arrives too slowly;
+/// - a JSON body (read through actix's `Json`, whose error handler is
+///   [`error::json_error`]): 400 for JSON that does not parse or names an
+///   unknown field, 413 past the JSON limit, 415 for another content type;
+/// - a query string (read through `Query`, [`error::query_error`]): 400;
+/// - a bearer token: 401 without a valid one.
+///
+/// Agent-protocol routes read any body and answer in their protocol, and
+/// health and metrics are never limited and read no backend but
+/// readiness's own: neither takes the shapes' answers. Every path item also
+/// says which methods it answers (`HEAD` wherever `GET`), since any other
+/// answers 405 with `Allow` (see [`allowed_methods`]).
 #[derive(Debug)]
 struct CommonResponses;
 
 const UNLIMITED: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+const PROTOCOL_TAG: &str = "agent protocols";
+
+/// A response documented once under `components.responses`.
+struct Shared {
+    name: &'static str,
+    status: &'static str,
+    description: &'static str,
+    /// A header it carries: name and description.
+    header: Option<(&'static str, &'static str)>,
+}
+
+const SHARED: [Shared; 8] = [
+    Shared {
+        name: "RateLimited",
+        status: "429",
+        description: "Too many requests from this client or token (`rate-limited`)",
+        header: Some(("Retry-After", "Seconds to wait before retrying")),
+    },
+    Shared {
+        name: "Unavailable",
+        status: "503",
+        description: "A backend is out of reach, or the request ran past its deadline (`unavailable`)",
+        header: Some(("Retry-After", "Seconds to wait before retrying")),
+    },
+    Shared {
+        name: "RequestTimeout",
+        status: "408",
+        description: "The request body went silent for 30 s, or took longer than the request's time in all (`request-timeout`); the connection is closed",
+        header: None,
+    },
+    Shared {
+        name: "MalformedRequest",
+        status: "400",
+        description: "The body or query string could not be read: JSON that does not parse, an unknown or mistyped field, a query parameter out of range (`malformed-request`)",
+        header: None,
+    },
+    Shared {
+        name: "PayloadTooLarge",
+        status: "413",
+        description: "The body is larger than the route accepts (`payload-too-large`)",
+        header: None,
+    },
+    Shared {
+        name: "UnsupportedMediaType",
+        status: "415",
+        description: "The body's Content-Type is not one the route reads (`unsupported-media-type`)",
+        header: None,
+    },
+    Shared {
+        name: "Unauthenticated",
+        status: "401",
+        description: "No token, or a malformed, expired or revoked one (`unauthenticated`)",
+        header: Some((
+            "WWW-Authenticate",
+            "`Bearer realm=\"agentlang-registry\", error=\"invalid_token\", …`",
+        )),
+    },
+    Shared {
+        name: "MethodNotAllowed",
+        status: "405",
+        description: "The path does not answer this method (`method-not-allowed`); `Allow` lists those it does",
+        header: Some(("Allow", "The methods the path answers, such as `GET, HEAD`")),
+    },
+];
 
 impl Modify for CommonResponses {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let retry_after = || {
-            HeaderBuilder::new()
-                .schema(Some(
-                    ObjectBuilder::new()
-                        .schema_type(Type::Integer)
-                        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
-                        .minimum(Some(0)),
-                ))
-                .description(Some("Seconds to wait before retrying"))
-                .build()
-        };
-        let problem = || {
-            ContentBuilder::new()
-                .schema(Some(Ref::from_schema_name(
-                    <error::Problem as utoipa::ToSchema>::name(),
-                )))
-                .build()
-        };
-        let shared = [
-            (
-                "RateLimited",
-                "Too many requests from this client or token (`rate-limited`)",
-                true,
-            ),
-            (
-                "Unavailable",
-                "A backend is out of reach, or the request ran past its deadline (`unavailable`)",
-                true,
-            ),
-            (
-                "RequestTimeout",
-                "The request body went silent for 30 s, or took longer than the request's time in all (`request-timeout`); the connection is closed",
-                false,
-            ),
-        ];
         let components = openapi.components.get_or_insert_with(Default::default);
-        for (name, description, retry) in shared {
+        for Shared {
+            name,
+            description,
+            header,
+            ..
+        } in SHARED
+        {
             let mut response = ResponseBuilder::new()
                 .description(description)
-                .content(error::PROBLEM_JSON, problem());
-            if retry {
-                response = response.header("Retry-After", retry_after());
+                .content(error::PROBLEM_JSON, problem_content());
+            if let Some((header, description)) = header {
+                response = response.header(header, header_schema(header, description));
             }
             components
                 .responses
                 .insert(name.to_owned(), RefOr::T(response.build()));
         }
         for (path, item) in &mut openapi.paths.paths {
+            let methods = [
+                ("GET, HEAD", item.get.is_some()),
+                ("POST", item.post.is_some()),
+                ("PUT", item.put.is_some()),
+                ("PATCH", item.patch.is_some()),
+                ("DELETE", item.delete.is_some()),
+            ];
+            let allow: Vec<&str> = methods.iter().filter(|m| m.1).map(|m| m.0).collect();
+            item.description = Some(format!(
+                "Answers {}{}; any other method answers 405 (`method-not-allowed`) with `Allow: {}`.",
+                allow.join(", "),
+                if item.get.is_some() {
+                    " (HEAD as GET, without the body)"
+                } else {
+                    ""
+                },
+                allow.join(", "),
+            ));
             if UNLIMITED.contains(&path.as_str()) {
                 continue;
             }
@@ -201,17 +268,267 @@ impl Modify for CommonResponses {
     }
 }
 
+fn problem_content() -> utoipa::openapi::Content {
+    ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name(
+            <error::Problem as utoipa::ToSchema>::name(),
+        )))
+        .build()
+}
+
+fn header_schema(name: &str, description: &str) -> utoipa::openapi::header::Header {
+    let schema = if name == "Retry-After" {
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(0))
+    } else {
+        ObjectBuilder::new().schema_type(Type::String)
+    };
+    HeaderBuilder::new()
+        .schema(Some(schema))
+        .description(Some(description))
+        .build()
+}
+
 fn add_common(operation: &mut Operation) {
-    let mut common = vec![("429", "RateLimited"), ("503", "Unavailable")];
+    let protocol = operation
+        .tags
+        .as_ref()
+        .is_some_and(|tags| tags.iter().any(|t| t == PROTOCOL_TAG));
+    let json_body = operation.request_body.as_ref().is_some_and(
+        |body| matches!(body, RefOr::T(b) if b.content.contains_key("application/json")),
+    );
+    let query = operation.parameters.as_ref().is_some_and(|params| {
+        params
+            .iter()
+            .any(|p| matches!(p, RefOr::T(p) if matches!(p.parameter_in, ParameterIn::Query)))
+    });
+    let bearer = operation
+        .security
+        .as_ref()
+        .is_some_and(|requirements| !requirements.is_empty());
+    let mut common = vec!["RateLimited", "Unavailable"];
     if operation.request_body.is_some() {
-        common.push(("408", "RequestTimeout"));
+        common.push("RequestTimeout");
     }
-    for (status, name) in common {
+    if (json_body && !protocol) || query {
+        common.push("MalformedRequest");
+    }
+    if json_body && !protocol {
+        common.extend(["PayloadTooLarge", "UnsupportedMediaType"]);
+    }
+    if bearer {
+        common.push("Unauthenticated");
+    }
+    for name in common {
+        let status = SHARED
+            .iter()
+            .find(|shared| shared.name == name)
+            .expect("a shared response")
+            .status;
         operation
             .responses
             .responses
             .entry(status.to_owned())
             .or_insert_with(|| RefOr::Ref(Ref::from_response_name(name)));
+    }
+}
+
+/// OpenAPI links from an answer to the operations it leads to, so a
+/// generated client (and Schemathesis' stateful phase) can walk from a
+/// search to a package, its versions, their downloads and yanks, and from
+/// a created token or key to its revocation. A record's `kind` is singular
+/// (`tool`) and the path's plural (`tools`): an embedded expression adds
+/// the `s`.
+#[derive(Debug)]
+struct ApiLinks;
+
+type LinkParams = &'static [(&'static str, &'static str)];
+
+const VERSION_FROM_RECORD: LinkParams = &[
+    ("kind", "{$response.body#/kind}s"),
+    ("name", "$response.body#/name"),
+    ("version", "$response.body#/version"),
+];
+const VERSION_FROM_REQUEST: LinkParams = &[
+    ("kind", "$request.path.kind"),
+    ("name", "$request.path.name"),
+    ("version", "$request.path.version"),
+];
+const PACKAGE_FROM_RECORD: LinkParams = &[
+    ("kind", "{$response.body#/kind}s"),
+    ("name", "$response.body#/name"),
+];
+
+/// (from operation, its statuses, link name, to operation, parameters)
+const LINKS: &[(&str, &[&str], &str, &str, LinkParams)] = &[
+    (
+        "search_packages",
+        &["200"],
+        "GetPackage",
+        "get_package",
+        &[
+            ("kind", "{$response.body#/results/0/kind}s"),
+            ("name", "$response.body#/results/0/name"),
+        ],
+    ),
+    (
+        "get_package",
+        &["200"],
+        "GetVersion",
+        "get_version",
+        &[
+            ("kind", "$request.path.kind"),
+            ("name", "$request.path.name"),
+            ("version", "$response.body#/versions/0/version"),
+        ],
+    ),
+    (
+        "get_package",
+        &["200"],
+        "ListOwners",
+        "list_owners",
+        PACKAGE_FROM_RECORD,
+    ),
+    (
+        "get_package",
+        &["200"],
+        "GetIndex",
+        "get_index",
+        PACKAGE_FROM_RECORD,
+    ),
+    (
+        "publish_version",
+        &["200", "201"],
+        "GetVersion",
+        "get_version",
+        VERSION_FROM_RECORD,
+    ),
+    (
+        "publish_version",
+        &["200", "201"],
+        "DownloadVersion",
+        "download_version",
+        VERSION_FROM_RECORD,
+    ),
+    (
+        "publish_version",
+        &["200", "201"],
+        "YankVersion",
+        "yank_version",
+        VERSION_FROM_RECORD,
+    ),
+    (
+        "get_version",
+        &["200"],
+        "DownloadVersion",
+        "download_version",
+        VERSION_FROM_RECORD,
+    ),
+    (
+        "get_version",
+        &["200"],
+        "GetQualityReport",
+        "get_quality_report",
+        VERSION_FROM_RECORD,
+    ),
+    (
+        "get_version",
+        &["200"],
+        "YankVersion",
+        "yank_version",
+        VERSION_FROM_RECORD,
+    ),
+    (
+        "get_version",
+        &["200"],
+        "GetAgentCaps",
+        "get_agent_caps",
+        &[
+            ("name", "$response.body#/name"),
+            ("version", "$response.body#/version"),
+        ],
+    ),
+    (
+        "yank_version",
+        &["200"],
+        "UnyankVersion",
+        "unyank_version",
+        VERSION_FROM_REQUEST,
+    ),
+    (
+        "yank_version",
+        &["200"],
+        "GetVersion",
+        "get_version",
+        VERSION_FROM_REQUEST,
+    ),
+    (
+        "unyank_version",
+        &["200"],
+        "GetVersion",
+        "get_version",
+        VERSION_FROM_REQUEST,
+    ),
+    (
+        "create_token",
+        &["201"],
+        "RevokeToken",
+        "revoke_token",
+        &[("id", "$response.body#/id")],
+    ),
+    (
+        "create_key",
+        &["201"],
+        "GetKey",
+        "get_key",
+        &[("key_id", "$response.body#/key_id")],
+    ),
+    (
+        "create_key",
+        &["201"],
+        "RevokeKey",
+        "revoke_key",
+        &[("key_id", "$response.body#/key_id")],
+    ),
+];
+
+impl Modify for ApiLinks {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                item.get.as_mut(),
+                item.put.as_mut(),
+                item.post.as_mut(),
+                item.delete.as_mut(),
+                item.patch.as_mut(),
+            ];
+            for operation in operations.into_iter().flatten() {
+                let Some(id) = operation.operation_id.clone() else {
+                    continue;
+                };
+                for (from, statuses, name, to, params) in LINKS {
+                    if *from != id {
+                        continue;
+                    }
+                    for status in *statuses {
+                        let Some(RefOr::T(response)) =
+                            operation.responses.responses.get_mut(*status)
+                        else {
+                            continue;
+                        };
+                        let mut link = LinkBuilder::new().operation_id(*to);
+                        for (param, expression) in *params {
+                            link = link.parameter(*param, *expression);
+                        }
+                        response
+                            .links
+                            .insert((*name).to_owned(), RefOr::T(link.build()));
+                    }
+                }
+            }
+        }
     }
 }
 

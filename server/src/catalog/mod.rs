@@ -26,9 +26,11 @@ pub mod session;
 pub mod views;
 
 use actix_web::{
-    HttpMessage, HttpRequest, HttpResponse, ResponseError,
+    HttpMessage, HttpRequest, HttpResponse, ResponseError, Route,
     body::{BoxBody, MessageBody},
+    dev::ResourceDef,
     dev::{ServiceRequest, ServiceResponse},
+    http::Method,
     http::{
         StatusCode,
         header::{self, HeaderValue},
@@ -63,109 +65,140 @@ const MACHINE_PREFIXES: [&str; 6] = [
     "/metrics",
 ];
 
+/// Every catalog page: its path template, the method it answers and its
+/// handler, in the order they are matched. [`configure`] registers them and
+/// [`fallback`] reads the same list for `Allow`, so the two cannot differ.
+fn pages() -> Vec<(&'static str, Method, Route)> {
+    macro_rules! page {
+        ($path:literal, $method:ident, $handler:expr) => {
+            (
+                $path,
+                Method::$method,
+                web::route().method(Method::$method).to($handler),
+            )
+        };
+    }
+    vec![
+        page!("/", GET, home::home),
+        page!("/docs", GET, home::docs),
+        page!("/problems/", GET, problems::list_problems),
+        page!("/problems", GET, problems::list_problems),
+        page!("/problems/{slug}", GET, problems::show_problem),
+        page!("/search", GET, search::search),
+        page!("/static/{file}", GET, assets::static_file),
+        page!("/agents/{name}", GET, packages::agent_latest),
+        // Before `/agents/{name}/{version}`, which would take "diff".
+        page!("/agents/{name}/diff", GET, packages::agent_diff),
+        page!("/agents/{name}/{version}", GET, packages::agent_version),
+        page!("/tools/{name}", GET, packages::tool_latest),
+        page!("/tools/{name}/{version}", GET, packages::tool_version),
+        page!("/{kind}/{name}/{version}/yank", POST, account::yank),
+        page!("/{kind}/{name}/{version}/unyank", POST, account::unyank),
+        page!("/protocols/{name}", GET, protocols::protocol),
+        page!(
+            "/protocols/{name}/{version}",
+            GET,
+            protocols::protocol_version
+        ),
+        page!("/replay", GET, replay::replay_form),
+        page!("/replay", POST, replay::replay),
+        page!("/publishers/{name}", GET, publishers::publisher),
+        page!("/keys/{key_id}", GET, keys::key),
+        page!("/login", GET, session::login_form),
+        page!("/login", POST, session::login),
+        page!("/logout", POST, session::logout),
+        page!("/account", GET, account::account),
+        page!("/account/tokens", POST, account::create_token),
+        page!("/account/password", POST, account::change_password),
+        page!(
+            "/account/sessions/end-all",
+            POST,
+            session::logout_everywhere
+        ),
+        page!(
+            "/account/invitations/{kind}/{name}/{answer}",
+            POST,
+            account::answer_invitation
+        ),
+        page!("/account/tokens/{id}/revoke", POST, account::revoke_token),
+        page!("/account/keys", POST, account::register_key),
+        page!("/account/keys/{key_id}/revoke", POST, account::revoke_key),
+        page!("/account/{kind}/{name}/owners", POST, account::add_owner),
+        page!(
+            "/account/{kind}/{name}/owners/remove",
+            POST,
+            account::remove_owner
+        ),
+    ]
+}
+
 /// Registers every catalog route. Call it after the API's routes: its scope
 /// has an empty prefix and answers whatever nothing else matched.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("")
-            .app_data(web::PayloadConfig::new(FORM_BODY_LIMIT))
-            .wrap(from_fn(catalog_responses))
-            .route("/", web::get().to(home::home))
-            .route("/docs", web::get().to(home::docs))
-            .route("/problems/", web::get().to(problems::list_problems))
-            .route("/problems", web::get().to(problems::list_problems))
-            .route("/problems/{slug}", web::get().to(problems::show_problem))
-            .route("/search", web::get().to(search::search))
-            .route("/static/{file}", web::get().to(assets::static_file))
-            .route("/agents/{name}", web::get().to(packages::agent_latest))
-            // Before `/agents/{name}/{version}`, which would take "diff".
-            .route("/agents/{name}/diff", web::get().to(packages::agent_diff))
-            .route(
-                "/agents/{name}/{version}",
-                web::get().to(packages::agent_version),
-            )
-            .route("/tools/{name}", web::get().to(packages::tool_latest))
-            .route(
-                "/tools/{name}/{version}",
-                web::get().to(packages::tool_version),
-            )
-            .route(
-                "/{kind}/{name}/{version}/yank",
-                web::post().to(account::yank),
-            )
-            .route(
-                "/{kind}/{name}/{version}/unyank",
-                web::post().to(account::unyank),
-            )
-            .route("/protocols/{name}", web::get().to(protocols::protocol))
-            .route(
-                "/protocols/{name}/{version}",
-                web::get().to(protocols::protocol_version),
-            )
-            .route("/replay", web::get().to(replay::replay_form))
-            .route("/replay", web::post().to(replay::replay))
-            .route("/publishers/{name}", web::get().to(publishers::publisher))
-            .route("/keys/{key_id}", web::get().to(keys::key))
-            .route("/login", web::get().to(session::login_form))
-            .route("/login", web::post().to(session::login))
-            .route("/logout", web::post().to(session::logout))
-            .route("/account", web::get().to(account::account))
-            .route("/account/tokens", web::post().to(account::create_token))
-            .route(
-                "/account/password",
-                web::post().to(account::change_password),
-            )
-            .route(
-                "/account/sessions/end-all",
-                web::post().to(session::logout_everywhere),
-            )
-            .route(
-                "/account/invitations/{kind}/{name}/{answer}",
-                web::post().to(account::answer_invitation),
-            )
-            .route(
-                "/account/tokens/{id}/revoke",
-                web::post().to(account::revoke_token),
-            )
-            .route("/account/keys", web::post().to(account::register_key))
-            .route(
-                "/account/keys/{key_id}/revoke",
-                web::post().to(account::revoke_key),
-            )
-            .route(
-                "/account/{kind}/{name}/owners",
-                web::post().to(account::add_owner),
-            )
-            .route(
-                "/account/{kind}/{name}/owners/remove",
-                web::post().to(account::remove_owner),
-            )
-            .default_service(web::to(fallback)),
-    );
+    let mut scope = web::scope("")
+        .app_data(web::PayloadConfig::new(FORM_BODY_LIMIT))
+        .wrap(from_fn(catalog_responses));
+    for (path, _, route) in pages() {
+        scope = scope.route(path, route);
+    }
+    cfg.service(scope.default_service(web::to(fallback)));
 }
 
-/// Whatever no route matched: an HTML 404 page, or the API's problem for
-/// machine paths.
+/// The methods the catalog answers at `path` (`HEAD` wherever `GET`), or
+/// `None` when no page template matches it.
+fn catalog_methods(path: &str) -> Option<Vec<&'static str>> {
+    use std::sync::OnceLock;
+    static TABLE: OnceLock<Vec<(ResourceDef, Method)>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        pages()
+            .into_iter()
+            .map(|(path, method, _)| (ResourceDef::new(path), method))
+            .collect()
+    });
+    let mut allow = Vec::new();
+    for (_, method) in table.iter().filter(|(def, _)| def.is_match(path)) {
+        let names: &[&'static str] = match *method {
+            Method::GET => &["GET", "HEAD"],
+            Method::POST => &["POST"],
+            _ => &[],
+        };
+        for name in names {
+            if !allow.contains(name) {
+                allow.push(*name);
+            }
+        }
+    }
+    (!allow.is_empty()).then_some(allow)
+}
+
+/// Whatever no route matched: an HTML 404 page, a 405 page with `Allow` for
+/// a page asked with another method, or the API's problem for machine
+/// paths.
 async fn fallback(req: HttpRequest) -> Result<HttpResponse, actix_web::Error> {
     let path = req.path();
-    if MACHINE_PREFIXES.iter().any(|p| path.starts_with(p)) {
-        // A documented path asked with another method (OPTIONS included).
-        if let Some(allow) = crate::openapi::allowed_methods(path)
-            && !allow.contains(&req.method().as_str())
-        {
-            return Err(ApiError::MethodNotAllowed {
-                method: req.method().to_string(),
-                allow,
-            }
-            .into());
+    let allowed = if MACHINE_PREFIXES.iter().any(|p| path.starts_with(p)) {
+        crate::openapi::allowed_methods(path)
+    } else {
+        catalog_methods(path)
+    };
+    let method = req.method().as_str();
+    let Some(allow) = allowed.filter(|allow| !allow.contains(&method)) else {
+        return Err(if MACHINE_PREFIXES.iter().any(|p| path.starts_with(p)) {
+            ApiError::NotFound(format!("route {path}")).into()
+        } else {
+            CatalogError::NotFound.into()
+        });
+    };
+    // A page or documented path asked with another method (OPTIONS too).
+    Err(if MACHINE_PREFIXES.iter().any(|p| path.starts_with(p)) {
+        ApiError::MethodNotAllowed {
+            method: method.to_owned(),
+            allow,
         }
-        return Err(ApiError::NotFound(format!("route {path}")).into());
-    }
-    if req.method() != actix_web::http::Method::GET && req.method() != actix_web::http::Method::HEAD
-    {
-        return Err(CatalogError::MethodNotAllowed.into());
-    }
-    Err(CatalogError::NotFound.into())
+        .into()
+    } else {
+        CatalogError::MethodNotAllowed(allow).into()
+    })
 }
 
 /// Why a catalog page could not be shown. Each renders as an HTML page with
@@ -178,8 +211,9 @@ pub enum CatalogError {
     BadRequest(String),
     #[error("forbidden: {0}")]
     Forbidden(&'static str),
+    /// The page exists, not with this method; the methods it answers.
     #[error("method not allowed")]
-    MethodNotAllowed,
+    MethodNotAllowed(Vec<&'static str>),
     #[error("too many requests")]
     RateLimited,
     #[error("the page needs a signed-in session")]
@@ -234,7 +268,7 @@ impl ResponseError for CatalogError {
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
-            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Self::SignInRequired => StatusCode::SEE_OTHER,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -255,6 +289,11 @@ impl ResponseError for CatalogError {
         }
         let status = self.status_code();
         let mut response = error_page(status, None);
+        if let Self::MethodNotAllowed(allow) = self
+            && let Ok(value) = HeaderValue::from_str(&allow.join(", "))
+        {
+            response.headers_mut().insert(header::ALLOW, value);
+        }
         response.extensions_mut().insert(FailedPage(status));
         response
     }
@@ -312,8 +351,14 @@ async fn catalog_responses(
         .copied();
     let mut response = match failed {
         Some(FailedPage(status)) if status != StatusCode::NOT_FOUND => {
+            // The page again with the request id; its `Allow` carried over.
+            let allow = response.headers().get(header::ALLOW).cloned();
             let (req, _) = response.into_parts();
-            ServiceResponse::new(req, error_page(status, request_id))
+            let mut page = error_page(status, request_id);
+            if let Some(allow) = allow {
+                page.headers_mut().insert(header::ALLOW, allow);
+            }
+            ServiceResponse::new(req, page)
         }
         _ => response.map_into_boxed_body(),
     };

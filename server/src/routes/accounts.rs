@@ -27,10 +27,10 @@ use crate::{
 #[serde(deny_unknown_fields)]
 pub struct CreateAccountRequest {
     /// 1 to 39 ASCII letters, digits, `-`, `_`; starts with a letter.
-    #[schema(example = "alice")]
+    #[schema(value_type = String, required = true, example = "alice")]
     pub username: Option<String>,
     /// 8 to 1024 bytes.
-    #[schema(example = "correct horse battery")]
+    #[schema(value_type = String, required = true, example = "correct horse battery")]
     pub password: Option<String>,
 }
 

@@ -84,7 +84,7 @@ pub struct ClowlMessage {
     /// Sender agent id.
     pub from: String,
     /// Recipient: an agent id, `"*"`, or a list of agent ids.
-    #[schema(value_type = Object)]
+    #[schema(value_type = ClowlRecipient)]
     pub to: Value,
     /// Conversation id, copied into the answer.
     pub cid: String,
@@ -99,6 +99,15 @@ pub struct ClowlMessage {
 }
 
 /// `body`: the task and its data.
+/// A CLowl `to`: one agent id (`"*"` for every agent) or several.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ClowlRecipient {
+    #[schema(example = "agentlang-registry")]
+    One(String),
+    Many(Vec<String>),
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ClowlBody {
     /// Task: `search`, `read`, `resolve`, `capabilities` or `status` in a

@@ -126,6 +126,15 @@ pub struct MoltSpeakMessage {
 }
 
 /// `GET /.well-known/moltspeak.json`: who the registry is.
+/// What `/batch` answers: one answer per message, or one `error` when the
+/// body is not an array of messages at all.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum MoltSpeakBatchAnswer {
+    Answers(Vec<MoltSpeakMessage>),
+    Unreadable(Box<MoltSpeakMessage>),
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MoltSpeakIdentity {
     /// Protocol version spoken.
@@ -611,7 +620,7 @@ enum Batch {
         description = "A JSON array of at most 100 messages, at most 10 MB",
     ),
     responses(
-        (status = 200, body = Vec<MoltSpeakMessage>, description = "The answers, in order"),
+        (status = 200, body = MoltSpeakBatchAnswer, description = "The answers, in order; a single `error` for a body that is not a JSON array"),
         (status = 413, description = "Over 10 MB", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "More than 100 messages (`validation-failed`, field `batch`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 429, description = "The batch is more than the sender's remaining message budget", body = crate::error::Problem, content_type = "application/problem+json",

@@ -17,12 +17,23 @@ use crate::{
     state::AppState,
 };
 
+/// The kind as a package URL spells it (the document's name for it; any
+/// other segment answers 404 like a package that does not exist).
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum KindSegment {
+    Agents,
+    Tools,
+    Protocols,
+}
+
 /// `/{kind}/{name}` as it appears in a URL: `agents/foo`, `tools/bar` or
 /// `protocols/baz`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct PackagePath {
     /// `agents`, `tools` or `protocols`.
+    #[param(value_type = KindSegment)]
     pub kind: String,
     /// The package name (any spelling: case and `-`/`_` are folded).
     pub name: String,

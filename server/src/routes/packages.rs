@@ -26,6 +26,7 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 #[into_params(parameter_in = Path)]
 pub struct VersionPath {
     /// `agents`, `tools` or `protocols`.
+    #[param(value_type = super::owners::KindSegment)]
     pub kind: String,
     /// The package name (any spelling: case and `-`/`_` are folded).
     pub name: String,
@@ -72,7 +73,12 @@ pub fn if_none_match(req: &HttpRequest, etag: &str) -> bool {
 /// A package with its versions, newest first.
 #[utoipa::path(
     tag = "packages",
-    params(PackagePath),
+    params(
+        // `/api/v1/protocols/{name}` is the protocol's catalog view
+        // (`get_protocol`), so this route documents only the other kinds.
+        ("kind" = RecordKindSegment, Path, description = "`agents` or `tools`; a protocol package's record is `GET /api/v1/protocols/{name}`"),
+        ("name" = String, Path, description = "The package name (any spelling: case and `-`/`_` are folded)"),
+    ),
     responses(
         (status = 200, body = PackageView, description = "The package with its live versions, newest first"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -107,6 +113,21 @@ pub async fn get_version(
     Ok(HttpResponse::Ok().json(packages::get_version(&state, kind, &name, &version).await?))
 }
 
+/// The kinds whose package record is `/api/v1/{kind}/{name}`.
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum RecordKindSegment {
+    Agents,
+    Tools,
+}
+
+/// A container's bytes as the document names them (a gzip tar, uploaded
+/// and downloaded as raw bytes).
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = String, format = Binary)]
+#[expect(dead_code, reason = "a schema for the document, never built")]
+pub struct ContainerBytes(Vec<u8>);
+
 /// The container, streamed from object storage. Yanked versions stay
 /// downloadable. `ETag` is the quoted SHA-256; `If-None-Match` answers 304
 /// (not counted as a download). Counts reach the records within seconds.
@@ -114,7 +135,7 @@ pub async fn get_version(
     tag = "packages",
     params(VersionPath),
     responses(
-        (status = 200, description = "The container (gzip tar)", content_type = "application/gzip", body = Vec<u8>,
+        (status = 200, description = "The container (gzip tar)", content_type = "application/gzip", body = ContainerBytes,
          headers(
             ("ETag" = String, description = "`\"<sha256 hex>\"`"),
             ("Cache-Control" = String, description = "`public, max-age=31536000, immutable`"),

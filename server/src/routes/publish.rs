@@ -111,7 +111,7 @@ async fn receive(
 /// dependencies) and `payload-too-large`.
 #[utoipa::path(
     tag = "publish",
-    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "The container bytes"),
+    request_body(content = super::packages::ContainerBytes, content_type = "application/octet-stream", description = "The container bytes"),
     security(("bearer" = ["publish"])),
     responses(
         (status = 201, description = "Published", body = VersionView),

@@ -2,7 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{HttpRequest, HttpResponse, http::header, post, web, web::Bytes};
+use actix_web::{
+    HttpRequest, HttpResponse,
+    http::header::{self, Header as _},
+    post, web,
+    web::Bytes,
+};
 use agentlang_core::{PackageName, lockfile::Lockfile};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -96,19 +101,39 @@ fn content_type(req: &HttpRequest) -> String {
         .unwrap_or_default()
 }
 
-fn wants_json(req: &HttpRequest) -> bool {
-    req.headers()
-        .get_all(header::ACCEPT)
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.contains("application/json"))
+/// Whether to answer in JSON: as `Accept` ranks JSON and YAML, in the
+/// request's own form when it leaves the choice open (absent, `*/*`,
+/// `application/*`), and 406 when it admits neither. So a generated client
+/// that posts JSON reads JSON, and `curl --data-binary @agent.yaml` reads
+/// an agent.lock.
+fn answer_in_json(req: &HttpRequest, json_request: bool) -> Result<bool, ApiError> {
+    let accept = match header::Accept::parse(req) {
+        Ok(accept) if !accept.is_empty() => accept,
+        _ => return Ok(json_request),
+    };
+    for mime in accept.ranked() {
+        match (mime.type_().as_str(), mime.subtype().as_str()) {
+            ("application", "json") => return Ok(true),
+            ("application" | "text", "yaml" | "x-yaml") => return Ok(false),
+            ("application" | "*", "*") => return Ok(json_request),
+            _ => {}
+        }
+    }
+    Err(ApiError::NotAcceptable {
+        available: "application/yaml, application/json",
+    })
 }
 
 /// Resolves tool requirements into an `agent.lock` with tool hashes and
 /// model metadata from the models catalog.
 ///
 /// The body is an agent.yaml (`application/yaml`) or a JSON request. The
-/// answer is YAML, or JSON for `Accept: application/json`. Yanked versions
-/// are never chosen, except a version the given lock pins.
+/// answer is the same lock in either form, chosen by `Accept`: YAML (the
+/// file as written to disk) for `Accept: application/yaml`, JSON for
+/// `Accept: application/json`, the request's own form when `Accept` is
+/// absent or leaves the choice open (`*/*`), and 406 for an `Accept` that
+/// admits neither. Yanked
+/// versions are never chosen, except a version the given lock pins.
 #[utoipa::path(
     tag = "resolve",
     request_body(content(
@@ -117,9 +142,10 @@ fn wants_json(req: &HttpRequest) -> bool {
     )),
     responses(
         (status = 200, description = "An agent.lock", content(
-            (String = "application/yaml"),
-            (Object = "application/json"),
+            (agentlang_core::lockfile::Lockfile = "application/yaml"),
+            (agentlang_core::lockfile::Lockfile = "application/json"),
         )),
+        (status = 406, description = "`Accept` admits neither YAML nor JSON (`not-acceptable`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "Larger than 1 MiB", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 415, description = "Neither YAML nor JSON", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid input, an unknown tool or model (`validation-failed`), or requirements that cannot be met (`unsatisfiable`: the explanation in `detail`, the clashing requirements in `conflicts`)", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -143,7 +169,7 @@ pub async fn resolve_lock(
     };
     let key = RenderKey {
         content_type,
-        json_answer: wants_json(&req),
+        json_answer: answer_in_json(&req, content_type == "application/json")?,
         body: super::read_body(&req, payload, MAX_RESOLVE_BODY).await?,
     };
     let generation = state.index_cache.current_generation(&state.db).await?;
@@ -179,6 +205,7 @@ pub async fn resolve_lock(
 
 fn respond(json: bool, answer: Bytes) -> HttpResponse {
     HttpResponse::Ok()
+        .insert_header((header::VARY, "Accept"))
         .content_type(if json {
             "application/json"
         } else {

@@ -25,8 +25,9 @@ use crate::{
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTokenRequest {
-    #[schema(example = "alice")]
+    #[schema(value_type = String, required = true, example = "alice")]
     pub username: Option<String>,
+    #[schema(value_type = String, required = true)]
     pub password: Option<String>,
     /// A label for listing, 1 to 64 characters.
     #[schema(example = "laptop")]

@@ -166,6 +166,40 @@ async fn documented_paths_answer_other_methods_with_405_and_allow() {
 }
 
 #[actix_web::test]
+async fn catalog_pages_answer_other_methods_with_405_and_allow() {
+    let app = app().await;
+    for (method, path, allow) in [
+        (Method::POST, "/docs", "GET, HEAD"),
+        (Method::DELETE, "/login", "GET, HEAD, POST"),
+        (Method::GET, "/account/tokens", "POST"),
+        (Method::PUT, "/agents/anything/1.0.0", "GET, HEAD"),
+        (Method::GET, "/tools/x/1.0.0/yank", "POST"),
+    ] {
+        let res = app.request(method.clone(), path).send().await.unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} {path}"
+        );
+        assert_eq!(
+            res.headers().get("allow").map(|v| v.to_str().unwrap()),
+            Some(allow),
+            "{method} {path}"
+        );
+        let html = res.text().await.unwrap();
+        assert!(html.contains("<html"), "{method} {path}: {html}");
+    }
+    // A path no page has is 404 whatever the method, not 405.
+    let res = app
+        .request(Method::POST, "/no/such/page")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    assert!(res.headers().get("allow").is_none());
+}
+
+#[actix_web::test]
 async fn every_problem_type_is_a_page_its_documents_point_at() {
     let app = app().await;
     // A document's `type` is an address on this registry that answers.

@@ -15,6 +15,74 @@ backend_tests!(
     slow_resolutions_time_out,
 );
 
+/// The answer's form follows `Accept`, and the request's own form when
+/// `Accept` leaves it open; an `Accept` that admits neither is 406.
+#[actix_web::test]
+async fn answers_are_negotiated_by_accept() {
+    let app = TestApp::builder(Backend::Sqlite).build().await.unwrap();
+    seed(&app).await;
+    let yaml = agent_yaml("helper", "1.0.0", &[("web_search", "^1.2")]);
+    let json = json!({"tools": {"web_search": "^1.2"}}).to_string();
+    for (content_type, body, accept, answer) in [
+        ("application/json", &json, None, "application/json"),
+        ("application/json", &json, Some("*/*"), "application/json"),
+        (
+            "application/json",
+            &json,
+            Some("application/yaml"),
+            "application/yaml",
+        ),
+        ("application/yaml", &yaml, None, "application/yaml"),
+        (
+            "application/yaml",
+            &yaml,
+            Some("application/*"),
+            "application/yaml",
+        ),
+        (
+            "application/yaml",
+            &yaml,
+            Some("text/html, application/json;q=0.9, application/yaml;q=0.5"),
+            "application/json",
+        ),
+    ] {
+        let mut request = app
+            .request(Method::POST, "/api/v1/resolve")
+            .header("content-type", content_type)
+            .body(body.clone());
+        if let Some(accept) = accept {
+            request = request.header("accept", accept);
+        }
+        let res = request.send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{content_type} {accept:?}");
+        assert_eq!(
+            res.headers()["content-type"],
+            answer,
+            "{content_type} {accept:?}"
+        );
+        assert_eq!(res.headers()["vary"], "Accept");
+        let text = res.text().await.unwrap();
+        let lock = agentlang_core::lockfile::Lockfile::from_slice(text.as_bytes()).unwrap();
+        assert_eq!(lock.tools.len(), 2, "{text}");
+    }
+    let res = app
+        .request(Method::POST, "/api/v1/resolve")
+        .header("content-type", "application/json")
+        .header("accept", "text/html")
+        .body(json)
+        .send()
+        .await
+        .unwrap();
+    let body = problem(res, StatusCode::NOT_ACCEPTABLE, "not-acceptable").await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("application/yaml, application/json"),
+        "{body}"
+    );
+}
+
 /// web_fetch 1.0.3 and 1.1.0; web_search 1.2.0 needing web_fetch ^1.0.0.
 async fn seed(app: &TestApp) -> crate::publish::Publisher {
     let alice = publisher(app, "alice").await;
