@@ -8,6 +8,7 @@ mod accounts;
 mod binary;
 mod catalog;
 mod clowl;
+mod conformance;
 mod errors;
 mod index;
 mod keys;

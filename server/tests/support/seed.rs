@@ -26,7 +26,7 @@ use bytes::Bytes;
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::app::TestApp;
+use super::app::{TestApp, User};
 
 /// Every seeded account's password.
 pub const PASSWORD: &str = "password-123";
@@ -468,10 +468,15 @@ fn agent_tree(
         })
         .collect();
     for (name, bytes) in subagents {
+        // A subagent without its own version has its parent's.
+        let subagent_version = String::from_utf8_lossy(&bytes)
+            .lines()
+            .find_map(|line| line.strip_prefix("version:").map(|v| v.trim().to_owned()))
+            .unwrap_or_else(|| version.to_owned());
         lock.agents.insert(
             PackageName::new(name).unwrap(),
             LockedAgent {
-                version: Version::parse("1.0.0").unwrap(),
+                version: Version::parse(&subagent_version).unwrap(),
                 hash: Sha256Hash::digest(&bytes),
             },
         );
@@ -501,6 +506,22 @@ pub async fn seed_catalog(app: &TestApp) -> Seeded {
         .await
         .unwrap();
 
+    let [web_fetch, web_search, agent_1_0, agent_1_1] = catalog_containers(&key);
+    store(state, Kind::Tool, web_fetch, publisher).await;
+    let web_search_sha256 = store(state, Kind::Tool, web_search, publisher).await;
+    let agent_sha256 = store(state, Kind::Agent, agent_1_0, publisher).await;
+    store(state, Kind::Agent, agent_1_1, publisher).await;
+    Seeded {
+        key_id: key_id.to_string(),
+        agent_sha256,
+        web_search_sha256,
+    }
+}
+
+/// The catalog's containers signed with `key`, in publishing order:
+/// web_fetch 1.0.3, web_search 1.2.0, and the research assistant 1.0.0 and
+/// 1.1.0 (which adds the Critical `wallet` capability).
+fn catalog_containers(key: &SecretKey) -> [Vec<u8>; 4] {
     let web_fetch = build(
         &tool_tree(
             "web_fetch.tool.yaml",
@@ -510,7 +531,7 @@ pub async fn seed_catalog(app: &TestApp) -> Seeded {
         Kind::Tool,
         "web_fetch",
         "1.0.3",
-        &key,
+        key,
     );
     let web_search = build(
         &tool_tree(
@@ -521,7 +542,7 @@ pub async fn seed_catalog(app: &TestApp) -> Seeded {
         Kind::Tool,
         "web_search",
         "1.2.0",
-        &key,
+        key,
     );
     let pins: [(&str, &str, &[u8], &str); 2] = [
         ("web_search", "1.2.0", &web_search, "^1.2.0"),
@@ -532,23 +553,62 @@ pub async fn seed_catalog(app: &TestApp) -> Seeded {
         Kind::Agent,
         AGENT,
         "1.0.0",
-        &key,
+        key,
     );
     let agent_1_1 = build(
         &agent_tree("1.1.0", &pins, &["wallet"]),
         Kind::Agent,
         AGENT,
         "1.1.0",
-        &key,
+        key,
     );
-    store(state, Kind::Tool, web_fetch, publisher).await;
-    let web_search_sha256 = store(state, Kind::Tool, web_search, publisher).await;
-    let agent_sha256 = store(state, Kind::Agent, agent_1_0, publisher).await;
-    store(state, Kind::Agent, agent_1_1, publisher).await;
-    Seeded {
-        key_id: key_id.to_string(),
-        agent_sha256,
-        web_search_sha256,
+    [web_fetch, web_search, agent_1_0, agent_1_1]
+}
+
+/// Publishes the catalog of [`seed_catalog`] over HTTP as `user` (scopes
+/// `publish`, `keys`; see `TestAppBuilder::user_with_key`), signed with its
+/// registered key: for a registry running as a process, whose storage a
+/// test cannot reach. Publishing checks the agent's lock whole, so the
+/// tools its subagents require (`artifacts`, `sqlite`) are published and
+/// pinned too.
+pub async fn publish_catalog(app: &TestApp, user: &User) {
+    let key = user.key();
+    let [web_fetch, web_search, ..] = catalog_containers(key);
+    let artifacts = tool_container(key, "artifacts", "1.0.0", &[], "# artifacts\n", 0);
+    let sqlite = tool_container(key, "sqlite", "1.0.0", &[], "# sqlite\n", 0);
+    let pins: [(&str, &str, &[u8], &str); 4] = [
+        ("web_search", "1.2.0", &web_search, "^1.2.0"),
+        ("web_fetch", "1.0.3", &web_fetch, "~1.0.0"),
+        ("artifacts", "1.0.0", &artifacts, "*"),
+        ("sqlite", "1.0.0", &sqlite, "*"),
+    ];
+    let agents = [("1.0.0", &[][..]), ("1.1.0", &["wallet"][..])].map(|(version, extra)| {
+        build(
+            &agent_tree(version, &pins, extra),
+            Kind::Agent,
+            AGENT,
+            version,
+            key,
+        )
+    });
+    for container in [web_fetch, web_search, artifacts, sqlite]
+        .into_iter()
+        .chain(agents)
+    {
+        let res = app
+            .request(reqwest::Method::POST, "/api/v1/publish")
+            .bearer_auth(&user.token)
+            .header("content-type", "application/octet-stream")
+            .body(container)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "{}",
+            res.text().await.unwrap()
+        );
     }
 }
 
