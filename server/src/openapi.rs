@@ -321,6 +321,21 @@ fn add_common(operation: &mut Operation) {
     if bearer {
         common.push("Unauthenticated");
     }
+    // A route's own 429 or 503 says why in its words; the header that
+    // comes with every one is the same.
+    for status in ["429", "503"] {
+        if let Some(RefOr::T(response)) = operation.responses.responses.get_mut(status) {
+            response
+                .headers
+                .entry("Retry-After".to_owned())
+                .or_insert_with(|| {
+                    RefOr::T(header_schema(
+                        "Retry-After",
+                        "Seconds to wait before retrying",
+                    ))
+                });
+        }
+    }
     for name in common {
         let status = SHARED
             .iter()

@@ -139,6 +139,46 @@ fn every_response_is_described() {
     assert!(undescribed.is_empty(), "{undescribed:#?}");
 }
 
+#[test]
+fn every_429_and_503_carries_retry_after_and_every_body_its_400s() {
+    let doc: Value = serde_json::from_str(&document_json()).unwrap();
+    let shared = &doc["components"]["responses"];
+    let resolve = |response: &Value| -> Value {
+        match response["$ref"].as_str() {
+            Some(r) => shared[r.trim_start_matches("#/components/responses/")].clone(),
+            None => response.clone(),
+        }
+    };
+    let mut missing = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in ["get", "put", "post", "delete", "patch"] {
+            let Some(operation) = item.get(method) else {
+                continue;
+            };
+            let responses = &operation["responses"];
+            for status in ["429", "503"] {
+                if let Some(response) = responses.get(status)
+                    && resolve(response)["headers"].get("Retry-After").is_none()
+                {
+                    missing.push(format!("{method} {path} {status}: Retry-After"));
+                }
+            }
+            let json_body = operation["requestBody"]["content"]
+                .get("application/json")
+                .is_some();
+            let protocol = operation["tags"][0] == "agent protocols";
+            if json_body && !protocol {
+                for status in ["400", "413", "415"] {
+                    if responses.get(status).is_none() {
+                        missing.push(format!("{method} {path} {status}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{missing:#?}");
+}
+
 #[actix_web::test]
 async fn the_served_document_lists_every_endpoint_and_docs_work_offline() {
     let app = TestApp::builder(Backend::Sqlite).build().await.unwrap();
