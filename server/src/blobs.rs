@@ -34,6 +34,9 @@ pub const UPLOAD_CHUNK: usize = 5 * 1024 * 1024;
 /// rest wait with their bytes on disk.
 const MULTIPART_UPLOADS_AT_ONCE: usize = 4;
 
+/// A blob's bytes as they arrive from the store.
+pub type BlobStream = futures_util::stream::BoxStream<'static, Result<Bytes, object_store::Error>>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
     #[error("cannot create the storage folder {path}: {source}")]
@@ -301,23 +304,24 @@ impl Blobs {
         Ok(())
     }
 
-    /// The blob as a stream of chunks with its length; `None` when absent.
-    /// The bytes are not re-hashed: downloads are checked by the client
-    /// against the digest in the `ETag` and the index.
-    pub async fn get_stream(
+    /// The bytes `range` of the blob (all of it for `None`), read as a
+    /// range from the store so only they cross the wire, with how many they
+    /// are; `None` when the blob is absent. The bytes are not re-hashed:
+    /// downloads are checked by the client against the digest in the `ETag`
+    /// and the index.
+    pub async fn get_range_stream(
         &self,
         digest: &Sha256Digest,
-    ) -> Result<
-        Option<(
-            u64,
-            futures_util::stream::BoxStream<'static, Result<Bytes, object_store::Error>>,
-        )>,
-        BlobError,
-    > {
-        match self.store.get(&Self::key(digest)).await {
+        range: Option<std::ops::Range<u64>>,
+    ) -> Result<Option<(u64, BlobStream)>, BlobError> {
+        let options = object_store::GetOptions {
+            range: range.map(object_store::GetRange::Bounded),
+            ..Default::default()
+        };
+        match self.store.get_opts(&Self::key(digest), options).await {
             Ok(result) => {
-                let size = result.meta.size;
-                Ok(Some((size, result.into_stream())))
+                let len = result.range.end - result.range.start;
+                Ok(Some((len, result.into_stream())))
             }
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e.into()),

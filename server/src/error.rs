@@ -109,6 +109,10 @@ pub enum ApiError {
         method: String,
         allow: Vec<&'static str>,
     },
+    /// A `Range` none of whose bytes the resource has; `size` is its
+    /// length (`Content-Range: bytes */size`).
+    #[error("the range asked for is outside the {size} bytes there are")]
+    RangeNotSatisfiable { size: u64 },
     /// `Accept` admits none of the forms the route answers in.
     #[error("this route answers in {available}; ask for one of them in Accept")]
     NotAcceptable { available: &'static str },
@@ -188,6 +192,7 @@ impl ApiError {
             Self::NotFound(_) => ProblemType::NotFound,
             Self::MethodNotAllowed { .. } => ProblemType::MethodNotAllowed,
             Self::NotAcceptable { .. } => ProblemType::NotAcceptable,
+            Self::RangeNotSatisfiable { .. } => ProblemType::RangeNotSatisfiable,
             Self::Conflict(_) => ProblemType::Conflict,
             Self::RateLimited { .. } => ProblemType::RateLimited,
             Self::Unavailable(_) => ProblemType::Unavailable,
@@ -275,6 +280,9 @@ impl ResponseError for ApiError {
             }
             Self::MethodNotAllowed { allow, .. } => {
                 response.insert_header((header::ALLOW, allow.join(", ")));
+            }
+            Self::RangeNotSatisfiable { size } => {
+                response.insert_header((header::CONTENT_RANGE, format!("bytes */{size}")));
             }
             Self::Unavailable(_) | Self::ResolveTimeout(_) => {
                 response.insert_header((header::RETRY_AFTER, "5"));
@@ -543,6 +551,7 @@ pub enum ProblemType {
     NotFound,
     MethodNotAllowed,
     NotAcceptable,
+    RangeNotSatisfiable,
     Conflict,
     RateLimited,
     Unavailable,
@@ -704,6 +713,12 @@ impl ProblemType {
                 406,
                 "Not acceptable",
                 "The `Accept` header admits none of the forms the route answers in; `detail` lists them. Resolve answers `application/yaml` (the default) or `application/json`.",
+            ),
+            Self::RangeNotSatisfiable => (
+                "range-not-satisfiable",
+                416,
+                "Range not satisfiable",
+                "The `Range` header asks for bytes past the end of the download; `Content-Range: bytes */<size>` says how many there are. Ask again for a range inside them, or without `Range` for all of it.",
             ),
             Self::Conflict => (
                 "conflict",

@@ -130,19 +130,38 @@ pub struct ContainerBytes(Vec<u8>);
 
 /// The container, streamed from object storage. Yanked versions stay
 /// downloadable. `ETag` is the quoted SHA-256; `If-None-Match` answers 304
-/// (not counted as a download). Counts reach the records within seconds.
+/// (not counted as a download). One `Range` of bytes answers 206 with
+/// `Content-Range` (an interrupted download resumes), `If-Range` with the
+/// `ETag` keeps it, any other `If-Range` or several ranges answer 200 with
+/// all of it, and a range past the end answers 416. Counts reach the
+/// records within seconds; a range that starts past byte 0 is a resumption,
+/// not a download.
 #[utoipa::path(
     tag = "packages",
-    params(VersionPath),
+    params(
+        VersionPath,
+        ("Range" = Option<String>, Header, description = "One byte range, such as `bytes=0-1023`, `bytes=1024-` or `bytes=-512`"),
+        ("If-Range" = Option<String>, Header, description = "The `ETag` the client holds part of; another one answers all of the container"),
+        ("If-None-Match" = Option<String>, Header, description = "The `ETag` the client holds all of: 304"),
+    ),
     responses(
         (status = 200, description = "The container (gzip tar)", content_type = "application/gzip", body = ContainerBytes,
          headers(
             ("ETag" = String, description = "`\"<sha256 hex>\"`"),
             ("Cache-Control" = String, description = "`public, max-age=31536000, immutable`"),
             ("Content-Disposition" = String, description = "`attachment; filename=\"name@version.agent\"`"),
+            ("Accept-Ranges" = String, description = "`bytes`"),
+         )),
+        (status = 206, description = "The bytes of the one range asked for", content_type = "application/gzip", body = ContainerBytes,
+         headers(
+            ("Content-Range" = String, description = "`bytes <first>-<last>/<size>`"),
+            ("ETag" = String, description = "`\"<sha256 hex>\"`"),
+            ("Accept-Ranges" = String, description = "`bytes`"),
          )),
         (status = 304, description = "The client's copy is current"),
         (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 416, description = "The range is past the end (`range-not-satisfiable`)", body = crate::error::Problem, content_type = "application/problem+json",
+         headers(("Content-Range" = String, description = "`bytes */<size>`"))),
     )
 )]
 #[get("/api/v1/{kind}/{name}/{version}/download")]
@@ -154,33 +173,47 @@ pub async fn download_version(
     let (kind, name, version) = path.parse()?;
     let download = packages::find_download(&state, kind, &name, &version).await?;
     let etag = format!("\"{}\"", download.digest);
-    let mut response = if if_none_match(&req, &etag) {
-        HttpResponse::NotModified()
-    } else {
-        HttpResponse::Ok()
-    };
-    response
-        .insert_header((header::ETAG, etag.clone()))
-        .insert_header((header::CACHE_CONTROL, IMMUTABLE))
-        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
     if if_none_match(&req, &etag) {
-        return Ok(response.finish());
+        return Ok(HttpResponse::NotModified()
+            .insert_header((header::ETAG, etag))
+            .insert_header((header::CACHE_CONTROL, IMMUTABLE))
+            .finish());
     }
+    let range = requested_range(&req, &etag, download.size)?;
+    let mut response = match &range {
+        Some(bytes) => {
+            let mut partial = HttpResponse::PartialContent();
+            partial.insert_header((
+                header::CONTENT_RANGE,
+                format!("bytes {}-{}/{}", bytes.start, bytes.end - 1, download.size),
+            ));
+            partial
+        }
+        None => HttpResponse::Ok(),
+    };
     let disposition = format!("attachment; filename=\"{}\"", download.file_name);
     response
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::CACHE_CONTROL, IMMUTABLE))
+        .insert_header((header::ACCEPT_RANGES, "bytes"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((
             header::CONTENT_DISPOSITION,
             HeaderValue::from_str(&disposition).map_err(ApiError::internal)?,
         ))
         .content_type("application/gzip");
+    let len = range
+        .as_ref()
+        .map_or(download.size, |bytes| bytes.end - bytes.start);
     if crate::head::asked_head(&req) {
         // The same headers (the length as published), no stream opened, no
         // download counted.
-        return Ok(response.body(crate::head::HeadBody(download.size)));
+        return Ok(response.body(crate::head::HeadBody(len)));
     }
-    let (size, stream) = state
+    let resumed = range.as_ref().is_some_and(|bytes| bytes.start > 0);
+    let (sent, stream) = state
         .blobs
-        .get_stream(&download.digest)
+        .get_range_stream(&download.digest, range)
         .await?
         .ok_or_else(|| {
             ApiError::internal(anyhow::anyhow!(
@@ -188,12 +221,48 @@ pub async fn download_version(
                 download.digest
             ))
         })?;
-    state.downloads.record(download.version_id);
-    Ok(response.no_chunking(size).streaming(stream.map_err(|e| {
+    if sent != len {
+        return Err(ApiError::internal(anyhow::anyhow!(
+            "blob {} holds {sent} bytes where {len} were expected",
+            download.digest
+        )));
+    }
+    if !resumed {
+        state.downloads.record(download.version_id);
+    }
+    Ok(response.no_chunking(len).streaming(stream.map_err(|e| {
         // Headers are sent by now: the client sees a short body.
         tracing::error!(error = %e, "a download stream failed");
         std::io::Error::other(e)
     })))
+}
+
+/// The one byte range a download should answer with, as a half-open range;
+/// `None` for all of it: no `Range`, one that cannot be read or names
+/// several ranges (answering all of it is always allowed), or an `If-Range`
+/// other than the current `ETag` (the client's part is of other bytes).
+/// A range that starts past the end is 416.
+fn requested_range(
+    req: &HttpRequest,
+    etag: &str,
+    size: u64,
+) -> Result<Option<std::ops::Range<u64>>, ApiError> {
+    use actix_web::http::header::{Header as _, Range};
+    if let Some(if_range) = req.headers().get(header::IF_RANGE)
+        && if_range.to_str().ok().map(str::trim) != Some(etag)
+    {
+        return Ok(None);
+    }
+    let Ok(Range::Bytes(specs)) = Range::parse(req) else {
+        return Ok(None);
+    };
+    let [spec] = specs.as_slice() else {
+        return Ok(None);
+    };
+    match spec.to_satisfiable_range(size) {
+        Some((first, last)) => Ok(Some(first..last + 1)),
+        None => Err(ApiError::RangeNotSatisfiable { size }),
+    }
 }
 
 /// Yanks a version (owners with token scope `yank`): hidden from new

@@ -9,6 +9,7 @@ use crate::{
 backend_tests!(
     package_and_version_records,
     downloads_stream_with_immutable_caching,
+    ranges_resume_downloads,
     owners_yank_and_unyank,
 );
 
@@ -171,6 +172,105 @@ async fn downloads_stream_with_immutable_caching(backend: Backend) {
         "not-found",
     )
     .await;
+}
+
+/// One byte range answers 206 from the store's own range read; If-Range
+/// guards it; several ranges or a stale If-Range answer all of it; a range
+/// past the end is 416; a resumption is not counted as a download.
+async fn ranges_resume_downloads(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let bytes = tool(&alice.key, "web_fetch", "1.0.3", &[]);
+    let record = published(&app, &alice.token, bytes.clone()).await;
+    let etag = format!("\"{}\"", record["sha256"].as_str().unwrap());
+    let size = bytes.len();
+    let path = "/api/v1/tools/web_fetch/1.0.3/download";
+    let get = |headers: &[(&str, &str)]| {
+        let mut request = app.request(Method::GET, path);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send()
+    };
+
+    let res = get(&[]).await.unwrap();
+    assert_eq!(res.headers()["accept-ranges"], "bytes");
+    let tail = format!("bytes={}-", size - 10);
+    let if_range = etag.clone();
+    for (headers, first, last) in [
+        (vec![("range", "bytes=0-9")], 0, 9),
+        (vec![("range", "bytes=-5")], size - 5, size - 1),
+        (vec![("range", tail.as_str())], size - 10, size - 1),
+        // Past the end: what there is.
+        (vec![("range", "bytes=10-999999999")], 10, size - 1),
+        (
+            vec![("range", "bytes=3-7"), ("if-range", if_range.as_str())],
+            3,
+            7,
+        ),
+    ] {
+        let res = get(&headers).await.unwrap();
+        assert_eq!(res.status(), StatusCode::PARTIAL_CONTENT, "{headers:?}");
+        assert_eq!(
+            res.headers()["content-range"],
+            format!("bytes {first}-{last}/{size}").as_str(),
+            "{headers:?}"
+        );
+        assert_eq!(res.headers()["etag"], etag.as_str());
+        assert_eq!(
+            res.headers()["content-length"],
+            (last - first + 1).to_string().as_str()
+        );
+        assert_eq!(
+            res.bytes().await.unwrap().as_ref(),
+            &bytes[first..=last],
+            "{headers:?}"
+        );
+    }
+    // All of it: a stale If-Range, several ranges, a range that is not one.
+    for headers in [
+        vec![("range", "bytes=0-9"), ("if-range", "\"other\"")],
+        vec![("range", "bytes=0-1, 4-5")],
+        vec![("range", "lines=1-2")],
+    ] {
+        let res = get(&headers).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{headers:?}");
+        assert_eq!(res.bytes().await.unwrap().as_ref(), bytes.as_slice());
+    }
+    let past = format!("bytes={size}-");
+    let res = get(&[("range", past.as_str())]).await.unwrap();
+    assert_eq!(
+        res.headers()["content-range"],
+        format!("bytes */{size}").as_str()
+    );
+    problem(
+        res,
+        StatusCode::RANGE_NOT_SATISFIABLE,
+        "range-not-satisfiable",
+    )
+    .await;
+    // HEAD with a range: the partial answer's headers.
+    let res = app
+        .request(Method::HEAD, path)
+        .header("range", "bytes=0-9")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::PARTIAL_CONTENT);
+    assert_eq!(res.headers()["content-length"], "10");
+
+    // Downloads counted: the plain GET, the three answered whole, and the
+    // ranges from byte 0 (bytes=0-9); the resumptions are not.
+    app.state().downloads.flush(&app.state().db).await.unwrap();
+    let version: Value = app
+        .get("/api/v1/tools/web_fetch/1.0.3")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(version["downloads"], 5, "{version}");
 }
 
 async fn owners_yank_and_unyank(backend: Backend) {
