@@ -28,15 +28,13 @@ pub mod views;
 use actix_web::{
     HttpMessage, HttpRequest, HttpResponse, ResponseError, Route,
     body::{BoxBody, MessageBody},
-    dev::ResourceDef,
-    dev::{ServiceRequest, ServiceResponse},
-    http::Method,
+    dev::{ResourceDef, ServiceRequest, ServiceResponse},
     http::{
-        StatusCode,
+        Method, StatusCode,
         header::{self, HeaderValue},
     },
     middleware::{Next, from_fn},
-    web,
+    web::{self, Bytes},
 };
 use agentlang_web::{
     Template,
@@ -343,7 +341,13 @@ async fn catalog_responses(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let request_id = req.extensions().get::<RequestId>().map(|id| id.0.clone());
+    let is_get = req.method() == Method::GET;
     let response = next.call(req).await?;
+    let response = if is_get {
+        with_etag(response).await?
+    } else {
+        response.map_into_boxed_body()
+    };
     let failed = response
         .response()
         .extensions()
@@ -377,6 +381,37 @@ async fn catalog_responses(
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     Ok(response)
+}
+
+/// A rendered page with the `ETag` of its bytes, or 304 when the client's
+/// copy (`If-None-Match`) is current: a revisit costs the rendering, not
+/// the transfer. Pages that set a cookie (sign-in) or carry their own tag
+/// (static files) are left as they are.
+async fn with_etag(
+    response: ServiceResponse<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    if response.status() != StatusCode::OK
+        || response.headers().contains_key(header::ETAG)
+        || response.headers().contains_key(header::SET_COOKIE)
+    {
+        return Ok(response.map_into_boxed_body());
+    }
+    let (req, response) = response.into_parts();
+    let (head, body) = response.into_parts();
+    let body = actix_web::body::to_bytes(body)
+        .await
+        .map_err(|_| actix_web::error::ErrorInternalServerError("page body"))?;
+    let etag = crate::routes::etag_of(&body);
+    let current = crate::routes::if_none_match(&req, &etag);
+    // A 304 keeps the page's headers (Cache-Control, Vary) without its body.
+    let mut response = head.set_body(BoxBody::new(if current { Bytes::new() } else { body }));
+    if current {
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+    }
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    Ok(ServiceResponse::new(req, response))
 }
 
 /// A urlencoded form body: repeated fields (checkbox groups) keep every

@@ -2,12 +2,11 @@
 //! and dependency edges, for client-side resolution. Cacheable: a strong
 //! `ETag` over the body, and `If-None-Match` answers 304.
 
-use actix_web::{HttpRequest, HttpResponse, get, http::header, web, web::Bytes};
-use sha2::{Digest, Sha256};
+use actix_web::{HttpRequest, HttpResponse, get, web, web::Bytes};
 
 use crate::{
     error::ApiError,
-    routes::{owners::PackagePath, packages::if_none_match},
+    routes::owners::PackagePath,
     service::packages::{self, PackageIndexView},
     state::AppState,
 };
@@ -40,22 +39,10 @@ pub async fn get_index(
         None => {
             let index = packages::get_index(&state, kind, &name).await?;
             let body = Bytes::from(serde_json::to_vec(&index).map_err(ApiError::internal)?);
-            let etag = format!("\"{}\"", hex::encode(Sha256::digest(&body)));
+            let etag = super::etag_of(&body);
             cache.put_index_body(generation, kind, normalized, body.clone(), etag.clone());
             (body, etag)
         }
     };
-    let mut response = if if_none_match(&req, &etag) {
-        HttpResponse::NotModified()
-    } else {
-        HttpResponse::Ok()
-    };
-    response
-        .insert_header((header::ETAG, etag.clone()))
-        // Yanks and new versions change it: clients revalidate every time.
-        .insert_header((header::CACHE_CONTROL, "public, no-cache"));
-    if if_none_match(&req, &etag) {
-        return Ok(response.finish());
-    }
-    Ok(response.content_type("application/json").body(body))
+    Ok(super::json_with_etag(&req, body, &etag))
 }

@@ -20,7 +20,7 @@ pub mod schemas;
 pub mod search;
 pub mod tokens;
 
-use actix_web::{HttpRequest, http::header, web};
+use actix_web::{HttpRequest, HttpResponse, http::header, web};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 
@@ -101,4 +101,48 @@ pub async fn read_body(
         body.extend_from_slice(&chunk);
     }
     Ok(body.freeze())
+}
+
+/// Whether `If-None-Match` names `etag` (weakly compared) or is `*`.
+pub fn if_none_match(req: &HttpRequest, etag: &str) -> bool {
+    req.headers()
+        .get_all(header::IF_NONE_MATCH)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
+}
+
+/// The strong `ETag` of a body: its quoted SHA-256.
+pub fn etag_of(body: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!("\"{}\"", hex::encode(Sha256::digest(body)))
+}
+
+/// A JSON answer that may change (a record with its download count), with
+/// its `ETag` and `Cache-Control: no-cache`: a client or cache revalidates
+/// every time and gets 304 without the body while it is current.
+pub fn json_with_etag(req: &HttpRequest, body: Bytes, etag: &str) -> HttpResponse {
+    let mut response = if if_none_match(req, etag) {
+        HttpResponse::NotModified()
+    } else {
+        HttpResponse::Ok()
+    };
+    response
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::CACHE_CONTROL, "public, no-cache"));
+    if if_none_match(req, etag) {
+        return response.finish();
+    }
+    response.content_type("application/json").body(body)
+}
+
+/// [`json_with_etag`] of `value` serialized.
+pub fn record_with_etag(
+    req: &HttpRequest,
+    value: &impl serde::Serialize,
+) -> Result<HttpResponse, ApiError> {
+    let body = Bytes::from(serde_json::to_vec(value).map_err(ApiError::internal)?);
+    let etag = etag_of(&body);
+    Ok(json_with_etag(req, body, &etag))
 }

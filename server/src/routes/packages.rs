@@ -58,18 +58,6 @@ pub struct YankRequest {
     pub reason: Option<String>,
 }
 
-/// Whether an `If-None-Match` header matches `etag` (a quoted strong tag):
-/// `*`, or any listed tag compared weakly, as RFC 9110 asks for this
-/// header.
-pub fn if_none_match(req: &HttpRequest, etag: &str) -> bool {
-    req.headers()
-        .get_all(header::IF_NONE_MATCH)
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
-}
-
 /// A package with its versions, newest first.
 #[utoipa::path(
     tag = "packages",
@@ -80,17 +68,20 @@ pub fn if_none_match(req: &HttpRequest, etag: &str) -> bool {
         ("name" = String, Path, description = "The package name (any spelling: case and `-`/`_` are folded)"),
     ),
     responses(
-        (status = 200, body = PackageView, description = "The package with its live versions, newest first"),
+        (status = 200, body = PackageView, description = "The package with its live versions, newest first",
+         headers(("ETag" = String, description = "The quoted SHA-256 of the body"))),
+        (status = 304, description = "The client's copy (`If-None-Match`) is current"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 #[get("/api/v1/{kind}/{name}")]
 pub async fn get_package(
+    req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<PackagePath>,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name) = path.parse()?;
-    Ok(HttpResponse::Ok().json(packages::get_package(&state, kind, &name).await?))
+    super::record_with_etag(&req, &packages::get_package(&state, kind, &name).await?)
 }
 
 /// One version: manifest, parsed spec, dependencies, signer (and whether
@@ -100,17 +91,23 @@ pub async fn get_package(
     tag = "packages",
     params(VersionPath),
     responses(
-        (status = 200, body = VersionView, description = "The version"),
+        (status = 200, body = VersionView, description = "The version",
+         headers(("ETag" = String, description = "The quoted SHA-256 of the body"))),
+        (status = 304, description = "The client's copy (`If-None-Match`) is current"),
         (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 #[get("/api/v1/{kind}/{name}/{version}")]
 pub async fn get_version(
+    req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<VersionPath>,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name, version) = path.parse()?;
-    Ok(HttpResponse::Ok().json(packages::get_version(&state, kind, &name, &version).await?))
+    super::record_with_etag(
+        &req,
+        &packages::get_version(&state, kind, &name, &version).await?,
+    )
 }
 
 /// The kinds whose package record is `/api/v1/{kind}/{name}`.
@@ -173,7 +170,7 @@ pub async fn download_version(
     let (kind, name, version) = path.parse()?;
     let download = packages::find_download(&state, kind, &name, &version).await?;
     let etag = format!("\"{}\"", download.digest);
-    if if_none_match(&req, &etag) {
+    if super::if_none_match(&req, &etag) {
         return Ok(HttpResponse::NotModified()
             .insert_header((header::ETAG, etag))
             .insert_header((header::CACHE_CONTROL, IMMUTABLE))

@@ -539,6 +539,40 @@ async fn static_assets_revalidate_with_etags(backend: Backend) {
     let res = app.get("/static/copy.js").await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_ne!(res.headers()[header::ETAG].to_str().unwrap(), etag);
+
+    // Rendered pages carry the tag of their bytes too: a revisit of an
+    // unchanged page is 304 with the page's headers and no body.
+    let (app, _) = seeded(backend).await.unwrap();
+    for path in [
+        "/",
+        "/agents/research-assistant",
+        "/tools/web_fetch",
+        "/docs",
+    ] {
+        let res = app.get(path).await;
+        assert_eq!(res.status(), StatusCode::OK, "{path}");
+        let etag = res.headers()[header::ETAG].to_str().unwrap().to_owned();
+        let res = app
+            .request(reqwest::Method::GET, path)
+            .header(header::IF_NONE_MATCH, &etag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_MODIFIED, "{path}");
+        assert_eq!(res.headers()[header::ETAG], etag.as_str());
+        assert!(res.headers().contains_key(header::CONTENT_SECURITY_POLICY));
+        assert!(res.bytes().await.unwrap().is_empty());
+    }
+    // A client holding another tag gets the page, with the current tag.
+    let etag = app.get("/tools/web_search").await.headers()[header::ETAG].clone();
+    let res = app
+        .request(reqwest::Method::GET, "/tools/web_search")
+        .header(header::IF_NONE_MATCH, "\"stale\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()[header::ETAG], etag);
 }
 
 async fn session_cookies_are_secure_behind_https(backend: Backend) {

@@ -69,6 +69,28 @@ async fn package_and_version_records(backend: Backend) {
     assert_eq!(version["manifest"]["version"], "1.10.0");
     assert_eq!(version["downloads"], 0);
 
+    // Records carry an ETag of their bytes: a current copy is 304, and a
+    // change (here a download counted) is a new tag.
+    for path in ["/api/v1/tools/web_fetch", "/api/v1/tools/web_fetch/1.10.0"] {
+        let res = app.get(path).await;
+        assert_eq!(res.headers()["cache-control"], "public, no-cache");
+        let etag = res.headers()["etag"].to_str().unwrap().to_owned();
+        let revalidate = || {
+            app.request(Method::GET, path)
+                .header("if-none-match", etag.as_str())
+                .send()
+        };
+        let res = revalidate().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_MODIFIED, "{path}");
+        assert_eq!(res.headers()["etag"], etag.as_str());
+        assert!(res.bytes().await.unwrap().is_empty());
+        app.get("/api/v1/tools/web_fetch/1.10.0/download").await;
+        app.state().downloads.flush(&app.state().db).await.unwrap();
+        let res = revalidate().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{path}");
+        assert_ne!(res.headers()["etag"], etag.as_str());
+    }
+
     for path in [
         "/api/v1/tools/nothing",
         "/api/v1/agents/web_fetch",
