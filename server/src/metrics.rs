@@ -22,6 +22,9 @@ pub struct Metrics {
     pub publishes: IntCounter,
     /// Resolutions answered.
     pub resolves: IntCounter,
+    /// Batched index reads resolutions made (one per level of a dependency
+    /// graph the cache did not hold).
+    pub index_reads: IntCounter,
 }
 
 impl Metrics {
@@ -46,16 +49,22 @@ impl Metrics {
         )?;
         let publishes = IntCounter::new("publishes_total", "Versions published")?;
         let resolves = IntCounter::new("resolves_total", "Resolutions answered")?;
+        let index_reads = IntCounter::new(
+            "resolve_index_reads_total",
+            "Batched index reads by resolutions, one per dependency level not cached",
+        )?;
         registry.register(Box::new(requests.clone()))?;
         registry.register(Box::new(latency.clone()))?;
         registry.register(Box::new(publishes.clone()))?;
         registry.register(Box::new(resolves.clone()))?;
+        registry.register(Box::new(index_reads.clone()))?;
         Ok(Self {
             registry,
             requests,
             latency,
             publishes,
             resolves,
+            index_reads,
         })
     }
 

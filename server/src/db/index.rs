@@ -1,5 +1,6 @@
 //! What resolution and the index endpoint read: every live version of a
-//! package with its hash, yanked flag and dependency edges, in two queries;
+//! package (or of a batch of packages) with its hash, yanked flag and
+//! dependency edges, in two queries;
 //! and the registry-wide generation that tells caches whether they are stale.
 
 use std::collections::BTreeMap;
@@ -28,6 +29,7 @@ pub struct PackageIndex {
 
 #[derive(sqlx::FromRow)]
 struct IndexRow {
+    package_id: i64,
     version_id: i64,
     version: String,
     sha256: String,
@@ -54,23 +56,43 @@ impl Db {
         kind: Kind,
         name: &PackageName,
     ) -> Result<Option<PackageIndex>, sqlx::Error> {
-        let Some(package) = self.find_package(kind, name).await? else {
-            return Ok(None);
-        };
-        let rows: Vec<IndexRow> = with_pool!(self, pool => {
-            sqlx::query_as::<_, IndexRow>(
-                "SELECT v.id AS version_id, v.version, v.sha256, v.yanked,
-                        d.kind AS dep_kind, d.name AS dep_name, d.requirement
-                 FROM versions v LEFT JOIN dependencies d ON d.version_id = v.id
-                 WHERE v.package_id = $1 AND v.deleted_at IS NULL
-                 ORDER BY v.id, d.normalized_name",
-            )
-            .bind(package.id)
-            .fetch_all(pool)
-            .await
-        })?;
-        let mut versions: Vec<IndexVersion> = Vec::new();
+        Ok(self
+            .package_indexes(kind, std::slice::from_ref(name))
+            .await?
+            .pop())
+    }
+
+    /// The indexes of the packages of `kind` among `names` (any spelling;
+    /// those that do not exist are left out), in two queries per 500 names:
+    /// a resolution reads one level of its dependency graph at a time.
+    pub async fn package_indexes(
+        &self,
+        kind: Kind,
+        names: &[PackageName],
+    ) -> Result<Vec<PackageIndex>, sqlx::Error> {
+        let normalized: Vec<String> = names.iter().map(PackageName::normalized).collect();
+        // `kind` is one of the enum's fixed words, never the caller's text.
+        let select_packages = format!(
+            "SELECT id, kind, name, normalized_name, description, keywords, created_at,
+                    updated_at
+             FROM packages WHERE kind = '{}' AND normalized_name IN (",
+            kind.as_str()
+        );
+        let packages = self.select_packages(&select_packages, &normalized).await?;
+        if packages.is_empty() {
+            return Ok(Vec::new());
+        }
+        const SELECT_VERSIONS: &str =
+            "SELECT v.package_id, v.id AS version_id, v.version, v.sha256, v.yanked,
+                    d.kind AS dep_kind, d.name AS dep_name, d.requirement
+             FROM versions v LEFT JOIN dependencies d ON d.version_id = v.id
+             WHERE v.deleted_at IS NULL AND v.package_id IN (";
+        let ids: Vec<i64> = packages.iter().map(|p| p.id).collect();
+        let mut rows = self.select_index_rows(SELECT_VERSIONS, &ids).await?;
+        rows.sort_by_key(|row| (row.package_id, row.version_id));
+        let mut by_package: BTreeMap<i64, Vec<IndexVersion>> = BTreeMap::new();
         for row in rows {
+            let versions = by_package.entry(row.package_id).or_default();
             if versions
                 .last()
                 .is_none_or(|v| v.version_id != row.version_id)
@@ -93,12 +115,34 @@ impl Db {
                 last.dependencies.insert(name, requirement);
             }
         }
-        // SQL cannot order prerelease identifiers; semver can.
-        versions.sort_by(|a, b| {
-            let parse = |v: &str| semver::Version::parse(v).ok();
-            parse(&a.version).cmp(&parse(&b.version))
-        });
-        Ok(Some(PackageIndex { package, versions }))
+        Ok(packages
+            .into_iter()
+            .map(|package| {
+                let mut versions = by_package.remove(&package.id).unwrap_or_default();
+                // SQL cannot order prerelease identifiers; semver can.
+                versions.sort_by(|a, b| {
+                    let parse = |v: &str| semver::Version::parse(v).ok();
+                    parse(&a.version).cmp(&parse(&b.version))
+                });
+                PackageIndex { package, versions }
+            })
+            .collect())
+    }
+
+    async fn select_packages(
+        &self,
+        select: &str,
+        normalized: &[String],
+    ) -> Result<Vec<PackageRecord>, sqlx::Error> {
+        select_in!(self, PackageRecord, select, select, normalized)
+    }
+
+    async fn select_index_rows(
+        &self,
+        select: &str,
+        ids: &[i64],
+    ) -> Result<Vec<IndexRow>, sqlx::Error> {
+        select_in!(self, IndexRow, select, select, ids)
     }
 
     /// The account's username by id (publishers shown in version records).

@@ -16,7 +16,7 @@
 //! reads only what the solver visits, not the whole reachable closure.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::{Arc, Mutex},
     time::Instant,
 };
@@ -625,13 +625,91 @@ pub async fn resolve_lock_at(
     Ok(lock)
 }
 
-/// Runs the solver on a blocking thread under the configured deadline.
+/// Levels of a dependency graph read ahead of the solver; a deeper graph's
+/// rest is read by the solver as it goes.
+const MAX_PREFETCH_LEVELS: usize = 32;
+
+/// Reads into the cache every index the resolution can need, before the
+/// solver runs: one batched read per level of the dependency graph (the
+/// requested and pinned tools, then every tool their versions depend on,
+/// and so on), instead of one read per package from inside the solver.
+/// Packages the cache holds are not read again, only walked through.
+async fn prefetch(
+    state: &AppState,
+    generation: i64,
+    request: &Request,
+    deadline: Instant,
+) -> Result<(), ApiError> {
+    let cache = &state.index_cache;
+    let mut seen = HashSet::new();
+    let mut level: Vec<PackageName> = request
+        .requirements
+        .keys()
+        .chain(request.pins.keys())
+        .cloned()
+        .collect();
+    for _ in 0..MAX_PREFETCH_LEVELS {
+        let mut next = Vec::new();
+        let mut to_read = Vec::new();
+        for name in level {
+            if !seen.insert(name.normalized()) {
+                continue;
+            }
+            match cache.tool(&name.normalized()) {
+                Some(entries) => next.extend(dependencies_of(entries.as_deref())),
+                None => to_read.push(name),
+            }
+        }
+        if !to_read.is_empty() {
+            let indexes = tokio::time::timeout_at(
+                deadline.into(),
+                state.db.package_indexes(Kind::Tool, &to_read),
+            )
+            .await
+            .map_err(|_| {
+                let timeout = state.config.resolve_timeout;
+                ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
+            })??;
+            state.metrics.index_reads.inc();
+            let mut found: HashMap<String, PackageIndex> = indexes
+                .into_iter()
+                .map(|index| (index.package.normalized_name.clone(), index))
+                .collect();
+            for name in to_read {
+                let normalized = name.normalized();
+                let entries = match found.remove(&normalized) {
+                    Some(index) => Some(Arc::new(entries_of(index).map_err(ApiError::internal)?)),
+                    None => None,
+                };
+                next.extend(dependencies_of(entries.as_deref()));
+                cache.put_tool(generation, normalized, entries);
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        level = next;
+    }
+    Ok(())
+}
+
+/// Every tool any of the versions depends on.
+fn dependencies_of(entries: Option<&Vec<VersionEntry>>) -> impl Iterator<Item = PackageName> + '_ {
+    entries
+        .into_iter()
+        .flatten()
+        .flat_map(|entry| entry.dependencies.keys().cloned())
+}
+
+/// Runs the solver on a blocking thread under the configured deadline,
+/// after reading ahead what it will need ([`prefetch`]).
 async fn solve(
     state: &AppState,
     generation: i64,
     request: &Request,
     deadline: Instant,
 ) -> Result<Resolution, ApiError> {
+    prefetch(state, generation, request, deadline).await?;
     let source = IndexSource {
         db: state.db.clone(),
         cache: Arc::clone(&state.index_cache),

@@ -15,6 +15,47 @@ backend_tests!(
     slow_resolutions_time_out,
 );
 
+/// The metric of batched index reads resolutions made.
+async fn index_reads(app: &TestApp) -> u64 {
+    let text = app.get("/metrics").await.text().await.unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix("agentlang_registry_resolve_index_reads_total "))
+        .expect("the metric is exported")
+        .parse()
+        .unwrap()
+}
+
+/// A first-time resolution reads the index one dependency level at a time,
+/// not one package at a time: a three-level graph of five tools is three
+/// reads, and a later resolution of a part of it reads nothing.
+#[actix_web::test]
+async fn first_time_resolves_read_one_batch_per_level() {
+    let app = TestApp::builder(Backend::Sqlite).build().await.unwrap();
+    let alice = publisher(&app, "alice").await;
+    for (name, deps) in [
+        ("leaf_c", &[][..]),
+        ("leaf_d", &[][..]),
+        ("mid_b", &[("leaf_c", "^1"), ("leaf_d", "^1")][..]),
+        ("mid_e", &[("leaf_d", "^1")][..]),
+        ("top_a", &[("mid_b", "^1"), ("mid_e", "^1")][..]),
+    ] {
+        published(&app, &alice.token, tool(&alice.key, name, "1.0.0", deps)).await;
+    }
+    let before = index_reads(&app).await;
+    let lock = resolved(&app, &json!({"tools": {"top_a": "^1"}})).await;
+    assert_eq!(lock["tools"].as_object().unwrap().len(), 5, "{lock}");
+    // [top_a], [mid_b, mid_e], [leaf_c, leaf_d].
+    assert_eq!(index_reads(&app).await - before, 3);
+    // Another request over the same packages: all of it is cached.
+    let lock = resolved(&app, &json!({"tools": {"mid_b": "^1", "leaf_d": "^1"}})).await;
+    assert_eq!(lock["tools"].as_object().unwrap().len(), 3, "{lock}");
+    assert_eq!(index_reads(&app).await - before, 3);
+    // An unknown tool is one read, and still answered as unknown.
+    let res = resolve_json(&app, &json!({"tools": {"nowhere": "^1"}})).await;
+    problem(res, StatusCode::UNPROCESSABLE_ENTITY, "validation-failed").await;
+    assert_eq!(index_reads(&app).await - before, 4);
+}
+
 /// The answer's form follows `Accept`, and the request's own form when
 /// `Accept` leaves it open; an `Accept` that admits neither is 406.
 #[actix_web::test]
