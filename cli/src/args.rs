@@ -33,6 +33,15 @@ pub struct Global {
     pub json: bool,
 }
 
+/// What `agentlang new` starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NewKind {
+    /// agent.yaml, prompt.yaml and a README
+    Agent,
+    /// tool.yaml and a README
+    Tool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum KindArg {
     Agent,
@@ -49,6 +58,19 @@ pub enum DenyLevel {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Start a package: a directory that validates, builds and publishes as it is
+    #[command(
+        after_help = "Examples:\n  agentlang new agent my-agent\n  agentlang new tool web_lookup --path tools/web_lookup\n\nThe files say where their format is described (docs/ in the registry's\nrepository, /docs/ on a registry)."
+    )]
+    New {
+        #[arg(value_enum)]
+        kind: NewKind,
+        /// The package name: ASCII letters, digits, `-` and `_`
+        name: String,
+        /// The directory to create (it must not exist or be empty) [default: ./NAME]
+        #[arg(long)]
+        path: Option<PathBuf>,
+    },
     /// Create an Ed25519 signing key (PKCS#8 PEM, mode 0600) and its public half (SPKI PEM)
     #[command(after_help = "Example:\n  agentlang keygen --output ~/.config/agentlang/signing.pem")]
     Keygen {

@@ -233,3 +233,60 @@ fn uploads_signed_with_an_unregistered_key_or_without_login_are_refused() {
     let err = carol.fails(&["publish", "echo.tool"]);
     assert!(err.contains("(4"), "a revoked key is refused: {err}");
 }
+
+/// `agentlang new` starts packages that validate, build and publish as they
+/// are, and refuses a bad name or a directory that is in use without
+/// touching it.
+#[test]
+fn new_packages_validate_build_and_publish_as_they_are() {
+    let registry = start_registry();
+    let alice = publisher(&registry, "alice");
+
+    let created = alice.ok(&["--json", "new", "agent", "trip-planner"]).json();
+    assert_eq!(
+        created["files"],
+        serde_json::json!(["agent.yaml", "prompt.yaml", "README.md"])
+    );
+    alice.ok(&[
+        "--json",
+        "new",
+        "tool",
+        "fare_lookup",
+        "--path",
+        "tools/fares",
+    ]);
+    for dir in ["trip-planner", "tools/fares"] {
+        let text = fs::read_to_string(alice.path(dir).join(if dir == "trip-planner" {
+            "agent.yaml"
+        } else {
+            "tool.yaml"
+        }))
+        .unwrap();
+        assert!(text.contains("docs/") && text.contains("/docs/"), "{text}");
+        let valid = alice.ok(&["--json", "validate", dir]).json();
+        assert_eq!(valid["valid"], true, "{valid}");
+    }
+    for (dir, kind, url) in [
+        ("tools/fares", "tool", "/tools/fare_lookup/0.1.0"),
+        ("trip-planner", "agent", "/agents/trip-planner/0.1.0"),
+    ] {
+        let published = alice.ok(&["--json", "publish", dir]).json();
+        assert_eq!(
+            published["url"],
+            format!("{}{url}", registry.url),
+            "{kind}: {published}"
+        );
+    }
+
+    // Refusals leave what was there alone.
+    let err = alice.fails(&["new", "agent", "Trip Planner"]);
+    assert!(err.contains("cannot name a package"), "{err}");
+    let before = fs::read_to_string(alice.path("trip-planner/agent.yaml")).unwrap();
+    let err = alice.fails(&["new", "tool", "trip-planner"]);
+    assert!(err.contains("already exists and is not empty"), "{err}");
+    assert_eq!(
+        fs::read_to_string(alice.path("trip-planner/agent.yaml")).unwrap(),
+        before
+    );
+    assert!(!alice.path("trip-planner/tool.yaml").exists());
+}

@@ -10,6 +10,7 @@ mod install;
 mod keygen;
 mod keys;
 mod lock;
+mod new;
 mod prompt;
 mod publish;
 pub mod pull;
@@ -63,6 +64,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         // Need no registry: work before any configuration exists.
         Command::Keygen { output, force } => return keygen::run(&out, output, force),
+        Command::New { kind, name, path } => return new::run(&out, kind, &name, path),
         Command::Events(EventsCommand::Validate { file, agent }) => {
             return events::validate(&out, &file, agent.as_deref());
         }
@@ -120,7 +122,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Prompt(PromptCommand::Compile { file, format }) => {
             prompt::compile(&env, &file, format)
         }
-        Command::Keygen { .. } | Command::Completions { .. } | Command::Events(_) => {
+        Command::Keygen { .. }
+        | Command::New { .. }
+        | Command::Completions { .. }
+        | Command::Events(_) => {
             unreachable!("handled above")
         }
     }
