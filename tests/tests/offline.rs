@@ -534,3 +534,109 @@ fn every_command_has_help_with_an_example_and_completions_know_them() {
         err.stderr
     );
 }
+
+/// One example package of `docs/`: its page, its name and its files.
+struct DocExample {
+    page: String,
+    name: String,
+    files: Vec<(String, String)>,
+}
+
+/// Every whole-package example of `docs/*.md`: fenced blocks whose info
+/// string names `example=NAME file=PATH` (docs/README.md says how), grouped
+/// by page and name.
+fn doc_examples() -> Vec<DocExample> {
+    let docs = workspace_root().join("docs");
+    let mut pages: Vec<_> = fs::read_dir(&docs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    let mut examples: Vec<DocExample> = Vec::new();
+    for path in pages {
+        let page = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = fs::read_to_string(&path).unwrap();
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            let Some(info) = line.strip_prefix("```") else {
+                continue;
+            };
+            let attr = |key: &str| {
+                info.split_whitespace()
+                    .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
+                    .map(str::to_owned)
+            };
+            let body: Vec<&str> = lines
+                .by_ref()
+                .take_while(|l| !l.starts_with("```"))
+                .collect();
+            let (Some(name), Some(file)) = (attr("example"), attr("file")) else {
+                continue;
+            };
+            let content = body.join("\n") + "\n";
+            match examples
+                .iter_mut()
+                .find(|e| e.page == page && e.name == name)
+            {
+                Some(example) => example.files.push((file, content)),
+                None => examples.push(DocExample {
+                    page: page.clone(),
+                    name,
+                    files: vec![(file, content)],
+                }),
+            }
+        }
+    }
+    examples
+}
+
+/// The examples in `docs/` are real: each validates as the package it shows
+/// (an agent example that shows only some files gets a minimal agent.yaml
+/// or prompt.yaml for the rest, as docs/README.md says).
+#[test]
+fn every_example_in_the_docs_validates() {
+    let user = User::new(&dead_registry());
+    let examples = doc_examples();
+    // The pages hold this many; finding fewer means the extraction broke.
+    assert!(examples.len() >= 15, "{} examples found", examples.len());
+    for example in &examples {
+        let dir = format!(
+            "docs-{}-{}",
+            example.page.trim_end_matches(".md"),
+            example.name
+        );
+        let mut files = example.files.clone();
+        let has = |files: &[(String, String)], name: &str| files.iter().any(|(f, _)| f == name);
+        if !has(&files, "tool.yaml") {
+            if !has(&files, "agent.yaml") {
+                files.push((
+                    "agent.yaml".into(),
+                    "name: example\nversion: 1.0.0\ndescription: An example.\n".into(),
+                ));
+            }
+            if !has(&files, "prompt.yaml") {
+                files.push((
+                    "prompt.yaml".into(),
+                    "version: 2\nrole: system\nsections:\n  - name: task\n    content: Do the task.\n"
+                        .into(),
+                ));
+            }
+        }
+        for (file, content) in &files {
+            let path = user.path(&dir).join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, content).unwrap();
+        }
+        let run = user.run(&["validate", &dir]);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "docs/{} example {:?} does not validate:\n{}{}",
+            example.page,
+            example.name,
+            run.stdout,
+            run.stderr
+        );
+    }
+}
