@@ -68,6 +68,99 @@ pub fn render_markdown(source: &str) -> String {
     SANITIZER.clean(&unsafe_html).to_string()
 }
 
+/// The registry's own documentation (the repository's `docs/*.md`, compiled
+/// in, so trusted: no sanitizing): the first `h1` becomes the page's title,
+/// every other heading gets an `id` to link to (its text, lowercased, with
+/// runs of other characters turned into `-`), and links to `other.md#part`
+/// become `/docs/other#part` (`README.md` is `/docs`), so one file reads
+/// right on GitHub and when served. Returns the title and the HTML.
+pub fn render_docs(source: &str) -> (String, String) {
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    let events: Vec<Event<'_>> = Parser::new_ext(source, options).collect();
+    let mut title = String::new();
+    let mut out = Vec::with_capacity(events.len());
+    let mut i = 0;
+    while i < events.len() {
+        match &events[i] {
+            Event::Start(Tag::Heading { level, .. }) => {
+                let end = events[i..]
+                    .iter()
+                    .position(|e| matches!(e, Event::End(TagEnd::Heading(_))))
+                    .map_or(events.len(), |n| i + n);
+                let text: String = events[i + 1..end]
+                    .iter()
+                    .filter_map(|e| match e {
+                        Event::Text(t) | Event::Code(t) => Some(t.as_ref()),
+                        _ => None,
+                    })
+                    .collect();
+                if *level == HeadingLevel::H1 && title.is_empty() {
+                    title = text;
+                    i = end + 1;
+                    continue;
+                }
+                out.push(Event::Start(Tag::Heading {
+                    level: *level,
+                    id: Some(heading_id(&text).into()),
+                    classes: Vec::new(),
+                    attrs: Vec::new(),
+                }));
+            }
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title: link_title,
+                id,
+            }) => out.push(Event::Start(Tag::Link {
+                link_type: *link_type,
+                dest_url: docs_link(dest_url).into(),
+                title: link_title.clone(),
+                id: id.clone(),
+            })),
+            other => out.push(other.clone()),
+        }
+        i += 1;
+    }
+    let mut html = String::with_capacity(source.len() * 3 / 2);
+    pulldown_cmark::html::push_html(&mut html, out.into_iter());
+    (title, html)
+}
+
+/// `Multi-agent orchestration` → `multi-agent-orchestration`.
+fn heading_id(text: &str) -> String {
+    let mut id = String::with_capacity(text.len());
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            id.push(c);
+        } else if !id.is_empty() && !id.ends_with('-') {
+            id.push('-');
+        }
+    }
+    id.trim_end_matches('-').to_owned()
+}
+
+/// A link between docs pages, as served; any other link unchanged.
+fn docs_link(dest: &str) -> String {
+    if dest.contains("://") || dest.starts_with('/') || dest.starts_with('#') {
+        return dest.to_owned();
+    }
+    let (file, fragment) = dest
+        .split_once('#')
+        .map_or((dest, None), |(f, x)| (f, Some(x)));
+    let Some(page) = file.strip_suffix(".md") else {
+        return dest.to_owned();
+    };
+    let path = if page == "README" {
+        "/docs".to_owned()
+    } else {
+        format!("/docs/{page}")
+    };
+    match fragment {
+        Some(fragment) => format!("{path}#{fragment}"),
+        None => path,
+    }
+}
+
 const LEVELS: [HeadingLevel; 6] = [
     HeadingLevel::H1,
     HeadingLevel::H2,
@@ -107,6 +200,28 @@ impl HeadingNester {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn docs_take_their_title_link_between_pages_and_give_headings_ids() {
+        let (title, html) = render_docs(
+            "# agent.yaml\n\nSee [the lock](lockfile.md), [identity](agent-yaml.md#identity), \
+             [the index](README.md), [a site](https://example.com/x.md) and [here](#models).\n\n\
+             ## Multi-agent orchestration\n\n### `x-` keys\n",
+        );
+        assert_eq!(title, "agent.yaml");
+        assert!(!html.contains("<h1"), "{html}");
+        for expected in [
+            "href=\"/docs/lockfile\"",
+            "href=\"/docs/agent-yaml#identity\"",
+            "href=\"/docs\"",
+            "href=\"https://example.com/x.md\"",
+            "href=\"#models\"",
+            "<h2 id=\"multi-agent-orchestration\">",
+            "<h3 id=\"x-keys\">",
+        ] {
+            assert!(html.contains(expected), "{expected} in {html}");
+        }
+    }
 
     /// Payloads from the usual XSS cheat sheets, in markdown and raw HTML.
     const XSS_CORPUS: &[&str] = &[

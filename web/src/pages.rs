@@ -815,13 +815,25 @@ impl KeyPage {
 
 // ---------------------------------------------------------------- docs
 
-/// `/docs`: how to publish, install and verify.
+/// `/docs`: how to publish, install and verify, and the format pages.
 #[derive(Template)]
 #[template(path = "docs.html")]
 pub struct DocsPage {
     pub chrome: Chrome,
     /// The registry's public URL, for the copyable commands.
     pub registry_url: String,
+    /// (slug, title) of each format page, `/docs/<slug>`.
+    pub pages: Vec<(String, String)>,
+}
+
+/// `/docs/<slug>`: one page of the repository's `docs/`.
+#[derive(Template)]
+#[template(path = "doc.html")]
+pub struct DocPage {
+    pub chrome: Chrome,
+    pub title: String,
+    /// Rendered by [`crate::render_docs`] from the registry's own files.
+    pub html: String,
 }
 
 // ---------------------------------------------------------------- problems

@@ -347,10 +347,25 @@ fn all_pages() -> Vec<(&'static str, String)> {
             DocsPage {
                 chrome: Chrome::default(),
                 registry_url: "https://registry.example.com".to_owned(),
+                pages: vec![("agent-yaml".to_owned(), "agent.yaml".to_owned())],
             }
             .render()
             .unwrap(),
         ),
+        ("doc", {
+            let (title, html) = agentlang_web::render_docs(
+                "# agent.yaml\n\nSee [the lock](lockfile.md).\n\n## Identity\n\n\
+                 | key | what |\n|---|---|\n| `name` | required |\n\n\
+                 ```yaml\nname: x\n```\n",
+            );
+            DocPage {
+                chrome: Chrome::default(),
+                title,
+                html,
+            }
+            .render()
+            .unwrap()
+        }),
         (
             "not-found",
             NotFoundPage { chrome: chrome() }.render().unwrap(),

@@ -43,5 +43,6 @@ pub async fn docs(
     html(&DocsPage {
         chrome: session.chrome(),
         registry_url: state.public_url.clone(),
+        pages: super::docs::page_list(),
     })
 }

@@ -14,6 +14,7 @@
 
 pub mod account;
 pub mod assets;
+pub mod docs;
 pub mod home;
 pub mod keys;
 pub mod packages;
@@ -79,6 +80,7 @@ fn pages() -> Vec<(&'static str, Method, Route)> {
     vec![
         page!("/", GET, home::home),
         page!("/docs", GET, home::docs),
+        page!("/docs/{page}", GET, docs::show_doc),
         page!("/problems/", GET, problems::list_problems),
         page!("/problems", GET, problems::list_problems),
         page!("/problems/{slug}", GET, problems::show_problem),

@@ -755,3 +755,69 @@ async fn password_change_and_sign_out_everywhere_end_sessions(backend: Backend) 
     signed_out(account(&here).await.unwrap());
     signed_out(account(&third).await.unwrap());
 }
+
+/// `/docs` lists every format page of the repository's `docs/`; each answers
+/// with its title, and every link between them (and into their headings)
+/// lands on a page that exists and an id it has.
+#[actix_web::test]
+async fn docs_pages_are_served_and_link_to_each_other() {
+    let app = TestApp::builder(Backend::Sqlite).build().await.unwrap();
+    let index = page(app.get("/docs").await, StatusCode::OK).await;
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    let mut files: Vec<String> = std::fs::read_dir(&docs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".md") && f != "README.md")
+        .collect();
+    files.sort();
+    assert!(files.len() >= 11, "{files:?}");
+    for file in &files {
+        let slug = file.trim_end_matches(".md");
+        assert!(
+            index.contains(&format!("href=\"/docs/{slug}\"")),
+            "/docs lists {slug}"
+        );
+        let source = std::fs::read_to_string(docs.join(file)).unwrap();
+        // The first line is the title; its code spans render as plain text.
+        let title = source
+            .lines()
+            .next()
+            .unwrap()
+            .trim_start_matches("# ")
+            .replace('`', "");
+        let html = page(app.get(&format!("/docs/{slug}")).await, StatusCode::OK).await;
+        let escaped = title
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        assert!(
+            html.contains(&format!("<h1>{escaped}</h1>")),
+            "{slug}: {title}"
+        );
+        for link in hrefs(&html).into_iter().filter(|l| l.starts_with("/docs")) {
+            let (path, fragment) = link.split_once('#').unwrap_or((&link, ""));
+            let target = page(app.get(path).await, StatusCode::OK).await;
+            if !fragment.is_empty() {
+                assert!(
+                    target.contains(&format!("id=\"{fragment}\"")),
+                    "{slug} links to {link}, which has no such id"
+                );
+            }
+        }
+    }
+    page(app.get("/docs/no-such-page").await, StatusCode::NOT_FOUND).await;
+    page(
+        app.get("/docs/..%2FCargo.toml").await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+}
+
+/// Every `href="…"` value in a page.
+fn hrefs(html: &str) -> Vec<String> {
+    html.split("href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_owned)
+        .collect()
+}

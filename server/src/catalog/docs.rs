@@ -1,0 +1,49 @@
+//! `/docs/{page}`: the repository's `docs/*.md`, compiled into the binary
+//! from a fixed list, so no part of a request ever reaches the filesystem
+//! and a clone's docs and the served ones are the same files.
+
+use actix_web::{HttpResponse, web};
+use agentlang_web::{pages::DocPage, render_docs};
+
+use super::{CatalogError, html, session::MaybeSession};
+
+/// Each page: its slug under `/docs/` and its markdown, in the order
+/// `/docs` lists them.
+const PAGES: [(&str, &str); 11] = [
+    ("agent-yaml", include_str!("../../../docs/agent-yaml.md")),
+    ("prompt-yaml", include_str!("../../../docs/prompt-yaml.md")),
+    ("tool-yaml", include_str!("../../../docs/tool-yaml.md")),
+    ("ux-yaml", include_str!("../../../docs/ux-yaml.md")),
+    ("skills", include_str!("../../../docs/skills.md")),
+    ("container", include_str!("../../../docs/container.md")),
+    ("signatures", include_str!("../../../docs/signatures.md")),
+    ("encryption", include_str!("../../../docs/encryption.md")),
+    ("lockfile", include_str!("../../../docs/lockfile.md")),
+    ("resolution", include_str!("../../../docs/resolution.md")),
+    ("http-api", include_str!("../../../docs/http-api.md")),
+];
+
+/// (slug, title) of every page, for `/docs`.
+pub fn page_list() -> Vec<(String, String)> {
+    PAGES
+        .iter()
+        .map(|(slug, source)| ((*slug).to_owned(), render_docs(source).0))
+        .collect()
+}
+
+/// `GET /docs/{page}`.
+pub async fn show_doc(
+    session: MaybeSession,
+    page: web::Path<String>,
+) -> Result<HttpResponse, CatalogError> {
+    let (_, source) = PAGES
+        .iter()
+        .find(|(slug, _)| *slug == page.as_str())
+        .ok_or(CatalogError::NotFound)?;
+    let (title, html_body) = render_docs(source);
+    html(&DocPage {
+        chrome: session.chrome(),
+        title,
+        html: html_body,
+    })
+}
