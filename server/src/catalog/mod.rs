@@ -403,8 +403,8 @@ async fn with_etag(
     let body = actix_web::body::to_bytes(body)
         .await
         .map_err(|_| actix_web::error::ErrorInternalServerError("page body"))?;
-    let etag = crate::routes::etag_of(&body);
-    let current = crate::routes::if_none_match(&req, &etag);
+    let etag = crate::common::conditional::etag_of(&body);
+    let current = crate::common::conditional::if_none_match(&req, &etag);
     // A 304 keeps the page's headers (Cache-Control, Vary) without its body.
     let mut response = head.set_body(BoxBody::new(if current { Bytes::new() } else { body }));
     if current {

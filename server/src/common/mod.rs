@@ -1,8 +1,9 @@
 //! Neutral helpers below every layer: names and scopes, time,
-//! secrets, private files.
+//! secrets, private files, conditional requests.
 //! They depend on nothing in this crate but each other, so `db`,
 //! `service`, `routes` and `catalog` may all use them.
 
+pub mod conditional;
 pub mod files;
 pub mod names;
 pub mod secrets;

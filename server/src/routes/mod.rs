@@ -103,21 +103,7 @@ pub async fn read_body(
     Ok(body.freeze())
 }
 
-/// Whether `If-None-Match` names `etag` (weakly compared) or is `*`.
-pub fn if_none_match(req: &HttpRequest, etag: &str) -> bool {
-    req.headers()
-        .get_all(header::IF_NONE_MATCH)
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
-}
-
-/// The strong `ETag` of a body: its quoted SHA-256.
-pub fn etag_of(body: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    format!("\"{}\"", hex::encode(Sha256::digest(body)))
-}
+pub use crate::common::conditional::{etag_of, if_none_match};
 
 /// A JSON answer that may change (a record with its download count), with
 /// its `ETag` and `Cache-Control: no-cache`: a client or cache revalidates
