@@ -25,6 +25,7 @@ pub mod quality;
 pub mod resolve;
 pub mod signing;
 pub mod skill;
+pub mod tlog;
 pub mod tool;
 pub mod tree;
 pub mod trust;
