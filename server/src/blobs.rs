@@ -12,7 +12,7 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::{
     ClientConfigKey, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
-    aws::{AmazonS3Builder, AmazonS3ConfigKey},
+    aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey},
     local::LocalFileSystem,
     path::Path,
     prefix::PrefixStore,
@@ -110,6 +110,9 @@ pub struct Blobs {
     /// The same store when it is a local folder: spooled uploads are then
     /// linked into place instead of copied.
     local: Option<Arc<LocalFileSystem>>,
+    /// The same store when it is S3, with the key prefix it writes under:
+    /// downloads can then be handed out as presigned URLs.
+    presigner: Option<(AmazonS3, String)>,
     multipart: Arc<tokio::sync::Semaphore>,
 }
 
@@ -119,6 +122,7 @@ impl Blobs {
     /// store fails requests instead of holding them.
     pub fn open(url: &StorageUrl, s3: &S3Settings, timeout: Duration) -> Result<Self, BlobError> {
         let mut local = None;
+        let mut presigner = None;
         let store: Arc<dyn ObjectStore> = match url {
             StorageUrl::File(root) => {
                 std::fs::create_dir_all(root).map_err(|source| BlobError::CreateDir {
@@ -168,6 +172,7 @@ impl Blobs {
                     builder = builder.with_secret_access_key(secret);
                 }
                 let s3 = builder.build()?;
+                presigner = Some((s3.clone(), prefix.clone()));
                 if prefix.is_empty() {
                     Arc::new(s3)
                 } else {
@@ -177,6 +182,7 @@ impl Blobs {
         };
         Ok(Self {
             local,
+            presigner,
             ..Self::from_store(store)
         })
     }
@@ -186,6 +192,7 @@ impl Blobs {
         Self {
             store,
             local: None,
+            presigner: None,
             multipart: Arc::new(tokio::sync::Semaphore::new(MULTIPART_UPLOADS_AT_ONCE)),
         }
     }
@@ -302,6 +309,28 @@ impl Blobs {
         }
         writer.finish().await?;
         Ok(())
+    }
+
+    /// A URL that fetches the blob straight from S3 for `valid` (a SigV4
+    /// presigned GET); `None` when the store is not S3. The URL is signed
+    /// locally, without a request to S3, so a missing blob shows only when
+    /// the client follows it.
+    pub async fn presigned_url(
+        &self,
+        digest: &Sha256Digest,
+        valid: Duration,
+    ) -> Result<Option<object_store::signer::Url>, BlobError> {
+        use object_store::signer::{Method, Signer};
+        let Some((s3, prefix)) = &self.presigner else {
+            return Ok(None);
+        };
+        let key = Self::key(digest);
+        let path = if prefix.is_empty() {
+            key
+        } else {
+            Path::from(format!("{prefix}/{key}"))
+        };
+        Ok(Some(s3.signed_url(Method::GET, &path, valid).await?))
     }
 
     /// The bytes `range` of the blob (all of it for `None`), read as a

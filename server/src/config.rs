@@ -312,6 +312,10 @@ pub struct Config {
     pub sweep_grace: Duration,
     /// How long one resolution may run before it is answered 503.
     pub resolve_timeout: Duration,
+    /// With S3 storage: how long the presigned URL a download is redirected
+    /// to stays valid; zero streams downloads through the registry. A CDN
+    /// in front of the bucket then serves the bytes.
+    pub download_redirect: Duration,
     /// Timeouts and concurrency bounds of requests.
     pub limits: RequestLimits,
 }
@@ -335,6 +339,7 @@ impl Default for Config {
             sweep_interval: Duration::from_secs(3600),
             sweep_grace: Duration::from_secs(3600),
             resolve_timeout: Duration::from_secs(5),
+            download_redirect: Duration::ZERO,
             limits: RequestLimits::default(),
         }
     }
@@ -360,6 +365,7 @@ struct FileConfig {
     sweep_interval_secs: Option<u64>,
     sweep_grace_secs: Option<u64>,
     resolve_timeout_ms: Option<u64>,
+    download_redirect_secs: Option<u64>,
     body_idle_timeout_secs: Option<u64>,
     upload_timeout_secs: Option<u64>,
     request_timeout_secs: Option<u64>,
@@ -449,6 +455,9 @@ impl Config {
         }
         if let Some(v) = file.resolve_timeout_ms {
             self.resolve_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = file.download_redirect_secs {
+            self.download_redirect = Duration::from_secs(v);
         }
         let limits = &mut self.limits;
         let secs = Duration::from_secs;
@@ -597,6 +606,9 @@ impl Config {
         if let Some(v) = number("RESOLVE_TIMEOUT_MS")? {
             self.resolve_timeout = Duration::from_millis(v);
         }
+        if let Some(v) = number("DOWNLOAD_REDIRECT_SECS")? {
+            self.download_redirect = Duration::from_secs(v);
+        }
         for (name, slot) in [
             ("BODY_IDLE_TIMEOUT_SECS", &mut self.limits.body_idle_timeout),
             ("UPLOAD_TIMEOUT_SECS", &mut self.limits.upload_timeout),
@@ -702,6 +714,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "RESOLVE_TIMEOUT_MS",
         "longest one resolution may run before 503",
+    ),
+    (
+        "DOWNLOAD_REDIRECT_SECS",
+        "with S3: redirect downloads to a presigned URL valid this long (0: stream them)",
     ),
     (
         "BODY_IDLE_TIMEOUT_SECS",
@@ -812,6 +828,7 @@ impl Config {
             "SWEEP_INTERVAL_SECS" => secs(self.sweep_interval),
             "SWEEP_GRACE_SECS" => secs(self.sweep_grace),
             "RESOLVE_TIMEOUT_MS" => self.resolve_timeout.as_millis().to_string(),
+            "DOWNLOAD_REDIRECT_SECS" => secs(self.download_redirect),
             "BODY_IDLE_TIMEOUT_SECS" => secs(limits.body_idle_timeout),
             "UPLOAD_TIMEOUT_SECS" => secs(limits.upload_timeout),
             "REQUEST_TIMEOUT_SECS" => secs(limits.request_timeout),

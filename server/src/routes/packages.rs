@@ -132,7 +132,9 @@ pub struct ContainerBytes(Vec<u8>);
 /// `ETag` keeps it, any other `If-Range` or several ranges answer 200 with
 /// all of it, and a range past the end answers 416. Counts reach the
 /// records within seconds; a range that starts past byte 0 is a resumption,
-/// not a download.
+/// not a download. With S3 storage and `DOWNLOAD_REDIRECT_SECS` set, a
+/// `GET` is answered 307 to a presigned URL of the bucket (where a CDN can
+/// sit), so the bytes never pass through the registry.
 #[utoipa::path(
     tag = "packages",
     params(
@@ -156,6 +158,11 @@ pub struct ContainerBytes(Vec<u8>);
             ("Accept-Ranges" = String, description = "`bytes`"),
          )),
         (status = 304, description = "The client's copy is current"),
+        (status = 307, description = "With S3 storage and `DOWNLOAD_REDIRECT_SECS` set: the container is fetched from a presigned URL",
+         headers(
+            ("Location", description = "A presigned URL of the container, valid for the configured time"),
+            ("ETag" = String, description = "`\"<sha256 hex>\"`"),
+         )),
         (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 416, description = "The range is past the end (`range-not-satisfiable`)", body = crate::error::Problem, content_type = "application/problem+json",
          headers(("Content-Range" = String, description = "`bytes */<size>`"))),
@@ -177,6 +184,27 @@ pub async fn download_version(
             .finish());
     }
     let range = requested_range(&req, &etag, download.size)?;
+    let resumed = range.as_ref().is_some_and(|bytes| bytes.start > 0);
+    let redirect = state.config.download_redirect;
+    if !redirect.is_zero()
+        && !crate::head::asked_head(&req)
+        && let Some(url) = state
+            .blobs
+            .presigned_url(&download.digest, redirect)
+            .await?
+    {
+        // The bytes come from the bucket (or a CDN in front of it); the
+        // client sends its Range there again. Counted here, as a stream is.
+        if !resumed {
+            state.downloads.record(download.version_id);
+        }
+        return Ok(HttpResponse::TemporaryRedirect()
+            .insert_header((header::LOCATION, url.as_str()))
+            .insert_header((header::ETAG, etag))
+            // The URL expires: no cache may keep the redirect.
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .finish());
+    }
     let mut response = match &range {
         Some(bytes) => {
             let mut partial = HttpResponse::PartialContent();
@@ -207,7 +235,6 @@ pub async fn download_version(
         // download counted.
         return Ok(response.body(crate::head::HeadBody(len)));
     }
-    let resumed = range.as_ref().is_some_and(|bytes| bytes.start > 0);
     let (sent, stream) = state
         .blobs
         .get_range_stream(&download.digest, range)

@@ -10,6 +10,7 @@ backend_tests!(
     package_and_version_records,
     downloads_stream_with_immutable_caching,
     ranges_resume_downloads,
+    downloads_redirect_to_the_bucket_when_configured,
     owners_yank_and_unyank,
 );
 
@@ -293,6 +294,77 @@ async fn ranges_resume_downloads(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(version["downloads"], 5, "{version}");
+}
+
+/// With `DOWNLOAD_REDIRECT_SECS`, an S3-backed registry answers a download
+/// with 307 to a presigned URL that serves the container (and its ranges)
+/// straight from the bucket; a registry on files keeps streaming.
+async fn downloads_redirect_to_the_bucket_when_configured(backend: Backend) {
+    let Some(app) = TestApp::builder(backend)
+        .config(|c| c.download_redirect = std::time::Duration::from_secs(60))
+        .build()
+        .await
+    else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let bytes = tool(&alice.key, "web_fetch", "1.0.3", &[]);
+    let record = published(&app, &alice.token, bytes.clone()).await;
+    let etag = format!("\"{}\"", record["sha256"].as_str().unwrap());
+    let path = "/api/v1/tools/web_fetch/1.0.3/download";
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let res = client.get(app.path(path)).send().await.unwrap();
+    match backend {
+        Backend::Sqlite => {
+            assert_eq!(res.status(), StatusCode::OK);
+            assert_eq!(res.bytes().await.unwrap().as_ref(), bytes.as_slice());
+        }
+        Backend::PostgresS3 => {
+            assert_eq!(res.status(), StatusCode::TEMPORARY_REDIRECT);
+            assert_eq!(res.headers()["etag"], etag.as_str());
+            assert_eq!(res.headers()["cache-control"], "no-store");
+            let location = res.headers()["location"].to_str().unwrap().to_owned();
+            assert!(location.contains("X-Amz-Signature="), "{location}");
+            let fetched = client.get(&location).send().await.unwrap();
+            assert_eq!(fetched.status(), StatusCode::OK, "{location}");
+            assert_eq!(fetched.bytes().await.unwrap().as_ref(), bytes.as_slice());
+            let part = client
+                .get(&location)
+                .header("range", "bytes=0-9")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(part.status(), StatusCode::PARTIAL_CONTENT);
+            assert_eq!(part.bytes().await.unwrap().as_ref(), &bytes[..10]);
+            // A current copy is still 304, from the registry; HEAD still
+            // answers the headers itself.
+            let res = client
+                .get(app.path(path))
+                .header("if-none-match", etag.as_str())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
+            let res = client.head(app.path(path)).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::OK);
+            assert_eq!(
+                res.headers()["content-length"],
+                bytes.len().to_string().as_str()
+            );
+        }
+    }
+    // Redirected or streamed, it is a download.
+    app.state().downloads.flush(&app.state().db).await.unwrap();
+    let version: Value = app
+        .get("/api/v1/tools/web_fetch/1.0.3")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(version["downloads"], 1, "{version}");
 }
 
 async fn owners_yank_and_unyank(backend: Backend) {
