@@ -103,19 +103,40 @@ fn content_type(req: &HttpRequest) -> String {
 
 /// Whether to answer in JSON: as `Accept` ranks JSON and YAML, in the
 /// request's own form when it leaves the choice open (absent, `*/*`,
-/// `application/*`), and 406 when it admits neither. So a generated client
-/// that posts JSON reads JSON, and `curl --data-binary @agent.yaml` reads
-/// an agent.lock.
+/// `application/*`), and 406 when it admits neither. A type given `q=0` is
+/// refused even when a wildcard admits it. So a generated client that posts
+/// JSON reads JSON, and `curl --data-binary @agent.yaml` reads an
+/// agent.lock.
 fn answer_in_json(req: &HttpRequest, json_request: bool) -> Result<bool, ApiError> {
     let accept = match header::Accept::parse(req) {
         Ok(accept) if !accept.is_empty() => accept,
         _ => return Ok(json_request),
     };
-    for mime in accept.ranked() {
+    let refused = |types: &[(&str, &str)]| {
+        accept.iter().any(|q| {
+            q.quality == header::Quality::ZERO
+                && types.contains(&(q.item.type_().as_str(), q.item.subtype().as_str()))
+        })
+    };
+    let json_ok = !refused(&[("application", "json")]);
+    let yaml_ok = !refused(&[
+        ("application", "yaml"),
+        ("application", "x-yaml"),
+        ("text", "yaml"),
+    ]);
+    let mut ranked = accept.ranked();
+    ranked.retain(|mime| {
+        !accept
+            .iter()
+            .any(|q| q.quality == header::Quality::ZERO && &q.item == mime)
+    });
+    for mime in ranked {
         match (mime.type_().as_str(), mime.subtype().as_str()) {
-            ("application", "json") => return Ok(true),
-            ("application" | "text", "yaml" | "x-yaml") => return Ok(false),
-            ("application" | "*", "*") => return Ok(json_request),
+            ("application", "json") if json_ok => return Ok(true),
+            ("application" | "text", "yaml" | "x-yaml") if yaml_ok => return Ok(false),
+            ("application" | "*", "*") if json_ok || yaml_ok => {
+                return Ok(if json_request { json_ok } else { !yaml_ok });
+            }
             _ => {}
         }
     }

@@ -86,6 +86,13 @@ async fn answers_are_negotiated_by_accept() {
             Some("text/html, application/json;q=0.9, application/yaml;q=0.5"),
             "application/json",
         ),
+        // q=0 refuses a type even when a wildcard would admit it.
+        (
+            "application/json",
+            &json,
+            Some("application/json;q=0, */*"),
+            "application/yaml",
+        ),
     ] {
         let mut request = app
             .request(Method::POST, "/api/v1/resolve")
@@ -105,6 +112,17 @@ async fn answers_are_negotiated_by_accept() {
         let text = res.text().await.unwrap();
         let lock = agentlang_core::lockfile::Lockfile::from_slice(text.as_bytes()).unwrap();
         assert_eq!(lock.tools.len(), 2, "{text}");
+    }
+    for accept in ["*/*;q=0", "application/json;q=0, application/yaml;q=0, */*"] {
+        let res = app
+            .request(Method::POST, "/api/v1/resolve")
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .body(json.clone())
+            .send()
+            .await
+            .unwrap();
+        problem(res, StatusCode::NOT_ACCEPTABLE, "not-acceptable").await;
     }
     let res = app
         .request(Method::POST, "/api/v1/resolve")
