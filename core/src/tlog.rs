@@ -145,6 +145,37 @@ impl Tree {
         })
     }
 
+    /// Adds stored hashes read back from storage, growing the tree to
+    /// `size` entries; checked to be the right number.
+    pub fn extend_stored(&mut self, size: u64, hashes: Vec<[u8; 32]>) -> Result<(), TreeError> {
+        let want = tlog_tiles::stored_hash_count(size).saturating_sub(self.hashes.len() as u64);
+        if size < self.size || hashes.len() as u64 != want {
+            return Err(TreeError(format!(
+                "growing {} entries to {size} needs {want} stored hashes, not {}",
+                self.size,
+                hashes.len()
+            )));
+        }
+        self.hashes.extend(hashes.into_iter().map(Hash));
+        self.size = size;
+        Ok(())
+    }
+
+    /// Forgets every entry from `size` on: undoes appends whose storage
+    /// failed.
+    pub fn truncate(&mut self, size: u64) {
+        if size < self.size {
+            let keep = usize::try_from(tlog_tiles::stored_hash_count(size)).unwrap_or(usize::MAX);
+            self.hashes.truncate(keep);
+            self.size = size;
+        }
+    }
+
+    /// Stored hashes held: where the next append's hashes go.
+    pub fn stored_len(&self) -> u64 {
+        self.hashes.len() as u64
+    }
+
     /// Entries in the tree.
     pub fn size(&self) -> u64 {
         self.size
@@ -207,13 +238,27 @@ impl Tree {
         index: u64,
         width: u32,
     ) -> Result<Vec<u8>, TreeError> {
-        let tile = tlog_tiles::Tile::new(TILE_HEIGHT, level, index, width, false);
-        let needed =
-            (index * TILE_WIDTH + u64::from(width)) << (u32::from(TILE_HEIGHT) * u32::from(level));
-        if needed > size {
-            return Err(TreeError(format!(
+        let past = || {
+            TreeError(format!(
                 "tile {level}/{index} of width {width} is past a tree of {size}"
+            ))
+        };
+        if width == 0 || u64::from(width) > TILE_WIDTH {
+            return Err(TreeError(format!(
+                "a tile is 1 to {TILE_WIDTH} wide, not {width}"
             )));
+        }
+        // The entries the tile covers, without overflow for any address.
+        let needed = index
+            .checked_mul(TILE_WIDTH)
+            .and_then(|n| n.checked_add(u64::from(width)))
+            .and_then(|n| {
+                n.checked_mul(1u64.checked_shl(u32::from(TILE_HEIGHT) * u32::from(level))?)
+            })
+            .ok_or_else(past)?;
+        let tile = tlog_tiles::Tile::new(TILE_HEIGHT, level, index, width, false);
+        if needed > size {
+            return Err(past());
         }
         Ok(tile.read_data(self)?)
     }
@@ -268,6 +313,66 @@ pub fn tile_path(level: Option<u8>, index: u64, width: u64) -> String {
         String::new()
     };
     format!("tile/{level}/{}{partial}", digits.join("/"))
+}
+
+/// What a tile path names: a hash tile's level (`None` for an entry
+/// bundle), its index and width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileAddress {
+    pub level: Option<u8>,
+    pub index: u64,
+    pub width: u64,
+}
+
+/// Reads a tile path after `tile/` (`0/x001/234`, `entries/005.p/12`).
+/// Only the canonical spelling [`tile_path`] writes is accepted, so one
+/// tile has one URL; levels are below 64, widths 1 to 255 when partial.
+pub fn parse_tile_path(path: &str) -> Option<TileAddress> {
+    let (level, rest) = path.split_once('/')?;
+    let level = match level {
+        "entries" => None,
+        l if !l.is_empty() && l.len() <= 2 && l.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(l.parse::<u8>().ok().filter(|l| *l < 64)?)
+        }
+        _ => return None,
+    };
+    let (digits, width) = match rest.split_once(".p/") {
+        Some((digits, width)) => {
+            if width.is_empty() || width.len() > 3 || !width.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            (digits, width.parse::<u64>().ok()?)
+        }
+        None => (rest, TILE_WIDTH),
+    };
+    if width == 0 || width > TILE_WIDTH {
+        return None;
+    }
+    let groups: Vec<&str> = digits.split('/').collect();
+    if groups.len() > 7 {
+        return None;
+    }
+    let mut index: u64 = 0;
+    for (i, group) in groups.iter().enumerate() {
+        let last = i + 1 == groups.len();
+        let group = if last {
+            *group
+        } else {
+            group.strip_prefix('x')?
+        };
+        if group.len() != 3 || !group.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        index = index
+            .checked_mul(1000)?
+            .checked_add(group.parse::<u64>().ok()?)?;
+    }
+    // Rejects non-canonical spellings (`x000/001`).
+    (tile_path(level, index, width) == format!("tile/{path}")).then_some(TileAddress {
+        level,
+        index,
+        width,
+    })
 }
 
 /// The log's signing key: an Ed25519 key with the name its notes carry.
@@ -342,6 +447,14 @@ impl signed_note::Signer for LogKey {
     }
 }
 
+/// Checks that `vkey` is a log verifier key in the signed-note text form
+/// (`<name>+<id>+<base64(0x01 || Ed25519 key)>`).
+pub fn check_log_key(vkey: &str) -> Result<(), TreeError> {
+    signed_note::StandardVerifier::new(vkey)
+        .map(drop)
+        .map_err(|e| TreeError(e.to_string()))
+}
+
 /// A checkpoint's facts once its note is verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenedCheckpoint {
@@ -353,20 +466,326 @@ pub struct OpenedCheckpoint {
 /// Verifies a checkpoint note against `verifier_key` (the text form) and
 /// reads it; a note the key did not sign, or a malformed one, is an error.
 pub fn open_checkpoint(note: &[u8], verifier_key: &str) -> Result<OpenedCheckpoint, TreeError> {
-    let verifier = signed_note::StandardVerifier::new(verifier_key)
+    open_witnessed_checkpoint(note, verifier_key, &[]).map(|(opened, _)| opened)
+}
+
+/// A signed-note signature type: a timestamped Ed25519 cosignature
+/// (c2sp.org/tlog-cosignature, `cosignature/v1`).
+const COSIGNATURE_V1_TYPE: u8 = 0x04;
+
+/// The message a `cosignature/v1` signs: a header line, a time line, then
+/// the checkpoint's whole note body.
+fn cosigned_message(time: u64, checkpoint: &[u8]) -> Vec<u8> {
+    let mut message = format!("cosignature/v1\ntime {time}\n").into_bytes();
+    message.extend_from_slice(checkpoint);
+    message
+}
+
+/// A witness's key, as a verifier of its `cosignature/v1` signatures.
+#[derive(Clone)]
+pub struct WitnessKey {
+    name: String,
+    id: u32,
+    key: PublicKey,
+}
+
+impl std::fmt::Debug for WitnessKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WitnessKey({}+{:08x})", self.name, self.id)
+    }
+}
+
+impl WitnessKey {
+    /// Reads a verifier key `<name>+<key id hex>+<base64(0x04 || key)>`.
+    pub fn parse(vkey: &str) -> Result<Self, TreeError> {
+        use base64::Engine;
+        let bad = |why: &str| TreeError(format!("witness key {vkey:?}: {why}"));
+        let mut parts = vkey.trim().splitn(3, '+');
+        let (Some(name), Some(id), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad("expected <name>+<id>+<key>"));
+        };
+        if !signed_note::is_key_name_valid(name) {
+            return Err(bad("not a key name"));
+        }
+        let id = u32::from_str_radix(id, 16)
+            .ok()
+            .filter(|_| id.len() == 8)
+            .ok_or_else(|| bad("the id is not 8 hex digits"))?;
+        let encoded = base64::engine::general_purpose::STANDARD
+            .decode(key)
+            .map_err(|_| bad("the key is not base64"))?;
+        let Some((&COSIGNATURE_V1_TYPE, raw)) = encoded.split_first() else {
+            return Err(bad("not a cosignature/v1 (0x04) Ed25519 key"));
+        };
+        let raw: &[u8; 32] = raw.try_into().map_err(|_| bad("not 32 key bytes"))?;
+        if signed_note::key_id(name, &encoded) != id {
+            return Err(bad("the id does not match the name and key"));
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            id,
+            key: PublicKey::from_raw(raw).map_err(|e| bad(&e.to_string()))?,
+        })
+    }
+
+    /// The key in its text form.
+    pub fn vkey(&self) -> String {
+        use base64::Engine;
+        let mut encoded = vec![COSIGNATURE_V1_TYPE];
+        encoded.extend_from_slice(&self.key.to_raw());
+        format!(
+            "{}+{:08x}+{}",
+            self.name,
+            self.id,
+            base64::engine::general_purpose::STANDARD.encode(encoded)
+        )
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl signed_note::Verifier for WitnessKey {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn key_id(&self) -> u32 {
+        self.id
+    }
+
+    fn verify(&self, msg: &[u8], sig: &[u8]) -> bool {
+        let Some((time, sig)) = sig.split_first_chunk::<8>() else {
+            return false;
+        };
+        let time = u64::from_be_bytes(*time);
+        time < 1 << 63 && self.key.verify(&cosigned_message(time, msg), sig).is_ok()
+    }
+}
+
+/// A witness that cosigns checkpoints (`cosignature/v1`): what a witness
+/// runs, here for tests and for operators trying the protocol.
+pub struct Witness {
+    name: String,
+    id: u32,
+    key: SecretKey,
+    time: u64,
+}
+
+impl Witness {
+    pub fn new(name: impl Into<String>, key: SecretKey) -> Result<Self, TreeError> {
+        let name = name.into();
+        if !signed_note::is_key_name_valid(&name) {
+            return Err(TreeError(format!("{name:?} cannot name a note key")));
+        }
+        let mut encoded = vec![COSIGNATURE_V1_TYPE];
+        encoded.extend_from_slice(&key.public_key().to_raw());
+        let id = signed_note::key_id(&name, &encoded);
+        Ok(Self {
+            name,
+            id,
+            key,
+            time: 0,
+        })
+    }
+
+    /// The witness's verifier key.
+    pub fn key(&self) -> WitnessKey {
+        WitnessKey {
+            name: self.name.clone(),
+            id: self.id,
+            key: self.key.public_key(),
+        }
+    }
+
+    /// Adds this witness's cosignature, made at `time` (Unix seconds), to
+    /// the checkpoint note `note`; the note's own signatures are kept.
+    pub fn cosign(&mut self, note: &[u8], time: u64) -> Result<Vec<u8>, TreeError> {
+        let mut note =
+            signed_note::Note::from_bytes(note).map_err(|e| TreeError(format!("the note: {e}")))?;
+        self.time = time;
+        note.add_sigs(&[&*self])
+            .map_err(|e| TreeError(e.to_string()))?;
+        Ok(note.to_bytes())
+    }
+}
+
+impl signed_note::Signer for Witness {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn key_id(&self) -> u32 {
+        self.id
+    }
+
+    fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, signature::Error> {
+        let mut sig = self.time.to_be_bytes().to_vec();
+        sig.extend_from_slice(&self.key.sign(&cosigned_message(self.time, msg)));
+        Ok(sig)
+    }
+}
+
+/// A witness's verified cosignature of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cosignature {
+    /// The witness key's name.
+    pub witness: String,
+    /// The note's signature line (`— <name> <base64>`), without its newline.
+    pub line: String,
+}
+
+/// A checkpoint note verified against the log's key and any of
+/// `witnesses`: its facts, and the cosignatures that hold. A bad signature
+/// by a known key is an error; lines by unknown keys are ignored.
+pub fn open_witnessed_checkpoint(
+    note: &[u8],
+    verifier_key: &str,
+    witnesses: &[WitnessKey],
+) -> Result<(OpenedCheckpoint, Vec<Cosignature>), TreeError> {
+    let log = signed_note::StandardVerifier::new(verifier_key)
         .map_err(|e| TreeError(format!("the log key: {e}")))?;
-    let note =
+    let log_name = signed_note::Verifier::name(&log).to_owned();
+    let log_id = signed_note::Verifier::key_id(&log);
+    let mut verifiers: Vec<Box<dyn signed_note::Verifier>> = vec![Box::new(log)];
+    verifiers.extend(
+        witnesses
+            .iter()
+            .map(|w| Box::new(w.clone()) as Box<dyn signed_note::Verifier>),
+    );
+    let parsed =
         signed_note::Note::from_bytes(note).map_err(|e| TreeError(format!("the note: {e}")))?;
-    let verifiers = signed_note::VerifierList::new(vec![Box::new(verifier)]);
-    note.verify(&verifiers)
-        .map_err(|e| TreeError(format!("the checkpoint's signature: {e}")))?;
-    let checkpoint = Checkpoint::from_bytes(note.text())
+    let (verified, _) = parsed
+        .verify(&signed_note::VerifierList::new(verifiers))
+        .map_err(|e| TreeError(format!("the checkpoint's signatures: {e}")))?;
+    let is_log = |sig: &signed_note::Signature| sig.name() == log_name && sig.id() == log_id;
+    if !verified.iter().any(is_log) {
+        return Err(TreeError(
+            "the checkpoint is not signed by the log's key".to_owned(),
+        ));
+    }
+    let checkpoint = Checkpoint::from_bytes(parsed.text())
         .map_err(|_| TreeError("the note is not a checkpoint".to_owned()))?;
-    Ok(OpenedCheckpoint {
-        origin: checkpoint.origin().to_owned(),
-        size: checkpoint.size(),
-        root: checkpoint.hash().0,
-    })
+    let cosignatures = verified
+        .iter()
+        .filter(|sig| !is_log(sig))
+        .map(|sig| Cosignature {
+            witness: sig.name().to_owned(),
+            line: String::from_utf8_lossy(&sig.to_bytes())
+                .trim_end()
+                .to_owned(),
+        })
+        .collect();
+    Ok((
+        OpenedCheckpoint {
+            origin: checkpoint.origin().to_owned(),
+            size: checkpoint.size(),
+            root: checkpoint.hash().0,
+        },
+        cosignatures,
+    ))
+}
+
+/// Stored hashes in a tree of `size` entries.
+pub fn stored_hash_count(size: u64) -> u64 {
+    tlog_tiles::stored_hash_count(size)
+}
+
+/// Proofs read from a log's tiles, each tile checked against the tree's
+/// root as it is read (`tlog_tiles`' `TileHashReader`), so a client needs
+/// no trust in whoever serves the tiles. `fetch` gets a hash tile by its
+/// C2SP path (`tile/0/x001/234.p/8`); the IO is the caller's.
+pub struct TileProofs<F> {
+    size: u64,
+    root: [u8; 32],
+    fetch: F,
+}
+
+struct FetchTiles<'a, F>(&'a F);
+
+impl<F: Fn(&str) -> Result<Vec<u8>, String>> tlog_tiles::TileReader for FetchTiles<'_, F> {
+    fn height(&self) -> u8 {
+        TILE_HEIGHT
+    }
+
+    fn read_tiles(&self, tiles: &[tlog_tiles::Tile]) -> Result<Vec<Vec<u8>>, tlog_tiles::Error> {
+        tiles
+            .iter()
+            .map(|tile| {
+                let path = tile_path(
+                    Some(tile.level()),
+                    tile.level_index(),
+                    u64::from(tile.width()),
+                );
+                let data = (self.0)(&path).map_err(|_| tlog_tiles::Error::IndexesNotInTree)?;
+                if data.len() != tile.width() as usize * 32 {
+                    return Err(tlog_tiles::Error::InvalidTile);
+                }
+                Ok(data)
+            })
+            .collect()
+    }
+
+    fn save_tiles(&self, _tiles: &[tlog_tiles::Tile], _data: &[Vec<u8>]) {}
+}
+
+impl<F: Fn(&str) -> Result<Vec<u8>, String>> TileProofs<F> {
+    /// Proofs in the tree of `size` entries with root `root` (from a
+    /// verified checkpoint).
+    pub fn new(size: u64, root: [u8; 32], fetch: F) -> Self {
+        Self { size, root, fetch }
+    }
+
+    /// The inclusion proof of entry `index`, from tiles that hold.
+    pub fn inclusion(&self, index: u64) -> Result<Vec<[u8; 32]>, TreeError> {
+        if index >= self.size {
+            return Err(TreeError(format!(
+                "entry {index} is not in a tree of {}",
+                self.size
+            )));
+        }
+        let tiles = FetchTiles(&self.fetch);
+        let reader = tlog_tiles::TileHashReader::new(self.size, Hash(self.root), &tiles);
+        Ok(tlog_tiles::prove_record(self.size, index, &reader)?
+            .into_iter()
+            .map(|h| h.0)
+            .collect())
+    }
+
+    /// The consistency proof from the tree of `old` entries, from tiles
+    /// that hold.
+    pub fn consistency(&self, old: u64) -> Result<Vec<[u8; 32]>, TreeError> {
+        if old > self.size {
+            return Err(TreeError(format!(
+                "a tree of {old} entries is not a prefix of one of {}",
+                self.size
+            )));
+        }
+        let tiles = FetchTiles(&self.fetch);
+        let reader = tlog_tiles::TileHashReader::new(self.size, Hash(self.root), &tiles);
+        Ok(tlog_tiles::prove_tree(self.size, old, &reader)?
+            .into_iter()
+            .map(|h| h.0)
+            .collect())
+    }
+}
+
+/// Splits an entry bundle into its entries; `None` when the framing does
+/// not hold.
+pub fn split_bundle(bundle: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut out = Vec::new();
+    let mut rest = bundle;
+    while !rest.is_empty() {
+        let (len, tail) = rest.split_first_chunk::<2>()?;
+        let len = usize::from(u16::from_be_bytes(*len));
+        if tail.len() < len {
+            return None;
+        }
+        out.push(&tail[..len]);
+        rest = &tail[len..];
+    }
+    Some(out)
 }
 
 /// Checks that entry `index` with `leaf` is in the tree of `size` entries

@@ -6,8 +6,9 @@
 use agentlang_core::{
     signing::SecretKey,
     tlog::{
-        LogEntry, LogKey, LogOp, TILE_WIDTH, Tree, check_consistency, check_inclusion,
-        entry_bundle, leaf_hash, open_checkpoint, tile_path,
+        LogEntry, LogKey, LogOp, TILE_WIDTH, TileAddress, Tree, Witness, WitnessKey,
+        check_consistency, check_inclusion, entry_bundle, leaf_hash, open_checkpoint,
+        open_witnessed_checkpoint, parse_tile_path, tile_path,
     },
 };
 use sha2::{Digest, Sha256};
@@ -125,6 +126,10 @@ fn tiles_hold_the_hashes_and_paths_follow_c2sp() {
         mth(&entries[..256]).to_vec()
     );
     assert!(tree.hash_tile(300, 0, 1, 45).is_err());
+    // Addresses far past any tree are errors, not overflows.
+    assert!(tree.hash_tile(300, 9, 0, 1).is_err());
+    assert!(tree.hash_tile(300, 63, u64::MAX, 255).is_err());
+    assert!(tree.hash_tile(300, 0, 0, 0).is_err());
 
     // c2sp.org/tlog-tiles' own examples.
     assert_eq!(tile_path(Some(0), 1_234_067, 256), "tile/0/x001/x234/067");
@@ -171,4 +176,125 @@ fn checkpoints_are_signed_notes_the_log_key_opens() {
     let altered = text.replacen("\n5\n", "\n6\n", 1);
     assert!(open_checkpoint(altered.as_bytes(), &vkey).is_err());
     assert!(LogKey::new("has space", SecretKey::generate().unwrap()).is_err());
+}
+
+#[test]
+fn tile_paths_parse_back_only_in_their_canonical_spelling() {
+    for (level, index, width) in [
+        (Some(0), 1_234_067, 256),
+        (Some(1), 1_234_067, 8),
+        (None, 2, 256),
+        (None, 0, 44),
+        (Some(63), u64::MAX / 1000, 1),
+    ] {
+        let path = tile_path(level, index, width);
+        let tail = path.strip_prefix("tile/").unwrap();
+        assert_eq!(
+            parse_tile_path(tail),
+            Some(TileAddress {
+                level,
+                index,
+                width
+            }),
+            "{path}"
+        );
+    }
+    for bad in [
+        "0/x000/001",
+        "0/1",
+        "0/0001",
+        "64/000",
+        "entries/000.p/0",
+        "entries/000.p/256",
+        "entries/000.p/",
+        "0/x001",
+        "x/000",
+        "0/000/",
+        "entries",
+        "0/-01",
+        "00/000",
+    ] {
+        assert_eq!(parse_tile_path(bad), None, "{bad}");
+    }
+}
+
+#[test]
+fn witnesses_cosign_checkpoints_and_forged_cosignatures_fail() {
+    let key = LogKey::new("registry.example/log", SecretKey::generate().unwrap()).unwrap();
+    let mut tree = Tree::default();
+    for i in 0..3 {
+        tree.append(&entry(i)).unwrap();
+    }
+    let note = key
+        .sign_checkpoint("registry.example/log", 3, tree.root())
+        .unwrap();
+    let mut witness = Witness::new("witness.example/w1", SecretKey::generate().unwrap()).unwrap();
+    let vkey = witness.key().vkey();
+    let parsed = WitnessKey::parse(&vkey).unwrap();
+    assert_eq!(parsed.vkey(), vkey);
+    assert_eq!(parsed.name(), "witness.example/w1");
+
+    let cosigned = witness.cosign(&note, 1_700_000_000).unwrap();
+    let (opened, cosignatures) = open_witnessed_checkpoint(
+        &cosigned,
+        &key.verifier_key(),
+        std::slice::from_ref(&parsed),
+    )
+    .unwrap();
+    assert_eq!(opened.size, 3);
+    assert_eq!(cosignatures.len(), 1);
+    assert_eq!(cosignatures[0].witness, "witness.example/w1");
+    assert!(
+        cosignatures[0]
+            .line
+            .starts_with("\u{2014} witness.example/w1 ")
+    );
+    // The signature is 8 bytes of big-endian time then 64 of Ed25519,
+    // after the 4-byte key id.
+    use base64::Engine;
+    let sig = cosignatures[0].line.rsplit(' ').next().unwrap();
+    let sig = base64::engine::general_purpose::STANDARD
+        .decode(sig)
+        .unwrap();
+    assert_eq!(sig.len(), 4 + 8 + 64);
+    assert_eq!(&sig[4..12], &1_700_000_000u64.to_be_bytes());
+
+    // Unknown witnesses are ignored; a forged line by a known one fails.
+    let (_, none) = open_witnessed_checkpoint(&cosigned, &key.verifier_key(), &[]).unwrap();
+    assert!(none.is_empty());
+    let text = String::from_utf8(cosigned).unwrap();
+    let mut forged_sig = sig.clone();
+    forged_sig[12] ^= 1;
+    let forged = text.replace(
+        &base64::engine::general_purpose::STANDARD.encode(&sig),
+        &base64::engine::general_purpose::STANDARD.encode(&forged_sig),
+    );
+    assert!(open_witnessed_checkpoint(forged.as_bytes(), &key.verifier_key(), &[parsed]).is_err());
+    // A cosigner key is not a log key, and ids must match.
+    assert!(WitnessKey::parse(&key.verifier_key()).is_err());
+    let mut wrong_id = vkey;
+    wrong_id.replace_range(19..27, "00000000");
+    assert!(WitnessKey::parse(&wrong_id).is_err());
+}
+
+#[test]
+fn a_tree_grows_from_stored_hashes_and_undoes_appends() {
+    let mut tree = Tree::default();
+    for i in 0..10 {
+        tree.append(&entry(i)).unwrap();
+    }
+    let hashes: Vec<[u8; 32]> = tree.stored().collect();
+    let mut prefix = Tree::default();
+    for i in 0..4 {
+        prefix.append(&entry(i)).unwrap();
+    }
+    let at = prefix.stored_len() as usize;
+    prefix.extend_stored(10, hashes[at..].to_vec()).unwrap();
+    assert_eq!(prefix.root(), tree.root());
+    assert!(prefix.extend_stored(11, Vec::new()).is_err());
+    prefix.truncate(4);
+    assert_eq!(prefix.size(), 4);
+    assert_eq!(prefix.root(), mth(&(0..4).map(entry).collect::<Vec<_>>()));
+    prefix.append(&entry(4)).unwrap();
+    assert_eq!(prefix.root_at(5).unwrap(), tree.root_at(5).unwrap());
 }
