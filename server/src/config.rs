@@ -272,6 +272,36 @@ impl Default for IdentitySettings {
     }
 }
 
+/// The transparency log's signing key, name and witnesses. Every replica
+/// must sign with the same key (a replica whose key did not sign the
+/// stored checkpoints refuses to start); without one configured, the key is
+/// generated once and kept in the database, like the JWT secret.
+#[derive(Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    /// A PKCS#8 PEM Ed25519 private key (`BEGIN PRIVATE KEY`).
+    pub key_pem: Option<String>,
+    /// A file holding such a key.
+    pub key_file: Option<PathBuf>,
+    /// The checkpoints' origin line (and the key's name); defaults to the
+    /// public URL's `host[:port]` followed by `/log`.
+    pub origin: Option<String>,
+    /// Witnesses whose cosignatures `POST /log/witness` accepts: verifier
+    /// keys in the signed-note form `<name>+<id>+<base64(0x04 || key)>`.
+    pub witnesses: Vec<String>,
+}
+
+impl std::fmt::Debug for LogSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogSettings")
+            .field("key_pem", &self.key_pem.as_ref().map(|_| "<redacted>"))
+            .field("key_file", &self.key_file)
+            .field("origin", &self.origin)
+            .field("witnesses", &self.witnesses)
+            .finish()
+    }
+}
+
 /// The registry's settings, resolved.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -304,6 +334,8 @@ pub struct Config {
     pub workers: Option<usize>,
     /// The registry's agent identity (CLowl, MoltSpeak).
     pub identity: IdentitySettings,
+    /// The transparency log's key, origin and witnesses.
+    pub log: LogSettings,
     /// How often each replica sweeps unreferenced blobs; zero turns the
     /// periodic sweep off. Sweeps are idempotent, so replicas may overlap.
     pub sweep_interval: Duration,
@@ -336,6 +368,7 @@ impl Default for Config {
             admins: Vec::new(),
             workers: None,
             identity: IdentitySettings::default(),
+            log: LogSettings::default(),
             sweep_interval: Duration::from_secs(3600),
             sweep_grace: Duration::from_secs(3600),
             resolve_timeout: Duration::from_secs(5),
@@ -362,6 +395,7 @@ struct FileConfig {
     admins: Option<Vec<String>>,
     workers: Option<usize>,
     identity: Option<IdentitySettings>,
+    log: Option<LogSettings>,
     sweep_interval_secs: Option<u64>,
     sweep_grace_secs: Option<u64>,
     resolve_timeout_ms: Option<u64>,
@@ -443,6 +477,9 @@ impl Config {
         }
         if file.workers.is_some() {
             self.workers = file.workers;
+        }
+        if let Some(v) = file.log {
+            self.log = v;
         }
         if let Some(v) = file.identity {
             self.identity = v;
@@ -589,6 +626,23 @@ impl Config {
         if let Some(v) = var("IDENTITY_KEY_FILE") {
             self.identity.key_file = Some(PathBuf::from(v));
         }
+        if let Some(v) = var("TLOG_KEY") {
+            self.log.key_pem = Some(v);
+        }
+        if let Some(v) = var("TLOG_KEY_FILE") {
+            self.log.key_file = Some(PathBuf::from(v));
+        }
+        if let Some(v) = var("TLOG_ORIGIN") {
+            self.log.origin = Some(v);
+        }
+        if let Some(v) = var("TLOG_WITNESSES") {
+            self.log.witnesses = v
+                .split(',')
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
         let number = |name: &str| -> Result<Option<u64>, ConfigError> {
             var(name)
                 .map(|v| {
@@ -703,6 +757,19 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "PKCS#8 PEM Ed25519 key of the registry's agent identity",
     ),
     ("IDENTITY_KEY_FILE", "a file holding that key"),
+    (
+        "TLOG_KEY",
+        "PKCS#8 PEM Ed25519 key signing the transparency log's checkpoints (default: generated, kept in the database)",
+    ),
+    ("TLOG_KEY_FILE", "a file holding that key"),
+    (
+        "TLOG_ORIGIN",
+        "the log's origin line and key name (default: the public URL's host[:port]/log)",
+    ),
+    (
+        "TLOG_WITNESSES",
+        "comma-separated witness verifier keys whose cosignatures are accepted",
+    ),
     (
         "SWEEP_INTERVAL_SECS",
         "how often unreferenced blobs are swept (0: never)",
@@ -825,6 +892,20 @@ impl Config {
                 .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
+            "TLOG_KEY" => self
+                .log
+                .key_pem
+                .as_ref()
+                .map(|_| REDACTED.to_owned())
+                .unwrap_or_default(),
+            "TLOG_KEY_FILE" => self
+                .log
+                .key_file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            "TLOG_ORIGIN" => self.log.origin.clone().unwrap_or_default(),
+            "TLOG_WITNESSES" => self.log.witnesses.join(","),
             "SWEEP_INTERVAL_SECS" => secs(self.sweep_interval),
             "SWEEP_GRACE_SECS" => secs(self.sweep_grace),
             "RESOLVE_TIMEOUT_MS" => self.resolve_timeout.as_millis().to_string(),

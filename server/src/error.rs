@@ -131,6 +131,12 @@ pub enum ApiError {
     KeyRevoked(String),
     #[error("{0}")]
     UnknownKey(String),
+    /// `POST /log/witness`: a signature in the note does not verify.
+    #[error("{0}")]
+    CosignatureInvalid(String),
+    /// `POST /log/witness`: no signature by a configured witness.
+    #[error("{0}")]
+    UnknownWitness(String),
     #[error("{0}")]
     NotOwner(String),
     /// A look-alike of an existing name; the message names its spelling.
@@ -200,6 +206,8 @@ impl ApiError {
             Self::SignatureInvalid(_) => ProblemType::SignatureInvalid,
             Self::KeyRevoked(_) => ProblemType::KeyRevoked,
             Self::UnknownKey(_) => ProblemType::UnknownKey,
+            Self::CosignatureInvalid(_) => ProblemType::CosignatureInvalid,
+            Self::UnknownWitness(_) => ProblemType::UnknownWitness,
             Self::NotOwner(_) => ProblemType::NotOwner,
             Self::NameTaken(_) => ProblemType::NameTaken,
             Self::VersionExists(_) => ProblemType::VersionExists,
@@ -559,6 +567,8 @@ pub enum ProblemType {
     SignatureInvalid,
     KeyRevoked,
     UnknownKey,
+    CosignatureInvalid,
+    UnknownWitness,
     NotOwner,
     NameTaken,
     VersionExists,
@@ -755,6 +765,18 @@ impl ProblemType {
                 422,
                 "The signing key is revoked",
                 "The container is signed with a key its owner revoked. Sign with a key in force (`agentlang keys list`).",
+            ),
+            Self::CosignatureInvalid => (
+                "cosignature-invalid",
+                422,
+                "The cosignature does not verify",
+                "`POST /log/witness` takes the checkpoint `GET /log/checkpoint` serves with the witness's `cosignature/v1` signature line added (c2sp.org/tlog-cosignature). A signature in it does not verify, or the note is not the registry's checkpoint; `detail` says which.",
+            ),
+            Self::UnknownWitness => (
+                "unknown-witness",
+                403,
+                "Not a configured witness",
+                "No signature in the note is by a witness this registry is configured to accept (`AGENTLANG_REGISTRY_TLOG_WITNESSES`). Ask the operator to add your witness's verifier key.",
             ),
             Self::UnknownKey => (
                 "unknown-key",

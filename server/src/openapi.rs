@@ -69,6 +69,10 @@ use crate::{common, error, routes};
         routes::index::get_index,
         routes::resolve::resolve_lock,
         routes::search::search_packages,
+        routes::tlog::get_checkpoint,
+        routes::tlog::get_log_key,
+        routes::tlog::get_tile,
+        routes::tlog::post_cosignature,
     ),
     components(schemas(
         error::Problem,
@@ -100,6 +104,7 @@ use crate::{common, error, routes};
         (name = "index", description = "Per-package version index for client-side resolution"),
         (name = "resolve", description = "Requirements in, agent.lock out"),
         (name = "search", description = "Full-text search over packages"),
+        (name = "log", description = "The transparency log (C2SP tlog-tiles, tlog-checkpoint, signed-note, tlog-cosignature): every publish, yank, unyank, owner and key change, in order, provable to anyone"),
     )
 )]
 pub struct ApiDoc;

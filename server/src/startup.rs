@@ -31,6 +31,7 @@ use crate::{
         publish::{self, UploadSlots},
         resolve::IndexCache,
         sweep,
+        tlog::{self, TransparencyLog},
         tokens::TokenKeys,
     },
     state::AppState,
@@ -130,6 +131,13 @@ impl Application {
         let identity = RegistryIdentity::load(&config.identity, &config.data_dir)
             .context("cannot load the registry's agent identity")?;
 
+        let tlog = TransparencyLog::open(&db, &config.log, &public_url)
+            .await
+            .context("cannot open the transparency log")?;
+        tlog.prepare(&db)
+            .await
+            .context("cannot bring the transparency log up to date")?;
+
         let state = web::Data::new(AppState {
             rate_limits: RateLimits::new(&config.rate_limits),
             passwords: PasswordWork::per_core(),
@@ -146,6 +154,7 @@ impl Application {
             public_url,
             identity: Arc::new(identity),
             index_cache: Arc::new(IndexCache::new()),
+            tlog: Arc::new(tlog),
         });
         apply_configured_admins(&state)
             .await
@@ -204,13 +213,14 @@ impl Application {
         let download_flusher =
             actix_web::rt::spawn(packages::flush_downloads_periodically(state.clone()));
         let extras_backfill = actix_web::rt::spawn(packages::backfill_extras(state.clone()));
+        let sequencer = actix_web::rt::spawn(tlog::sequence_periodically(state.clone()));
         Ok(Self {
             server,
             address,
             state,
             background: sweeper
                 .into_iter()
-                .chain([download_flusher, extras_backfill])
+                .chain([download_flusher, extras_backfill, sequencer])
                 .collect(),
         })
     }

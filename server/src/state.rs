@@ -13,7 +13,7 @@ use crate::{
     service::tokens::TokenKeys,
     service::{
         credentials::PasswordWork, packages::DownloadCounter, publish::UploadSlots,
-        resolve::IndexCache,
+        resolve::IndexCache, tlog::TransparencyLog,
     },
 };
 
@@ -39,4 +39,7 @@ pub struct AppState {
     pub uploads: UploadSlots,
     /// Download counts not yet written to the database.
     pub downloads: DownloadCounter,
+    /// The transparency log: its key, and the tree and checkpoint this
+    /// replica serves.
+    pub tlog: Arc<TransparencyLog>,
 }

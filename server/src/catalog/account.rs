@@ -374,15 +374,9 @@ async fn set_yanked(
     let version = Version::parse(&version).map_err(|_| CatalogError::NotFound)?;
     let reason = form.get("reason").trim();
     let reason = Some(reason).filter(|r| !r.is_empty());
-    let change = packages::set_yanked_by_owner(
-        state,
-        session.0.account_id,
-        &package,
-        &version,
-        yanked,
-        reason,
-    )
-    .await;
+    let change =
+        packages::set_yanked_by_owner(state, session.0.actor(), &package, &version, yanked, reason)
+            .await;
     if let Err(err) = change {
         return refusal(state, session, err).await;
     }

@@ -1,9 +1,9 @@
 //! Signing keys: the public halves of the Ed25519 keys publishers sign with.
 //! Rows are never deleted (old versions name their signer); a key is revoked.
 
-use agentlang_core::signing::KeyId;
+use agentlang_core::{signing::KeyId, tlog::LogEntry};
 
-use super::{Db, is_unique_violation, now, with_pool};
+use super::{BeginWrite, Db, is_unique_violation, now, tlog::AppendLog, with_pool};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SigningKeyRecord {
@@ -30,9 +30,11 @@ impl Db {
         key_id: &KeyId,
         account_id: i64,
         public_key_pem: &str,
+        log_entry: &LogEntry,
     ) -> Result<SigningKeyRecord, InsertKeyError> {
-        let result = with_pool!(self, pool => {
-            sqlx::query_as::<_, SigningKeyRecord>(
+        let result = with_pool!(self, pool => async {
+            let mut tx = pool.begin_write().await?;
+            let record = sqlx::query_as::<_, SigningKeyRecord>(
                 "INSERT INTO signing_keys (key_id, account_id, public_key_pem, created_at)
                  VALUES ($1, $2, $3, $4)
                  RETURNING key_id, account_id, public_key_pem, created_at, revoked_at",
@@ -41,9 +43,13 @@ impl Db {
             .bind(account_id)
             .bind(public_key_pem)
             .bind(now())
-            .fetch_one(pool)
-            .await
-        });
+            .fetch_one(&mut *tx)
+            .await?;
+            tx.append_log(log_entry).await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(record)
+        }
+        .await);
         result.map_err(|e| {
             if is_unique_violation(&e) {
                 InsertKeyError::AlreadyRegistered
@@ -131,25 +137,33 @@ impl Db {
         &self,
         account_id: i64,
         key_id: &KeyId,
+        log_entry: &LogEntry,
     ) -> Result<Option<SigningKeyRecord>, sqlx::Error> {
         with_pool!(self, pool => {
-            sqlx::query(
+            let mut tx = pool.begin_write().await?;
+            let revoked = sqlx::query(
                 "UPDATE signing_keys SET revoked_at = $1
                  WHERE key_id = $2 AND account_id = $3 AND revoked_at IS NULL",
             )
             .bind(now())
             .bind(key_id.as_str())
             .bind(account_id)
-            .execute(pool)
-            .await?;
-            sqlx::query_as::<_, SigningKeyRecord>(
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if revoked > 0 {
+                tx.append_log(log_entry).await?;
+            }
+            let record = sqlx::query_as::<_, SigningKeyRecord>(
                 "SELECT key_id, account_id, public_key_pem, created_at, revoked_at
                  FROM signing_keys WHERE key_id = $1 AND account_id = $2",
             )
             .bind(key_id.as_str())
             .bind(account_id)
-            .fetch_optional(pool)
-            .await
+            .fetch_optional(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(record)
         })
     }
 }

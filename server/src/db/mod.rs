@@ -18,6 +18,7 @@ pub mod packages;
 pub mod protocols;
 pub mod search;
 pub mod secrets;
+pub mod tlog;
 pub mod tokens;
 
 use std::{str::FromStr, time::Duration};

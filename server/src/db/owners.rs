@@ -2,7 +2,9 @@
 //! accepting an invitation (or by publishing a new package: its founder).
 //! Owners are ranked by when they joined (`ordinal`, 1 = founder).
 
-use super::{BeginWrite, Db, now, with_pool};
+use agentlang_core::tlog::LogEntry;
+
+use super::{BeginWrite, Db, now, tlog::AppendLog, with_pool};
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct OwnerRecord {
@@ -200,6 +202,7 @@ impl Db {
         &self,
         package_id: i64,
         account_id: i64,
+        log_entry: &LogEntry,
     ) -> Result<bool, sqlx::Error> {
         with_pool!(self, pool => {
             let mut tx = pool.begin_write().await?;
@@ -234,6 +237,7 @@ impl Db {
             .bind(invited_by)
             .execute(&mut *tx)
             .await?;
+            tx.append_log(log_entry).await?;
             tx.commit().await?;
             Ok(true)
         })
@@ -264,6 +268,7 @@ impl Db {
         package_id: i64,
         remover: Remover,
         accounts: &[(i64, String)],
+        log_entries: &[LogEntry],
     ) -> Result<(), OwnerError> {
         with_pool!(self, pool => {
             let mut tx = pool.begin_write().await?;
@@ -304,6 +309,9 @@ impl Db {
                     .bind(account_id)
                     .execute(&mut *tx)
                     .await?;
+            }
+            for entry in log_entries {
+                tx.append_log(entry).await?;
             }
             tx.commit().await?;
             Ok(())

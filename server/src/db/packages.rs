@@ -1,11 +1,11 @@
 //! Packages, their owners and versions: what publish writes and what every
 //! read endpoint serves.
 
-use agentlang_core::{Kind, PackageName, Version};
+use agentlang_core::{Kind, PackageName, Version, tlog::LogEntry};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use super::{BeginWrite, Db, is_unique_violation, now, with_pool};
+use super::{BeginWrite, Db, is_unique_violation, now, tlog::AppendLog, with_pool};
 use agentlang_core::container::Sha256Digest;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -43,6 +43,9 @@ pub struct VersionRecord {
     /// ContainerExtras`); `None` until computed for versions published
     /// before it was stored.
     pub extras: Option<Json<Value>>,
+    /// The index of the publish's log entry (`None` until the start-up
+    /// backfill logs a version published before the log).
+    pub log_index: Option<i64>,
 }
 
 /// A dependency edge of a version: `name` at `requirement`.
@@ -51,6 +54,15 @@ pub struct DependencyEdge {
     pub kind: Kind,
     pub name: PackageName,
     pub requirement: semver::VersionReq,
+}
+
+/// A yank (`yanked`, with an optional reason) or unyank, with the log
+/// entry that records it.
+#[derive(Debug)]
+pub struct YankChange<'a> {
+    pub yanked: bool,
+    pub reason: Option<&'a str>,
+    pub log_entry: &'a LogEntry,
 }
 
 /// Everything publish has checked and stores about one version.
@@ -79,6 +91,8 @@ pub struct NewVersion<'a> {
     pub description: &'a str,
     pub keywords: &'a [String],
     pub publisher: i64,
+    /// The publish's transparency-log entry, appended in its transaction.
+    pub log_entry: &'a LogEntry,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +102,8 @@ pub struct PublishedVersion {
     pub published_at: i64,
     /// Whether this publish created the package.
     pub new_package: bool,
+    /// The index of the publish's log entry.
+    pub log_index: i64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -364,12 +380,20 @@ impl Db {
                 .execute(&mut *tx)
                 .await?;
             }
+            // Last, so the log's lock is held only until the commit.
+            let log_index = tx.append_log(new.log_entry).await?;
+            sqlx::query("UPDATE versions SET log_index = $1 WHERE id = $2")
+                .bind(log_index)
+                .bind(version_id)
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
             Ok(PublishedVersion {
                 package_id,
                 version_id,
                 published_at: now,
                 new_package,
+                log_index,
             })
         }
         .await)
@@ -414,7 +438,7 @@ impl Db {
             sqlx::query_as::<_, VersionRecord>(
                 "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
                         lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
-                        downloads, extras
+                        downloads, extras, log_index
                  FROM versions
                  WHERE package_id = $1 AND major = $2 AND minor = $3 AND patch = $4
                    AND prerelease = $5",
@@ -435,7 +459,7 @@ impl Db {
             sqlx::query_as::<_, VersionRecord>(
                 "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
                         lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
-                        downloads, extras
+                        downloads, extras, log_index
                  FROM versions WHERE package_id = $1 AND deleted_at IS NULL",
             )
             .bind(package_id)
@@ -486,33 +510,55 @@ impl Db {
         })
     }
 
-    /// Yanks or unyanks a live version. Returns false when there is none.
+    /// Yanks or unyanks a live version and logs the change, in one
+    /// transaction. Returns the index of the entry that records the
+    /// version's state (the existing one when nothing changed: the same
+    /// yank twice is one change), or `None` when there is no such version.
     pub async fn set_yanked(
         &self,
         package_id: i64,
         version: &Version,
-        yanked: bool,
-        reason: Option<&str>,
-    ) -> Result<bool, sqlx::Error> {
+        change: &YankChange<'_>,
+    ) -> Result<Option<i64>, sqlx::Error> {
         let (major, minor, patch, pre) = precedence(version);
-        let affected = with_pool!(self, pool => {
-            sqlx::query(
-                "UPDATE versions SET yanked = $1, yank_reason = $2
-                 WHERE package_id = $3 AND major = $4 AND minor = $5 AND patch = $6
-                   AND prerelease = $7 AND deleted_at IS NULL",
+        with_pool!(self, pool => {
+            let mut tx = pool.begin_write().await?;
+            let current: Option<(i64, bool, Option<String>, Option<i64>)> = sqlx::query_as(
+                "SELECT id, yanked, yank_reason, yank_log_index FROM versions
+                 WHERE package_id = $1 AND major = $2 AND minor = $3 AND patch = $4
+                   AND prerelease = $5 AND deleted_at IS NULL",
             )
-            .bind(yanked)
-            .bind(if yanked { reason } else { None })
             .bind(package_id)
             .bind(major)
             .bind(minor)
             .bind(patch)
             .bind(pre)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected())
-        })?;
-        Ok(affected > 0)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some((id, yanked, reason, log_index)) = current else {
+                return Ok(None);
+            };
+            let reason_now = if change.yanked { change.reason } else { None };
+            if let Some(index) = log_index
+                && yanked == change.yanked
+                && reason.as_deref() == reason_now
+            {
+                return Ok(Some(index));
+            }
+            let index = tx.append_log(change.log_entry).await?;
+            sqlx::query(
+                "UPDATE versions SET yanked = $1, yank_reason = $2, yank_log_index = $3
+                 WHERE id = $4",
+            )
+            .bind(change.yanked)
+            .bind(reason_now)
+            .bind(index)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(Some(index))
+        })
     }
 
     /// Adds counted downloads, `(version id, count)`, to each version's

@@ -18,6 +18,7 @@ pub mod quality;
 pub mod resolve;
 pub mod schemas;
 pub mod search;
+pub mod tlog;
 pub mod tokens;
 
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
@@ -73,7 +74,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(packages::download_version)
         .service(quality::get_quality_report)
         .service(packages::yank_version)
-        .service(packages::unyank_version);
+        .service(packages::unyank_version)
+        .service(tlog::get_checkpoint)
+        .service(tlog::get_log_key)
+        .service(tlog::get_tile)
+        .service(tlog::post_cosignature);
 }
 
 /// A request body read whole, refused with 413 past `limit` bytes: at once

@@ -7,13 +7,16 @@
 //! someone who only saw the public key cannot claim it (and then publish
 //! its holder's signed containers as their own).
 
-use agentlang_core::signing::{KeyId, PublicKey, SigningError};
+use agentlang_core::{
+    signing::{KeyId, PublicKey, SigningError},
+    tlog::LogOp,
+};
 use base64::Engine;
 
 use crate::{
     db::keys::{InsertKeyError, SigningKeyRecord, SigningKeyWithOwner},
     error::{ApiError, FieldError},
-    service::audit,
+    service::{audit, tlog},
     state::AppState,
 };
 
@@ -70,7 +73,12 @@ pub async fn register_key(
     let key_id = key.key_id();
     let record = state
         .db
-        .insert_signing_key(&key_id, account_id, &key.to_spki_pem())
+        .insert_signing_key(
+            &key_id,
+            account_id,
+            &key.to_spki_pem(),
+            &tlog::key_entry(LogOp::KeyAdd, &key_id, username),
+        )
         .await
         .map_err(|e| match e {
             InsertKeyError::AlreadyRegistered => {
@@ -78,6 +86,7 @@ pub async fn register_key(
             }
             InsertKeyError::Db(e) => e.into(),
         })?;
+    state.tlog.appended();
     audit::record(state, account_id, "key_registered", key_id.as_str()).await;
     tracing::info!(key_id = %key_id, by = %username, "signing key registered");
     Ok(record)
@@ -94,9 +103,14 @@ pub async fn revoke_key(
     let key_id = KeyId::new(key_id).map_err(|_| not_found())?;
     let key = state
         .db
-        .revoke_signing_key(account_id, &key_id)
+        .revoke_signing_key(
+            account_id,
+            &key_id,
+            &tlog::key_entry(LogOp::KeyRevoke, &key_id, username),
+        )
         .await?
         .ok_or_else(not_found)?;
+    state.tlog.appended();
     audit::record(state, account_id, "key_revoked", key_id.as_str()).await;
     tracing::info!(key_id = %key_id, by = %username, "signing key revoked");
     Ok(key)

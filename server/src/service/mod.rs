@@ -16,5 +16,6 @@ pub mod resolve;
 pub mod search;
 pub mod sessions;
 pub mod sweep;
+pub mod tlog;
 pub mod tokens;
 pub mod trust;

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use agentlang_core::{Kind, PackageName};
+use agentlang_core::{Kind, PackageName, tlog::LogOp};
 
 use crate::{
     common::names::Username,
@@ -17,7 +17,7 @@ use crate::{
         packages::PackageRecord,
     },
     error::{ApiError, FieldError},
-    service::{accounts::Actor, audit},
+    service::{accounts::Actor, audit, tlog},
     state::AppState,
 };
 
@@ -268,7 +268,16 @@ pub async fn answer_invitation(
         Answer::Accept => (
             state
                 .db
-                .accept_invitation(package.id, actor.account_id)
+                .accept_invitation(
+                    package.id,
+                    actor.account_id,
+                    &tlog::owner_entry(
+                        LogOp::OwnerAdd,
+                        &package.kind,
+                        &package.name,
+                        actor.username,
+                    ),
+                )
                 .await?,
             "owner_added",
             " (accepted)",
@@ -287,6 +296,9 @@ pub async fn answer_invitation(
             "an invitation to own {} {}",
             package.kind, package.name
         )));
+    }
+    if answer == Answer::Accept {
+        state.tlog.appended();
     }
     let package_name = format!("{} {}", package.kind, package.name);
     audit::record(
@@ -317,9 +329,15 @@ pub async fn remove_owners(
             .map(|()| Remover::Admin)?,
     };
     let accounts = resolve_accounts(state, usernames).await?;
+    let entries: Vec<_> = accounts
+        .iter()
+        .map(|(_, username)| {
+            tlog::owner_entry(LogOp::OwnerRemove, &package.kind, &package.name, username)
+        })
+        .collect();
     state
         .db
-        .remove_owners(package.id, remover, &accounts)
+        .remove_owners(package.id, remover, &accounts, &entries)
         .await
         .map_err(|e| match e {
             OwnerError::NotAnOwner(username) => ApiError::Validation(vec![FieldError::new(
@@ -335,6 +353,7 @@ pub async fn remove_owners(
             )),
             OwnerError::Db(e) => e.into(),
         })?;
+    state.tlog.appended();
     let what = format!("{} {}", package.kind, package.name);
     for (account_id, username) in &accounts {
         audit::record(

@@ -23,10 +23,10 @@ use crate::{
     common::rfc3339,
     db::{
         Db,
-        packages::{PackageRecord, VersionRecord},
+        packages::{PackageRecord, VersionRecord, YankChange},
     },
     error::{ApiError, FieldError},
-    service::tokens::Authenticated,
+    service::{accounts::Actor, tlog, tokens::Authenticated},
     state::AppState,
 };
 
@@ -79,6 +79,18 @@ pub struct VersionView {
     /// version (`GET /api/v1/agents/{name}/{version}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trust: Option<AgentTrust>,
+    /// The transparency-log entry that recorded the publish (in a yank or
+    /// unyank answer: the entry that recorded that change). Absent only
+    /// until the start-up backfill logs versions published before the log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<LogRef>,
+}
+
+/// Where a change is in the transparency log (`GET /log/tile/entries/...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub struct LogRef {
+    /// The entry's index: the leaf's position in the Merkle tree.
+    pub index: i64,
 }
 
 /// A package with its versions, newest first.
@@ -217,6 +229,7 @@ impl Lookups {
             published_at: rfc3339(record.published_at),
             downloads: record.downloads,
             trust: None,
+            log: record.log_index.map(|index| LogRef { index }),
         }
     }
 }
@@ -346,9 +359,9 @@ pub async fn set_yanked(
     auth.require_package(name)?;
     let package = find_package(state, kind, name).await?;
     let reason = yank.map(str::trim).filter(|r| !r.is_empty());
-    set_yanked_by_owner(
+    let log_index = set_yanked_by_owner(
         state,
-        auth.account_id,
+        auth.actor(),
         &package,
         version,
         yank.is_some(),
@@ -356,38 +369,51 @@ pub async fn set_yanked(
     )
     .await?;
     let record = find_version(state, &package, version).await?;
-    version_view(state, &package, record).await
+    let mut view = version_view(state, &package, record).await?;
+    view.log = Some(LogRef { index: log_index });
+    Ok(view)
 }
 
 /// The rule of a yank, for the API and the catalog: the account must own
-/// the package, and a reason is at most 500 characters.
+/// the package, and a reason is at most 500 characters. The change and its
+/// log entry are one write; returns the entry's index.
 pub async fn set_yanked_by_owner(
     state: &AppState,
-    account_id: i64,
+    actor: Actor<'_>,
     package: &PackageRecord,
     version: &Version,
     yanked: bool,
     reason: Option<&str>,
-) -> Result<(), ApiError> {
-    crate::service::owners::require_owner(state, account_id, package).await?;
+) -> Result<i64, ApiError> {
+    crate::service::owners::require_owner(state, actor.account_id, package).await?;
     if reason.is_some_and(|r| r.chars().count() > MAX_YANK_REASON_CHARS) {
         return Err(ApiError::Validation(vec![FieldError::new(
             "reason",
             format!("must be at most {MAX_YANK_REASON_CHARS} characters"),
         )]));
     }
-    if !state
-        .db
-        .set_yanked(package.id, version, yanked, reason)
-        .await?
-    {
+    let entry = tlog::yank_entry(
+        &package.kind,
+        &package.name,
+        version,
+        yanked,
+        reason,
+        actor.username,
+    );
+    let change = YankChange {
+        yanked,
+        reason,
+        log_entry: &entry,
+    };
+    let Some(log_index) = state.db.set_yanked(package.id, version, &change).await? else {
         return Err(ApiError::NotFound(format!(
             "{} {} {version}",
             package.kind, package.name
         )));
-    }
-    tracing::info!(kind = %package.kind, package = %package.name, %version, yanked, account_id, "yank changed");
-    Ok(())
+    };
+    state.tlog.appended();
+    tracing::info!(kind = %package.kind, package = %package.name, %version, yanked, account = %actor.username, log_index, "yank changed");
+    Ok(log_index)
 }
 
 /// What a download serves: where the blob is and what to call it.

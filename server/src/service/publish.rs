@@ -41,6 +41,7 @@ use crate::{
         packages::{ContainerExtras, VersionView, version_view},
         protocols::{check_agent_protocols, require_publishable},
         quality::{QualitySource, model_facts},
+        tlog,
     },
     state::AppState,
 };
@@ -797,6 +798,14 @@ pub async fn publish(
     let extras = extras.to_stored();
 
     state.blobs.put_file(upload.path(), &upload.sha256).await?;
+    let log_entry = tlog::publish_entry(
+        kind,
+        name,
+        version,
+        &upload.sha256.to_string(),
+        Some(signer.as_str()),
+        &auth.username,
+    );
     let new = NewVersion {
         kind,
         name,
@@ -814,6 +823,7 @@ pub async fn publish(
         description: &definition.description,
         keywords: &definition.keywords,
         publisher: auth.account_id,
+        log_entry: &log_entry,
     };
     let published = match state.db.publish_version(&new).await {
         Ok(published) => published,
@@ -847,6 +857,7 @@ pub async fn publish(
             return Err(answer);
         }
     };
+    state.tlog.appended();
     state.metrics.publishes.inc();
     tracing::info!(%kind, %name, %version, sha256 = %upload.sha256, by = %auth.username, new_package = published.new_package, "published");
     let package = state

@@ -1,0 +1,130 @@
+//! `/log/...`: the transparency log in the C2SP formats, so tools nobody
+//! here wrote can check it: the checkpoint (a signed note), the log's
+//! verifier key, hash tiles and entry bundles (tlog-tiles), and witness
+//! cosignatures (tlog-cosignature).
+
+use actix_web::{HttpRequest, HttpResponse, get, http::header, post, web};
+use agentlang_core::tlog::{TILE_WIDTH, parse_tile_path};
+
+use crate::{error::ApiError, routes::read_body, service::tlog::CosignError, state::AppState};
+
+/// Largest note `POST /log/witness` reads: a checkpoint with a few dozen
+/// signature lines.
+const WITNESS_BODY_LIMIT: usize = 16 * 1024;
+
+const NOTE: &str = "text/plain; charset=utf-8";
+
+/// The latest checkpoint: a C2SP checkpoint (origin, tree size, base64 root
+/// hash) as a signed note, signed by the log key (`GET /log/key`), with any
+/// witnesses' cosignatures after the log's signature. Moves forward within
+/// seconds of every change; never backwards.
+#[utoipa::path(
+    tag = "log",
+    responses(
+        (status = 200, description = "The checkpoint note", content_type = "text/plain; charset=utf-8", body = String,
+            example = "registry.example/log\n42\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\n— registry.example/log Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+ZJurmRDeOoRDe4URYN7u5/Zhcyv2q1gGzGku9nTo+zyWE+xeMcTOAYQ8=\n"),
+        (status = 404, description = "No checkpoint yet", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/log/checkpoint")]
+pub async fn get_checkpoint(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let checkpoint = state
+        .tlog
+        .checkpoint()
+        .ok_or_else(|| ApiError::NotFound("a checkpoint".to_owned()))?;
+    Ok(HttpResponse::Ok()
+        .content_type(NOTE)
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .body(checkpoint.note.to_vec()))
+}
+
+/// The log's verifier key in the signed-note text form
+/// `<name>+<key id hex>+<base64(0x01 || Ed25519 public key)>`. Pin it: a
+/// checkpoint under another key is not this log's.
+#[utoipa::path(
+    tag = "log",
+    responses((status = 200, description = "The verifier key and a newline", content_type = "text/plain; charset=utf-8", body = String))
+)]
+#[get("/log/key")]
+pub async fn get_log_key(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(NOTE)
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .body(format!("{}\n", state.tlog.verifier_key()))
+}
+
+/// A tile (c2sp.org/tlog-tiles, height 8): `tile/<L>/<N>` holds hashes of
+/// level `L`; `tile/entries/<N>` an entry bundle (each entry preceded by
+/// its length, 2 bytes big-endian). `N` is written in groups of three
+/// digits (`x001/x234/067`); `.p/<W>` names a partial tile of `W`.
+/// Full tiles never change.
+#[utoipa::path(
+    tag = "log",
+    params(("path" = String, Path, description = "`<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]`", example = "0/x001/234.p/8")),
+    responses(
+        (status = 200, description = "The tile's bytes", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 404, description = "No such tile in the served tree, or not a tile path", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/log/tile/{path:.*}")]
+pub async fn get_tile(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let not_found = || ApiError::NotFound(format!("tile {path}"));
+    let tile = parse_tile_path(&path).ok_or_else(not_found)?;
+    let bytes = match tile.level {
+        Some(level) => state.tlog.hash_tile(level, tile.index, tile.width),
+        None => state
+            .tlog
+            .entry_bundle(&state.db, tile.index, tile.width)
+            .await
+            .map_err(ApiError::internal)?,
+    }
+    .ok_or_else(not_found)?;
+    let cache = if tile.width == TILE_WIDTH {
+        "public, max-age=31536000, immutable"
+    } else {
+        "public, max-age=60"
+    };
+    Ok(HttpResponse::Ok()
+        .content_type("application/octet-stream")
+        .insert_header((header::CACHE_CONTROL, cache))
+        .body(bytes))
+}
+
+/// A witness cosigns the served checkpoint: the body is the note
+/// `GET /log/checkpoint` served with the witness's `cosignature/v1`
+/// signature line added (c2sp.org/tlog-cosignature). Cosignatures by the
+/// configured witnesses (`AGENTLANG_REGISTRY_TLOG_WITNESSES`) are kept and
+/// served with that checkpoint from then on.
+#[utoipa::path(
+    tag = "log",
+    request_body(content = String, content_type = "text/plain", description = "The cosigned checkpoint note"),
+    responses(
+        (status = 204, description = "Cosignatures taken"),
+        (status = 403, description = "No signature by a configured witness", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Not the checkpoint served now", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 413, description = "The note is over 16 KiB", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A signature does not verify, or the note is not the registry's checkpoint", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[post("/log/witness")]
+pub async fn post_cosignature(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let body = read_body(&req, payload, WITNESS_BODY_LIMIT).await?;
+    state
+        .tlog
+        .add_cosignatures(&state.db, &body)
+        .await
+        .map_err(|e| match e {
+            CosignError::Invalid(m) => ApiError::CosignatureInvalid(m),
+            CosignError::UnknownWitness => ApiError::UnknownWitness(e.to_string()),
+            CosignError::Stale => ApiError::Conflict(e.to_string()),
+            CosignError::Log(e) => ApiError::internal(e),
+        })?;
+    Ok(HttpResponse::NoContent().finish())
+}
