@@ -60,6 +60,7 @@ use agentlang_core::{
     agent::parse_agent,
     container::{self, BuildInput, Created, Limits},
     signing::SecretKey,
+    tlog::LogOp,
     tool::parse_tool,
 };
 use agentlang_registry::{
@@ -72,6 +73,7 @@ use agentlang_registry::{
     },
     service::credentials::hash_password,
     service::packages::ContainerExtras,
+    service::tlog,
 };
 use anyhow::{Context, bail};
 use bytes::Bytes;
@@ -317,6 +319,14 @@ impl Seeder {
         } else {
             Sha256Digest::of(&r.blob)
         };
+        let log_entry = tlog::publish_entry(
+            r.kind,
+            &r.name,
+            &r.version,
+            &sha256.to_string(),
+            r.signed.then_some(self.key_id.as_str()),
+            "seeder",
+        );
         self.db
             .publish_version(&NewVersion {
                 kind: r.kind,
@@ -335,6 +345,7 @@ impl Seeder {
                 description: &r.description,
                 keywords: &r.keywords,
                 publisher: self.publisher,
+                log_entry: &log_entry,
             })
             .await
             .with_context(|| format!("recording {} {}@{}", r.kind, r.name, r.version))?;
@@ -454,8 +465,13 @@ async fn create_account(db: &Db, name: &str, password: &str) -> anyhow::Result<i
 async fn register_key(db: &Db, account: i64) -> anyhow::Result<SecretKey> {
     let key = SecretKey::generate()?;
     let public = key.public_key();
-    db.insert_signing_key(&public.key_id(), account, &public.to_spki_pem())
-        .await?;
+    db.insert_signing_key(
+        &public.key_id(),
+        account,
+        &public.to_spki_pem(),
+        &tlog::key_entry(LogOp::KeyAdd, &public.key_id(), "seed"),
+    )
+    .await?;
     Ok(key)
 }
 

@@ -476,3 +476,90 @@ async fn sigkill_in_the_middle_of_an_upload_leaves_no_partial_version() {
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(res.bytes().await.unwrap().as_ref(), big.as_slice());
 }
+
+/// The transparency log over two replicas: publishes racing through both
+/// get one order, each index used once, and both replicas serve the same
+/// checkpoint once each has caught up, signed with the key they share
+/// through the database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_publishing_at_once_log_one_order_with_no_index_twice() {
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
+    let (token, key) = cluster.publisher("frank").await;
+    let publishes = (0..16).map(|i| {
+        let via = if i % 2 == 0 { &cluster.a } else { &cluster.b };
+        let body = tool_container(&key, &format!("logged_{i}"), "1.0.0", &[], "# logged", 0);
+        let token = token.clone();
+        let cluster = &cluster;
+        async move {
+            let res = cluster.publish(via, &token, body).await;
+            assert_eq!(res.status(), StatusCode::CREATED);
+            let record: Value = res.json().await.unwrap();
+            (
+                record["log"]["index"].as_u64().expect("a log index"),
+                record["name"].as_str().unwrap().to_owned(),
+            )
+        }
+    });
+    let logged: HashMap<u64, String> = futures_util::future::join_all(publishes)
+        .await
+        .into_iter()
+        .collect();
+    assert_eq!(logged.len(), 16, "an index was used twice: {logged:?}");
+    let last = *logged.keys().max().unwrap();
+
+    // Both replicas reach a checkpoint covering every publish, and agree.
+    let mut notes = Vec::new();
+    for replica in [&cluster.a, &cluster.b] {
+        let mut note = String::new();
+        for _ in 0..100 {
+            note = cluster
+                .get(replica, "/log/checkpoint")
+                .await
+                .text()
+                .await
+                .unwrap();
+            let size: u64 = note.lines().nth(1).unwrap().parse().unwrap();
+            if size > last {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        notes.push(note);
+    }
+    let keys: Vec<String> = futures_util::future::join_all(
+        [&cluster.a, &cluster.b]
+            .map(|r| async { cluster.get(r, "/log/key").await.text().await.unwrap() }),
+    )
+    .await;
+    assert_eq!(keys[0], keys[1], "one log key for every replica");
+    let size: u64 = notes[0].lines().nth(1).unwrap().parse().unwrap();
+    assert!(size > last, "{}", notes[0]);
+    if notes[0].lines().nth(1) == notes[1].lines().nth(1) {
+        assert_eq!(notes[0], notes[1]);
+    }
+
+    // Entry `i` of the bundle is the publish whose answer named `i`, and
+    // the indexes are dense: no gap, no entry twice.
+    let path = agentlang_core::tlog::tile_path(None, 0, size);
+    let bundle = cluster
+        .get(&cluster.b, &format!("/log/{path}"))
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let mut rest = &bundle[..];
+    let mut index = 0u64;
+    while !rest.is_empty() {
+        let len = usize::from(u16::from_be_bytes([rest[0], rest[1]]));
+        let entry: Value = serde_json::from_slice(&rest[2..2 + len]).unwrap();
+        if let Some(name) = logged.get(&index) {
+            assert_eq!(entry["op"], "publish");
+            assert_eq!(entry["name"], name.as_str(), "entry {index}");
+        }
+        rest = &rest[2 + len..];
+        index += 1;
+    }
+    assert_eq!(index, size);
+}

@@ -11,7 +11,7 @@ use agentlang_registry::{
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Backend, TestApp, backend_tests, problem};
+use crate::support::{Backend, TestApp, backend_tests, problem, seed::test_log_entry};
 
 backend_tests!(
     tasks_are_answered_with_done_threaded_to_the_request,
@@ -81,6 +81,7 @@ pub async fn publish(
             description,
             keywords: &["search".to_owned()],
             publisher,
+            log_entry: &test_log_entry(),
         })
         .await
         .unwrap();

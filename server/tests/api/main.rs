@@ -25,5 +25,6 @@ mod replay;
 mod resolve;
 mod search;
 mod storage;
+mod tlog;
 mod tokens;
 mod trust;

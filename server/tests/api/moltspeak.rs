@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::{
     clowl::{publish, seed_catalog},
-    support::{Backend, TestApp, backend_tests, problem},
+    support::{Backend, TestApp, backend_tests, problem, seed::test_log_entry},
 };
 
 backend_tests!(
@@ -174,7 +174,12 @@ async fn client_key(app: &TestApp, seed: u8, register: bool) -> SigningKey {
         let account = app.account_id("signer").await;
         app.state()
             .db
-            .insert_signing_key(&public.key_id(), account, &public.to_spki_pem())
+            .insert_signing_key(
+                &public.key_id(),
+                account,
+                &public.to_spki_pem(),
+                &test_log_entry(),
+            )
             .await
             .unwrap();
     }

@@ -5,12 +5,15 @@ use std::{collections::HashSet, time::Duration};
 use agentlang_core::{Kind, PackageName, Version};
 use agentlang_registry::{
     blobs::Sha256Digest,
-    db::packages::{DependencyEdge, NewVersion, PublishError},
+    db::packages::{DependencyEdge, NewVersion, PublishError, YankChange},
 };
 use bytes::Bytes;
 use serde_json::json;
 
-use crate::support::{Backend, TestApp, backend_tests, seed::seed_version};
+use crate::support::{
+    Backend, TestApp, backend_tests,
+    seed::{seed_version, test_log_entry},
+};
 
 backend_tests!(
     publish_creates_the_package_with_its_owner,
@@ -192,6 +195,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
             description: "finds papers",
             keywords: &["research".to_owned(), "papers".to_owned()],
             publisher: alice,
+            log_entry: &test_log_entry(),
         })
         .await
         .unwrap();
@@ -230,6 +234,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
             description: "",
             keywords: &[],
             publisher: alice,
+            log_entry: &test_log_entry(),
         })
         .await;
     assert!(err.is_err());
@@ -331,6 +336,7 @@ async fn publish_described(
             description,
             keywords: &keywords,
             publisher: alice,
+            log_entry: &test_log_entry(),
         })
         .await
         .unwrap();
@@ -426,6 +432,7 @@ async fn search_finds_packages_by_name_keyword_and_description(backend: Backend)
         description: "Query DuckDuckGo",
         keywords: &[],
         publisher: alice,
+        log_entry: &test_log_entry(),
     })
     .await
     .unwrap();
@@ -476,27 +483,46 @@ async fn versions_list_in_semver_order_and_yank(backend: Backend) {
     );
 
     let v = Version::parse("2.0.0").unwrap();
-    assert!(
-        db.set_yanked(package_id, &v, true, Some("broken build"))
-            .await
-            .unwrap()
-    );
+    let entry = test_log_entry();
+    let change = |yanked, reason| YankChange {
+        yanked,
+        reason,
+        log_entry: &entry,
+    };
+    let yanked = db
+        .set_yanked(package_id, &v, &change(true, Some("broken build")))
+        .await
+        .unwrap()
+        .expect("the version exists");
     let record = db.find_version(package_id, &v).await.unwrap().unwrap();
     assert!(record.yanked);
     assert_eq!(record.yank_reason.as_deref(), Some("broken build"));
     assert_eq!(record.manifest.0["version"], "2.0.0");
-    assert!(
-        db.set_yanked(package_id, &v, false, Some("ignored"))
+    // The same yank again changes nothing and logs nothing.
+    assert_eq!(
+        db.set_yanked(package_id, &v, &change(true, Some("broken build")))
             .await
-            .unwrap()
+            .unwrap(),
+        Some(yanked)
     );
+    let unyanked = db
+        .set_yanked(package_id, &v, &change(false, Some("ignored")))
+        .await
+        .unwrap()
+        .expect("the version exists");
+    assert_eq!(unyanked, yanked + 1, "one entry per change, in order");
     let record = db.find_version(package_id, &v).await.unwrap().unwrap();
     assert!(!record.yanked);
     assert_eq!(record.yank_reason, None);
-    assert!(
-        !db.set_yanked(package_id, &Version::parse("3.0.0").unwrap(), true, None)
-            .await
-            .unwrap()
+    assert_eq!(
+        db.set_yanked(
+            package_id,
+            &Version::parse("3.0.0").unwrap(),
+            &change(true, None)
+        )
+        .await
+        .unwrap(),
+        None
     );
 }
 

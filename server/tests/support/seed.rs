@@ -11,6 +11,7 @@ use agentlang_core::{
     container::{self, BuildInput, Created, Limits},
     lockfile::{LockedAgent, LockedTool, Lockfile, ResolvedAt, Sha256Hash},
     signing::SecretKey,
+    tlog::LogOp,
 };
 use agentlang_registry::{
     blobs::Sha256Digest,
@@ -19,7 +20,7 @@ use agentlang_registry::{
         accounts::AccountRecord,
         packages::{DependencyEdge, NewVersion, PublishError, PublishedVersion},
     },
-    service::packages::ContainerExtras,
+    service::{packages::ContainerExtras, tlog},
     state::AppState,
 };
 use bytes::Bytes;
@@ -155,6 +156,12 @@ impl TestApp {
     }
 }
 
+/// A publish entry for versions tests record straight through the storage
+/// API, where what the entry says does not matter.
+pub fn test_log_entry() -> agentlang_core::tlog::LogEntry {
+    agentlang_core::tlog::LogEntry::new(LogOp::Publish, "2026-01-01T00:00:00Z")
+}
+
 /// Records a version straight through the storage API, as publish will
 /// (in-process).
 pub async fn seed_version(
@@ -171,6 +178,7 @@ pub async fn seed_version(
     let publisher = app.account_id(publisher).await;
     let manifest = json!({"format": "agentlang.container/1", "name": name, "version": version});
     let spec = json!({"name": name, "version": version, "description": "seeded"});
+    let log_entry = tlog::publish_entry(kind, &name, &version, &sha256.to_string(), None, "seed");
     app.state()
         .db
         .publish_version(&NewVersion {
@@ -190,6 +198,7 @@ pub async fn seed_version(
             description: "seeded",
             keywords: &[],
             publisher,
+            log_entry: &log_entry,
         })
         .await
 }
@@ -396,6 +405,14 @@ pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64)
         .put(Bytes::from(bytes))
         .await
         .expect("blob stored");
+    let log_entry = tlog::publish_entry(
+        kind,
+        &name,
+        &version,
+        &digest.to_string(),
+        Some(signer.as_str()),
+        "seed",
+    );
     state
         .db
         .publish_version(&NewVersion {
@@ -415,6 +432,7 @@ pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64)
             description: &description,
             keywords: &[],
             publisher,
+            log_entry: &log_entry,
         })
         .await
         .expect("version stored");
@@ -502,7 +520,12 @@ pub async fn seed_catalog(app: &TestApp) -> Seeded {
     let key_id = public.key_id();
     state
         .db
-        .insert_signing_key(&key_id, publisher, &public.to_spki_pem())
+        .insert_signing_key(
+            &key_id,
+            publisher,
+            &public.to_spki_pem(),
+            &tlog::key_entry(LogOp::KeyAdd, &key_id, PUBLISHER),
+        )
         .await
         .unwrap();
 
@@ -623,7 +646,12 @@ pub async fn seed_stripe_ops(app: &TestApp) {
     let public = key.public_key();
     state
         .db
-        .insert_signing_key(&public.key_id(), publisher, &public.to_spki_pem())
+        .insert_signing_key(
+            &public.key_id(),
+            publisher,
+            &public.to_spki_pem(),
+            &tlog::key_entry(LogOp::KeyAdd, &public.key_id(), PUBLISHER),
+        )
         .await
         .unwrap();
     let mut tree = read_tree(&fixtures().join("agents").join("stripe-ops"));

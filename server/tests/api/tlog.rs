@@ -1,0 +1,465 @@
+//! The transparency log, checked the way an outsider would: over HTTP, with
+//! Cloudflare's `signed_note` and `tlog_tiles` crates (ports of Go's sumdb
+//! code) verifying the checkpoint's signature and proving inclusion and
+//! consistency from the served tiles, never with the registry's own
+//! verification code.
+
+use std::collections::HashMap;
+
+use agentlang_core::{
+    signing::SecretKey,
+    tlog::{Witness, WitnessKey},
+};
+use agentlang_registry::{config::LogSettings, db::Db, service::tlog::TransparencyLog};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use signed_note::{Note, StandardVerifier, VerifierList};
+use tlog_tiles::{Checkpoint, Hash, Tile, TileHashReader, TileReader};
+
+use crate::{
+    publish::{publish, published, publisher, tool, tool_at},
+    support::{Backend, TestApp, backend_tests, problem},
+};
+
+backend_tests!(
+    every_change_is_an_entry_an_outsider_can_prove,
+    witnesses_cosign_the_served_checkpoint,
+    a_log_that_does_not_verify_is_refused_at_start,
+    tile_paths_outside_the_tree_are_not_found,
+);
+
+/// What an outsider holds after checking a checkpoint.
+struct Checked {
+    size: u64,
+    root: Hash,
+    note: String,
+}
+
+/// Fetches the key and the checkpoint and verifies the note's signature.
+async fn checked_checkpoint(app: &TestApp) -> Checked {
+    let vkey = app.get("/log/key").await.text().await.unwrap();
+    let verifier = StandardVerifier::new(vkey.trim()).expect("a signed-note verifier key");
+    let res = app.get("/log/checkpoint").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()["content-type"],
+        "text/plain; charset=utf-8",
+        "a note is text"
+    );
+    let note = res.text().await.unwrap();
+    let parsed = Note::from_bytes(note.as_bytes()).expect("a signed note");
+    parsed
+        .verify(&VerifierList::new(vec![Box::new(verifier)]))
+        .expect("signed by the log key");
+    let checkpoint = Checkpoint::from_bytes(parsed.text()).expect("a C2SP checkpoint");
+    assert_eq!(
+        checkpoint.origin(),
+        format!("{}/log", app.url.trim_start_matches("http://"))
+    );
+    Checked {
+        size: checkpoint.size(),
+        root: *checkpoint.hash(),
+        note,
+    }
+}
+
+/// Waits (at most 10 s) for a checkpoint of at least `size` entries.
+async fn checkpoint_of(app: &TestApp, size: u64) -> Checked {
+    for _ in 0..100 {
+        let checked = checked_checkpoint(app).await;
+        if checked.size >= size {
+            return checked;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("no checkpoint of {size} entries within 10 s");
+}
+
+/// Tiles fetched over HTTP before `tlog_tiles` reads them (its reader is
+/// synchronous). `tlog_tiles` names tiles in Go sumdb's form, with the
+/// height (`tile/8/0/000`); C2SP paths leave it out.
+struct FetchedTiles(HashMap<String, Vec<u8>>);
+
+impl FetchedTiles {
+    async fn fetch(app: &TestApp, size: u64) -> Self {
+        let mut tiles = HashMap::new();
+        // Every hash tile a proof in a tree this small can need.
+        for level in 0..3u8 {
+            let span = 1u64 << (8 * u32::from(level));
+            let full = size / (256 * span);
+            let partial = (size / span) % 256;
+            for n in 0..=full {
+                let width = if n < full { 256 } else { partial };
+                if width == 0 {
+                    continue;
+                }
+                let path = agentlang_core::tlog::tile_path(Some(level), n, width);
+                let res = app.get(&format!("/log/{path}")).await;
+                assert_eq!(res.status(), StatusCode::OK, "{path}");
+                tiles.insert(path, res.bytes().await.unwrap().to_vec());
+            }
+        }
+        Self(tiles)
+    }
+}
+
+impl TileReader for FetchedTiles {
+    fn height(&self) -> u8 {
+        8
+    }
+
+    fn read_tiles(&self, tiles: &[Tile]) -> Result<Vec<Vec<u8>>, tlog_tiles::Error> {
+        tiles
+            .iter()
+            .map(|t| {
+                let c2sp = t.path().replacen("tile/8/", "tile/", 1);
+                self.0
+                    .get(&c2sp)
+                    .cloned()
+                    .ok_or(tlog_tiles::Error::IndexesNotInTree)
+            })
+            .collect()
+    }
+
+    fn save_tiles(&self, _tiles: &[Tile], _data: &[Vec<u8>]) {}
+}
+
+/// The entries of bundle 0, split on their 2-byte big-endian lengths.
+async fn entries(app: &TestApp, size: u64) -> Vec<Value> {
+    let path = agentlang_core::tlog::tile_path(None, 0, size);
+    let res = app.get(&format!("/log/{path}")).await;
+    assert_eq!(res.status(), StatusCode::OK, "{path}");
+    assert_eq!(res.headers()["cache-control"], "public, max-age=60");
+    let bundle = res.bytes().await.unwrap();
+    let mut out = Vec::new();
+    let mut rest = &bundle[..];
+    while !rest.is_empty() {
+        let len = usize::from(u16::from_be_bytes([rest[0], rest[1]]));
+        out.push(serde_json::from_slice(&rest[2..2 + len]).expect("an entry is JSON"));
+        rest = &rest[2 + len..];
+    }
+    out
+}
+
+fn leaf(entry: &Value) -> Hash {
+    // RFC 8785: the registry's bytes are the canonical form of the object.
+    tlog_tiles::record_hash(&serde_json_canonicalizer::to_vec(entry).unwrap())
+}
+
+async fn every_change_is_an_entry_an_outsider_can_prove(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let bob_token = app.account_with_token("bob", &["owners"]).await;
+    let v1 = published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "1.0.0", &[]),
+    )
+    .await;
+    let publish_index = v1["log"]["index"]
+        .as_i64()
+        .expect("publish names its entry");
+    let before = checkpoint_of(&app, publish_index as u64 + 1).await;
+
+    // A refused publish writes nothing: not the version, not an entry.
+    let other = tool_at(&alice.key, "web_fetch", "1.0.0", &[], 1_800_000_000);
+    assert_eq!(
+        publish(&app, &alice.token, other).await.status(),
+        StatusCode::CONFLICT
+    );
+
+    let yank = |path: &'static str| {
+        app.request(reqwest::Method::POST, path)
+            .bearer_auth(&alice.token)
+            .json(&json!({"reason": "leaks tokens"}))
+            .send()
+    };
+    let yanked: Value = yank("/api/v1/tools/web_fetch/1.0.0/yank")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let yank_index = yanked["log"]["index"].as_i64().unwrap();
+    assert_eq!(yank_index, publish_index + 1, "{yanked}");
+    // Yanking again is no change: the same entry.
+    let again: Value = yank("/api/v1/tools/web_fetch/1.0.0/yank")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["log"]["index"], yank_index);
+    let unyanked: Value = app
+        .request(
+            reqwest::Method::POST,
+            "/api/v1/tools/web_fetch/1.0.0/unyank",
+        )
+        .bearer_auth(&alice.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(unyanked["log"]["index"], yank_index + 1);
+    // The record still names the publish's entry.
+    let record: Value = app
+        .get("/api/v1/tools/web_fetch/1.0.0")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(record["log"]["index"], publish_index);
+
+    // Owners: an invitation accepted, then the owner removed.
+    let res = app
+        .request(reqwest::Method::PUT, "/api/v1/tools/web_fetch/owners")
+        .bearer_auth(&alice.token)
+        .json(&json!({"usernames": ["bob"]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+    let res = app
+        .request(reqwest::Method::PUT, "/api/v1/invitations/tools/web_fetch")
+        .bearer_auth(&bob_token)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+    let res = app
+        .request(reqwest::Method::DELETE, "/api/v1/tools/web_fetch/owners")
+        .bearer_auth(&alice.token)
+        .json(&json!({"usernames": ["bob"]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+    // A key revoked.
+    let key_id = alice.key.public_key().key_id();
+    let res = app
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/keys/{}", key_id.as_str()),
+        )
+        .bearer_auth(&alice.token)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+
+    let last = (yank_index + 4) as u64;
+    let now = checkpoint_of(&app, last + 1).await;
+    assert_eq!(now.size, last + 1, "nothing else was logged");
+    let log = entries(&app, now.size).await;
+    assert_eq!(log[0]["op"], "genesis");
+    let ops: Vec<&str> = log.iter().map(|e| e["op"].as_str().unwrap()).collect();
+    // Alice's and Bob's accounts log nothing; Alice's key does.
+    assert_eq!(
+        ops,
+        [
+            "genesis",
+            "key_add",
+            "publish",
+            "yank",
+            "unyank",
+            "owner_add",
+            "owner_remove",
+            "key_revoke"
+        ]
+    );
+    let entry = &log[publish_index as usize];
+    assert_eq!(entry["v"], 1);
+    assert_eq!(entry["kind"], "tool");
+    assert_eq!(entry["name"], "web_fetch");
+    assert_eq!(entry["version"], "1.0.0");
+    assert_eq!(entry["sha256"], v1["sha256"]);
+    assert_eq!(entry["signer"], key_id.as_str());
+    assert_eq!(entry["account"], "alice");
+    assert_eq!(log[yank_index as usize]["reason"], "leaks tokens");
+    assert_eq!(log[yank_index as usize + 2]["account"], "bob");
+    assert_eq!(log[1]["signer"], key_id.as_str());
+
+    // Inclusion of the publish, and consistency with the checkpoint seen
+    // before, proved from the tiles alone by tlog_tiles.
+    let tiles = FetchedTiles::fetch(&app, now.size).await;
+    let reader = TileHashReader::new(now.size, now.root, &tiles);
+    let proof = tlog_tiles::prove_record(now.size, publish_index as u64, &reader).unwrap();
+    tlog_tiles::check_record(
+        &proof,
+        now.size,
+        now.root,
+        publish_index as u64,
+        leaf(entry),
+    )
+    .expect("the publish is in the tree");
+    assert!(
+        tlog_tiles::check_record(
+            &proof,
+            now.size,
+            now.root,
+            publish_index as u64,
+            leaf(&log[yank_index as usize])
+        )
+        .is_err(),
+        "another entry does not pass as the publish"
+    );
+    let consistency = tlog_tiles::prove_tree(now.size, before.size, &reader).unwrap();
+    tlog_tiles::check_tree(&consistency, now.size, now.root, before.size, before.root)
+        .expect("the log only grew");
+    assert_ne!(before.note, now.note);
+}
+
+async fn witnesses_cosign_the_served_checkpoint(backend: Backend) {
+    let mut witness = Witness::new("witness.test/w1", SecretKey::generate().unwrap()).unwrap();
+    let mut stranger = Witness::new("witness.test/w2", SecretKey::generate().unwrap()).unwrap();
+    let vkey = witness.key().vkey();
+    let Some(app) = TestApp::builder(backend)
+        .config(move |c| c.log.witnesses = vec![vkey])
+        .build()
+        .await
+    else {
+        return;
+    };
+    let served = checkpoint_of(&app, 1).await;
+    let post = |note: Vec<u8>| {
+        app.request(reqwest::Method::POST, "/log/witness")
+            .header("content-type", "text/plain")
+            .body(note)
+            .send()
+    };
+
+    let cosigned = witness
+        .cosign(served.note.as_bytes(), 1_790_000_000)
+        .unwrap();
+    let res = post(cosigned.clone()).await.unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let note = app.get("/log/checkpoint").await.text().await.unwrap();
+    assert_eq!(
+        note.as_bytes(),
+        cosigned.as_slice(),
+        "served with the cosignature"
+    );
+    let (_, cosignatures) = agentlang_core::tlog::open_witnessed_checkpoint(
+        note.as_bytes(),
+        app.get("/log/key").await.text().await.unwrap().trim(),
+        &[WitnessKey::parse(&witness.key().vkey()).unwrap()],
+    )
+    .unwrap();
+    assert_eq!(cosignatures.len(), 1);
+
+    // A witness nobody configured.
+    let res = post(stranger.cosign(served.note.as_bytes(), 1).unwrap())
+        .await
+        .unwrap();
+    problem::problem(res, StatusCode::from_u16(403).unwrap(), "unknown-witness").await;
+    // A forged cosignature by the configured witness.
+    let text = String::from_utf8(cosigned).unwrap();
+    let line = text.lines().last().unwrap();
+    let sig = line.rsplit(' ').next().unwrap();
+    let forged_sig = format!("{}A{}", &sig[..20], &sig[21..]);
+    let forged_sig = if forged_sig == sig {
+        format!("{}B{}", &sig[..20], &sig[21..])
+    } else {
+        forged_sig
+    };
+    let res = post(text.replace(sig, &forged_sig).into_bytes())
+        .await
+        .unwrap();
+    problem::problem(
+        res,
+        StatusCode::from_u16(422).unwrap(),
+        "cosignature-invalid",
+    )
+    .await;
+    // Not a note at all.
+    let res = post(b"hello".to_vec()).await.unwrap();
+    problem::problem(
+        res,
+        StatusCode::from_u16(422).unwrap(),
+        "cosignature-invalid",
+    )
+    .await;
+
+    // Once the log moves on, the old checkpoint is stale.
+    let alice = publisher(&app, "alice").await;
+    published(&app, &alice.token, tool(&alice.key, "calc", "1.0.0", &[])).await;
+    checkpoint_of(&app, served.size + 2).await;
+    let res = post(witness.cosign(served.note.as_bytes(), 2).unwrap())
+        .await
+        .unwrap();
+    problem::problem(res, StatusCode::from_u16(409).unwrap(), "conflict").await;
+}
+
+async fn a_log_that_does_not_verify_is_refused_at_start(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    published(&app, &alice.token, tool(&alice.key, "calc", "1.0.0", &[])).await;
+    let served = checkpoint_of(&app, 3).await;
+    let db = &app.state().db;
+    let settings = app.state().config.log.clone();
+    let url = app.url.clone();
+    // As stored, it opens (the registry's start-up does the same).
+    let log = TransparencyLog::open(db, &settings, &url).await.unwrap();
+    assert_eq!(log.checkpoint().unwrap().size, served.size);
+
+    // Under another key, the stored checkpoints are not this log's.
+    let other = LogSettings {
+        key_pem: Some(SecretKey::generate().unwrap().to_pkcs8_pem().to_string()),
+        ..settings.clone()
+    };
+    let err = TransparencyLog::open(db, &other, &url).await.unwrap_err();
+    assert!(
+        format!("{err:#}").contains("AGENTLANG_REGISTRY_TLOG_KEY"),
+        "{err:#}"
+    );
+
+    // History rewritten: an entry changed after it was integrated.
+    let tamper = "UPDATE log_entries SET entry = $1 WHERE idx = 1";
+    match db {
+        Db::Sqlite(pool) => sqlx::query(tamper)
+            .bind(b"{}".to_vec())
+            .execute(pool)
+            .await
+            .map(drop),
+        Db::Postgres(pool) => sqlx::query(tamper)
+            .bind(b"{}".to_vec())
+            .execute(pool)
+            .await
+            .map(drop),
+    }
+    .unwrap();
+    let err = TransparencyLog::open(db, &settings, &url)
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("is not the one the entries give"),
+        "{err:#}"
+    );
+}
+
+async fn tile_paths_outside_the_tree_are_not_found(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let served = checkpoint_of(&app, 1).await;
+    for path in [
+        "/log/tile/0/000",       // full: the tree has one entry
+        "/log/tile/0/000.p/2",   // wider than the tree
+        "/log/tile/entries/001", // past the tree
+        "/log/tile/0/x000/000",  // not canonical
+        "/log/tile/9/000.p/1",   // no such level yet
+        "/log/tile/0/000.p/1/x",
+    ] {
+        let res = app.get(path).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "{path}");
+    }
+    let res = app.get("/log/tile/0/000.p/1").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.bytes().await.unwrap().len(), 32 * served.size as usize);
+}
