@@ -31,6 +31,15 @@ pub struct Global {
     /// Print machine-readable JSON on stdout
     #[arg(long, global = true)]
     pub json: bool,
+    /// The registry's transparency-log key (`<name>+<id>+<base64>`, as GET /log/key serves it) [env: AGENTLANG_LOG_KEY; else the key pinned on first use]
+    #[arg(long, global = true, value_name = "VKEY", env = "AGENTLANG_LOG_KEY")]
+    pub log_key: Option<String>,
+    /// A witness's verifier key whose cosignatures count (repeatable)
+    #[arg(long = "witness", global = true, value_name = "VKEY")]
+    pub witnesses: Vec<String>,
+    /// Require this many of the --witness keys to have cosigned the log's checkpoint
+    #[arg(long, global = true, value_name = "N", default_value_t = 0)]
+    pub require_witnesses: usize,
 }
 
 /// What `agentlang new` starts.
@@ -222,6 +231,9 @@ pub enum Command {
     /// PromptLang tools
     #[command(subcommand)]
     Prompt(PromptCommand),
+    /// The registry's transparency log: audit it whole, or list its entries
+    #[command(subcommand)]
+    Log(LogCommand),
     /// Search the registry
     #[command(after_help = "Example:\n  agentlang search research --kind agent")]
     Search {
@@ -407,4 +419,22 @@ pub enum KeysCommand {
     /// Revoke a key: later uploads signed with it are refused
     #[command(after_help = "Example:\n  agentlang keys revoke 09385a0393711259...")]
     Revoke { key_id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Check every entry of the log against its checkpoint (signature, root, consistency with the checkpoint seen before)
+    #[command(
+        after_help = "Examples:\n  agentlang log verify\n  agentlang log verify --log-key 'registry.example/log+1a2b3c4d+AbC...'"
+    )]
+    Verify,
+    /// List the log's entries, oldest first
+    #[command(
+        after_help = "Examples:\n  agentlang log show\n  agentlang log show --name web_search"
+    )]
+    Show {
+        /// Only entries about this package
+        #[arg(long)]
+        name: Option<String>,
+    },
 }

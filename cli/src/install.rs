@@ -527,6 +527,8 @@ struct VersionRecord {
     signer: Option<SignerRecord>,
     published_at: String,
     yanked: bool,
+    #[serde(default)]
+    log: Option<crate::commands::pull::LogRef>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -639,6 +641,14 @@ impl Fetcher<'_> {
             .verify_signature(&key)
             .with_context(|| format!("{label} does not verify"))?;
         check_revocation(&label, revoked_at.as_deref(), &record.published_at)?;
+        crate::tlog::check_version(
+            &self.client,
+            &self.env.log,
+            &self.env.out,
+            (kind, name, version),
+            &actual,
+            record.log.map(|l| l.index),
+        )?;
         let artifact = Artifact {
             kind,
             name: name.clone(),

@@ -15,6 +15,7 @@ mod package_dir;
 mod progress;
 mod source;
 mod spec;
+mod tlog;
 mod trust;
 
 use std::process::ExitCode;

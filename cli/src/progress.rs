@@ -25,3 +25,16 @@ pub fn bytes_bar(out: &Output, len: Option<u64>, message: &str) -> ProgressBar {
     bar.set_message(message.to_owned());
     bar
 }
+
+/// A bar counting `len` steps (tiles, files).
+pub fn count_bar(out: &Output, len: u64, message: &str) -> ProgressBar {
+    if !out.interactive {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {eta}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(message.to_owned());
+    bar
+}

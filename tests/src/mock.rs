@@ -157,3 +157,44 @@ fn serve(stream: TcpStream, routes: &Routes, seen: &Arc<Mutex<Vec<Seen>>>) {
         .write_all(head.as_bytes())
         .and_then(|()| stream.write_all(&reply.body));
 }
+
+impl MockRegistry {
+    /// Serves a transparency log of `entries` (fewer than 256): the key,
+    /// a checkpoint signed with `key`, the level-0 hash tile and the entry
+    /// bundle, as a registry serves them. Returns the checkpoint note.
+    pub fn serve_log(&self, key: &agentlang_core::tlog::LogKey, entries: &[Vec<u8>]) -> String {
+        use agentlang_core::tlog::{Tree, entry_bundle, tile_path};
+        assert!(entries.len() < 256, "one partial tile per level");
+        let mut tree = Tree::default();
+        for entry in entries {
+            tree.append(entry).expect("append");
+        }
+        let size = tree.size();
+        let note = key
+            .sign_checkpoint(&origin(&self.url), size, tree.root())
+            .expect("sign");
+        self.route(
+            "GET",
+            "/log/key",
+            Reply::bytes(format!("{}\n", key.verifier_key()).into_bytes()),
+        );
+        self.route("GET", "/log/checkpoint", Reply::bytes(note.clone()));
+        let width = u32::try_from(size).expect("small");
+        self.route(
+            "GET",
+            &format!("/log/{}", tile_path(Some(0), 0, size)),
+            Reply::bytes(tree.hash_tile(size, 0, 0, width).expect("tile")),
+        );
+        self.route(
+            "GET",
+            &format!("/log/{}", tile_path(None, 0, size)),
+            Reply::bytes(entry_bundle(entries.iter().map(Vec::as_slice)).expect("bundle")),
+        );
+        String::from_utf8(note).expect("a note is text")
+    }
+}
+
+/// A mock's log origin: `host:port/log`, as the registry's default.
+pub fn origin(url: &str) -> String {
+    format!("{}/log", url.trim_start_matches("http://"))
+}

@@ -4,6 +4,10 @@
 
 use std::fs;
 
+use agentlang_core::{
+    signing::SecretKey,
+    tlog::{LogEntry, LogKey, LogOp},
+};
 use agentlang_e2e::{
     User, copy_dir,
     mock::{MockRegistry, Reply},
@@ -23,6 +27,24 @@ fn built_tool(user: &User) -> (String, String, String) {
         pem,
         built["sha256"].as_str().unwrap().to_owned(),
     )
+}
+
+/// The log a registry keeps of `echo@1.0.0` published with `sha256`:
+/// genesis, the key, the publish.
+fn echo_log(url: &str, key_id: &str, sha256: &str) -> Vec<Vec<u8>> {
+    let mut genesis = LogEntry::new(LogOp::Genesis, "2026-01-01T00:00:00Z");
+    genesis.origin = Some(agentlang_e2e::mock::origin(url));
+    let mut key = LogEntry::new(LogOp::KeyAdd, "2026-01-01T00:00:01Z");
+    key.signer = Some(key_id.to_owned());
+    key.account = Some("alice".to_owned());
+    let mut publish = LogEntry::new(LogOp::Publish, "2026-01-01T00:00:02Z");
+    publish.kind = Some("tool".to_owned());
+    publish.name = Some("echo".to_owned());
+    publish.version = Some("1.0.0".to_owned());
+    publish.sha256 = Some(sha256.to_owned());
+    publish.signer = Some(key_id.to_owned());
+    publish.account = Some("alice".to_owned());
+    vec![genesis.to_bytes(), key.to_bytes(), publish.to_bytes()]
 }
 
 fn serve_tool(mock: &MockRegistry, user: &User, key_id: &str, pem: &str, index_hash: &str) {
@@ -45,6 +67,14 @@ fn serve_tool(mock: &MockRegistry, user: &User, key_id: &str, pem: &str, index_h
         &format!("/api/v1/keys/{key_id}"),
         Reply::json(200, &json!({ "key_id": key_id, "public_key_pem": pem })),
     );
+    mock.route(
+        "GET",
+        "/api/v1/tools/echo/1.0.0",
+        Reply::json(
+            200,
+            &json!({ "kind": "tool", "name": "echo", "version": "1.0.0", "log": {"index": 2} }),
+        ),
+    );
 }
 
 fn leftovers(dir: &std::path::Path) -> Vec<String> {
@@ -61,6 +91,12 @@ fn pull_picks_the_newest_match_checks_hash_and_signature_and_writes_atomically()
     let publisher = User::new(&mock.url);
     let (key_id, pem, sha) = built_tool(&publisher);
     serve_tool(&mock, &publisher, &key_id, &pem, &sha);
+    let log_key = LogKey::new(
+        agentlang_e2e::mock::origin(&mock.url),
+        SecretKey::generate().unwrap(),
+    )
+    .unwrap();
+    mock.serve_log(&log_key, &echo_log(&mock.url, &key_id, &sha));
 
     let user = User::new(&mock.url);
     let pulled = user
@@ -68,6 +104,7 @@ fn pull_picks_the_newest_match_checks_hash_and_signature_and_writes_atomically()
         .json();
     assert_eq!(pulled["version"], "1.0.0", "the prerelease is skipped");
     assert_eq!(pulled["signer"], key_id.as_str());
+    assert_eq!(pulled["log_index"], 2, "proved in the log");
     assert_eq!(
         fs::read(user.path("echo@1.0.0.tool")).unwrap(),
         fs::read(publisher.path("echo@1.0.0.tool")).unwrap()
@@ -507,4 +544,95 @@ fn keys_yank_and_search_send_what_the_contract_says() {
         "{q}"
     );
     assert!(q.contains("kind=agent"), "{q}");
+}
+
+/// The log is checked as an outsider would, and every way a registry can
+/// lie about it is an error: an entry that records other bytes, a
+/// checkpoint under another key, a log that forked or rolled back.
+#[test]
+fn pull_proves_the_publish_in_the_log_and_refuses_forks_and_rollbacks() {
+    let mock = MockRegistry::start();
+    let publisher = User::new(&mock.url);
+    let (key_id, pem, sha) = built_tool(&publisher);
+    serve_tool(&mock, &publisher, &key_id, &pem, &sha);
+    let log_key = LogKey::new(
+        agentlang_e2e::mock::origin(&mock.url),
+        SecretKey::generate().unwrap(),
+    )
+    .unwrap();
+    let honest = echo_log(&mock.url, &key_id, &sha);
+
+    // The log records other bytes for echo@1.0.0.
+    let user = User::new(&mock.url);
+    mock.serve_log(&log_key, &echo_log(&mock.url, &key_id, &"cd".repeat(32)));
+    let err = user.fails(&["pull", "echo", "--kind", "tool"]);
+    assert!(
+        err.contains("does not record tool echo@1.0.0") && err.contains(&sha),
+        "{err}"
+    );
+    assert!(!user.path("echo@1.0.0.tool").exists(), "nothing written");
+
+    // The honest log: the key is pinned on first use, the checkpoint kept.
+    let user = User::new(&mock.url);
+    mock.serve_log(&log_key, &honest);
+    let run = user.run(&["pull", "echo", "--kind", "tool"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("trusting the log key"),
+        "{}",
+        run.stderr
+    );
+    let shown = user.ok(&["--json", "log", "show", "--name", "echo"]).json();
+    assert_eq!(shown.as_array().unwrap().len(), 1, "{shown}");
+    assert_eq!(shown[0]["index"], 2);
+    assert_eq!(shown[0]["entry"]["sha256"], sha.as_str());
+    let audited = user.ok(&["--json", "log", "verify"]).json();
+    assert_eq!(audited["size"], 3);
+
+    // A checkpoint under another key is not this log's.
+    let impostor = LogKey::new(
+        agentlang_e2e::mock::origin(&mock.url),
+        SecretKey::generate().unwrap(),
+    )
+    .unwrap();
+    mock.serve_log(&impostor, &honest);
+    let err = user.fails(&["pull", "echo", "--kind", "tool", "-o", "again.tool"]);
+    assert!(err.contains("does not verify with the log key"), "{err}");
+    // ...unless the user says that key is the one (--log-key).
+    let run = user.run(&["log", "verify", "--log-key", &impostor.verifier_key()]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+
+    // Rolled back: fewer entries than seen before, under the pinned key.
+    let user = User::new(&mock.url);
+    mock.serve_log(&log_key, &honest);
+    user.ok(&["log", "verify"]);
+    mock.serve_log(&log_key, &honest[..2]);
+    let err = user.fails(&["log", "verify"]);
+    assert!(err.contains("rolled back"), "{err}");
+
+    // Forked: a bigger log whose history differs from the one seen.
+    let mut forked = echo_log(&mock.url, &key_id, &sha);
+    forked[1] = LogEntry::new(LogOp::KeyAdd, "2026-01-01T00:00:09Z").to_bytes();
+    forked.push(LogEntry::new(LogOp::Yank, "2026-01-02T00:00:00Z").to_bytes());
+    mock.serve_log(&log_key, &forked);
+    let err = user.fails(&["pull", "echo", "--kind", "tool"]);
+    assert!(err.contains("forked"), "{err}");
+
+    // Witnesses: required cosignatures that are missing fail the pull.
+    let witness =
+        agentlang_core::tlog::Witness::new("witness.test/w1", SecretKey::generate().unwrap())
+            .unwrap();
+    let user = User::new(&mock.url);
+    mock.serve_log(&log_key, &honest);
+    let err = user.fails(&[
+        "pull",
+        "echo",
+        "--kind",
+        "tool",
+        "--witness",
+        &witness.key().vkey(),
+        "--require-witnesses",
+        "1",
+    ]);
+    assert!(err.contains("0 of the 1 witness cosignatures"), "{err}");
 }

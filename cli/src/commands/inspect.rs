@@ -253,6 +253,30 @@ struct Check {
     detail: String,
 }
 
+/// Proves the file is the version the registry's log recorded.
+fn logged(env: &Env, c: &Container, file: &Path) -> Result<u64> {
+    let m = c.manifest();
+    let client = env.anonymous()?;
+    let record: crate::commands::pull::LoggedRecord = client
+        .send_json(client.get(&format!(
+            "/api/v1/{}/{}/{}",
+            m.kind().plural(),
+            m.name(),
+            m.version()
+        )))
+        .with_context(|| format!("looking up {} {}@{}", m.kind(), m.name(), m.version()))?;
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let sha256 = agentlang_core::container::Sha256Digest::of(&bytes);
+    crate::tlog::check_version(
+        &client,
+        &env.log,
+        &env.out,
+        (m.kind(), m.name(), m.version()),
+        &sha256,
+        record.log.map(|l| l.index),
+    )
+}
+
 pub fn verify(env: &Env, file: &Path, pubkey: Option<&Path>) -> Result<ExitCode> {
     let mut checks = Vec::new();
     let container = match container_file::read(file) {
@@ -309,6 +333,23 @@ pub fn verify(env: &Env, file: &Path, pubkey: Option<&Path>) -> Result<ExitCode>
                 detail: format!("{e:#}"),
             },
         });
+        // Asking the registry for the key, ask its log too: the bytes must
+        // be the version the log recorded. Offline (--pubkey) checks the
+        // file alone.
+        if pubkey.is_none() {
+            checks.push(match logged(env, c, file) {
+                Ok(index) => Check {
+                    check: "transparency log",
+                    ok: true,
+                    detail: format!("recorded as published at entry {index}, proved against a checkpoint that extends the one seen before"),
+                },
+                Err(e) => Check {
+                    check: "transparency log",
+                    ok: false,
+                    detail: format!("{e:#}"),
+                },
+            });
+        }
     }
     let valid = checks.iter().all(|c| c.ok);
     let summary = json!({

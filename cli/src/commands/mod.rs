@@ -10,6 +10,7 @@ mod install;
 mod keygen;
 mod keys;
 mod lock;
+mod log;
 mod new;
 mod prompt;
 mod publish;
@@ -26,16 +27,19 @@ use anyhow::Result;
 use clap::CommandFactory;
 
 use crate::{
-    args::{Cli, Command, EventsCommand, KindArg, PromptCommand},
+    args::{Cli, Command, EventsCommand, KindArg, LogCommand, PromptCommand},
     client::Client,
     config::Settings,
     output::Output,
+    tlog::LogOptions,
 };
 
 /// What every command gets: where to talk to and how to print.
 pub struct Env {
     pub ctx: Settings,
     pub out: Output,
+    /// How the registry's transparency log is checked.
+    pub log: LogOptions,
 }
 
 impl Env {
@@ -75,6 +79,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     let env = Env {
         ctx: Settings::load(cli.global.registry, cli.global.token)?,
         out,
+        log: LogOptions {
+            key: cli.global.log_key,
+            witnesses: cli.global.witnesses,
+            required_witnesses: cli.global.require_witnesses,
+        },
     };
     match cli.command {
         Command::Register(c) => account::register(&env, &c),
@@ -119,6 +128,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Build(args) => build::run(&env, &args),
         Command::Quality { dir, review } => quality::run(&env, &dir, review),
         Command::Publish { path, build } => publish::run(&env, &path, &build),
+        Command::Log(LogCommand::Verify) => log::verify(&env),
+        Command::Log(LogCommand::Show { name }) => log::show(&env, name.as_deref()),
         Command::Prompt(PromptCommand::Compile { file, format }) => {
             prompt::compile(&env, &file, format)
         }

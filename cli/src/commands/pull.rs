@@ -20,7 +20,19 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::Env;
-use crate::{args::KindArg, container_file, progress, spec::PackageReq};
+use crate::{args::KindArg, container_file, progress, spec::PackageReq, tlog};
+
+/// Where a version record says its publish is in the transparency log.
+#[derive(Debug, Deserialize)]
+pub struct LoggedRecord {
+    #[serde(default)]
+    pub log: Option<LogRef>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct LogRef {
+    pub index: u64,
+}
 
 /// `GET /api/v1/index/{kind}/{name}`.
 #[derive(Debug, Deserialize)]
@@ -203,6 +215,21 @@ pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Res
     container
         .verify_signature(&key.key)
         .with_context(|| format!("{}@{version} does not verify", wanted.name))?;
+    let record: LoggedRecord = client
+        .send_json(client.get(&format!(
+            "/api/v1/{}/{}/{version}",
+            kind.plural(),
+            wanted.name
+        )))
+        .with_context(|| format!("looking up {kind} {}@{version}", wanted.name))?;
+    let log_index = tlog::check_version(
+        &client,
+        &env.log,
+        &env.out,
+        (kind, &wanted.name, version),
+        &actual,
+        record.log.map(|l| l.index),
+    )?;
     file.sync_all()?;
     container_file::persist(tmp, &path)?;
 
@@ -215,6 +242,7 @@ pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Res
             "signer": m.signer(),
             "yanked": entry.yanked,
             "path": path,
+            "log_index": log_index,
         }),
         || {
             let yanked = if entry.yanked {
@@ -223,7 +251,7 @@ pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Res
                 String::new()
             };
             format!(
-                "{} pulled {}@{version}{yanked} into {}\n  sha256 {} · signed by {}",
+                "{} pulled {}@{version}{yanked} into {}\n  sha256 {} · signed by {} · log entry {log_index}",
                 env.out.green("✓"),
                 env.out.bold(m.name().as_str()),
                 path.display(),

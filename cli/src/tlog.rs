@@ -1,0 +1,335 @@
+//! The registry's transparency log, checked from this side: `pull`,
+//! `install` and `verify` prove that what they got is the version the log
+//! recorded, and that the log they see extends the one they saw before.
+//!
+//! Per registry, `<config>/logs/<host>/` keeps the log's verifier key
+//! (pinned on first use unless `--log-key` gives it) and the last
+//! checkpoint seen. A checkpoint under another key, one that does not
+//! extend the saved one (a fork), or a smaller one (a rollback) is an
+//! error, never a warning.
+
+use std::{path::PathBuf, thread, time::Duration};
+
+use agentlang_core::{
+    Kind, PackageName, Version,
+    container::Sha256Digest,
+    tlog::{self, OpenedCheckpoint, TileProofs, WitnessKey},
+};
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::Value;
+
+use crate::{client::Client, config, output::Output};
+
+/// How the log is checked: flags and environment.
+#[derive(Debug, Clone, Default)]
+pub struct LogOptions {
+    /// The log's verifier key; else the pinned one; else pinned now.
+    pub key: Option<String>,
+    /// Witness verifier keys (`cosignature/v1`).
+    pub witnesses: Vec<String>,
+    /// How many of `witnesses` must have cosigned the checkpoint.
+    pub required_witnesses: usize,
+}
+
+/// How long to wait for a checkpoint that covers a fresh entry: the
+/// registry signs one within seconds of a change.
+const COVER_WAIT: Duration = Duration::from_secs(15);
+
+/// A checkpoint verified and consistent with the last one seen, and the
+/// means to prove entries in it.
+pub struct CheckedLog<'c> {
+    client: &'c Client,
+    key: String,
+    witnesses: Vec<WitnessKey>,
+    required: usize,
+    dir: PathBuf,
+    pub checkpoint: OpenedCheckpoint,
+    note: String,
+}
+
+/// `<config>/logs/<host[_port]>`: per registry.
+fn state_dir(client: &Client) -> Result<PathBuf> {
+    let host: String = client
+        .base
+        .split_once("://")
+        .map_or(client.base.as_str(), |(_, rest)| rest)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Ok(config::config_dir()?.join("logs").join(host))
+}
+
+fn read_text(path: &std::path::Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+impl<'c> CheckedLog<'c> {
+    /// Fetches the checkpoint and checks it: the log key's signature, the
+    /// witnesses asked for, consistency with the saved checkpoint (which it
+    /// then replaces). With `covering`, waits for a checkpoint that covers
+    /// that entry.
+    pub fn open(
+        client: &'c Client,
+        opts: &LogOptions,
+        out: &Output,
+        covering: Option<u64>,
+    ) -> Result<Self> {
+        let dir = state_dir(client)?;
+        let key_file = dir.join("key");
+        let key = match (&opts.key, read_text(&key_file)?) {
+            (Some(given), _) => given.trim().to_owned(),
+            (None, Some(pinned)) => pinned.trim().to_owned(),
+            (None, None) => {
+                let served = client
+                    .send(client.get("/log/key"))
+                    .and_then(|r| Ok(r.text()?))
+                    .context("fetching the registry's log key")?;
+                let served = served.trim().to_owned();
+                tlog::check_log_key(&served)
+                    .map_err(|e| anyhow!("the registry's log key {served:?}: {e}"))?;
+                config::write_private(&key_file, format!("{served}\n").as_bytes())?;
+                if !out.json {
+                    eprintln!(
+                        "note: trusting the log key {served} of {} from now on (kept in {})",
+                        client.base,
+                        key_file.display()
+                    );
+                }
+                served
+            }
+        };
+        let witnesses = opts
+            .witnesses
+            .iter()
+            .map(|w| WitnessKey::parse(w).map_err(|e| anyhow!("{e}")))
+            .collect::<Result<Vec<_>>>()?;
+        if opts.required_witnesses > witnesses.len() {
+            bail!(
+                "{} witness cosignatures are required but only {} witness keys are given (--witness)",
+                opts.required_witnesses,
+                witnesses.len()
+            );
+        }
+        let mut log = Self {
+            client,
+            key,
+            witnesses,
+            required: opts.required_witnesses,
+            dir,
+            checkpoint: OpenedCheckpoint {
+                origin: String::new(),
+                size: 0,
+                root: [0; 32],
+            },
+            note: String::new(),
+        };
+        let started = std::time::Instant::now();
+        loop {
+            log.fetch_checkpoint()?;
+            match covering {
+                Some(index) if log.checkpoint.size <= index => {
+                    if started.elapsed() > COVER_WAIT {
+                        bail!(
+                            "the registry's log has {} entries, but the version's entry is {index}: the log does not record it",
+                            log.checkpoint.size
+                        );
+                    }
+                    thread::sleep(Duration::from_millis(250));
+                }
+                _ => break,
+            }
+        }
+        log.check_against_saved()?;
+        config::write_private(&log.dir.join("checkpoint"), log.note.as_bytes())?;
+        Ok(log)
+    }
+
+    fn fetch_checkpoint(&mut self) -> Result<()> {
+        let note = self
+            .client
+            .send(self.client.get("/log/checkpoint"))
+            .and_then(|r| Ok(r.text()?))
+            .context("fetching the registry's log checkpoint")?;
+        let (opened, cosigned) =
+            tlog::open_witnessed_checkpoint(note.as_bytes(), &self.key, &self.witnesses).map_err(
+                |e| {
+                    anyhow!(
+                        "the registry's log checkpoint does not verify with the log key {}: {e}",
+                        self.key
+                    )
+                },
+            )?;
+        if cosigned.len() < self.required {
+            bail!(
+                "the registry's log checkpoint has {} of the {} witness cosignatures required",
+                cosigned.len(),
+                self.required
+            );
+        }
+        self.checkpoint = opened;
+        self.note = note;
+        Ok(())
+    }
+
+    /// The saved checkpoint must be a prefix of this one.
+    fn check_against_saved(&self) -> Result<()> {
+        let Some(saved) = read_text(&self.dir.join("checkpoint"))? else {
+            return Ok(());
+        };
+        let Ok(old) = tlog::open_checkpoint(saved.as_bytes(), &self.key) else {
+            // Saved under another key (the pin was replaced with
+            // --log-key): nothing to compare with.
+            return Ok(());
+        };
+        let new = &self.checkpoint;
+        if old.origin != new.origin {
+            return Ok(());
+        }
+        if new.size < old.size {
+            bail!(
+                "the registry's log rolled back: it shows {} entries, but it showed {} before (kept in {})",
+                new.size,
+                old.size,
+                self.dir.join("checkpoint").display()
+            );
+        }
+        let proof = self
+            .proofs()
+            .consistency(old.size)
+            .map_err(|e| anyhow!("proving the log consistent with the one seen before: {e}"))?;
+        tlog::check_consistency(&proof, new.size, new.root, old.size, old.root).map_err(|_| {
+            anyhow!(
+                "the registry's log forked: its tree of {} entries does not extend the one of {} seen before",
+                new.size,
+                old.size
+            )
+        })
+    }
+
+    fn proofs(&self) -> TileProofs<impl Fn(&str) -> Result<Vec<u8>, String> + '_> {
+        TileProofs::new(self.checkpoint.size, self.checkpoint.root, |path: &str| {
+            self.client
+                .send(self.client.get(&format!("/log/{path}")))
+                .and_then(|r| Ok(r.bytes()?.to_vec()))
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// Entry `index`, proved to be in the checkpoint's tree.
+    pub fn entry(&self, index: u64) -> Result<Value> {
+        let tile = index / tlog::TILE_WIDTH;
+        let width = (self.checkpoint.size - tile * tlog::TILE_WIDTH).min(tlog::TILE_WIDTH);
+        let path = tlog::tile_path(None, tile, width);
+        let bundle = self
+            .client
+            .send(self.client.get(&format!("/log/{path}")))
+            .and_then(|r| Ok(r.bytes()?))
+            .with_context(|| format!("fetching log entries ({path})"))?;
+        let entries = tlog::split_bundle(&bundle)
+            .ok_or_else(|| anyhow!("the registry's log bundle {path} is malformed"))?;
+        let bytes = entries
+            .get((index % tlog::TILE_WIDTH) as usize)
+            .ok_or_else(|| anyhow!("the registry's log bundle {path} lacks entry {index}"))?;
+        let proof = self
+            .proofs()
+            .inclusion(index)
+            .map_err(|e| anyhow!("proving log entry {index}: {e}"))?;
+        tlog::check_inclusion(
+            &proof,
+            self.checkpoint.size,
+            self.checkpoint.root,
+            index,
+            tlog::leaf_hash(bytes),
+        )
+        .map_err(|_| anyhow!("log entry {index} is not in the checkpoint's tree"))?;
+        serde_json::from_slice(bytes).with_context(|| format!("log entry {index} is not JSON"))
+    }
+
+    /// Every entry of the checkpoint's tree, fetched bundle by bundle; the
+    /// tree recomputed from them must have the checkpoint's root.
+    pub fn all_entries(&self, out: &Output) -> Result<Vec<Vec<u8>>> {
+        let size = self.checkpoint.size;
+        let bundles = size.div_ceil(tlog::TILE_WIDTH);
+        let bar = crate::progress::count_bar(out, bundles, "reading the log");
+        let mut tree = tlog::Tree::default();
+        let mut all = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        for tile in 0..bundles {
+            let width = (size - tile * tlog::TILE_WIDTH).min(tlog::TILE_WIDTH);
+            let path = tlog::tile_path(None, tile, width);
+            let bundle = self
+                .client
+                .send(self.client.get(&format!("/log/{path}")))
+                .and_then(|r| Ok(r.bytes()?))
+                .with_context(|| format!("fetching log entries ({path})"))?;
+            let entries = tlog::split_bundle(&bundle)
+                .filter(|e| e.len() as u64 == width)
+                .ok_or_else(|| anyhow!("the registry's log bundle {path} is malformed"))?;
+            for entry in entries {
+                tree.append(entry).map_err(|e| anyhow!("{e}"))?;
+                all.push(entry.to_vec());
+            }
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+        if tree.root() != self.checkpoint.root {
+            bail!(
+                "the registry's log entries do not give the root its checkpoint of {size} entries signs"
+            );
+        }
+        Ok(all)
+    }
+
+    /// Proves that entry `index` records the publish of `kind name@version`
+    /// with the container `sha256`.
+    pub fn prove_publish(
+        &self,
+        kind: Kind,
+        name: &PackageName,
+        version: &Version,
+        sha256: &Sha256Digest,
+        index: u64,
+    ) -> Result<()> {
+        let entry = self.entry(index)?;
+        let says = |field: &str| entry[field].as_str().unwrap_or_default().to_owned();
+        if says("op") != "publish"
+            || says("kind") != kind.as_str()
+            || PackageName::new(says("name")).ok().as_ref() != Some(name)
+            || Version::parse(&says("version")).ok().as_ref() != Some(version)
+            || says("sha256") != sha256.to_hex()
+        {
+            bail!(
+                "the registry's log does not record {kind} {name}@{version} with sha256 {} at entry {index} (it says {entry})",
+                sha256.to_hex()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Checks one downloaded version against the log: opens the log (waiting
+/// for a checkpoint that covers `index`) and proves the publish.
+pub fn check_version(
+    client: &Client,
+    opts: &LogOptions,
+    out: &Output,
+    what: (Kind, &PackageName, &Version),
+    sha256: &Sha256Digest,
+    index: Option<u64>,
+) -> Result<u64> {
+    let (kind, name, version) = what;
+    let index = index
+        .ok_or_else(|| anyhow!("the registry names no log entry for {kind} {name}@{version}"))?;
+    let log = CheckedLog::open(client, opts, out, Some(index))?;
+    log.prove_publish(kind, name, version, sha256, index)?;
+    Ok(index)
+}
