@@ -486,10 +486,16 @@ async fn replicas_publishing_at_once_log_one_order_with_no_index_twice() {
     let Some(cluster) = Cluster::start().await else {
         return;
     };
-    let (token, key) = cluster.publisher("frank").await;
+    // Four publishers, two uploads each at a time per replica: under the
+    // per-account upload limit.
+    let mut publishers = Vec::new();
+    for p in 0..4 {
+        publishers.push(cluster.publisher(&format!("frank{p}")).await);
+    }
     let publishes = (0..16).map(|i| {
         let via = if i % 2 == 0 { &cluster.a } else { &cluster.b };
-        let body = tool_container(&key, &format!("logged_{i}"), "1.0.0", &[], "# logged", 0);
+        let (token, key) = &publishers[i / 4];
+        let body = tool_container(key, &format!("logged_{i}"), "1.0.0", &[], "# logged", 0);
         let token = token.clone();
         let cluster = &cluster;
         async move {
