@@ -281,6 +281,7 @@ pub fn artifact() -> ArtifactView {
             key_owner: "acme".to_owned(),
             key_revoked_at: Some(jan(25)),
         },
+        log_index: Some(1_207),
     }
 }
 

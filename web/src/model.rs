@@ -190,11 +190,18 @@ pub struct ArtifactView {
     pub downloads: u64,
     pub published_at: Timestamp,
     pub signer: SignerView,
+    /// The transparency-log entry that recorded the publish.
+    pub log_index: Option<u64>,
 }
 
 impl ArtifactView {
     pub fn size_label(&self) -> String {
         human_bytes(self.size_bytes)
+    }
+
+    /// The log page around the publish's entry.
+    pub fn log_href(&self) -> Option<String> {
+        self.log_index.map(|i| format!("/log?at={i}#entry-{i}"))
     }
 }
 

@@ -836,6 +836,55 @@ pub struct DocPage {
     pub html: String,
 }
 
+// ---------------------------------------------------------------- log
+
+/// One entry of the transparency log, as the log page lists it.
+#[derive(Debug, Clone)]
+pub struct LogEntryRow {
+    pub index: u64,
+    /// RFC 3339.
+    pub time: String,
+    pub op: String,
+    /// What it is about: `tool web_fetch@1.0.3`, `key 3f2a…`, the origin.
+    pub subject: String,
+    /// The catalog page of the version or key it concerns.
+    pub href: Option<String>,
+    pub account: Option<String>,
+    pub reason: Option<String>,
+    pub sha256: Option<String>,
+}
+
+/// `/log`: the latest checkpoint and a window of entries.
+#[derive(Template)]
+#[template(path = "log.html")]
+pub struct LogPage {
+    pub chrome: Chrome,
+    pub origin: String,
+    /// Entries in the tree the checkpoint signs.
+    pub size: u64,
+    /// Hex.
+    pub root: String,
+    /// The checkpoint note, signatures included.
+    pub note: String,
+    /// The log's verifier key.
+    pub key: String,
+    /// Names of the witnesses that cosigned the checkpoint.
+    pub witnesses: Vec<String>,
+    /// Newest first.
+    pub entries: Vec<LogEntryRow>,
+    /// The entry asked for (`?at=`), highlighted.
+    pub at: Option<u64>,
+    /// `?at=` of the next newer and older windows.
+    pub newer: Option<u64>,
+    pub older: Option<u64>,
+}
+
+impl LogPage {
+    pub fn is_at(&self, index: &u64) -> bool {
+        self.at == Some(*index)
+    }
+}
+
 // ---------------------------------------------------------------- problems
 
 /// One problem type the API answers with, as its page describes it.

@@ -17,6 +17,7 @@ pub mod assets;
 pub mod docs;
 pub mod home;
 pub mod keys;
+pub mod log;
 pub mod packages;
 pub mod problems;
 pub mod protocols;
@@ -85,6 +86,7 @@ fn pages() -> Vec<(&'static str, Method, Route)> {
         page!("/problems", GET, problems::list_problems),
         page!("/problems/{slug}", GET, problems::show_problem),
         page!("/search", GET, search::search),
+        page!("/log", GET, log::show_log),
         page!("/static/{file}", GET, assets::static_file),
         page!("/agents/{name}", GET, packages::agent_latest),
         // Before `/agents/{name}/{version}`, which would take "diff".

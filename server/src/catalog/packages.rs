@@ -132,6 +132,7 @@ async fn artifact(state: &AppState, v: &VersionRecord) -> Result<ArtifactView, C
             key_owner,
             key_revoked_at,
         },
+        log_index: v.log_index.and_then(|i| u64::try_from(i).ok()),
     })
 }
 

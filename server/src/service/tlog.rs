@@ -469,6 +469,44 @@ impl TransparencyLog {
         Ok(tlog::entry_bundle(rows.iter().map(|(_, e)| e.as_slice())))
     }
 
+    /// Up to `count` entries of the served tree, newest first: the newest
+    /// ones, or those around `at`. Returns them with the served size.
+    pub async fn window(
+        &self,
+        db: &Db,
+        at: Option<u64>,
+        count: u64,
+    ) -> Result<(Vec<(u64, serde_json::Value)>, u64), LogError> {
+        let size = self.checkpoint().map_or(0, |c| c.size);
+        let to = match at {
+            Some(at) => at.saturating_add(count / 2 + 1).min(size),
+            None => size,
+        };
+        let from = to.saturating_sub(count);
+        let rows = db.log_entries(to_i64(from), to_i64(to)).await?;
+        let entries = rows
+            .into_iter()
+            .rev()
+            .map(|(i, bytes)| {
+                let entry = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+                (u64::try_from(i).unwrap_or_default(), entry)
+            })
+            .collect();
+        Ok((entries, size))
+    }
+
+    /// The names of the witnesses whose cosignatures the served checkpoint
+    /// carries.
+    pub fn cosigners(&self) -> Vec<String> {
+        self.checkpoint()
+            .and_then(|c| {
+                tlog::open_witnessed_checkpoint(&c.note, &self.key.verifier_key(), &self.witnesses)
+                    .ok()
+            })
+            .map(|(_, cosignatures)| cosignatures.into_iter().map(|c| c.witness).collect())
+            .unwrap_or_default()
+    }
+
     /// Takes a witness's cosignature of the served checkpoint: `note` is
     /// that checkpoint with the witness's signature line(s). Keeps every
     /// cosignature by a configured witness that holds.

@@ -26,6 +26,7 @@ backend_tests!(
     witnesses_cosign_the_served_checkpoint,
     a_log_that_does_not_verify_is_refused_at_start,
     tile_paths_outside_the_tree_are_not_found,
+    the_log_page_shows_the_checkpoint_and_links_each_entry,
 );
 
 /// What an outsider holds after checking a checkpoint.
@@ -462,4 +463,54 @@ async fn tile_paths_outside_the_tree_are_not_found(backend: Backend) {
     let res = app.get("/log/tile/0/000.p/1").await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(res.bytes().await.unwrap().len(), 32 * served.size as usize);
+}
+
+async fn the_log_page_shows_the_checkpoint_and_links_each_entry(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let v1 = published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "1.0.3", &[]),
+    )
+    .await;
+    let index = v1["log"]["index"].as_u64().unwrap();
+    let checked = checkpoint_of(&app, index + 1).await;
+
+    let res = app.get("/log").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let html = res.text().await.unwrap();
+    assert!(
+        html.contains(&format!("<dd>{}</dd>", checked.size)),
+        "{html}"
+    );
+    assert!(html.contains("href=\"/tools/web_fetch/1.0.3\""), "{html}");
+    assert!(html.contains(v1["sha256"].as_str().unwrap()));
+    let key = app.get("/log/key").await.text().await.unwrap();
+    assert!(html.contains(key.trim()), "the page names the log key");
+
+    // The version page links its entry; the log page highlights it.
+    let version = app
+        .get("/tools/web_fetch/1.0.3")
+        .await
+        .text()
+        .await
+        .unwrap();
+    let link = format!("/log?at={index}#entry-{index}");
+    assert!(version.contains(&link), "{version}");
+    let around = app
+        .get(&format!("/log?at={index}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        around.contains(&format!("id=\"entry-{index}\" class=\"is-current\"")),
+        "{around}"
+    );
+    // Past the end, the newest entries.
+    let res = app.get("/log?at=999999").await;
+    assert_eq!(res.status(), StatusCode::OK);
 }
