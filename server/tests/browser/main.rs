@@ -484,6 +484,7 @@ async fn phone_width(driver: &WebDriver, base: &str, seeded: &seed::Seeded) -> C
         "/publishers/alice".to_owned(),
         format!("/keys/{}", seeded.key_id),
         "/docs".to_owned(),
+        "/log".to_owned(),
         "/replay".to_owned(),
         "/protocols/a2a".to_owned(),
         "/account".to_owned(),
