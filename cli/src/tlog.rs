@@ -225,9 +225,9 @@ impl<'c> CheckedLog<'c> {
         })
     }
 
-    /// Entry `index`, proved to be in the checkpoint's tree.
-    pub fn entry(&self, index: u64) -> Result<Value> {
-        let tile = index / tlog::TILE_WIDTH;
+    /// Entry bundle `tile` of the checkpoint's tree, split and checked to
+    /// hold as many entries as the tree says.
+    fn bundle(&self, tile: u64) -> Result<Vec<Vec<u8>>> {
         let width = (self.checkpoint.size - tile * tlog::TILE_WIDTH).min(tlog::TILE_WIDTH);
         let path = tlog::tile_path(None, tile, width);
         let bundle = self
@@ -235,11 +235,16 @@ impl<'c> CheckedLog<'c> {
             .send(self.client.get(&format!("/log/{path}")))
             .and_then(|r| Ok(r.bytes()?))
             .with_context(|| format!("fetching log entries ({path})"))?;
-        let entries = tlog::split_bundle(&bundle)
-            .ok_or_else(|| anyhow!("the registry's log bundle {path} is malformed"))?;
-        let bytes = entries
-            .get((index % tlog::TILE_WIDTH) as usize)
-            .ok_or_else(|| anyhow!("the registry's log bundle {path} lacks entry {index}"))?;
+        tlog::split_bundle(&bundle)
+            .filter(|e| e.len() as u64 == width)
+            .map(|e| e.into_iter().map(<[u8]>::to_vec).collect())
+            .ok_or_else(|| anyhow!("the registry's log bundle {path} is malformed"))
+    }
+
+    /// Entry `index`, proved to be in the checkpoint's tree.
+    pub fn entry(&self, index: u64) -> Result<Value> {
+        let entries = self.bundle(index / tlog::TILE_WIDTH)?;
+        let bytes = &entries[(index % tlog::TILE_WIDTH) as usize];
         let proof = self
             .proofs()
             .inclusion(index)
@@ -264,19 +269,10 @@ impl<'c> CheckedLog<'c> {
         let mut tree = tlog::Tree::default();
         let mut all = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         for tile in 0..bundles {
-            let width = (size - tile * tlog::TILE_WIDTH).min(tlog::TILE_WIDTH);
-            let path = tlog::tile_path(None, tile, width);
-            let bundle = self
-                .client
-                .send(self.client.get(&format!("/log/{path}")))
-                .and_then(|r| Ok(r.bytes()?))
-                .with_context(|| format!("fetching log entries ({path})"))?;
-            let entries = tlog::split_bundle(&bundle)
-                .filter(|e| e.len() as u64 == width)
-                .ok_or_else(|| anyhow!("the registry's log bundle {path} is malformed"))?;
+            let entries = self.bundle(tile)?;
             for entry in entries {
-                tree.append(entry).map_err(|e| anyhow!("{e}"))?;
-                all.push(entry.to_vec());
+                tree.append(&entry).map_err(|e| anyhow!("{e}"))?;
+                all.push(entry);
             }
             bar.inc(1);
         }
