@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
 # The registry's benchmark: seeds a realistic catalog on SQLite and on
-# PostgreSQL, loads a release build with wrk on loopback, runs Verdaccio side
-# by side, prints a table and writes it to deploy/bench/RESULTS.md.
+# PostgreSQL, loads a release build with wrk on loopback, with nginx serving
+# the same container files from disk as the static-file reference and
+# Verdaccio alongside, measures what the transparency log costs a publish
+# against the last revision without it, prints a table and writes it to
+# deploy/bench/RESULTS.md.
 #
-#   deploy/bench/run.sh                 # everything (about 20-30 min on 2 cores)
+#   deploy/bench/run.sh                 # everything (about 45-60 min on 2 cores)
 #   BENCH_BACKENDS=sqlite deploy/bench/run.sh
 #
 # Settings (environment):
 #   BENCH_BACKENDS     "sqlite postgres" (default)
 #   BENCH_POSTGRES_URL postgres://postgres@127.0.0.1:5432/postgres (an admin
-#                      connection; a database bench_<pid> is created and dropped)
-#   BENCH_WORK         /tmp/agentlang-bench (data folders, logs, Verdaccio)
+#                      connection; databases bench_<pid>* are created and dropped)
+#   BENCH_WORK         /tmp/agentlang-bench (data folders, logs, Verdaccio, baseline build)
 #   BENCH_DURATION     10s per wrk run;  BENCH_CONNECTIONS 64;  BENCH_THREADS 2
+#   BENCH_RESOLVE_CONCURRENCY 16: requests in flight for the first-time resolves
+#                      (at 64, Little's law alone puts p99 past 50 ms)
 #   BENCH_TOOLS 10000, BENCH_AGENTS 1000, BENCH_REAL 100 (tools whose 20
 #                      versions are real signed containers)
 #   BENCH_SKIP_BUILD=1 use the existing release build
 #   BENCH_PROFILE      release (default); "debug" only to try the script quickly
 #   BENCH_BIG_MIB      50: size of each of the 16 concurrent uploads of the memory test
+#   BENCH_LOG_BASELINE 2404024: the revision before the transparency log, built
+#                      in a worktree under BENCH_WORK, to measure what the log
+#                      costs a publish; "" skips that part
 #
 # Client and server share the machine's cores, so absolute numbers are lower
 # than on separate machines; ratios within one run are what the targets use.
@@ -36,31 +44,53 @@ agents="${BENCH_AGENTS:-1000}"
 real="${BENCH_REAL:-100}"
 profile="${BENCH_PROFILE:-release}"
 big_mib="${BENCH_BIG_MIB:-50}"
+resolve_conc="${BENCH_RESOLVE_CONCURRENCY:-16}"
+log_baseline="${BENCH_LOG_BASELINE-2404024}"
 mib=$((1024 * 1024))
 mkdir -p "$work"
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # --- tools -------------------------------------------------------------------
-if ! command -v wrk >/dev/null; then
-  log "installing wrk"
-  apt-get install -y -qq wrk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
-fi
+for pkg in wrk nginx; do
+  if ! command -v "$pkg" >/dev/null; then
+    log "installing $pkg"
+    apt-get install -y -qq "$pkg" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$pkg" >/dev/null; }
+  fi
+done
 for tool in curl jq python3 node npm; do
   command -v "$tool" >/dev/null || { echo "bench: $tool is required" >&2; exit 2; }
 done
 
 # --- build -------------------------------------------------------------------
 if [ -n "$backends" ] && [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-  log "cargo build --$profile (registry + seed_catalog example)"
+  log "cargo build --$profile (registry, agentlang, seed_catalog example)"
   (cd "$root" && cargo build $([ "$profile" = release ] && echo --release) -q -p agentlang-registry \
-     --bin agentlang-registry --example seed_catalog)
+     --bin agentlang-registry --example seed_catalog && \
+   cargo build $([ "$profile" = release ] && echo --release) -q -p agentlang --bin agentlang)
 fi
 registry_bin="$root/target/$profile/agentlang-registry"
 seed_bin="$root/target/$profile/examples/seed_catalog"
-if [ -n "$backends" ] && ! { [ -x "$registry_bin" ] && [ -x "$seed_bin" ]; }; then
+cli_bin="$root/target/$profile/agentlang"
+if [ -n "$backends" ] && ! { [ -x "$registry_bin" ] && [ -x "$seed_bin" ] && [ -x "$cli_bin" ]; }; then
   echo "bench: release build missing" >&2
   exit 2
+fi
+# The revision before the transparency log, for the log's cost: built once
+# per revision in its own worktree and target folder.
+baseline_bin=""
+if [ -n "$backends" ] && [ -n "$log_baseline" ]; then
+  baseline_rev="$(cd "$root" && git rev-parse --short "$log_baseline")"
+  baseline_src="$work/baseline-$baseline_rev"
+  baseline_bin="$work/baseline-target/$profile/agentlang-registry-$baseline_rev"
+  if [ ! -x "$baseline_bin" ]; then
+    log "building the baseline $baseline_rev (no transparency log) in $baseline_src"
+    [ -d "$baseline_src" ] || (cd "$root" && git worktree add -f --detach "$baseline_src" "$baseline_rev" >/dev/null)
+    (cd "$baseline_src" && CARGO_TARGET_DIR="$work/baseline-target" cargo build \
+       $([ "$profile" = release ] && echo --release) -q -p agentlang-registry --bin agentlang-registry)
+    cp "$work/baseline-target/$profile/agentlang-registry" "$baseline_bin"
+    (cd "$root" && git worktree remove --force "$baseline_src" >/dev/null 2>&1) || true
+  fi
 fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -86,6 +116,7 @@ wrk_run() {
   p50="$(awk '$1=="50%" {print $2}' <<<"$out")"
   p99="$(awk '$1=="99%" {print $2}' <<<"$out")"
   errors="$(awk '/Non-2xx or 3xx responses/ {print $NF}' <<<"$out")"
+  metric["$name.bytes_per_s"]="$(to_bytes "$(awk '/^Transfer\/sec/ {print $2}' <<<"$out")")"
   metric["$name.timeouts"]="$(awk '/Socket errors/ {print $NF}' <<<"$out")"
   metric["$name.rps"]="${rps:-0}"
   metric["$name.p50"]="$(to_ms "${p50:-0us}")"
@@ -103,6 +134,15 @@ if not m:
     print("?"); sys.exit()
 v, unit = float(m.group(1)), m.group(2)
 print(f"{v * {'us': 0.001, 'ms': 1, 's': 1000, 'm': 60000}[unit]:.2f}")
+PY
+}
+
+# wrk prints 77.53MB, 3.19GB, 812.00KB (binary units): normalize to bytes.
+to_bytes() {
+  python3 - "${1:-0B}" <<'PY'
+import re, sys
+m = re.fullmatch(r"([\d.]+)([KMGT]?B)", sys.argv[1])
+print(0 if not m else int(float(m.group(1)) * 1024 ** "BKMGT".index(m.group(2)[0])))
 PY
 }
 
@@ -124,23 +164,25 @@ status_of() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 # --- one backend ----------------------------------------------------------------
 server_pid=""
 pg_db=""
+nginx_conf=""
 cleanup() {
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
   [ -n "${verdaccio_pid:-}" ] && kill "$verdaccio_pid" 2>/dev/null || true
+  [ -n "$nginx_conf" ] && nginx -c "$nginx_conf" -s stop 2>/dev/null || true
   if [ -n "$pg_db" ]; then
     psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
 
-# Starts the registry on PORT and sets startup_ms: from exec to the first 200
-# from /readyz (polled every 5 ms).
+# Starts the registry (BIN, default the one built here) on PORT and sets
+# startup_ms: from exec to the first 200 from /readyz (polled every 5 ms).
 startup_ms=""
 start_server() {
-  local port="$1"
+  local port="$1" bin="${2:-$registry_bin}"
   local t0 t1
   t0="$(date +%s%N)"
-  AGENTLANG_REGISTRY_BIND="127.0.0.1:$port" "$registry_bin" >>"$data/server.log" 2>&1 &
+  AGENTLANG_REGISTRY_BIND="127.0.0.1:$port" "$bin" >>"$data/server.log" 2>&1 &
   server_pid=$!
   until [ "$(status_of "http://127.0.0.1:$port/readyz")" = 200 ]; do
     kill -0 "$server_pid" 2>/dev/null || { tail -20 "$data/server.log" >&2; exit 1; }
@@ -156,25 +198,123 @@ stop_server() {
   server_pid=""
 }
 
+# A fresh metadata database for BACKEND: PostgreSQL gets a new database
+# (AGENTLANG_REGISTRY_DATABASE_URL names it); SQLite uses the default file in
+# the data folder.
+fresh_database() {
+  local backend="$1" suffix="${2:-}"
+  unset AGENTLANG_REGISTRY_DATABASE_URL
+  if [ "$backend" = postgres ]; then
+    pg_db="bench_$$$suffix"
+    psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" >/dev/null
+    psql -q "$pg_admin" -c "CREATE DATABASE $pg_db" >/dev/null
+    export AGENTLANG_REGISTRY_DATABASE_URL="${pg_admin%/*}/$pg_db"
+  fi
+}
+
+drop_database() {
+  if [ -n "$pg_db" ]; then
+    psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" >/dev/null
+    pg_db=""
+  fi
+}
+
+# nginx serving DIR on PORT: the static-file reference for downloads
+# (sendfile, no access log, keep-alive as wrk uses it).
+start_nginx() {
+  local dir="$1" port="$2" conf="$work/nginx/nginx.conf"
+  mkdir -p "$work/nginx"
+  cat >"$conf" <<NGINX
+user $(id -un);
+worker_processes auto;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  default_type application/gzip;
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi;
+  uwsgi_temp_path $work/nginx/uwsgi;
+  scgi_temp_path $work/nginx/scgi;
+  server { listen 127.0.0.1:$port; root $dir; }
+}
+NGINX
+  nginx -c "$conf"
+  nginx_conf="$conf"
+}
+
+stop_nginx() {
+  [ -n "$nginx_conf" ] && nginx -c "$nginx_conf" -s stop 2>/dev/null || true
+  nginx_conf=""
+  sleep 0.5
+}
+
+# Registers USER with a signing key through the API, with the real CLI
+# (so it works against any revision that serves the v1 API); the key is
+# DIR/signing.pem.
+register_publisher() {
+  local url="$1" dir="$2" user="$3"
+  mkdir -p "$dir"
+  echo "bench-password" | AGENTLANG_CONFIG_DIR="$dir" "$cli_bin" --registry "$url" register \
+    --username "$user" --password-stdin >/dev/null
+  AGENTLANG_CONFIG_DIR="$dir" "$cli_bin" keygen --output "$dir/signing.pem" >/dev/null
+  AGENTLANG_CONFIG_DIR="$dir" "$cli_bin" --registry "$url" keys register "$dir/signing.pem.pub" >/dev/null
+}
+
+# Waits until the log's checkpoint covers N entries.
+wait_for_log() {
+  local url="$1" want="$2" size=0
+  for _ in $(seq 1 600); do
+    size="$(curl -s "$url/log/checkpoint" | sed -n 2p)"
+    [ "${size:-0}" -ge "$want" ] && return 0
+    sleep 0.5
+  done
+  log "the log's checkpoint covers ${size:-0} of $want entries after 300 s"
+  return 1
+}
+
+# first_time_resolves NAME URL FILE: each request of FILE posted once.
+first_time_resolves() {
+  local name="$1" url="$2" file="$3" out
+  out="$("$seed_bin" resolve "$url" "$file" --concurrency "$resolve_conc")"
+  log "$name: $out"
+  metric["$name.rps"]="$(jq -r .rps <<<"$out")"
+  metric["$name.p50"]="$(jq -r .p50_ms <<<"$out")"
+  metric["$name.p99"]="$(jq -r .p99_ms <<<"$out")"
+  metric["$name.statuses"]="$(jq -c .statuses <<<"$out")"
+}
+
+# publish_run NAME URL KEY SIZE COUNT CONCURRENCY [ARGS...]: COUNT new tools
+# of SIZE payload bytes, CONCURRENCY in flight.
+publish_run() {
+  local name="$1" url="$2" key="$3" size="$4" count="$5" conc="$6" out
+  shift 6
+  out="$("$seed_bin" publish "$url" "$key" --size "$size" --count "$count" --concurrency "$conc" \
+         --prefix "${name//./_}_" "$@")"
+  log "$name: $out"
+  metric["$name.mbps"]="$(jq -r .mb_per_s <<<"$out")"
+  metric["$name.per_s"]="$(jq -r .publishes_per_s <<<"$out")"
+  metric["$name.ceiling"]="$(jq -r .ceiling_mb_per_s <<<"$out")"
+  metric["$name.floor"]="$(jq -r .verify_floor_mb_per_s <<<"$out")"
+  metric["$name.statuses"]="$(jq -c .statuses <<<"$out")"
+}
+
 bench_backend() {
   local backend="$1"
   data="$work/$backend"
   rm -rf "$data"
   mkdir -p "$data/out"
   export AGENTLANG_REGISTRY_DATA_DIR="$data/registry"
-  export AGENTLANG_REGISTRY_JWT_SECRET="072062adf5db2e4772b96b2d8ebaaed3193e61e5abc23c58f8ece8fcad4ff991"
-  export AGENTLANG_REGISTRY_RATE_LIMITS=off
-  export AGENTLANG_REGISTRY_LOG=warn
-  export AGENTLANG_REGISTRY_MAX_UPLOAD_BYTES=$((64 * mib))
-  unset AGENTLANG_REGISTRY_DATABASE_URL
+  fresh_database "$backend"
   if [ "$backend" = postgres ]; then
-    pg_db="bench_$$"
-    psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" >/dev/null
-    psql -q "$pg_admin" -c "CREATE DATABASE $pg_db" >/dev/null
     # Seeding only: commits need not wait for the WAL flush. Reset before
     # the server starts, so it measures with the default durability.
     psql -q "$pg_admin" -c "ALTER DATABASE $pg_db SET synchronous_commit = off" >/dev/null
-    export AGENTLANG_REGISTRY_DATABASE_URL="${pg_admin%/*}/$pg_db"
   fi
 
   log "$backend: seeding $tools tools x 20 versions, $agents agents"
@@ -185,6 +325,8 @@ bench_backend() {
   metric["$backend.seed_seconds"]="$(jq -r .seconds <<<"$seed_json")"
   metric["$backend.seed_versions"]="$(jq -r .tool_versions <<<"$seed_json")"
   metric["$backend.seed_edges"]="$(jq -r .dependency_edges <<<"$seed_json")"
+  local log_entries
+  log_entries="$(jq -r .log_entries <<<"$seed_json")"
   if [ "$backend" = postgres ]; then
     psql -q "$pg_admin" -c "ALTER DATABASE $pg_db RESET synchronous_commit" >/dev/null
     psql -q "${pg_admin%/*}/$pg_db" -c "VACUUM ANALYZE" >/dev/null
@@ -194,7 +336,7 @@ bench_backend() {
   # shellcheck disable=SC1091
   . "$data/out/targets.env"
 
-  local port url
+  local port url t0 t1
   port="$(free_port)"
   url="http://127.0.0.1:$port"
   start_server "$port"
@@ -202,6 +344,27 @@ bench_backend() {
   sleep 1
   metric["$backend.idle_rss_mib"]="$(($(rss_kib "$server_pid") / 1024))"
   log "$backend: ready in ${metric[$backend.startup_ms]} ms, idle RSS ${metric[$backend.idle_rss_mib]} MiB"
+  t0="$(date +%s%N)"
+  wait_for_log "$url" "$log_entries"
+  metric["$backend.log_sequenced_s"]="$(python3 -c "print(round(($(date +%s%N) - $t0) / 1e9, 1))")"
+  log "$backend: the checkpoint covers the $log_entries seeded entries after ${metric[$backend.log_sequenced_s]} s"
+
+  # The download samples: a 1 KiB and a 1 MiB payload, published through the
+  # API; nginx serves the very files the registry stores.
+  local sample size record sha
+  for sample in 1k 1m; do
+    size=$([ "$sample" = 1k ] && echo 1024 || echo "$mib")
+    "$seed_bin" publish "$url" "$BENCH_KEY" --size "$size" --count 1 --concurrency 1 \
+      --prefix "dl${sample}_" >/dev/null
+    record="$(curl -s "$url/api/v1/tools/dl${sample}_0/1.0.0")"
+    sha="$(jq -r .sha256 <<<"$record")"
+    metric["$backend.download_$sample.bytes"]="$(jq -r .size <<<"$record")"
+    metric["$backend.download_$sample.path"]="/api/v1/tools/dl${sample}_0/1.0.0/download"
+    metric["$backend.nginx_$sample.path"]="/blobs/sha256/${sha:0:2}/${sha:2:2}/$sha"
+  done
+  local nginx_port
+  nginx_port="$(free_port)"
+  start_nginx "$data/registry" "$nginx_port"
 
   # Every target must answer 200 before it is measured.
   local lua="$work/resolve-$backend.lua"
@@ -223,53 +386,69 @@ PY
   metric["$backend.resolved_tools"]="$(jq -r '.tools | length' "$data/resolve-answer.json" 2>/dev/null || echo '?')"
 
   wrk_run "$backend.healthz" "$url/healthz"
-  if [ "$resolve_status" = 200 ]; then
-    wrk_run "$backend.resolve" "$url/api/v1/resolve" "$lua"
-    # The same load, but each agent's request once: resolutions the cache
-    # has not seen (the solver, and index reads where the cache misses).
-    local many
-    many="$("$seed_bin" resolve "$url" "$data/out/resolve-many.json" --concurrency "$conns")"
-    log "$backend: distinct resolves $many"
-    metric["$backend.resolve_distinct.rps"]="$(jq -r .rps <<<"$many")"
-    metric["$backend.resolve_distinct.p50"]="$(jq -r .p50_ms <<<"$many")"
-    metric["$backend.resolve_distinct.p99"]="$(jq -r .p99_ms <<<"$many")"
-    metric["$backend.resolve_distinct.statuses"]="$(jq -c .statuses <<<"$many")"
-  else
-    log "$backend: resolve answers $resolve_status; not measured"
-  fi
-  local name path
-  for name in version index download search agent_page; do
+  local name path base
+  for name in nginx_1k download_1k nginx_1m download_1m version package index agent_page search; do
+    base="$url"
     case "$name" in
+      nginx_*) base="http://127.0.0.1:$nginx_port"; path="${metric[$backend.$name.path]}" ;;
+      download_*) path="${metric[$backend.$name.path]}" ;;
       version) path="$VERSION_PATH" ;;
+      package) path="${VERSION_PATH%/*}" ;;
       index) path="$INDEX_PATH" ;;
-      download) path="$DOWNLOAD_PATH" ;;
       search) path="$SEARCH_PATH" ;;
       agent_page) path="$AGENT_PAGE_PATH" ;;
     esac
-    metric["$backend.$name.status"]="$(status_of "$url$path")"
+    metric["$backend.$name.status"]="$(status_of "$base$path")"
     if [ "${metric[$backend.$name.status]}" = 200 ]; then
-      wrk_run "$backend.$name" "$url$path"
+      wrk_run "$backend.$name" "$base$path"
     else
       log "$backend: $path answers ${metric[$backend.$name.status]}; not measured"
     fi
   done
+  stop_nginx
+  if [ "$resolve_status" = 200 ]; then
+    wrk_run "$backend.resolve" "$url/api/v1/resolve" "$lua"
+  else
+    log "$backend: resolve answers $resolve_status; not measured"
+  fi
 
-  # Publish: 1 MiB containers, one at a time and 16 in flight.
-  local p1 p16
-  p1="$("$seed_bin" publish "$url" "$BENCH_KEY" --size "$mib" --count 48 --concurrency 1 \
-        --prefix "pub1_" --ceiling-dir "$data/registry/ceiling")"
-  p16="$("$seed_bin" publish "$url" "$BENCH_KEY" --size "$mib" --count 128 --concurrency 16 \
-        --prefix "pub16_" --ceiling-dir "$data/registry/ceiling")"
-  log "$backend: publish x1 $p1"
-  log "$backend: publish x16 $p16"
-  metric["$backend.publish1.mbps"]="$(jq -r .mb_per_s <<<"$p1")"
-  metric["$backend.publish1.ceiling"]="$(jq -r .ceiling_mb_per_s <<<"$p1")"
-  metric["$backend.publish1.floor"]="$(jq -r .verify_floor_mb_per_s <<<"$p1")"
-  metric["$backend.publish1.statuses"]="$(jq -c .statuses <<<"$p1")"
-  metric["$backend.publish16.mbps"]="$(jq -r .mb_per_s <<<"$p16")"
-  metric["$backend.publish16.ceiling"]="$(jq -r .ceiling_mb_per_s <<<"$p16")"
-  metric["$backend.publish16.floor"]="$(jq -r .verify_floor_mb_per_s <<<"$p16")"
-  metric["$backend.publish16.statuses"]="$(jq -c .statuses <<<"$p16")"
+  # First-time resolves: each of 1,000 agents' requests once. Cold: on a
+  # server started just now. Warm: on a server started just now that first
+  # resolved 1,000 other agents (most index entries cached, no resolution).
+  # The floor is the core resolver over the same requests, in memory.
+  local solve_json
+  solve_json="$("$seed_bin" solve "$data/out/resolve-many.json" --tools "$tools")"
+  log "$backend: core resolver $solve_json"
+  metric["$backend.solve_median_ms"]="$(jq -r .median_ms <<<"$solve_json")"
+  stop_server
+  start_server "$port"
+  first_time_resolves "$backend.resolve_cold" "$url" "$data/out/resolve-many.json"
+  stop_server
+  start_server "$port"
+  "$seed_bin" resolve "$url" "$data/out/resolve-warm.json" --concurrency "$resolve_conc" >/dev/null
+  first_time_resolves "$backend.resolve_warm" "$url" "$data/out/resolve-many.json"
+
+  # Publish: 1 MiB containers (throughput against the verify + write floor)
+  # and 1 KiB ones (the fixed work per publish), one at a time and 16 in
+  # flight.
+  publish_run "$backend.publish1" "$url" "$BENCH_KEY" "$mib" 48 1 --ceiling-dir "$data/registry/ceiling"
+  publish_run "$backend.publish16" "$url" "$BENCH_KEY" "$mib" 128 16 --ceiling-dir "$data/registry/ceiling"
+  publish_run "$backend.small1" "$url" "$BENCH_KEY" 1024 300 1
+  publish_run "$backend.small16" "$url" "$BENCH_KEY" 1024 2000 16
+
+  # The whole log audited by the CLI, as a user would the first time (the
+  # key pinned, every bundle fetched, the tree rebuilt, the root compared):
+  # at least the seeded entries, which the checkpoint covered above.
+  local cfg="$data/cli-config" out
+  rm -rf "$cfg"
+  mkdir -p "$cfg"
+  t0="$(date +%s%N)"
+  out="$(AGENTLANG_CONFIG_DIR="$cfg" "$cli_bin" --registry "$url" --json log verify 2>&1)" || true
+  t1="$(date +%s%N)"
+  metric["$backend.log_verify_s"]="$(python3 -c "print(round(($t1 - $t0) / 1e9, 2))")"
+  metric["$backend.log_verify_entries"]="$(jq -r '.size // empty' <<<"$out" 2>/dev/null || true)"
+  metric["$backend.log_verify_out"]="$(jq -r '"verified \(.verified)"' <<<"$out" 2>/dev/null || tr '\n' ' ' <<<"$out" | cut -c1-300)"
+  log "$backend: agentlang log verify: ${metric[$backend.log_verify_s]} s: $out"
 
   # Memory: 16 concurrent 50 MiB uploads, sampled every 50 ms, on a freshly
   # started server, so the growth is what the uploads cost and not the
@@ -308,12 +487,37 @@ PY
   start_server "$port"
   metric["$backend.restart_ms"]="$startup_ms"
   stop_server
-  if [ "$backend" = postgres ]; then
-    psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" >/dev/null
-    pg_db=""
-  fi
+  drop_database
   # The uploads above leave about 1 GB of blobs; keep only the logs.
   rm -rf "$data/registry"
+}
+
+# What the transparency log costs a publish: the same publishes, 16 in
+# flight, against this build and against the last revision without the log
+# (BENCH_LOG_BASELINE), each on a fresh registry, alternating three times so
+# that a drift of the machine hits both alike (the median is reported).
+bench_log_cost() {
+  local backend="$1" round variant bin port url
+  data="$work/logcost-$backend"
+  for round in 1 2 3; do
+    for variant in log nolog; do
+      bin="$registry_bin"
+      [ "$variant" = nolog ] && bin="$baseline_bin"
+      rm -rf "$data"
+      mkdir -p "$data"
+      export AGENTLANG_REGISTRY_DATA_DIR="$data/registry"
+      fresh_database "$backend" "_logcost"
+      port="$(free_port)"
+      url="http://127.0.0.1:$port"
+      start_server "$port" "$bin"
+      register_publisher "$url" "$data/publisher" bench
+      publish_run "$backend.logcost.$variant.$round.small" "$url" "$data/publisher/signing.pem" 1024 3000 16
+      publish_run "$backend.logcost.$variant.$round.big" "$url" "$data/publisher/signing.pem" "$mib" 384 16
+      stop_server
+      drop_database
+    done
+  done
+  rm -rf "$data"
 }
 
 # --- Verdaccio ----------------------------------------------------------------------
@@ -352,7 +556,7 @@ EOF
   local port url
   port="$(free_port)"
   url="http://127.0.0.1:$port"
-  (cd "$dir" && ./node_modules/.bin/verdaccio --config "$dir/config.yaml" --listen "127.0.0.1:$port" >"$dir/verdaccio.log" 2>&1) &
+  (cd "$dir" && exec ./node_modules/.bin/verdaccio --config "$dir/config.yaml" --listen "127.0.0.1:$port" >"$dir/verdaccio.log" 2>&1) &
   verdaccio_pid=$!
   until [ "$(status_of "$url/-/ping")" = 200 ]; do
     kill -0 "$verdaccio_pid" 2>/dev/null || { tail -20 "$dir/verdaccio.log" >&2; exit 1; }
@@ -400,18 +604,33 @@ PY
 }
 
 # --- run -----------------------------------------------------------------------------
+# Every registry of the run: no rate limits (one client sends everything),
+# warnings only, uploads up to 64 MiB.
+export AGENTLANG_REGISTRY_JWT_SECRET="072062adf5db2e4772b96b2d8ebaaed3193e61e5abc23c58f8ece8fcad4ff991"
+export AGENTLANG_REGISTRY_RATE_LIMITS=off
+export AGENTLANG_REGISTRY_LOG=warn
+export AGENTLANG_REGISTRY_MAX_UPLOAD_BYTES=$((64 * mib))
+# One account publishes 16 at a time (the default allows 4 per account).
+export AGENTLANG_REGISTRY_MAX_CONCURRENT_UPLOADS_PER_ACCOUNT=16
 for backend in $backends; do
   bench_backend "$backend"
 done
+if [ -n "$baseline_bin" ]; then
+  for backend in $backends; do
+    bench_log_cost "$backend"
+  done
+fi
 bench_verdaccio
 
 # --- report ----------------------------------------------------------------------------
 for k in "${!metric[@]}"; do printf '%s\t%s\n' "$k" "${metric[$k]}"; done >"$work/metrics.tsv"
 python3 - "$work/metrics.tsv" "$bench_dir/RESULTS.md" "$backends" "$duration" "$conns" "$threads" "$tools" "$agents" "$real" \
-  "$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)" <<'PY'
-import json, os, platform, subprocess, sys, time
-tsv, out, backends, duration, conns, threads, tools, agents, real, commit = sys.argv[1:]
+  "$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$resolve_conc" "${baseline_rev:-}" <<'PY'
+import os, platform, subprocess, sys, time
+tsv, out, backends, duration, conns, threads, tools, agents, real, commit, resolve_conc, baseline = sys.argv[1:]
+backends = backends.split()
 m = dict(line.rstrip("\n").split("\t", 1) for line in open(tsv) if "\t" in line)
+cores = os.cpu_count() or 1
 def f(key, default=None):
     v = m.get(key, default)
     try: return float(v)
@@ -419,56 +638,124 @@ def f(key, default=None):
 def num(v, digits=0):
     return "n/a" if v is None else f"{v:,.{digits}f}"
 def met(ok): return "met" if ok else "NOT met"
+def share(a, b):
+    return None if a is None or not b else a / b
 
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
 mem = next((int(l.split()[1]) // 1024 for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
 lines = []
 lines.append("# Benchmark results\n")
 lines.append(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}")
-lines.append(f"- machine: {os.cpu_count()} cores ({cpu}), {mem:,} MiB RAM, {platform.system()} {platform.release()}; wrk and the server share the cores")
-lines.append(f"- command: `deploy/bench/run.sh` (BENCH_BACKENDS=\"{backends}\"); wrk -t{threads} -c{conns} -d{duration} --latency on loopback; {os.environ.get('BENCH_PROFILE', 'release')} build")
+lines.append(f"- machine: {cores} cores ({cpu}), {mem:,} MiB RAM, {platform.system()} {platform.release()}; wrk, nginx and the server share the cores")
+lines.append(f"- command: `deploy/bench/run.sh` (BENCH_BACKENDS=\"{' '.join(backends)}\"); wrk -t{threads} -c{conns} -d{duration} --latency on loopback; first-time resolves {resolve_conc} in flight; {os.environ.get('BENCH_PROFILE', 'release')} build")
 lines.append(f"- catalog: {tools} tools x 20 versions ({num(f('sqlite.seed_edges') or f('postgres.seed_edges'))} dependency edges), {agents} agents; the first {real} tools' versions are real signed containers, the rest content-addressed placeholders (see server/examples/seed_catalog.rs)")
-lines.append("- blobs on the local filesystem for both backends (PostgreSQL is the metadata backend measured); PostgreSQL 15 on the same machine\n")
-lines.append("| measure | " + " | ".join(backends.split()) + " |")
-lines.append("|---|" + "---|" * len(backends.split()))
+lines.append("- blobs on the local filesystem for both backends (PostgreSQL is the metadata backend measured); PostgreSQL 15 on the same machine; nginx serves the registry's own blob files as the static-file reference\n")
+
+lines.append("| measure | " + " | ".join(backends) + " |")
+lines.append("|---|" + "---|" * len(backends))
 def row(label, fn):
-    lines.append(f"| {label} | " + " | ".join(fn(b) for b in backends.split()) + " |")
-def rps_row(label, key):
-    row(label, lambda b: (f"{num(f(f'{b}.{key}.rps'))} req/s, p50 {num(f(f'{b}.{key}.p50'),2)} ms, p99 {num(f(f'{b}.{key}.p99'),2)} ms"
-                          + (f", {m.get(f'{b}.{key}.errors')} non-2xx" if m.get(f'{b}.{key}.errors', '0') != '0' else "")
-                          + (f", {m.get(f'{b}.{key}.timeouts')} timeouts" if m.get(f'{b}.{key}.timeouts', '0') not in ('0', '') else ""))
-                         if f(f"{b}.{key}.rps") else f"not measured (status {m.get(f'{b}.{key}.status', '?')})")
-row("seed (tool versions, seconds)", lambda b: f"{num(f(f'{b}.seed_versions'))} in {num(f(f'{b}.seed_seconds'),1)} s")
-row("start-up to /readyz, seeded (ms)", lambda b: f"{m.get(f'{b}.startup_ms')} ms (after the run: {m.get(f'{b}.restart_ms')} ms)")
+    lines.append(f"| {label} | " + " | ".join(fn(b) for b in backends) + " |")
+def wrk_cell(b, key, of_healthz=True, of_nginx=None, bytes_too=False):
+    rps = f(f"{b}.{key}.rps")
+    if not rps:
+        return f"not measured (status {m.get(f'{b}.{key}.status', '?')})"
+    cell = f"{num(rps)} req/s, p50 {num(f(f'{b}.{key}.p50'), 2)} ms, p99 {num(f(f'{b}.{key}.p99'), 2)} ms"
+    if bytes_too:
+        cell += f", {num((f(f'{b}.{key}.bytes_per_s') or 0) / 1e6)} MB/s"
+    if of_healthz:
+        cell += f"; {num(share(rps, f(f'{b}.healthz.rps')), 3)} of /healthz"
+    if of_nginx:
+        field = "bytes_per_s" if bytes_too else "rps"
+        cell += f", {num(share(f(f'{b}.{key}.{field}'), f(f'{b}.{of_nginx}.{field}')), 2)} of nginx"
+    if m.get(f"{b}.{key}.errors", "0") != "0":
+        cell += f", {m[f'{b}.{key}.errors']} non-2xx"
+    if m.get(f"{b}.{key}.timeouts", "0") not in ("0", ""):
+        cell += f", {m[f'{b}.{key}.timeouts']} timeouts"
+    return cell
+def first_time(b, key):
+    rps = f(f"{b}.{key}.rps")
+    if rps is None:
+        return "not measured"
+    return f"{num(rps)} req/s, p50 {num(f(f'{b}.{key}.p50'), 2)} ms, p99 {num(f(f'{b}.{key}.p99'), 2)} ms {m.get(f'{b}.{key}.statuses')}"
+def solver_floor(b):
+    median = f(f"{b}.solve_median_ms")
+    return None if not median else cores / (median / 1000)
+
+row("seed (tool versions, seconds)", lambda b: f"{num(f(f'{b}.seed_versions'))} in {num(f(f'{b}.seed_seconds'), 1)} s")
+row("start-up to /readyz, seeded (ms)", lambda b: f"{m.get(f'{b}.startup_ms')} ms (after the run: {m.get(f'{b}.restart_ms')} ms); the seeded log sequenced {m.get(f'{b}.log_sequenced_s')} s after")
 row("idle RSS", lambda b: f"{m.get(f'{b}.idle_rss_mib')} MiB")
-rps_row("GET /healthz", "healthz")
-rps_row("POST /api/v1/resolve (10 tools, transitive; one agent, repeated)", "resolve")
-row("POST /api/v1/resolve, 1,000 distinct agents once each (uncached)", lambda b: f"{num(f(f'{b}.resolve_distinct.rps'))} req/s, p50 {num(f(f'{b}.resolve_distinct.p50'),2)} ms, p99 {num(f(f'{b}.resolve_distinct.p99'),2)} ms {m.get(f'{b}.resolve_distinct.statuses')}" if f(f"{b}.resolve_distinct.rps") else "not measured")
-row("resolve / healthz", lambda b: num((f(f'{b}.resolve.rps') or 0) / (f(f'{b}.healthz.rps') or 1), 3))
-rps_row("GET version record", "version")
-rps_row("GET index (20 versions)", "index")
-rps_row("GET download (real container)", "download")
-rps_row("GET search", "search")
-rps_row("GET agent page (HTML)", "agent_page")
+row("GET /healthz", lambda b: wrk_cell(b, "healthz", of_healthz=False))
+row("nginx: the 1 KiB container's file", lambda b: wrk_cell(b, "nginx_1k", of_healthz=False, bytes_too=True))
+row("GET download, 1 KiB payload", lambda b: f"{m.get(f'{b}.download_1k.bytes')} B: " + wrk_cell(b, "download_1k", of_nginx="nginx_1k"))
+row("nginx: the 1 MiB container's file", lambda b: wrk_cell(b, "nginx_1m", of_healthz=False, bytes_too=True))
+row("GET download, 1 MiB payload", lambda b: f"{m.get(f'{b}.download_1m.bytes')} B: " + wrk_cell(b, "download_1m", of_healthz=False, of_nginx="nginx_1m", bytes_too=True))
+row("GET version record", lambda b: wrk_cell(b, "version"))
+row("GET package record (20 versions)", lambda b: wrk_cell(b, "package"))
+row("GET index (20 versions)", lambda b: wrk_cell(b, "index"))
+row("GET agent page (HTML)", lambda b: wrk_cell(b, "agent_page"))
+row("GET search", lambda b: wrk_cell(b, "search"))
+row("POST resolve, one agent repeated", lambda b: wrk_cell(b, "resolve"))
+row("core resolver alone, the same 1,000 agents (median)", lambda b: f"{num(f(f'{b}.solve_median_ms'), 3)} ms: {cores} cores / median = {num(solver_floor(b))} resolves/s")
+row("POST resolve, 1,000 distinct agents once each, cold start", lambda b: first_time(b, "resolve_cold"))
+row("POST resolve, 1,000 distinct agents once each, after 1,000 others", lambda b: first_time(b, "resolve_warm"))
 for k, label in (("publish1", "publish 1 MiB, 1 in flight"), ("publish16", "publish 1 MiB, 16 in flight")):
-    row(label, lambda b, k=k: f"{num(f(f'{b}.{k}.mbps'),1)} MB/s of ceiling {num(f(f'{b}.{k}.ceiling'),0)} MB/s = {num((f(f'{b}.{k}.mbps') or 0)/(f(f'{b}.{k}.ceiling') or 1),2)}; verify + write floor {num(f(f'{b}.{k}.floor'),0)} MB/s {m.get(f'{b}.{k}.statuses')}")
+    row(label, lambda b, k=k: f"{num(f(f'{b}.{k}.mbps'), 1)} MB/s; verify + write floor {num(f(f'{b}.{k}.floor'))} MB/s ({num(share(f(f'{b}.{k}.mbps'), f(f'{b}.{k}.floor')), 2)} of it); SHA-256 + write ceiling {num(f(f'{b}.{k}.ceiling'))} MB/s {m.get(f'{b}.{k}.statuses')}")
+row("publish 1 KiB, 1 in flight", lambda b: f"{num(f(f'{b}.small1.per_s'))}/s ({num(1000 / (f(f'{b}.small1.per_s') or 1), 2)} ms each, round trip included) {m.get(f'{b}.small1.statuses')}")
+row("publish 1 KiB, 16 in flight", lambda b: f"{num(f(f'{b}.small16.per_s'))}/s {m.get(f'{b}.small16.statuses')}")
+row("agentlang log verify, the whole log (first use)", lambda b: f"{m.get(f'{b}.log_verify_s')} s for {num(f(f'{b}.log_verify_entries'))} entries ({m.get(f'{b}.log_verify_out', '')})")
 row("RSS after the read and publish benchmarks (caches filled)", lambda b: f"{m.get(f'{b}.rss_after_reads_mib')} MiB")
-row(f"16 x {os.environ.get('BENCH_BIG_MIB', '50')} MiB uploads on a fresh server: RSS idle before / peak / 5 s after", lambda b: f"{m.get(f'{b}.rss_before_mib')} / {m.get(f'{b}.rss_peak_mib')} / {m.get(f'{b}.rss_after_idle_mib')} MiB (VmHWM {m.get(f'{b}.hwm_mib')}), {num(f(f'{b}.big.mbps'),0)} MB/s {m.get(f'{b}.big.statuses')}")
+row(f"16 x {os.environ.get('BENCH_BIG_MIB', '50')} MiB uploads on a fresh server: RSS idle before / peak / 5 s after", lambda b: f"{m.get(f'{b}.rss_before_mib')} / {m.get(f'{b}.rss_peak_mib')} / {m.get(f'{b}.rss_after_idle_mib')} MiB (VmHWM {m.get(f'{b}.hwm_mib')}), {num(f(f'{b}.big.mbps'))} MB/s {m.get(f'{b}.big.statuses')}")
 v = f("verdaccio.packument.rps")
 lines.append("")
-lines.append(f"Verdaccio 6.8 (Node {subprocess.run(['node','--version'],capture_output=True,text=True).stdout.strip()}), same wrk settings, GET of a {m.get('verdaccio.versions')}-version packument ({m.get('verdaccio.packument_bytes')} bytes): {num(v)} req/s, p50 {num(f('verdaccio.packument.p50'),2)} ms, p99 {num(f('verdaccio.packument.p99'),2)} ms.\n")
+lines.append(f"Verdaccio 6.8 (Node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip()}), same wrk settings, GET of a {m.get('verdaccio.versions')}-version packument ({m.get('verdaccio.packument_bytes')} bytes): {num(v)} req/s, p50 {num(f('verdaccio.packument.p50'), 2)} ms, p99 {num(f('verdaccio.packument.p99'), 2)} ms.\n")
+
+def logcost(b, size):
+    def median(variant):
+        vals = sorted(x for x in (f(f"{b}.logcost.{variant}.{r}.{size}.per_s") for r in (1, 2, 3)) if x)
+        return vals[len(vals) // 2] if vals else None
+    return median("log"), median("nolog")
+if baseline:
+    lines.append(f"## What the transparency log costs a publish\n")
+    lines.append(f"The same publishes, 16 in flight, on a fresh registry each time: this build against {baseline} (the revision before the log), alternating log / no log three times; publishes per second, the median of the three rounds.\n")
+    lines.append("| publishes, 16 in flight | " + " | ".join(backends) + " |")
+    lines.append("|---|" + "---|" * len(backends))
+    for size, label in (("small", "3,000 x 1 KiB"), ("big", "384 x 1 MiB")):
+        def cell(b, size=size):
+            with_log, without = logcost(b, size)
+            if not with_log or not without:
+                return "not measured"
+            return f"{num(with_log)}/s with, {num(without)}/s without: the log costs {num(100 * (1 - with_log / without), 1)}%"
+        row(label, cell)
+    lines.append("")
+
 lines.append("## Targets\n")
-lines.append("| target | " + " | ".join(backends.split()) + " |")
-lines.append("|---|" + "---|" * len(backends.split()))
+lines.append("| target | " + " | ".join(backends) + " |")
+lines.append("|---|" + "---|" * len(backends))
 def target(label, fn):
-    lines.append(f"| {label} | " + " | ".join(fn(b) for b in backends.split()) + " |")
+    lines.append(f"| {label} | " + " | ".join(fn(b) for b in backends) + " |")
 def ratio_check(a, b_, goal):
-    if a is None or b_ is None or b_ == 0: return "not measured"
-    r = a / b_
-    return f"{r:.3f} ({met(r >= goal)})"
-target("resolve >= 0.5 x /healthz", lambda b: ratio_check(f(f"{b}.resolve.rps"), f(f"{b}.healthz.rps"), 0.5))
-target("publish (1 in flight) >= 0.5 x ceiling", lambda b: ratio_check(f(f"{b}.publish1.mbps"), f(f"{b}.publish1.ceiling"), 0.5))
-target("publish (16 in flight) >= 0.5 x ceiling", lambda b: ratio_check(f(f"{b}.publish16.mbps"), f(f"{b}.publish16.ceiling"), 0.5))
+    r = share(a, b_)
+    return "not measured" if r is None else f"{r:.3f} ({met(r >= goal)})"
+def at_most(value, goal, unit="ms"):
+    return "not measured" if value is None else f"{value:,.2f} {unit} ({met(value <= goal)})"
+def at_least(value, goal, unit):
+    return "not measured" if value is None else f"{value:,.0f} {unit} ({met(value >= goal)})"
+target("download 1 KiB >= 0.5 x /healthz", lambda b: ratio_check(f(f"{b}.download_1k.rps"), f(f"{b}.healthz.rps"), 0.5))
+target("download 1 KiB >= 1.0 x nginx (req/s)", lambda b: ratio_check(f(f"{b}.download_1k.rps"), f(f"{b}.nginx_1k.rps"), 1.0))
+target("download 1 MiB >= 0.8 x nginx (bytes/s)", lambda b: ratio_check(f(f"{b}.download_1m.bytes_per_s"), f(f"{b}.nginx_1m.bytes_per_s"), 0.8))
+target("version record >= 0.5 x /healthz", lambda b: ratio_check(f(f"{b}.version.rps"), f(f"{b}.healthz.rps"), 0.5))
+target("agent page >= 0.5 x /healthz", lambda b: ratio_check(f(f"{b}.agent_page.rps"), f(f"{b}.healthz.rps"), 0.5))
+target("search >= 0.1 x /healthz", lambda b: ratio_check(f(f"{b}.search.rps"), f(f"{b}.healthz.rps"), 0.1))
+target("search p99 <= 20 ms", lambda b: at_most(f(f"{b}.search.p99"), 20))
+target(f"first-time resolve (after 1,000 others) >= 0.5 x ({cores} cores / core median)", lambda b: ratio_check(f(f"{b}.resolve_warm.rps"), solver_floor(b), 0.5))
+target("first-time resolve (after 1,000 others) p99 <= 50 ms", lambda b: at_most(f(f"{b}.resolve_warm.p99"), 50))
+target("first-time resolve (cold start) p99 <= 250 ms", lambda b: at_most(f(f"{b}.resolve_cold.p99"), 250))
+target("publish 1 MiB (16 in flight) >= 0.8 x verify + write floor", lambda b: ratio_check(f(f"{b}.publish16.mbps"), f(f"{b}.publish16.floor"), 0.8))
+target("publish 1 KiB (16 in flight) >= 1,000/s", lambda b: at_least(f(f"{b}.small16.per_s"), 1000, "/s"))
+if baseline:
+    target("the log costs <= 10% of publishes (16 in flight, 1 KiB)", lambda b: (lambda w, wo: "not measured" if not w or not wo else f"{100 * (1 - w / wo):.1f}% ({met(1 - w / wo <= 0.10)})")(*logcost(b, "small")))
+    target("the log costs <= 10% of publishes (16 in flight, 1 MiB)", lambda b: (lambda w, wo: "not measured" if not w or not wo else f"{100 * (1 - w / wo):.1f}% ({met(1 - w / wo <= 0.10)})")(*logcost(b, "big")))
+target("resolve (one agent repeated) >= 0.5 x /healthz", lambda b: ratio_check(f(f"{b}.resolve.rps"), f(f"{b}.healthz.rps"), 0.5))
 target(f"RSS growth (peak over idle before) under 16 x {os.environ.get('BENCH_BIG_MIB', '50')} MiB <= 64 MiB", lambda b: f"{m.get(f'{b}.rss_growth_mib')} MiB ({met(f(f'{b}.rss_growth_mib', 1e9) <= 64)})")
 target("start-up <= 1 s (seeded)", lambda b: f"{m.get(f'{b}.startup_ms')} ms ({met(f(f'{b}.startup_ms', 1e9) <= 1000)})")
 target("resolve >= 10 x Verdaccio packument GET", lambda b: ratio_check(f(f"{b}.resolve.rps"), v, 10))

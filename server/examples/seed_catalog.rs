@@ -7,6 +7,7 @@
 //! seed_catalog publish URL KEY_PEM --size BYTES --count N --concurrency C --prefix NAME
 //!     [--username bench] [--password bench-password] [--ceiling-dir DIR]
 //! seed_catalog resolve URL FILE [--concurrency 16]
+//! seed_catalog solve FILE [--tools 10000]
 //! ```
 //!
 //! `seed` reads the registry's own configuration (`AGENTLANG_REGISTRY_*`, so
@@ -38,6 +39,10 @@
 //!
 //! `resolve` posts each request of such a file once, so every resolution
 //! is one the registry has not cached, and prints req/s and p50/p99.
+//! `OUT_DIR/resolve-warm.json` holds another 1,000 such requests, for a
+//! pass that warms the registry's index cache first. `solve` resolves the
+//! requests of such a file with the core resolver over the same catalog in
+//! memory and prints the median: what the HTTP resolves compare with.
 //!
 //! `publish` builds `--count` signed tool containers of `--size` bytes
 //! (incompressible payload) in memory, then posts them with `--concurrency`
@@ -573,6 +578,25 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
     }
     let secs = started.elapsed().as_secs_f64();
 
+    // Another 1,000 agents' requests, published nowhere: a pass over them
+    // warms the registry's index cache before the first-time resolves of
+    // `resolve-many.json` are measured.
+    let mut rng = Rng(2027);
+    let warm_requests: Vec<Value> = (0..agents)
+        .map(|_| {
+            let mut tools = BTreeMap::new();
+            while tools.len() < 10 {
+                let p = rng.below(tier);
+                let requirement = format!("^{}", 1 + rng.below(4));
+                tools.entry(format!("tool{p}")).or_insert(requirement);
+            }
+            json!({ "tools": tools })
+        })
+        .collect();
+    std::fs::write(
+        out.join("resolve-warm.json"),
+        serde_json::to_vec(&warm_requests)?,
+    )?;
     let request = json!({ "tools": typical_request(packages) });
     std::fs::write(out.join("resolve.json"), serde_json::to_vec(&request)?)?;
     // Every agent's request, for resolves that miss the resolution cache.
@@ -608,6 +632,7 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
             "tools_seconds": (tools_secs * 10.0).round() / 10.0,
             "seconds": (secs * 10.0).round() / 10.0,
             "backend": db.backend(),
+            "log_entries": db.log_entry_count().await?,
         })
     );
     db.close().await;
@@ -790,6 +815,70 @@ async fn resolve_each(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The core resolver alone over the same catalog and requests, in memory
+/// (`solve FILE [--tools 10000]`): each request of FILE resolved once, one
+/// thread. Prints the median and p99 in milliseconds, the floor the HTTP
+/// resolves of that file are compared with.
+fn solve_each(args: &[String]) -> anyhow::Result<()> {
+    use agentlang_core::{
+        lockfile::Sha256Hash,
+        resolve::{Cancel, MemorySource, Request, VersionEntry, resolve},
+    };
+    let file = args.first().context("solve needs FILE")?;
+    let packages: u64 = parse_flag(args, "--tools", PACKAGES_DEFAULT)?;
+    let mut source = MemorySource::new();
+    for t in tool_catalog(packages) {
+        let version = Version::parse(&t.version)?;
+        let dependencies = t
+            .dependencies
+            .iter()
+            .map(|(name, req)| Ok((PackageName::new(name.as_str())?, req.parse()?)))
+            .collect::<anyhow::Result<_>>()?;
+        source.add_version(
+            &PackageName::new(format!("tool{}", t.package))?,
+            VersionEntry {
+                hash: Sha256Hash::digest(t.version.as_bytes()),
+                version,
+                yanked: false,
+                dependencies,
+            },
+        );
+    }
+    let requests: Vec<Value> = serde_json::from_slice(&std::fs::read(file)?)?;
+    let mut times = Vec::with_capacity(requests.len());
+    let mut failed = 0usize;
+    for body in &requests {
+        let requirements = body["tools"]
+            .as_object()
+            .context("a request without tools")?
+            .iter()
+            .map(|(name, req)| {
+                let req = req.as_str().context("a requirement is not a string")?;
+                Ok((PackageName::new(name.as_str())?, Some(req.parse()?)))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let request = Request {
+            requirements,
+            pins: BTreeMap::new(),
+        };
+        let started = Instant::now();
+        failed += usize::from(resolve(&source, &request, &Cancel::new()).is_err());
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    let pct = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
+    println!(
+        "{}",
+        json!({
+            "count": times.len(),
+            "failed": failed,
+            "median_ms": pct(0.5),
+            "p99_ms": pct(0.99),
+        })
+    );
+    Ok(())
+}
+
 /// SHA-256 plus a buffered write to a new file, per container, one thread:
 /// the least work any publish of these bytes must do.
 fn measure_ceiling(dir: &Path, containers: &[Bytes]) -> anyhow::Result<f64> {
@@ -835,8 +924,9 @@ async fn main() -> ExitCode {
         Some("seed") => seed(&args[1..]).await,
         Some("publish") => publish(&args[1..]).await,
         Some("resolve") => resolve_each(&args[1..]).await,
+        Some("solve") => solve_each(&args[1..]),
         _ => Err(anyhow::anyhow!(
-            "usage: seed_catalog seed OUT_DIR [...] | seed_catalog publish URL KEY_PEM [...] | seed_catalog resolve URL FILE [...] (see the file's header)"
+            "usage: seed_catalog seed OUT_DIR [...] | publish URL KEY_PEM [...] | resolve URL FILE [...] | solve FILE [...] (see the file's header)"
         )),
     };
     match result {
