@@ -26,6 +26,7 @@ use crate::{
     routes,
     service::{
         accounts::apply_configured_admins,
+        cache,
         credentials::{PasswordWork, decoy_hash},
         packages::{self, DownloadCounter},
         publish::{self, UploadSlots},
@@ -94,7 +95,8 @@ impl Application {
             &config.effective_storage_url(),
             &config.s3,
             config.limits.storage_timeout,
-        )?;
+        )?
+        .with_hot_cache(config.blob_cache_mib.saturating_mul(1024 * 1024));
         // Uploads cut off by a crash of this process left their spool files.
         let removed = publish::clean_spool(&config.data_dir).with_context(|| {
             format!(
@@ -138,6 +140,7 @@ impl Application {
             .await
             .context("cannot bring the transparency log up to date")?;
 
+        let freshness_window = config.freshness_window;
         let state = web::Data::new(AppState {
             rate_limits: RateLimits::new(&config.rate_limits),
             passwords: PasswordWork::per_core(),
@@ -153,7 +156,9 @@ impl Application {
             tokens,
             public_url,
             identity: Arc::new(identity),
-            index_cache: Arc::new(IndexCache::new()),
+            index_cache: Arc::new(IndexCache::with_freshness_window(freshness_window)),
+            rendered: cache::rendered_cache(),
+            download_targets: packages::download_targets(),
             tlog: Arc::new(tlog),
         });
         apply_configured_admins(&state)
@@ -176,6 +181,8 @@ impl Application {
                 .app_data(web::PathConfig::default().error_handler(error::path_error))
                 .app_data(web::QueryConfig::default().error_handler(error::query_error))
                 .app_data(web::PayloadConfig::new(max_upload))
+                // First: the catalog takes every path but the API's.
+                .configure(crate::catalog::configure)
                 .configure(routes::configure)
                 .service(
                     SwaggerUi::new("/api/docs/{_:.*}").url("/api/openapi.json", openapi.clone()),
@@ -188,10 +195,7 @@ impl Application {
                             .finish()
                     }),
                 )
-                // Last: the catalog's scope has an empty prefix and answers
-                // whatever the API did not (HTML pages, HTML 404s).
-                .configure(crate::catalog::configure)
-                .default_service(web::to(error::route_not_found))
+                .default_service(web::to(routes::unmatched))
                 // Outermost last: request id, then the log span, metrics,
                 // problem completion, rate limits, and the deadlines.
                 .wrap(from_fn(deadlines::bound_request))
@@ -214,13 +218,14 @@ impl Application {
             actix_web::rt::spawn(packages::flush_downloads_periodically(state.clone()));
         let extras_backfill = actix_web::rt::spawn(packages::backfill_extras(state.clone()));
         let sequencer = actix_web::rt::spawn(tlog::sequence_periodically(state.clone()));
+        let log_audit = actix_web::rt::spawn(tlog::audit_at_start(state.clone()));
         Ok(Self {
             server,
             address,
             state,
             background: sweeper
                 .into_iter()
-                .chain([download_flusher, extras_backfill, sequencer])
+                .chain([download_flusher, extras_backfill, sequencer, log_audit])
                 .collect(),
         })
     }

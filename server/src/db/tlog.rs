@@ -11,7 +11,7 @@
 use agentlang_core::tlog::LogEntry;
 use sqlx::{Postgres, Sqlite, Transaction};
 
-use super::{BeginWrite, Db, now, with_pool};
+use super::{BeginWrite, Db, WriteTx, now, with_pool};
 
 /// `pg_advisory_xact_lock` keys: one for appends, one for the sequencer
 /// (integrating does not block appends).
@@ -50,7 +50,7 @@ const APPEND: &str = "INSERT INTO log_entries (idx, entry, created_at)
      SELECT COALESCE(MAX(idx) + 1, 0), $1, $2 FROM log_entries
      RETURNING idx";
 
-impl AppendLog for Transaction<'_, Sqlite> {
+impl AppendLog for WriteTx<Sqlite> {
     async fn append_log(&mut self, entry: &LogEntry) -> sqlx::Result<i64> {
         sqlx::query_scalar(APPEND)
             .bind(entry.to_bytes())
@@ -60,7 +60,7 @@ impl AppendLog for Transaction<'_, Sqlite> {
     }
 }
 
-impl AppendLog for Transaction<'_, Postgres> {
+impl AppendLog for WriteTx<Postgres> {
     async fn append_log(&mut self, entry: &LogEntry) -> sqlx::Result<i64> {
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(APPEND_LOCK)
@@ -75,7 +75,7 @@ impl AppendLog for Transaction<'_, Postgres> {
 }
 
 enum Tx {
-    Sqlite(Transaction<'static, Sqlite>),
+    Sqlite(WriteTx<Sqlite>),
     Postgres(Transaction<'static, Postgres>),
 }
 

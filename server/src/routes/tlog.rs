@@ -28,6 +28,11 @@ const NOTE: &str = "text/plain; charset=utf-8";
 )]
 #[get("/log/checkpoint")]
 pub async fn get_checkpoint(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    if state.tlog.broken().is_some() {
+        return Err(ApiError::Unavailable(
+            "the transparency log is not served: its stored entries failed the audit".to_owned(),
+        ));
+    }
     let checkpoint = state
         .tlog
         .checkpoint()

@@ -38,6 +38,11 @@ const VERIFY_BATCH: u64 = 10_000;
 const BACKFILL_BATCH: i64 = 500;
 /// How often a replica looks for entries or checkpoints others wrote.
 const POLL: Duration = Duration::from_secs(1);
+/// The least time between two rounds of the sequencer: appends arriving
+/// meanwhile are integrated together, so a burst of publishes costs one
+/// checkpoint (a write transaction and a signature) per round instead of
+/// one each. A new entry is still in a checkpoint within this.
+const MIN_ROUND_INTERVAL: Duration = Duration::from_millis(200);
 /// Where a generated log key is kept (`server_secrets`).
 const KEY_SECRET: &str = "tlog-key";
 
@@ -80,6 +85,9 @@ pub struct TransparencyLog {
     /// orders replicas).
     round: Mutex<()>,
     wake: Notify,
+    /// Why the stored log failed its audit, once it has: from then on this
+    /// replica serves no checkpoint and sequences nothing.
+    broken: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for TransparencyLog {
@@ -142,24 +150,39 @@ impl TransparencyLog {
             served: RwLock::default(),
             round: Mutex::new(()),
             wake: Notify::new(),
+            broken: std::sync::OnceLock::new(),
         };
-        log.verify_stored(db)
+        // The stored hashes up to the latest checkpoint, whose root and
+        // signature must hold before anything is served; `audit` then
+        // checks them against the entries, in the background.
+        log.catch_up(db)
             .await
             .context("the stored transparency log does not verify")?;
         Ok(log)
     }
 
-    /// Start-up's audit, up to the latest checkpoint: every stored hash
-    /// recomputed from the entries (so a rewritten entry or hash is
-    /// caught, not only a wrong root), the root against the checkpoint's,
-    /// and the checkpoint's signature against this log's key.
-    async fn verify_stored(&self, db: &Db) -> Result<(), LogError> {
-        let Some(row) = db.latest_checkpoint().await? else {
-            return Ok(());
+    /// The audit of the stored log up to the checkpoint served when it
+    /// starts: every stored hash recomputed from the entries (so a
+    /// rewritten entry or hash is caught, not only a wrong root) and the
+    /// root against the checkpoint's. Start-up already checked the root
+    /// from the stored hashes and the signature; this reads every entry
+    /// (52 MiB for 200,000), so it runs after the registry is up. A failure
+    /// takes the log down on this replica: no checkpoint or tile is served
+    /// and nothing is sequenced until an operator looks. Returns the size
+    /// audited.
+    pub async fn audit(&self, db: &Db) -> Result<u64, LogError> {
+        let result = self.audit_entries(db).await;
+        if let Err(e) = &result {
+            self.refuse(e.to_string());
+        }
+        result
+    }
+
+    async fn audit_entries(&self, db: &Db) -> Result<u64, LogError> {
+        let Some(checkpoint) = self.checkpoint() else {
+            return Ok(0);
         };
-        let started = std::time::Instant::now();
-        let size = u64::try_from(row.size).unwrap_or_default();
-        let checkpoint = self.verify_row(&row, &db.log_cosignatures(row.size).await?)?;
+        let size = checkpoint.size;
         let mut tree = Tree::default();
         while tree.size() < size {
             let from = tree.size();
@@ -170,9 +193,15 @@ impl TransparencyLog {
                     "entries {from}..{to} are not all stored"
                 )));
             }
-            for (_, entry) in &entries {
-                tree.append(entry)?;
-            }
+            // Hashing is CPU work: off the async workers.
+            tree = tokio::task::spawn_blocking(move || {
+                for (_, entry) in &entries {
+                    tree.append(entry)?;
+                }
+                Ok::<_, TreeError>(tree)
+            })
+            .await
+            .map_err(|e| LogError::Inconsistent(format!("the audit stopped: {e}")))??;
         }
         let mut at = 0u64;
         while at < tree.stored_len() {
@@ -201,15 +230,27 @@ impl TransparencyLog {
                 "the entries do not give the root checkpoint {size} signed"
             )));
         }
-        let mut served = self.write();
-        served.tree = tree;
-        served.checkpoint = Some(checkpoint);
-        tracing::info!(
-            size,
-            millis = started.elapsed().as_millis() as u64,
-            "verified the transparency log"
-        );
-        Ok(())
+        Ok(size)
+    }
+
+    /// Stops serving the log: nothing of a log that failed a check is shown
+    /// as if it held.
+    fn refuse(&self, why: String) {
+        tracing::error!(reason = %why, "the transparency log is not served");
+        let _ = self.broken.set(why);
+        self.write().checkpoint = None;
+    }
+
+    /// Why the log is not served, when a check failed.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.get().map(String::as_str)
+    }
+
+    fn check_not_broken(&self) -> Result<(), LogError> {
+        match self.broken() {
+            Some(why) => Err(LogError::Inconsistent(why.to_owned())),
+            None => Ok(()),
+        }
     }
 
     /// The log's name: every checkpoint's first line.
@@ -249,6 +290,7 @@ impl TransparencyLog {
     /// stored hashes this replica lacks, recomputes the root, checks the
     /// note's signature. Never moves backwards.
     async fn catch_up(&self, db: &Db) -> Result<(), LogError> {
+        self.check_not_broken()?;
         let Some(row) = db.latest_checkpoint().await? else {
             return Ok(());
         };
@@ -278,8 +320,9 @@ impl TransparencyLog {
         let cosignatures = db.log_cosignatures(row.size).await?;
         let checkpoint = self.verify_row(&row, &cosignatures)?;
         let mut served = self.write();
-        if served.tree.size() != have_size {
-            // Another round moved on meanwhile; it verified its own.
+        if served.tree.size() != have_size || self.broken.get().is_some() {
+            // Another round moved on meanwhile (it verified its own), or
+            // the audit took the log down.
             return Ok(());
         }
         served.tree.extend_stored(size, hashes)?;
@@ -380,13 +423,18 @@ impl TransparencyLog {
             undo();
             return Err(e.into());
         }
-        self.write().checkpoint = Some(served_checkpoint(size, root, note, &[]));
+        {
+            let mut served = self.write();
+            if self.broken.get().is_none() {
+                served.checkpoint = Some(served_checkpoint(size, root, note, &[]));
+            }
+        }
         tracing::debug!(size, entries = entries.len(), "signed a log checkpoint");
         Ok(Some(size))
     }
 
     /// Writes the genesis entry into an empty log and logs versions
-    /// published before the log, then sequences everything pending, so the
+    /// published before the log, then sequences one round, so the
     /// registry starts with a checkpoint.
     pub async fn prepare(&self, db: &Db) -> anyhow::Result<()> {
         let mut genesis = LogEntry::new(LogOp::Genesis, rfc3339(now()));
@@ -431,7 +479,10 @@ impl TransparencyLog {
                 "logged versions published before the log"
             );
         }
-        while self.sequence(db).await?.is_some() {}
+        // One round now, so a new registry starts with a checkpoint; a
+        // backlog (a restore, a seeded catalog) is left to the periodic
+        // sequencer, 20,000 entries a round, while requests are served.
+        self.sequence(db).await?;
         Ok(())
     }
 
@@ -578,15 +629,31 @@ fn to_i64(n: u64) -> i64 {
 
 /// Runs the sequencer until the process stops: after every local append,
 /// and every second for entries or checkpoints other replicas wrote.
+/// The audit of the stored log (see [`TransparencyLog::audit`]), once,
+/// after start-up.
+pub async fn audit_at_start(state: actix_web::web::Data<AppState>) {
+    let started = std::time::Instant::now();
+    match state.tlog.audit(&state.db).await {
+        Ok(size) => tracing::info!(
+            size,
+            millis = started.elapsed().as_millis() as u64,
+            "audited the transparency log"
+        ),
+        Err(e) => tracing::error!(error = %e, "the transparency log failed its audit"),
+    }
+}
+
 pub async fn sequence_periodically(state: actix_web::web::Data<AppState>) {
     loop {
         tokio::select! {
             () = state.tlog.wake.notified() => {}
             () = tokio::time::sleep(POLL) => {}
         }
+        let round = tokio::time::Instant::now();
         if let Err(e) = state.tlog.sequence(&state.db).await {
             tracing::error!(error = %e, "the transparency log's sequencer failed");
         }
+        tokio::time::sleep_until(round + MIN_ROUND_INTERVAL).await;
     }
 }
 
