@@ -95,6 +95,17 @@ impl Stream for TimedBody {
     }
 }
 
+/// Whether the request may carry a body: HTTP/1.1 frames one only with
+/// `Content-Length` (above 0) or `Transfer-Encoding`.
+fn has_body(req: &ServiceRequest) -> bool {
+    use actix_web::http::header;
+    let headers = req.headers();
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() != b"0")
+}
+
 /// Middleware for every request: bounds the time its body and its answer
 /// may take (see the module docs).
 pub async fn bound_request(
@@ -114,19 +125,22 @@ pub async fn bound_request(
         limits.request_timeout
     };
     let fired = Rc::new(Cell::new(None));
-    let now = Instant::now();
-    let body = TimedBody {
-        inner: req.take_payload(),
-        idle: limits.body_idle_timeout,
-        idle_timer: Box::pin(sleep_until(now + limits.body_idle_timeout)),
-        whole,
-        deadline: Box::pin(sleep_until(now + whole)),
-        fired: Rc::clone(&fired),
-        done: false,
-    };
-    req.set_payload(dev::Payload::Stream {
-        payload: Box::pin(body),
-    });
+    // A request that announces no body (most GETs) has none to time.
+    if has_body(&req) {
+        let now = Instant::now();
+        let body = TimedBody {
+            inner: req.take_payload(),
+            idle: limits.body_idle_timeout,
+            idle_timer: Box::pin(sleep_until(now + limits.body_idle_timeout)),
+            whole,
+            deadline: Box::pin(sleep_until(now + whole)),
+            fired: Rc::clone(&fired),
+            done: false,
+        };
+        req.set_payload(dev::Payload::Stream {
+            payload: Box::pin(body),
+        });
+    }
 
     // The request cannot be kept aside (routing needs the only handle to
     // it), so what a late answer needs of it is.

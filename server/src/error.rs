@@ -384,19 +384,19 @@ pub async fn problem_details(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let instance = req.path().to_owned();
-    let request_id = req.extensions().get::<RequestId>().cloned();
-    let public_url = req
-        .app_data::<actix_web::web::Data<crate::state::AppState>>()
-        .map(|state| state.public_url.clone());
     let response = next.call(req).await?;
     let Some(mut problem) = response.response().extensions().get::<Problem>().cloned() else {
         return Ok(response.map_into_boxed_body());
     };
-    problem.instance = Some(instance);
-    problem.request_id = request_id.map(|id| id.0);
-    if let Some(state) = public_url {
-        problem.problem_type = format!("{}{}", state.trim_end_matches('/'), problem.problem_type);
+    let req = response.request();
+    problem.instance = Some(req.path().to_owned());
+    problem.request_id = req.extensions().get::<RequestId>().map(|id| id.0.clone());
+    if let Some(state) = req.app_data::<actix_web::web::Data<crate::state::AppState>>() {
+        problem.problem_type = format!(
+            "{}{}",
+            state.public_url.trim_end_matches('/'),
+            problem.problem_type
+        );
     }
     let body = serde_json::to_vec(&problem).map_err(actix_web::error::ErrorInternalServerError)?;
     Ok(response.map_body(|_, _| BoxBody::new(body)))
@@ -434,11 +434,6 @@ pub fn path_error(err: PathError, _req: &HttpRequest) -> actix_web::Error {
 )]
 pub fn query_error(err: QueryPayloadError, _req: &HttpRequest) -> actix_web::Error {
     ApiError::BadRequest(format!("invalid query string: {err}")).into()
-}
-
-/// The default service: unknown routes are problems too.
-pub async fn route_not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound(format!("route {}", req.path())))
 }
 
 impl From<sqlx::Error> for ApiError {

@@ -93,6 +93,8 @@ pub async fn record_requests(
             .request()
             .match_pattern()
             .unwrap_or_else(|| "unmatched".to_owned());
+        // The request's log span (tracing-actix-web's, current here).
+        tracing::Span::current().record("http.route", route.as_str());
         let status = response.status().as_u16().to_string();
         metrics
             .requests

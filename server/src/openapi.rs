@@ -561,6 +561,25 @@ pub fn document_json() -> String {
     json
 }
 
+/// Where the API and the agent-protocol endpoints live (every path the
+/// document lists starts with one); every other path is the catalog's.
+pub const MACHINE_PREFIXES: [&str; 8] = [
+    "/api/",
+    "/clowl",
+    "/moltspeak/",
+    "/.well-known/",
+    "/log/",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+];
+
+/// Whether `path` is the API's (problem+json answers) rather than a
+/// catalog page's (HTML).
+pub fn is_machine_path(path: &str) -> bool {
+    MACHINE_PREFIXES.iter().any(|p| path.starts_with(p))
+}
+
 /// The methods the document lists for `path` (with `HEAD` wherever `GET`
 /// is), from the most specific path templates that match it (fewest
 /// `{parameters}`); `None` when no template matches. Read once from the

@@ -57,14 +57,15 @@ pub struct RequestSpan;
 
 impl RootSpanBuilder for RequestSpan {
     fn on_request_start(request: &ServiceRequest) -> Span {
+        // With the log above `info` no span is recorded: skip its fields.
+        if !tracing::enabled!(tracing::Level::INFO) {
+            return Span::none();
+        }
         let id = request
             .extensions()
             .get::<RequestId>()
             .map(|id| id.0.clone())
             .unwrap_or_default();
-        let route = request
-            .match_pattern()
-            .unwrap_or_else(|| "unmatched".to_owned());
         let client = request
             .peer_addr()
             .map(|a| a.ip().to_string())
@@ -73,7 +74,9 @@ impl RootSpanBuilder for RequestSpan {
             "request",
             request_id = %id,
             http.method = %request.method(),
-            http.route = %route,
+            // Recorded by `metrics::record_requests`, which finds the
+            // route pattern once for both (a walk of every route).
+            http.route = tracing::field::Empty,
             http.target = %request.uri(),
             http.client_ip = %client,
             // Filled in by `on_request_end`.

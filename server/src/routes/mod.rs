@@ -29,7 +29,19 @@ use crate::error::ApiError;
 
 /// Registers every API route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(accounts::create_account)
+    // First: health checks (fixed paths, cheap to match) and what a
+    // registry serves most, before the other patterns are tried one by one
+    // (each is a regex). Their kind and version segments
+    // are constrained (`agents|tools|protocols`, a version starts with a
+    // digit), so no path of the routes below can match them.
+    cfg.service(health::get_healthz)
+        .service(health::get_readyz)
+        .service(health::get_metrics)
+        .service(packages::download_version)
+        .service(packages::get_version)
+        .service(packages::get_package)
+        .service(index::get_index)
+        .service(accounts::create_account)
         .service(accounts::get_account)
         .service(accounts::change_password)
         .service(accounts::list_audit_events)
@@ -51,9 +63,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(protocols::get_protocol)
         .service(protocols::put_protocol)
         .service(schemas::get_events_schema)
-        .service(health::get_healthz)
-        .service(health::get_readyz)
-        .service(health::get_metrics)
         .service(clowl::post_clowl)
         .service(clowl::get_agent_caps)
         .service(moltspeak::post_message)
@@ -66,12 +75,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(publish::publish_version)
         .service(resolve::resolve_lock)
         .service(search::search_packages)
-        .service(index::get_index)
-        // After every fixed `/api/v1/<word>/...` route above: these match
-        // any first segment and answer 404 for one that is not a kind.
-        .service(packages::get_package)
-        .service(packages::get_version)
-        .service(packages::download_version)
         .service(quality::get_quality_report)
         .service(packages::yank_version)
         .service(packages::unyank_version)
@@ -79,6 +82,21 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(tlog::get_log_key)
         .service(tlog::get_tile)
         .service(tlog::post_cosignature);
+}
+
+/// What no route matched (the catalog takes every other path): 405 with
+/// `Allow` for a path the OpenAPI document lists with other methods, else
+/// 404, both as problems.
+pub async fn unmatched(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let path = req.path();
+    let method = req.method().as_str();
+    match crate::openapi::allowed_methods(path).filter(|allow| !allow.contains(&method)) {
+        Some(allow) => Err(ApiError::MethodNotAllowed {
+            method: method.to_owned(),
+            allow,
+        }),
+        None => Err(ApiError::NotFound(format!("route {path}"))),
+    }
 }
 
 /// A request body read whole, refused with 413 past `limit` bytes: at once
@@ -126,14 +144,4 @@ pub fn json_with_etag(req: &HttpRequest, body: Bytes, etag: &str) -> HttpRespons
         return response.finish();
     }
     response.content_type("application/json").body(body)
-}
-
-/// [`json_with_etag`] of `value` serialized.
-pub fn record_with_etag(
-    req: &HttpRequest,
-    value: &impl serde::Serialize,
-) -> Result<HttpResponse, ApiError> {
-    let body = Bytes::from(serde_json::to_vec(value).map_err(ApiError::internal)?);
-    let etag = etag_of(&body);
-    Ok(json_with_etag(req, body, &etag))
 }

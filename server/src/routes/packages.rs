@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::{
     auth::Authenticated,
+    blobs::BlobBody,
     error::ApiError,
     routes::owners::PackagePath,
     service::packages::{self, PackageView, VersionView},
@@ -74,14 +75,15 @@ pub struct YankRequest {
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
-#[get("/api/v1/{kind}/{name}")]
+#[get("/api/v1/{kind:agents|tools}/{name}")]
 pub async fn get_package(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<PackagePath>,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name) = path.parse()?;
-    super::record_with_etag(&req, &packages::get_package(&state, kind, &name).await?)
+    let record = packages::package_record(&state, kind, &name).await?;
+    Ok(super::json_with_etag(&req, record.body, &record.etag))
 }
 
 /// One version: manifest, parsed spec, dependencies, signer (and whether
@@ -97,17 +99,15 @@ pub async fn get_package(
         (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
-#[get("/api/v1/{kind}/{name}/{version}")]
+#[get("/api/v1/{kind:agents|tools|protocols}/{name}/{version:[0-9][^/]*}")]
 pub async fn get_version(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<VersionPath>,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name, version) = path.parse()?;
-    super::record_with_etag(
-        &req,
-        &packages::get_version(&state, kind, &name, &version).await?,
-    )
+    let record = packages::version_record(&state, kind, &name, &version).await?;
+    Ok(super::json_with_etag(&req, record.body, &record.etag))
 }
 
 /// The kinds whose package record is `/api/v1/{kind}/{name}`.
@@ -168,7 +168,7 @@ pub struct ContainerBytes(Vec<u8>);
          headers(("Content-Range" = String, description = "`bytes */<size>`"))),
     )
 )]
-#[get("/api/v1/{kind}/{name}/{version}/download")]
+#[get("/api/v1/{kind:agents|tools|protocols}/{name}/{version}/download")]
 pub async fn download_version(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -176,14 +176,14 @@ pub async fn download_version(
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name, version) = path.parse()?;
     let download = packages::find_download(&state, kind, &name, &version).await?;
-    let etag = format!("\"{}\"", download.digest);
-    if super::if_none_match(&req, &etag) {
+    let etag = download.etag.as_str();
+    if super::if_none_match(&req, etag) {
         return Ok(HttpResponse::NotModified()
             .insert_header((header::ETAG, etag))
             .insert_header((header::CACHE_CONTROL, IMMUTABLE))
             .finish());
     }
-    let range = requested_range(&req, &etag, download.size)?;
+    let range = requested_range(&req, etag, download.size)?;
     let resumed = range.as_ref().is_some_and(|bytes| bytes.start > 0);
     let redirect = state.config.download_redirect;
     if !redirect.is_zero()
@@ -216,7 +216,6 @@ pub async fn download_version(
         }
         None => HttpResponse::Ok(),
     };
-    let disposition = format!("attachment; filename=\"{}\"", download.file_name);
     response
         .insert_header((header::ETAG, etag))
         .insert_header((header::CACHE_CONTROL, IMMUTABLE))
@@ -224,7 +223,7 @@ pub async fn download_version(
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((
             header::CONTENT_DISPOSITION,
-            HeaderValue::from_str(&disposition).map_err(ApiError::internal)?,
+            HeaderValue::from_str(&download.disposition).map_err(ApiError::internal)?,
         ))
         .content_type("application/gzip");
     let len = range
@@ -235,9 +234,9 @@ pub async fn download_version(
         // download counted.
         return Ok(response.body(crate::head::HeadBody(len)));
     }
-    let (sent, stream) = state
+    let (sent, body) = state
         .blobs
-        .get_range_stream(&download.digest, range)
+        .download(&download.digest, download.size, range)
         .await?
         .ok_or_else(|| {
             ApiError::internal(anyhow::anyhow!(
@@ -254,11 +253,14 @@ pub async fn download_version(
     if !resumed {
         state.downloads.record(download.version_id);
     }
-    Ok(response.no_chunking(len).streaming(stream.map_err(|e| {
-        // Headers are sent by now: the client sees a short body.
-        tracing::error!(error = %e, "a download stream failed");
-        std::io::Error::other(e)
-    })))
+    Ok(match body {
+        BlobBody::Bytes(bytes) => response.body(bytes),
+        BlobBody::Stream(stream) => response.no_chunking(len).streaming(stream.map_err(|e| {
+            // Headers are sent by now: the client sees a short body.
+            tracing::error!(error = %e, "a download stream failed");
+            std::io::Error::other(e)
+        })),
+    })
 }
 
 /// The one byte range a download should answer with, as a half-open range;
