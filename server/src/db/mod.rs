@@ -46,7 +46,11 @@ pub(crate) use with_pool;
 pub(crate) const ID_CHUNK: usize = 500;
 
 /// `SELECT ... WHERE <column> IN (ids)`, chunked, in either dialect: one
-/// query per 500 ids, whatever the number of rows it stands for.
+/// query per 500 ids, whatever the number of rows it stands for. Each SQL
+/// text ends with `IN (`. PostgreSQL gets `= ANY($1)` with the ids as one
+/// array instead: one statement text whatever their number, so it is
+/// planned once per connection, not once per list length (planning cost
+/// more than running a batch of the index's rows).
 macro_rules! select_in {
     ($db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {{
         let mut out: Vec<$row> = Vec::new();
@@ -62,11 +66,9 @@ macro_rules! select_in {
                     out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
                 }
                 $crate::db::Db::Postgres(pool) => {
-                    let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new($postgres);
-                    let mut ids = query.separated(", ");
-                    for id in chunk {
-                        ids.push_bind(id);
-                    }
+                    let mut query =
+                        sqlx::QueryBuilder::<sqlx::Postgres>::new($crate::db::any_of($postgres));
+                    query.push_bind(chunk);
                     query.push(")");
                     out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
                 }
@@ -74,6 +76,15 @@ macro_rules! select_in {
         }
         Ok(out)
     }};
+}
+
+/// `... IN (` as `... = ANY(`, for [`select_in!`] on PostgreSQL.
+pub(crate) fn any_of(in_list_sql: &str) -> String {
+    let head = in_list_sql
+        .trim_end()
+        .strip_suffix("IN (")
+        .expect("select_in! SQL ends with `IN (`");
+    format!("{head}= ANY(")
 }
 
 pub(crate) use select_in;
@@ -155,6 +166,8 @@ impl Db {
             })?;
         }
         let pool = SqlitePoolOptions::new()
+            // A SQLite connection is a file handle: nothing to test.
+            .test_before_acquire(false)
             .max_connections(8)
             .acquire_timeout(timeout)
             .connect_with(options)
@@ -166,6 +179,10 @@ impl Db {
     async fn open_postgres(url: &str, timeout: Duration) -> Result<Self, DbError> {
         let options = PgConnectOptions::from_str(url).map_err(DbError::Connect)?;
         let pool = PgPoolOptions::new()
+            // Not a ping before every query (a round trip each): a broken
+            // connection fails its query, which answers 503, and the pool
+            // drops it and connects anew.
+            .test_before_acquire(false)
             .max_connections(16)
             .acquire_timeout(timeout)
             .connect_with(options)
@@ -201,26 +218,109 @@ impl Db {
     }
 }
 
-/// Starts a transaction that will write. SQLite's default deferred
-/// transaction fails with "database is locked" when a reader later tries to
-/// write while another writer committed; `BEGIN IMMEDIATE` takes the write
-/// lock up front and waits for it under the busy timeout instead.
+/// A transaction that will write: for SQLite, begun with `BEGIN IMMEDIATE`
+/// once this process's earlier writers are done. SQLite has one writer at a
+/// time; left to itself, a writer that finds the lock taken sleeps in its
+/// busy handler (1, 2, 5, 10 ms...) even when the holder is done in a tenth
+/// of that, so a burst of publishes would spend its time asleep. Queued on
+/// an async lock instead, the next writer starts the moment the last one
+/// commits. `BEGIN IMMEDIATE` itself takes the write lock up front (a
+/// deferred transaction that later tries to write fails with "database is
+/// locked") and still waits under the busy timeout for writers outside
+/// this queue (other processes, single-statement writes).
 pub(crate) trait BeginWrite {
     type Database: sqlx::Database;
-    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, Self::Database>>;
+    async fn begin_write(&self) -> sqlx::Result<WriteTx<Self::Database>>;
+}
+
+/// A write transaction, and for SQLite this process's turn to write, held
+/// until it commits or is dropped (rolled back). Derefs to the connection,
+/// like sqlx's `Transaction`: `&mut *tx` is an executor.
+pub(crate) struct WriteTx<DB: sqlx::Database> {
+    tx: sqlx::Transaction<'static, DB>,
+    _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl<DB: sqlx::Database> WriteTx<DB> {
+    pub(crate) async fn commit(self) -> sqlx::Result<()> {
+        self.tx.commit().await?;
+        note_local_write();
+        Ok(())
+    }
+}
+
+/// When this process last committed a write, as nanoseconds since
+/// [`WRITES_SINCE`]: reads of the registry generation that started before
+/// it are not trusted for this process's later requests
+/// (`service::resolve::GenerationReads`).
+static LAST_WRITE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static WRITES_SINCE: std::sync::LazyLock<std::time::Instant> =
+    std::sync::LazyLock::new(std::time::Instant::now);
+
+/// Records that a write just committed (every `WriteTx` does; a
+/// single-statement write that changes what reads show calls it).
+pub(crate) fn note_local_write() {
+    let nanos = u64::try_from(WRITES_SINCE.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    LAST_WRITE.fetch_max(nanos, std::sync::atomic::Ordering::AcqRel);
+}
+
+/// When this process last committed a write (its start, if none yet).
+pub fn last_local_write() -> std::time::Instant {
+    *WRITES_SINCE
+        + std::time::Duration::from_nanos(LAST_WRITE.load(std::sync::atomic::Ordering::Acquire))
+}
+
+impl<DB: sqlx::Database> std::ops::Deref for WriteTx<DB> {
+    type Target = DB::Connection;
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl<DB: sqlx::Database> std::ops::DerefMut for WriteTx<DB> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.tx
+    }
+}
+
+/// The write queue of a SQLite database file, shared by every pool of this
+/// process on that file.
+fn sqlite_write_queue(pool: &SqlitePool) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+    use std::{
+        collections::HashMap,
+        path::PathBuf,
+        sync::{Arc, LazyLock, Mutex},
+    };
+    static QUEUES: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
+        LazyLock::new(Mutex::default);
+    let file = pool.connect_options().get_filename().to_owned();
+    Arc::clone(
+        QUEUES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(file)
+            .or_default(),
+    )
 }
 
 impl BeginWrite for SqlitePool {
     type Database = sqlx::Sqlite;
-    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
-        self.begin_with("BEGIN IMMEDIATE").await
+    async fn begin_write(&self) -> sqlx::Result<WriteTx<sqlx::Sqlite>> {
+        let turn = sqlite_write_queue(self).lock_owned().await;
+        Ok(WriteTx {
+            tx: self.begin_with("BEGIN IMMEDIATE").await?,
+            _turn: Some(turn),
+        })
     }
 }
 
 impl BeginWrite for PgPool {
     type Database = sqlx::Postgres;
-    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Postgres>> {
-        self.begin().await
+    async fn begin_write(&self) -> sqlx::Result<WriteTx<sqlx::Postgres>> {
+        Ok(WriteTx {
+            tx: self.begin().await?,
+            _turn: None,
+        })
     }
 }
 

@@ -34,6 +34,7 @@ pub struct TokenGrant {
     pub revoked_at: Option<i64>,
     /// `None` for tokens from before secrets: they never authenticate.
     pub secret_hash: Option<String>,
+    pub last_used_at: Option<i64>,
 }
 
 #[derive(Debug)]
@@ -78,7 +79,7 @@ impl Db {
         with_pool!(self, pool => {
             sqlx::query_as::<_, TokenGrant>(
                 "SELECT t.jti, t.account_id, a.username, a.is_admin, t.scopes, t.packages,
-                        t.expires_at, t.revoked_at, t.secret_hash
+                        t.expires_at, t.revoked_at, t.secret_hash, t.last_used_at
                  FROM api_tokens t JOIN accounts a ON a.id = t.account_id
                  WHERE t.jti = $1",
             )
@@ -86,6 +87,13 @@ impl Db {
             .fetch_optional(pool)
             .await
         })
+    }
+
+    /// Whether a token last used at `last_used_at` is due a new mark: at
+    /// most one write a minute per token (a write, in SQLite, waits for the
+    /// one writer; most requests of a busy token write nothing).
+    pub fn token_touch_due(last_used_at: Option<i64>) -> bool {
+        last_used_at.is_none_or(|at| at < now() - LAST_USED_GRANULARITY_SECS)
     }
 
     /// Records that the token was just used (at most once a minute).

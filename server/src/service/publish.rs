@@ -33,12 +33,15 @@ use serde_json::Value;
 
 use crate::{
     blobs::Sha256Digest,
-    common::names::{NamePattern, Scope},
+    common::{
+        names::{NamePattern, Scope},
+        rfc3339,
+    },
     db::packages::{DependencyEdge, NewVersion, PublishError},
     error::{ApiError, FieldError},
     service::tokens::Authenticated,
     service::{
-        packages::{ContainerExtras, VersionView, version_view},
+        packages::{ContainerExtras, LogRef, Signer, VersionView, version_view},
         protocols::{check_agent_protocols, require_publishable},
         quality::{QualitySource, model_facts},
         tlog,
@@ -704,23 +707,38 @@ async fn check_package(
     sha256: &Sha256Digest,
 ) -> Result<Option<VersionView>, ApiError> {
     let manifest = container.manifest();
-    let (kind, name) = (manifest.kind(), manifest.name());
-    let Some(package) = state.db.find_package(kind, name).await? else {
+    let (kind, name, version) = (manifest.kind(), manifest.name(), manifest.version());
+    let Some(found) = state
+        .db
+        .publish_precheck(kind, name, auth.account_id, version)
+        .await?
+    else {
         return Ok(None);
     };
+    let package = found.package;
     if package.name != name.as_str() {
         return Err(ApiError::NameTaken(format!(
             "the {kind} {} exists; {name} is the same name spelled differently",
             package.name
         )));
     }
-    if !state.db.is_owner(package.id, auth.account_id).await? {
+    if !found.is_owner {
         return Err(ApiError::NotOwner(format!(
             "you are not an owner of the {kind} {}",
             package.name
         )));
     }
-    existing_version(state, &package, container, sha256).await
+    match found.existing_sha256 {
+        None => Ok(None),
+        // An identical retry: answered with the record as stored.
+        Some(existing) if existing == sha256.to_string() && found.existing_deleted_at.is_none() => {
+            existing_version(state, &package, container, sha256).await
+        }
+        Some(_) => Err(ApiError::VersionExists(format!(
+            "{} {} {version} already exists (or existed): versions are never reused",
+            package.kind, package.name
+        ))),
+    }
 }
 
 /// `Ok(Some)` when this exact version was published with these bytes,
@@ -795,6 +813,7 @@ pub async fn publish(
         Package::Tool(_) | Package::Protocol(_) => ContainerExtras::of(kind, &container),
     };
     let max_risk = extras.max_risk();
+    let trust = extras.trust.clone();
     let extras = extras.to_stored();
 
     state.blobs.put_file(upload.path(), &upload.sha256).await?;
@@ -860,17 +879,36 @@ pub async fn publish(
     state.tlog.appended();
     state.metrics.publishes.inc();
     tracing::info!(%kind, %name, %version, sha256 = %upload.sha256, by = %auth.username, new_package = published.new_package, "published");
-    let package = state
-        .db
-        .find_package(kind, name)
-        .await?
-        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("the published package vanished")))?;
-    let record = state
-        .db
-        .find_version(package.id, version)
-        .await?
-        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("the published version vanished")))?;
-    Ok(PublishOutcome::Created(Box::new(
-        version_view(state, &package, record).await?,
-    )))
+    // The record as `GET` will show it, from what was just written (the
+    // transaction checked that the package's name is spelled this way).
+    Ok(PublishOutcome::Created(Box::new(VersionView {
+        kind,
+        name: name.to_string(),
+        version: version.to_string(),
+        sha256: upload.sha256.to_string(),
+        hash: format!("sha256:{}", upload.sha256),
+        size: i64::try_from(upload.size).unwrap_or(i64::MAX),
+        manifest: manifest_json,
+        spec: definition.spec,
+        lockfile,
+        dependencies: definition
+            .dependencies
+            .iter()
+            .filter(|d| d.kind == Kind::Tool)
+            .map(|d| (d.name.to_string(), d.requirement.to_string()))
+            .collect(),
+        signer: Some(Signer {
+            key_id: signer,
+            revoked_at: None,
+        }),
+        yanked: false,
+        yank_reason: None,
+        publisher: Some(auth.username.clone()),
+        published_at: rfc3339(published.published_at),
+        downloads: 0,
+        trust,
+        log: Some(LogRef {
+            index: published.log_index,
+        }),
+    })))
 }

@@ -18,7 +18,10 @@ use crate::{
         now,
         secrets::{constant_time_eq, random_hex, secret_hash},
     },
-    db::tokens::{NewToken, TokenRecord},
+    db::{
+        Db,
+        tokens::{NewToken, TokenRecord},
+    },
     error::{ApiError, FieldError},
     service::{accounts::Actor, audit},
     state::AppState,
@@ -329,7 +332,9 @@ pub async fn authenticate(
             "the token has expired".to_owned(),
         ));
     }
-    state.db.touch_token(&grant.jti).await?;
+    if Db::token_touch_due(grant.last_used_at) {
+        state.db.touch_token(&grant.jti).await?;
+    }
     Ok(Authenticated {
         account_id: grant.account_id,
         username: grant.username,

@@ -399,6 +399,14 @@ async fn revoked_keys_refuse_new_uploads_and_mark_old_versions(backend: Backend)
         tool(&alice.key, "web_fetch", "1.0.0", &[]),
     )
     .await;
+    // Read (and so rendered and kept) before the revocation.
+    let version: Value = app
+        .get("/api/v1/tools/web_fetch/1.0.0")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(version["signer"]["revoked_at"], Value::Null);
     let key_id = alice.key.public_key().key_id();
     let res = app
         .request(reqwest::Method::DELETE, &format!("/api/v1/keys/{key_id}"))
