@@ -48,5 +48,8 @@ pub async fn search_packages(
         params.page,
         params.per_page,
     )?;
-    Ok(HttpResponse::Ok().json(search::search_packages(&state.db, &query).await?))
+    let answer = search::search_answer(&state, &query).await?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(answer.body))
 }

@@ -16,15 +16,17 @@ use crate::{
         search::query_terms,
     },
     error::{ApiError, FieldError},
+    service::cache::{self, Rendered, RenderedKey},
+    state::AppState,
 };
 
 /// Most ranked matches considered for one query; pages reach into them.
-pub const MAX_CANDIDATES: i64 = 1000;
+pub const MAX_CANDIDATES: i64 = crate::db::search::MAX_COUNTED;
 pub const DEFAULT_PER_PAGE: u32 = 20;
 pub const MAX_PER_PAGE: u32 = 100;
 
 /// A checked search request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SearchQuery {
     /// Free text, taken literally: only its words reach the search syntax.
     /// Empty lists every package (by name).
@@ -146,11 +148,58 @@ fn choose(versions: &[VersionHead]) -> Option<Chosen> {
     })
 }
 
+/// `GET /api/v1/search` as sent: one search per query and registry
+/// generation, kept while its download counts are current
+/// (`service::cache`). A page of results is a few KiB, so the cache holds
+/// thousands of queries.
+pub async fn search_answer(state: &AppState, query: &SearchQuery) -> Result<Rendered, ApiError> {
+    let key = RenderedKey::Search(query.clone());
+    cache::rendered(state, key, || async {
+        Rendered::json(&search_packages(&state.db, query).await?)
+    })
+    .await
+}
+
 /// Searches, filters by category and paginates. Specs (title, category)
 /// are read only for the page shown, or, with a category filter, for one
 /// version per candidate: the expensive part of a search is bounded by what
 /// it shows, not by how many versions its matches have.
 pub async fn search_packages(db: &Db, query: &SearchQuery) -> Result<SearchPage, ApiError> {
+    let skip = (query.page as usize - 1).saturating_mul(query.per_page as usize);
+    let per_page = query.per_page as usize;
+    let ranked_page = query.category.is_none() && !query_terms(&query.q).is_empty();
+    // Without a category, a query's page is ranked by the database alone
+    // (`search_page`): nothing but the page is read.
+    let (shown_ids, total, wanted) = if ranked_page {
+        let (page, total) = if skip < MAX_CANDIDATES as usize {
+            db.search_page(
+                &query.q,
+                query.kind,
+                i64::from(query.per_page),
+                i64::try_from(skip).unwrap_or(i64::MAX),
+            )
+            .await?
+        } else {
+            (
+                Vec::new(),
+                db.search_page(&query.q, query.kind, 0, 0).await?.1,
+            )
+        };
+        (page, Some(u64::try_from(total).unwrap_or(0)), None)
+    } else {
+        ranked_candidates(db, query, skip, per_page).await?
+    };
+    summarize(db, query, shown_ids, total, wanted, skip, per_page).await
+}
+
+/// Every candidate of a listing (no query) or of a query filtered by
+/// category, whose shown version decides: ids, and the total when known.
+async fn ranked_candidates(
+    db: &Db,
+    query: &SearchQuery,
+    skip: usize,
+    per_page: usize,
+) -> Result<(Vec<i64>, Option<u64>, Option<String>), ApiError> {
     // Ranked ids of matches with a live version (nothing to show without).
     let ids = if query_terms(&query.q).is_empty() {
         if query.q.trim().is_empty() {
@@ -163,19 +212,29 @@ pub async fn search_packages(db: &Db, query: &SearchQuery) -> Result<SearchPage,
         db.search_live_package_ids(&query.q, query.kind, MAX_CANDIDATES)
             .await?
     };
-    let skip = (query.page as usize - 1).saturating_mul(query.per_page as usize);
-    let per_page = query.per_page as usize;
     // Without a category filter the page is known now; with one, every
     // match's shown version decides.
-    let (shown_ids, total, wanted) = match query.category.as_deref() {
+    Ok(match query.category.as_deref() {
         None => {
             let total = ids.len() as u64;
             let page: Vec<i64> = ids.into_iter().skip(skip).take(per_page).collect();
             (page, Some(total), None)
         }
         Some(category) => (ids, None, Some(category.to_lowercase())),
-    };
+    })
+}
 
+/// The results of `shown_ids`, in that order, filtered by the wanted
+/// category (then paginated) when there is one.
+async fn summarize(
+    db: &Db,
+    query: &SearchQuery,
+    shown_ids: Vec<i64>,
+    total: Option<u64>,
+    wanted: Option<String>,
+    skip: usize,
+    per_page: usize,
+) -> Result<SearchPage, ApiError> {
     let mut records: HashMap<i64, PackageRecord> = db
         .packages_by_ids(&shown_ids)
         .await?
