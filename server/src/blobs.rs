@@ -37,6 +37,77 @@ const MULTIPART_UPLOADS_AT_ONCE: usize = 4;
 /// A blob's bytes as they arrive from the store.
 pub type BlobStream = futures_util::stream::BoxStream<'static, Result<Bytes, object_store::Error>>;
 
+/// Bytes read from a local file per blocking read when a download streams:
+/// 1 MiB goes out in 4 reads, not object_store's 128 of 8 KiB.
+const FILE_CHUNK: u64 = 256 * 1024;
+
+/// Largest blob the hot cache keeps: bigger ones stream from the store.
+pub const HOT_BLOB_MAX: u64 = 2 * 1024 * 1024;
+
+/// Blobs read whole for the hot cache at once per process; a download that
+/// finds none free streams instead, so fills hold at most 16 MiB.
+const HOT_FILLS_AT_ONCE: usize = 8;
+
+/// What a download sends: the bytes themselves (a blob the hot cache holds,
+/// or one small enough to read whole) or a stream from the store.
+pub enum BlobBody {
+    Bytes(Bytes),
+    Stream(BlobStream),
+}
+
+/// Blobs held in memory by their digest, weighed by their bytes. A blob
+/// never changes (its name is its digest), so an entry needs no
+/// invalidation: a hit is always the stored bytes.
+type HotBlobs = quick_cache::sync::Cache<Sha256Digest, Bytes, BlobWeight>;
+
+#[derive(Debug, Clone)]
+struct BlobWeight;
+
+impl quick_cache::Weighter<Sha256Digest, Bytes> for BlobWeight {
+    fn weight(&self, _key: &Sha256Digest, bytes: &Bytes) -> u64 {
+        bytes.len().max(1) as u64
+    }
+}
+
+fn io_error(e: std::io::Error) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "LocalFileSystem",
+        source: Box::new(e),
+    }
+}
+
+/// `len` bytes of `file` from `offset`, read by position in
+/// [`FILE_CHUNK`]s on blocking threads, one chunk ahead of the socket at
+/// most (actix polls for the next chunk once the last one is written).
+fn file_stream(file: std::fs::File, offset: u64, len: u64) -> BlobStream {
+    use futures_util::StreamExt;
+    futures_util::stream::try_unfold(
+        (std::sync::Arc::new(file), offset, len),
+        |(file, offset, left)| async move {
+            if left == 0 {
+                return Ok(None);
+            }
+            let n = left.min(FILE_CHUNK);
+            let reader = std::sync::Arc::clone(&file);
+            let chunk = tokio::task::spawn_blocking(move || read_at(&reader, offset, n))
+                .await
+                .map_err(|e| io_error(std::io::Error::other(e)))?
+                .map_err(io_error)?;
+            Ok(Some((chunk, (file, offset + n, left - n))))
+        },
+    )
+    .boxed()
+}
+
+/// Exactly `len` bytes at `offset` (a file shorter than its record is an
+/// error, not a short download).
+fn read_at(file: &std::fs::File, offset: u64, len: u64) -> std::io::Result<Bytes> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; usize::try_from(len).map_err(std::io::Error::other)?];
+    file.read_exact_at(&mut buf, offset)?;
+    Ok(Bytes::from(buf))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
     #[error("cannot create the storage folder {path}: {source}")]
@@ -114,6 +185,10 @@ pub struct Blobs {
     /// downloads can then be handed out as presigned URLs.
     presigner: Option<(AmazonS3, String)>,
     multipart: Arc<tokio::sync::Semaphore>,
+    /// Recently downloaded blobs up to [`HOT_BLOB_MAX`] each; `None` when
+    /// the configured budget is 0.
+    hot: Option<Arc<HotBlobs>>,
+    hot_fills: Arc<tokio::sync::Semaphore>,
 }
 
 impl Blobs {
@@ -194,7 +269,22 @@ impl Blobs {
             local: None,
             presigner: None,
             multipart: Arc::new(tokio::sync::Semaphore::new(MULTIPART_UPLOADS_AT_ONCE)),
+            hot: None,
+            hot_fills: Arc::new(tokio::sync::Semaphore::new(HOT_FILLS_AT_ONCE)),
         }
+    }
+
+    /// Keeps up to `bytes` of recently downloaded blobs in memory (0: none).
+    pub fn with_hot_cache(mut self, bytes: u64) -> Self {
+        self.hot = (bytes > 0).then(|| {
+            // quick_cache sizes its tables by an estimate of the count:
+            // assume small containers, most of a few KiB.
+            let items = usize::try_from(bytes / 4096)
+                .unwrap_or(usize::MAX)
+                .clamp(16, 65_536);
+            Arc::new(HotBlobs::with_weighter(items, bytes, BlobWeight))
+        });
+        self
     }
 
     /// `blobs/sha256/ab/cd/<hex>`.
@@ -352,6 +442,94 @@ impl Blobs {
                 let len = result.range.end - result.range.start;
                 Ok(Some((len, result.into_stream())))
             }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The bytes `range` (all for `None`) of a blob of `size` bytes, as a
+    /// download sends them, with how many they are; `None` when the blob is
+    /// absent. A blob of at most [`HOT_BLOB_MAX`] is read whole once and
+    /// then served from memory while the hot cache keeps it (while
+    /// [`HOT_FILLS_AT_ONCE`] fills run, others stream); a larger one streams
+    /// from the store, a local file by position in large chunks.
+    /// Not re-hashed: the client checks the bytes against the digest.
+    pub async fn download(
+        &self,
+        digest: &Sha256Digest,
+        size: u64,
+        range: Option<std::ops::Range<u64>>,
+    ) -> Result<Option<(u64, BlobBody)>, BlobError> {
+        let slice = |bytes: &Bytes| match &range {
+            Some(r) => bytes.slice(
+                usize::try_from(r.start)
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len())
+                    ..usize::try_from(r.end)
+                        .unwrap_or(usize::MAX)
+                        .min(bytes.len()),
+            ),
+            None => bytes.clone(),
+        };
+        if let Some(hot) = &self.hot {
+            if let Some(bytes) = hot.get(digest) {
+                let part = slice(&bytes);
+                return Ok(Some((part.len() as u64, BlobBody::Bytes(part))));
+            }
+            if size <= HOT_BLOB_MAX
+                && let Ok(_fill) = self.hot_fills.try_acquire()
+            {
+                let Some(bytes) = self.read_whole(digest).await? else {
+                    return Ok(None);
+                };
+                hot.insert(*digest, bytes.clone());
+                let part = slice(&bytes);
+                return Ok(Some((part.len() as u64, BlobBody::Bytes(part))));
+            }
+        }
+        if let Some(local) = &self.local
+            && let Ok(path) = local.path_to_filesystem(&Self::key(digest))
+        {
+            let opened = tokio::task::spawn_blocking(move || {
+                let file = std::fs::File::open(&path)?;
+                let len = file.metadata()?.len();
+                Ok::<_, std::io::Error>((file, len))
+            })
+            .await
+            .map_err(|e| BlobError::Store(io_error(std::io::Error::other(e))))?;
+            let (file, len) = match opened {
+                Ok(opened) => opened,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(BlobError::Store(io_error(e))),
+            };
+            let range = range.unwrap_or(0..len);
+            let range = range.start.min(len)..range.end.min(len);
+            let sent = range.end - range.start;
+            return Ok(Some((
+                sent,
+                BlobBody::Stream(file_stream(file, range.start, sent)),
+            )));
+        }
+        Ok(self
+            .get_range_stream(digest, range)
+            .await?
+            .map(|(len, stream)| (len, BlobBody::Stream(stream))))
+    }
+
+    /// A whole blob from the store, without re-hashing; `None` when absent.
+    async fn read_whole(&self, digest: &Sha256Digest) -> Result<Option<Bytes>, BlobError> {
+        if let Some(local) = &self.local
+            && let Ok(path) = local.path_to_filesystem(&Self::key(digest))
+        {
+            return match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
+                Ok(Ok(bytes)) => Ok(Some(Bytes::from(bytes))),
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Ok(Err(e)) => Err(BlobError::Store(io_error(e))),
+                Err(e) => Err(BlobError::Store(io_error(std::io::Error::other(e)))),
+            };
+        }
+        match self.store.get(&Self::key(digest)).await {
+            Ok(result) => Ok(Some(result.bytes().await?)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }

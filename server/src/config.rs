@@ -348,6 +348,14 @@ pub struct Config {
     /// to stays valid; zero streams downloads through the registry. A CDN
     /// in front of the bucket then serves the bytes.
     pub download_redirect: Duration,
+    /// Memory for recently downloaded containers (each up to 2 MiB), served
+    /// without touching the store again; zero keeps none.
+    pub blob_cache_mib: u64,
+    /// How long before a request arrived the registry-generation read that
+    /// validates its cached answer may have started: a change made through
+    /// another replica shows within this (this replica's own, at once).
+    /// Zero waits, under load, for a read that started after the request.
+    pub freshness_window: Duration,
     /// Timeouts and concurrency bounds of requests.
     pub limits: RequestLimits,
 }
@@ -373,6 +381,8 @@ impl Default for Config {
             sweep_grace: Duration::from_secs(3600),
             resolve_timeout: Duration::from_secs(5),
             download_redirect: Duration::ZERO,
+            blob_cache_mib: 64,
+            freshness_window: Duration::from_millis(1),
             limits: RequestLimits::default(),
         }
     }
@@ -400,6 +410,8 @@ struct FileConfig {
     sweep_grace_secs: Option<u64>,
     resolve_timeout_ms: Option<u64>,
     download_redirect_secs: Option<u64>,
+    blob_cache_mib: Option<u64>,
+    freshness_window_ms: Option<u64>,
     body_idle_timeout_secs: Option<u64>,
     upload_timeout_secs: Option<u64>,
     request_timeout_secs: Option<u64>,
@@ -495,6 +507,12 @@ impl Config {
         }
         if let Some(v) = file.download_redirect_secs {
             self.download_redirect = Duration::from_secs(v);
+        }
+        if let Some(v) = file.blob_cache_mib {
+            self.blob_cache_mib = v;
+        }
+        if let Some(v) = file.freshness_window_ms {
+            self.freshness_window = Duration::from_millis(v);
         }
         let limits = &mut self.limits;
         let secs = Duration::from_secs;
@@ -663,6 +681,12 @@ impl Config {
         if let Some(v) = number("DOWNLOAD_REDIRECT_SECS")? {
             self.download_redirect = Duration::from_secs(v);
         }
+        if let Some(v) = number("BLOB_CACHE_MIB")? {
+            self.blob_cache_mib = v;
+        }
+        if let Some(v) = number("FRESHNESS_WINDOW_MS")? {
+            self.freshness_window = Duration::from_millis(v);
+        }
         for (name, slot) in [
             ("BODY_IDLE_TIMEOUT_SECS", &mut self.limits.body_idle_timeout),
             ("UPLOAD_TIMEOUT_SECS", &mut self.limits.upload_timeout),
@@ -785,6 +809,14 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "DOWNLOAD_REDIRECT_SECS",
         "with S3: redirect downloads to a presigned URL valid this long (0: stream them)",
+    ),
+    (
+        "BLOB_CACHE_MIB",
+        "memory for recently downloaded containers of up to 2 MiB each (0: none)",
+    ),
+    (
+        "FRESHNESS_WINDOW_MS",
+        "a change through another replica shows within this (0: at once, at a round trip per request under load)",
     ),
     (
         "BODY_IDLE_TIMEOUT_SECS",
@@ -910,6 +942,8 @@ impl Config {
             "SWEEP_GRACE_SECS" => secs(self.sweep_grace),
             "RESOLVE_TIMEOUT_MS" => self.resolve_timeout.as_millis().to_string(),
             "DOWNLOAD_REDIRECT_SECS" => secs(self.download_redirect),
+            "BLOB_CACHE_MIB" => self.blob_cache_mib.to_string(),
+            "FRESHNESS_WINDOW_MS" => self.freshness_window.as_millis().to_string(),
             "BODY_IDLE_TIMEOUT_SECS" => secs(limits.body_idle_timeout),
             "UPLOAD_TIMEOUT_SECS" => secs(limits.upload_timeout),
             "REQUEST_TIMEOUT_SECS" => secs(limits.request_timeout),

@@ -12,8 +12,12 @@ use crate::{
     rate_limit::RateLimits,
     service::tokens::TokenKeys,
     service::{
-        credentials::PasswordWork, packages::DownloadCounter, publish::UploadSlots,
-        resolve::IndexCache, tlog::TransparencyLog,
+        cache::RenderedCache,
+        credentials::PasswordWork,
+        packages::{DownloadCounter, DownloadTargets},
+        publish::UploadSlots,
+        resolve::IndexCache,
+        tlog::TransparencyLog,
     },
 };
 
@@ -33,6 +37,10 @@ pub struct AppState {
     /// Index entries for resolution, checked against the database's
     /// generation on every use.
     pub index_cache: Arc<IndexCache>,
+    /// Records and catalog pages as last rendered, at a generation.
+    pub rendered: RenderedCache,
+    /// Where each version's container is, at a generation.
+    pub download_targets: DownloadTargets,
     /// Slots for password hashing and checking.
     pub passwords: PasswordWork,
     /// Slots for uploads being verified.

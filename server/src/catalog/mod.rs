@@ -44,7 +44,12 @@ use agentlang_web::{
     pages::{ErrorPage, NotFoundPage},
 };
 
-use crate::{error::ApiError, request_id::RequestId};
+use crate::{
+    error::ApiError,
+    request_id::RequestId,
+    service::cache::{self, Rendered, RenderedKey},
+    state::AppState,
+};
 
 /// The catalog's Content-Security-Policy: only this origin, no framing, and
 /// forms post only here.
@@ -53,17 +58,6 @@ pub const CONTENT_SECURITY_POLICY: &str =
 
 /// Largest form body a catalog page accepts (a PEM key is about 120 bytes).
 const FORM_BODY_LIMIT: usize = 64 * 1024;
-
-/// Paths that belong to the API and protocol endpoints: unknown ones there
-/// answer problem+json, not an HTML page.
-const MACHINE_PREFIXES: [&str; 6] = [
-    "/api/",
-    "/clowl",
-    "/moltspeak/",
-    "/.well-known/",
-    "/healthz",
-    "/metrics",
-];
 
 /// Every catalog page: its path template, the method it answers and its
 /// handler, in the order they are matched. [`configure`] registers them and
@@ -137,7 +131,13 @@ fn pages() -> Vec<(&'static str, Method, Route)> {
 /// Registers every catalog route. Call it after the API's routes: its scope
 /// has an empty prefix and answers whatever nothing else matched.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    // Every path but the API's: registered before the API's routes, so a
+    // page is found without trying each of their patterns, and the API's
+    // paths (unknown ones included) never reach the catalog.
     let mut scope = web::scope("")
+        .guard(actix_web::guard::fn_guard(|ctx| {
+            !crate::openapi::is_machine_path(ctx.head().uri.path())
+        }))
         .app_data(web::PayloadConfig::new(FORM_BODY_LIMIT))
         .wrap(from_fn(catalog_responses));
     for (path, _, route) in pages() {
@@ -173,34 +173,15 @@ fn catalog_methods(path: &str) -> Option<Vec<&'static str>> {
     (!allow.is_empty()).then_some(allow)
 }
 
-/// Whatever no route matched: an HTML 404 page, a 405 page with `Allow` for
-/// a page asked with another method, or the API's problem for machine
-/// paths.
-async fn fallback(req: HttpRequest) -> Result<HttpResponse, actix_web::Error> {
-    let path = req.path();
-    let allowed = if MACHINE_PREFIXES.iter().any(|p| path.starts_with(p)) {
-        crate::openapi::allowed_methods(path)
-    } else {
-        catalog_methods(path)
-    };
+/// Whatever no page matched: an HTML 404 page, or a 405 page with `Allow`
+/// for a page asked with another method.
+async fn fallback(req: HttpRequest) -> Result<HttpResponse, CatalogError> {
     let method = req.method().as_str();
-    let Some(allow) = allowed.filter(|allow| !allow.contains(&method)) else {
-        return Err(if MACHINE_PREFIXES.iter().any(|p| path.starts_with(p)) {
-            ApiError::NotFound(format!("route {path}")).into()
-        } else {
-            CatalogError::NotFound.into()
-        });
-    };
-    // A page or documented path asked with another method (OPTIONS too).
-    Err(if MACHINE_PREFIXES.iter().any(|p| path.starts_with(p)) {
-        ApiError::MethodNotAllowed {
-            method: method.to_owned(),
-            allow,
-        }
-        .into()
-    } else {
-        CatalogError::MethodNotAllowed(allow).into()
-    })
+    match catalog_methods(req.path()).filter(|allow| !allow.contains(&method)) {
+        // A page asked with another method (OPTIONS too).
+        Some(allow) => Err(CatalogError::MethodNotAllowed(allow)),
+        None => Err(CatalogError::NotFound),
+    }
 }
 
 /// Why a catalog page could not be shown. Each renders as an HTML page with
@@ -322,6 +303,39 @@ pub const HTML: &str = "text/html; charset=utf-8";
 /// Renders a page with status 200.
 pub fn html(page: &impl Template) -> Result<HttpResponse, CatalogError> {
     html_status(StatusCode::OK, page)
+}
+
+/// A page that looks the same to every visitor without a session (a
+/// package's page): for them it is rendered once per registry generation,
+/// and at most every few seconds for its download counts
+/// (`service::cache`), and answered with its `ETag` or a 304. A signed-in
+/// visitor's page (their name, owner controls) is rendered for them.
+pub async fn shared_page<T: Template>(
+    req: &HttpRequest,
+    state: &AppState,
+    session: &session::MaybeSession,
+    key: String,
+    render: impl AsyncFnOnce() -> Result<T, CatalogError>,
+) -> Result<HttpResponse, CatalogError> {
+    if session.0.is_some() {
+        return html(&render().await?);
+    }
+    let page = cache::rendered(state, RenderedKey::Page(key), || async move {
+        Ok::<_, CatalogError>(Rendered::new(Bytes::from(render().await?.render()?)))
+    })
+    .await?;
+    let current = crate::common::conditional::if_none_match(req, &page.etag);
+    let mut response = if current {
+        HttpResponse::NotModified()
+    } else {
+        HttpResponse::Ok()
+    };
+    response.insert_header((header::ETAG, page.etag));
+    Ok(if current {
+        response.finish()
+    } else {
+        response.content_type(HTML).body(page.body)
+    })
 }
 
 pub fn html_status(status: StatusCode, page: &impl Template) -> Result<HttpResponse, CatalogError> {

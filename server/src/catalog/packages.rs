@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use agentlang_core::{Kind, PackageName, Version, signing::KeyId};
 use agentlang_web::{
     model::*,
@@ -13,6 +13,7 @@ use serde::Deserialize;
 use super::{
     CatalogError, html,
     session::{MaybeSession, WebSession},
+    shared_page,
     views::{self, owner_view, timestamp},
 };
 use crate::{
@@ -230,24 +231,46 @@ pub async fn agent_page(
     })
 }
 
+/// What a package page is cached under: every spelling of the name and
+/// version shares one entry.
+fn page_key(kind: Kind, raw_name: &str, version: Option<&Version>) -> Result<String, CatalogError> {
+    let name = PackageName::new(raw_name).map_err(|_| CatalogError::NotFound)?;
+    Ok(format!(
+        "/{}/{}/{}",
+        kind.plural(),
+        name.normalized(),
+        version.map_or_else(|| "latest".to_owned(), Version::to_string)
+    ))
+}
+
 /// `GET /agents/{name}`: the newest version.
 pub async fn agent_latest(
+    req: HttpRequest,
     state: web::Data<AppState>,
     session: MaybeSession,
     path: web::Path<String>,
 ) -> Result<HttpResponse, CatalogError> {
-    html(&agent_page(&state, &session, &path, None).await?)
+    let key = page_key(Kind::Agent, &path, None)?;
+    shared_page(&req, &state, &session, key, async || {
+        agent_page(&state, &session, &path, None).await
+    })
+    .await
 }
 
 /// `GET /agents/{name}/{version}`.
 pub async fn agent_version(
+    req: HttpRequest,
     state: web::Data<AppState>,
     session: MaybeSession,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, CatalogError> {
     let (name, version) = path.into_inner();
     let version = parse_version(&version)?;
-    html(&agent_page(&state, &session, &name, Some(&version)).await?)
+    let key = page_key(Kind::Agent, &name, Some(&version))?;
+    shared_page(&req, &state, &session, key, async || {
+        agent_page(&state, &session, &name, Some(&version)).await
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -376,20 +399,30 @@ async fn tool_page(
 
 /// `GET /tools/{name}`.
 pub async fn tool_latest(
+    req: HttpRequest,
     state: web::Data<AppState>,
     session: MaybeSession,
     path: web::Path<String>,
 ) -> Result<HttpResponse, CatalogError> {
-    html(&tool_page(&state, &session, &path, None).await?)
+    let key = page_key(Kind::Tool, &path, None)?;
+    shared_page(&req, &state, &session, key, async || {
+        tool_page(&state, &session, &path, None).await
+    })
+    .await
 }
 
 /// `GET /tools/{name}/{version}`.
 pub async fn tool_version(
+    req: HttpRequest,
     state: web::Data<AppState>,
     session: MaybeSession,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, CatalogError> {
     let (name, version) = path.into_inner();
     let version = parse_version(&version)?;
-    html(&tool_page(&state, &session, &name, Some(&version)).await?)
+    let key = page_key(Kind::Tool, &name, Some(&version))?;
+    shared_page(&req, &state, &session, key, async || {
+        tool_page(&state, &session, &name, Some(&version)).await
+    })
+    .await
 }

@@ -27,6 +27,18 @@ pub struct PackageIndex {
     pub versions: Vec<IndexVersion>,
 }
 
+const READ_GENERATION: &str = "SELECT generation FROM registry_generation WHERE id = 1";
+
+/// The connection [`Db::registry_generation_on`] keeps.
+#[derive(Debug, Default)]
+pub struct GenerationConnection(tokio::sync::Mutex<Option<OwnConnection>>);
+
+#[derive(Debug)]
+enum OwnConnection {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
 #[derive(sqlx::FromRow)]
 struct IndexRow {
     package_id: i64,
@@ -44,10 +56,49 @@ impl Db {
     /// transaction as every publish, yank, unyank, deletion and model write.
     pub async fn registry_generation(&self) -> Result<i64, sqlx::Error> {
         with_pool!(self, pool => {
-            sqlx::query_scalar::<_, i64>("SELECT generation FROM registry_generation WHERE id = 1")
+            sqlx::query_scalar::<_, i64>(READ_GENERATION)
                 .fetch_one(pool)
                 .await
         })
+    }
+
+    /// [`Db::registry_generation`] on a connection of its own: under load
+    /// the generation is read thousands of times a second, one read at a
+    /// time, and a pooled connection costs each read an acquire and, on its
+    /// release, a ping (sqlx tests every released connection): a second
+    /// round trip. A connection that fails is dropped; the next read opens
+    /// another.
+    pub async fn registry_generation_on(
+        &self,
+        own: &GenerationConnection,
+    ) -> Result<i64, sqlx::Error> {
+        let mut slot = own.0.lock().await;
+        let conn = match slot.take() {
+            Some(conn) => conn,
+            None => match self {
+                Db::Sqlite(pool) => OwnConnection::Sqlite(pool.acquire().await?.detach()),
+                Db::Postgres(pool) => OwnConnection::Postgres(pool.acquire().await?.detach()),
+            },
+        };
+        let (read, conn) = match conn {
+            OwnConnection::Sqlite(mut conn) => (
+                sqlx::query_scalar::<_, i64>(READ_GENERATION)
+                    .fetch_one(&mut conn)
+                    .await,
+                OwnConnection::Sqlite(conn),
+            ),
+            OwnConnection::Postgres(mut conn) => (
+                sqlx::query_scalar::<_, i64>(READ_GENERATION)
+                    .fetch_one(&mut conn)
+                    .await,
+                OwnConnection::Postgres(conn),
+            ),
+        };
+        // Kept only while it works.
+        if read.is_ok() {
+            *slot = Some(conn);
+        }
+        read
     }
 
     /// The index of one package (any spelling of its name), or `None`.

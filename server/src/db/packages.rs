@@ -21,6 +21,28 @@ pub struct PackageRecord {
     pub updated_at: i64,
 }
 
+/// A package with whether a given account owns it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct OwnedPackage {
+    #[sqlx(flatten)]
+    package: PackageRecord,
+    is_owner: bool,
+}
+
+/// What a publish checks before it stores a blob, read at once: the
+/// package, whether the publisher owns it, and what this version number
+/// already holds.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PublishPrecheck {
+    #[sqlx(flatten)]
+    pub package: PackageRecord,
+    pub is_owner: bool,
+    /// The container of the version with this precedence, if one was ever
+    /// published (deleted ones included: a number is never reused).
+    pub existing_sha256: Option<String>,
+    pub existing_deleted_at: Option<i64>,
+}
+
 /// One stored version, as the read endpoints serve it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct VersionRecord {
@@ -182,6 +204,40 @@ impl Db {
         })
     }
 
+    /// The package `name` of `kind` with what a publish of `version` by
+    /// `account_id` must know of it, in one query; `None` for a new package.
+    pub async fn publish_precheck(
+        &self,
+        kind: Kind,
+        name: &PackageName,
+        account_id: i64,
+        version: &Version,
+    ) -> Result<Option<PublishPrecheck>, sqlx::Error> {
+        let (major, minor, patch, pre) = precedence(version);
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, PublishPrecheck>(
+                "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                        p.created_at, p.updated_at,
+                        EXISTS (SELECT 1 FROM package_owners o
+                                WHERE o.package_id = p.id AND o.account_id = $3) AS is_owner,
+                        v.sha256 AS existing_sha256, v.deleted_at AS existing_deleted_at
+                 FROM packages p
+                 LEFT JOIN versions v ON v.package_id = p.id AND v.major = $4
+                      AND v.minor = $5 AND v.patch = $6 AND v.prerelease = $7
+                 WHERE p.kind = $1 AND p.normalized_name = $2",
+            )
+            .bind(kind.as_str())
+            .bind(name.normalized())
+            .bind(account_id)
+            .bind(major)
+            .bind(minor)
+            .bind(patch)
+            .bind(pre)
+            .fetch_optional(pool)
+            .await
+        })
+    }
+
     /// Whether `version` (by precedence, so build metadata aside) was ever
     /// published for the package, deleted versions included.
     pub async fn version_exists(
@@ -238,27 +294,24 @@ impl Db {
             let mut tx = pool.begin_write().await?;
             let now = now();
             let kind = new.kind;
-            let existing = sqlx::query_as::<_, PackageRecord>(
-                "SELECT id, kind, name, normalized_name, description, keywords, created_at,
-                        updated_at
-                 FROM packages WHERE kind = $1 AND normalized_name = $2",
+            // One statement: in SQLite every one inside the write lock is a
+            // round trip every other writer waits for.
+            let existing = sqlx::query_as::<_, OwnedPackage>(
+                "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                        p.created_at, p.updated_at,
+                        EXISTS (SELECT 1 FROM package_owners o
+                                WHERE o.package_id = p.id AND o.account_id = $3) AS is_owner
+                 FROM packages p WHERE p.kind = $1 AND p.normalized_name = $2",
             )
             .bind(kind.as_str())
             .bind(new.name.normalized())
+            .bind(new.publisher)
             .fetch_optional(&mut *tx)
             .await?;
             let keywords = new.keywords.join(" ");
             let (package_id, new_package) = match existing {
-                Some(package) => {
-                    let owner: i64 = sqlx::query_scalar(
-                        "SELECT COUNT(*) FROM package_owners
-                         WHERE package_id = $1 AND account_id = $2",
-                    )
-                    .bind(package.id)
-                    .bind(new.publisher)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                    let refusal = match (owner > 0, package.name == new.name.as_str()) {
+                Some(OwnedPackage { package, is_owner }) => {
+                    let refusal = match (is_owner, package.name == new.name.as_str()) {
                         (true, true) => None,
                         (true, false) => Some(PublishError::SpelledDifferently {
                             kind,
@@ -507,7 +560,9 @@ impl Db {
                 .execute(pool)
                 .await
                 .map(drop)
-        })
+        })?;
+        super::note_local_write();
+        Ok(())
     }
 
     /// Yanks or unyanks a live version and logs the change, in one
@@ -651,6 +706,7 @@ impl Db {
             .await
             .map(|r| r.rows_affected())
         })?;
+        super::note_local_write();
         Ok(affected > 0)
     }
 }

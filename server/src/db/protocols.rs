@@ -64,6 +64,7 @@ impl Db {
             .fetch_one(pool)
             .await
         })?;
+        super::note_local_write();
         Ok((record, !existed))
     }
 

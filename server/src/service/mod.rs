@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod cache;
 pub mod credentials;
 pub mod keys;
 pub mod owners;

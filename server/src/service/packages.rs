@@ -26,7 +26,12 @@ use crate::{
         packages::{PackageRecord, VersionRecord, YankChange},
     },
     error::{ApiError, FieldError},
-    service::{accounts::Actor, tlog, tokens::Authenticated},
+    service::{
+        accounts::Actor,
+        cache::{self, Rendered, RenderedKey},
+        tlog,
+        tokens::Authenticated,
+    },
     state::AppState,
 };
 
@@ -274,6 +279,35 @@ pub async fn get_version(
     version_view(state, &package, record).await
 }
 
+/// `GET /api/v1/{kind}/{name}/{version}` as sent, rendered once per
+/// generation (and download-count interval).
+pub async fn version_record(
+    state: &AppState,
+    kind: Kind,
+    name: &PackageName,
+    version: &Version,
+) -> Result<Rendered, ApiError> {
+    let key = RenderedKey::VersionRecord(kind, name.normalized(), version.clone());
+    cache::rendered(state, key, || async {
+        Rendered::json(&get_version(state, kind, name, version).await?)
+    })
+    .await
+}
+
+/// `GET /api/v1/{kind}/{name}` as sent, rendered once per generation (and
+/// download-count interval).
+pub async fn package_record(
+    state: &AppState,
+    kind: Kind,
+    name: &PackageName,
+) -> Result<Rendered, ApiError> {
+    let key = RenderedKey::PackageRecord(kind, name.normalized());
+    cache::rendered(state, key, || async {
+        Rendered::json(&get_package(state, kind, name).await?)
+    })
+    .await
+}
+
 /// `GET /api/v1/{kind}/{name}`: the package and its live versions, newest
 /// first.
 pub async fn get_package(
@@ -423,30 +457,69 @@ pub struct Download {
     pub digest: Sha256Digest,
     /// Bytes of the container, as recorded at publish.
     pub size: u64,
-    /// `name@version.agent` or `.tool`.
-    pub file_name: String,
+    /// `attachment; filename="name@version.agent"` (or `.tool`).
+    pub disposition: String,
+    /// `"<sha256 hex>"`, the `ETag` of every answer: written once.
+    pub etag: String,
+}
+
+impl crate::service::cache::Weight for Download {
+    fn weight(&self) -> u64 {
+        (self.disposition.len() + self.etag.len() + 128) as u64
+    }
+}
+
+/// Where versions' containers are: (kind, normalized name, version) to its
+/// [`Download`], at a registry generation.
+pub type DownloadTargets =
+    crate::service::cache::GenerationCache<(Kind, String, Version), Download>;
+
+pub fn download_targets() -> DownloadTargets {
+    // About 100,000 versions' worth.
+    crate::service::cache::GenerationCache::new(100_000, 16 * 1024 * 1024, None)
 }
 
 /// Finds the container of a version (yanked ones too: existing lockfiles
-/// still fetch them).
+/// still fetch them). A published version's container never changes, so
+/// once found it is a lookup in memory, checked against the newest
+/// generation this replica has read rather than a fresh read: only a
+/// deletion could make it wrong, and the generation is read at least every
+/// few seconds (the download-count flush reads it), so a deleted version
+/// stops downloading within that. A version not found is always looked up.
 pub async fn find_download(
     state: &AppState,
     kind: Kind,
     name: &PackageName,
     version: &Version,
 ) -> Result<Download, ApiError> {
+    let key = (kind, name.normalized(), version.clone());
+    let newest = state.index_cache.newest_generation();
+    if let Some(hit) = state.download_targets.get(newest, &key) {
+        return Ok(hit);
+    }
+    let generation = state.index_cache.current_generation(&state.db).await?;
     let package = find_package(state, kind, name).await?;
     let record = find_version(state, &package, version).await?;
     let digest = record
         .sha256
         .parse()
         .map_err(|e| ApiError::internal(anyhow::anyhow!("versions.sha256: {e}")))?;
-    Ok(Download {
+    let download = Download {
         version_id: record.id,
+        etag: format!("\"{digest}\""),
         digest,
         size: u64::try_from(record.size).unwrap_or(0),
-        file_name: format!("{}@{}.{}", package.name, record.version, kind.extension()),
-    })
+        disposition: format!(
+            "attachment; filename=\"{}@{}.{}\"",
+            package.name,
+            record.version,
+            kind.extension()
+        ),
+    };
+    state
+        .download_targets
+        .put(generation, key, download.clone());
+    Ok(download)
 }
 
 /// Downloads counted in memory and written in one transaction every few
@@ -486,12 +559,12 @@ impl DownloadCounter {
         *pending.entry(version_id).or_default() += 1;
     }
 
-    /// Writes every pending count. On failure the counts are kept for the
-    /// next flush.
-    pub async fn flush(&self, db: &Db) -> Result<(), sqlx::Error> {
+    /// Writes every pending count and says how many versions had some. On
+    /// failure the counts are kept for the next flush.
+    pub async fn flush(&self, db: &Db) -> Result<usize, sqlx::Error> {
         let counts: Vec<(i64, i64)> = self.pending().drain().collect();
         if counts.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
         let day = time::OffsetDateTime::now_utc().date().to_string();
         if let Err(e) = db.record_downloads(&counts, &day).await {
@@ -501,8 +574,18 @@ impl DownloadCounter {
             }
             return Err(e);
         }
-        Ok(())
+        Ok(counts.len())
     }
+}
+
+/// Writes the downloads this replica counted; when there were some, its
+/// rendered records and pages are rendered again, so they show the new
+/// counts at once (other replicas' within [`cache::RENDERED_MAX_AGE`]).
+pub async fn flush_downloads(state: &AppState) -> Result<(), sqlx::Error> {
+    if state.downloads.flush(&state.db).await? > 0 {
+        state.rendered.clear();
+    }
+    Ok(())
 }
 
 /// Flushes counted downloads every [`DOWNLOAD_FLUSH_INTERVAL`] until the
@@ -512,8 +595,13 @@ pub async fn flush_downloads_periodically(state: actix_web::web::Data<AppState>)
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        if let Err(e) = state.downloads.flush(&state.db).await {
+        if let Err(e) = flush_downloads(&state).await {
             tracing::warn!(error = %e, "cannot write download counts; kept for the next flush");
+        }
+        // Keeps what downloads check their cache against no older than
+        // this interval, even when only downloads arrive.
+        if let Err(e) = state.index_cache.current_generation(&state.db).await {
+            tracing::warn!(error = %e, "cannot read the registry generation");
         }
     }
 }

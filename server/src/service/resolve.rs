@@ -155,10 +155,12 @@ pub struct RenderKey {
 
 /// Index entries, model rows and resolutions, valid for one registry
 /// generation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct IndexCache {
     state: Mutex<CacheState>,
     generation_reads: GenerationReads,
+    /// The newest generation any read has returned.
+    newest: std::sync::atomic::AtomicI64,
 }
 
 /// Cached packages stop growing here; past it the map is cleared (a
@@ -175,9 +177,23 @@ const MAX_RENDERED_BYTES: usize = 8 * 1024 * 1024;
 /// Bytes of index documents kept per generation; past it none are added.
 const MAX_INDEX_BYTES: usize = 32 * 1024 * 1024;
 
+/// Strict: every generation read a caller uses started after it arrived
+/// (see [`GenerationReads`]).
+impl Default for IndexCache {
+    fn default() -> Self {
+        Self::with_freshness_window(std::time::Duration::ZERO)
+    }
+}
+
 impl IndexCache {
-    pub fn new() -> Self {
-        Self::default()
+    /// Callers may use a generation read that started up to `window` before
+    /// they arrived (never before this process's last write).
+    pub fn with_freshness_window(window: std::time::Duration) -> Self {
+        Self {
+            state: Mutex::default(),
+            generation_reads: GenerationReads::new(window),
+            newest: std::sync::atomic::AtomicI64::new(0),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
@@ -191,6 +207,8 @@ impl IndexCache {
     /// at another one.
     pub async fn current_generation(&self, db: &Db) -> Result<i64, ApiError> {
         let generation = self.generation_reads.read(db).await?;
+        self.newest
+            .fetch_max(generation, std::sync::atomic::Ordering::Relaxed);
         let mut state = self.lock();
         if state.generation != generation {
             state.tools.clear();
@@ -204,6 +222,13 @@ impl IndexCache {
             state.generation = generation;
         }
         Ok(generation)
+    }
+
+    /// The newest generation read so far, without reading it again: for
+    /// caches of facts that never change once written, which only a
+    /// deletion could make wrong (see `service::packages::find_download`).
+    pub fn newest_generation(&self) -> i64 {
+        self.newest.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The categories in use at this generation, when read before.
@@ -327,59 +352,71 @@ impl IndexCache {
 }
 
 /// Reads of the registry generation, shared by concurrent callers without
-/// ever answering one with a value read before it asked.
+/// ever answering one with a value older than it may see.
 ///
-/// Reads run one at a time, numbered in the order they start. A caller that
-/// arrives while read `n` is in flight cannot use it (it may have read the
-/// row before the caller's view of the world), so it waits for the next
-/// read, `n + 1`, which every caller that arrived during `n` shares: the
-/// first of them to wake starts it, and its result wakes them all at once.
-/// Under load one database round trip serves a whole queue of requests;
-/// alone, a request costs one round trip.
+/// A caller may use a read that started no earlier than its `since`: the
+/// moment it arrived, less the configured freshness window, and never
+/// before this process's last write (`db::last_local_write`), so a replica
+/// always shows its own changes to its next request. Reads run one at a
+/// time. A caller that finds a usable read finished, or in flight, takes
+/// its value; otherwise it starts the next one, which every caller waiting
+/// meanwhile shares. Under load one database round trip serves a whole
+/// queue of requests; alone, a request costs one round trip.
+///
+/// With a window of zero a caller waits for a read that started after it
+/// arrived: strict, but under load every request then waits one and a half
+/// round trips, which in a saturated event loop is most of its time. A
+/// millisecond lets most requests take the read just finished; a change
+/// made through another replica then shows within that millisecond.
 #[derive(Debug)]
 struct GenerationReads {
     rounds: Mutex<Rounds>,
+    /// The connection the reads use.
+    connection: crate::db::index::GenerationConnection,
+    /// How long before a caller's arrival a usable read may have started.
+    window: std::time::Duration,
     /// The newest finished read, published to every waiting caller.
     finished: tokio::sync::watch::Sender<Finished>,
 }
 
 #[derive(Debug, Default)]
 struct Rounds {
-    /// How many reads have started.
-    started: u64,
-    /// Whether one is in flight.
-    reading: bool,
+    /// Whether a read is in flight, and since when.
+    reading: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Finished {
-    /// The read's number (0: none yet) and the generation it saw.
-    round: u64,
-    generation: i64,
+    /// The newest read's start and the generation it saw (`None`: none yet).
+    read: Option<(Instant, i64)>,
     /// Bumped when a read ends without a value (an error, or its caller
     /// gone), so waiters wake and one of them reads instead.
     abandoned: u64,
 }
 
-impl Default for GenerationReads {
-    fn default() -> Self {
+impl GenerationReads {
+    fn new(window: std::time::Duration) -> Self {
         Self {
             rounds: Mutex::default(),
+            connection: crate::db::index::GenerationConnection::default(),
+            window,
             finished: tokio::sync::watch::Sender::new(Finished::default()),
         }
     }
 }
 
 /// Marks the read in flight as over when its future ends or is dropped.
-struct Reading<'a>(&'a GenerationReads, Option<(u64, i64)>);
+struct Reading<'a>(&'a GenerationReads, Option<(Instant, i64)>);
 
 impl Drop for Reading<'_> {
     fn drop(&mut self) {
-        self.0.rounds().reading = false;
+        self.0.rounds().reading = None;
         match self.1 {
-            Some((round, generation)) => self.0.finished.send_modify(|f| {
-                f.round = round;
-                f.generation = generation;
+            Some(read) => self.0.finished.send_modify(|f| {
+                // Never replaced by an older read.
+                if f.read.is_none_or(|(started, _)| started <= read.0) {
+                    f.read = Some(read);
+                }
             }),
             None => self.0.finished.send_modify(|f| f.abandoned += 1),
         }
@@ -395,23 +432,31 @@ impl GenerationReads {
 
     async fn read(&self, db: &Db) -> Result<i64, ApiError> {
         let mut finished = self.finished.subscribe();
-        // Any read numbered above what has started so far starts after now.
-        let wanted = self.rounds().started + 1;
+        let arrived = Instant::now();
+        let since = arrived
+            .checked_sub(self.window)
+            .unwrap_or(arrived)
+            .max(crate::db::last_local_write());
         loop {
-            let newest = *finished.borrow_and_update();
-            if newest.round >= wanted {
-                return Ok(newest.generation);
+            if let Some((started, generation)) = finished.borrow_and_update().read
+                && started >= since
+            {
+                return Ok(generation);
             }
-            let round = {
+            let start = {
                 let mut rounds = self.rounds();
-                (!rounds.reading).then(|| {
-                    rounds.reading = true;
-                    rounds.started += 1;
-                    rounds.started
-                })
+                match rounds.reading {
+                    // In flight: wait for it, then take it if it started
+                    // late enough, or start the next one.
+                    Some(_) => None,
+                    None => {
+                        let now = Instant::now();
+                        rounds.reading = Some(now);
+                        Some(now)
+                    }
+                }
             };
-            let Some(round) = round else {
-                // A read is in flight; its end (or abandonment) wakes us.
+            let Some(start) = start else {
                 if finished.changed().await.is_err() {
                     return Err(ApiError::internal(anyhow::anyhow!(
                         "the generation reader is gone"
@@ -420,8 +465,8 @@ impl GenerationReads {
                 continue;
             };
             let mut reading = Reading(self, None);
-            let generation = db.registry_generation().await?;
-            reading.1 = Some((round, generation));
+            let generation = db.registry_generation_on(&self.connection).await?;
+            reading.1 = Some((start, generation));
             return Ok(generation);
         }
     }
@@ -629,11 +674,16 @@ pub async fn resolve_lock_at(
 /// rest is read by the solver as it goes.
 const MAX_PREFETCH_LEVELS: usize = 32;
 
-/// Reads into the cache every index the resolution can need, before the
-/// solver runs: one batched read per level of the dependency graph (the
-/// requested and pinned tools, then every tool their versions depend on,
-/// and so on), instead of one read per package from inside the solver.
-/// Packages the cache holds are not read again, only walked through.
+/// Reads into the cache, before the solver runs, the indexes its first
+/// attempt will need: one batched read per level of the dependency graph.
+/// The first level is the requested and pinned tools; each next level is
+/// what the version the solver tries first for each tool (the pinned one,
+/// else the newest usable one that meets every requirement seen for it)
+/// depends on. Every other version's dependencies are left out: a tool
+/// has tens of versions, and following them all would read most of the
+/// catalog for one agent (on a cold cache, every early request would pay
+/// for a whole-cache fill). What backtracking reaches beyond this, the
+/// solver reads itself. Packages the cache holds are walked, not read.
 async fn prefetch(
     state: &AppState,
     generation: i64,
@@ -642,24 +692,33 @@ async fn prefetch(
 ) -> Result<(), ApiError> {
     let cache = &state.index_cache;
     let mut seen = HashSet::new();
-    let mut level: Vec<PackageName> = request
-        .requirements
-        .keys()
-        .chain(request.pins.keys())
-        .cloned()
-        .collect();
+    // Normalized name to the name and what is asked of it at this level.
+    let mut level: HashMap<String, (PackageName, Wanted)> = HashMap::new();
+    for (name, requirement) in &request.requirements {
+        level
+            .entry(name.normalized())
+            .or_insert_with(|| (name.clone(), Wanted::default()))
+            .1
+            .requirements
+            .extend(requirement.clone());
+    }
+    for (name, version) in &request.pins {
+        level
+            .entry(name.normalized())
+            .or_insert_with(|| (name.clone(), Wanted::default()))
+            .1
+            .pin = Some(version.clone());
+    }
     for _ in 0..MAX_PREFETCH_LEVELS {
-        let mut next = Vec::new();
-        let mut to_read = Vec::new();
-        for name in level {
-            if !seen.insert(name.normalized()) {
-                continue;
-            }
-            match cache.tool(&name.normalized()) {
-                Some(entries) => next.extend(dependencies_of(entries.as_deref())),
-                None => to_read.push(name),
-            }
+        level.retain(|normalized, _| seen.insert(normalized.clone()));
+        if level.is_empty() {
+            break;
         }
+        let to_read: Vec<PackageName> = level
+            .iter()
+            .filter(|(normalized, _)| cache.tool(normalized).is_none())
+            .map(|(_, (name, _))| name.clone())
+            .collect();
         if !to_read.is_empty() {
             let indexes = tokio::time::timeout_at(
                 deadline.into(),
@@ -681,24 +740,65 @@ async fn prefetch(
                     Some(index) => Some(Arc::new(entries_of(index).map_err(ApiError::internal)?)),
                     None => None,
                 };
-                next.extend(dependencies_of(entries.as_deref()));
                 cache.put_tool(generation, normalized, entries);
             }
         }
-        if next.is_empty() {
-            break;
+        let mut next: HashMap<String, (PackageName, Wanted)> = HashMap::new();
+        for (normalized, (_, wanted)) in &level {
+            let entries = cache.tool(normalized).flatten();
+            let Some(first) = entries.as_deref().and_then(|e| wanted.first_choice(e)) else {
+                continue;
+            };
+            for (dependency, requirement) in &first.dependencies {
+                next.entry(dependency.normalized())
+                    .or_insert_with(|| (dependency.clone(), Wanted::default()))
+                    .1
+                    .requirements
+                    .push(requirement.clone());
+            }
         }
         level = next;
     }
     Ok(())
 }
 
-/// Every tool any of the versions depends on.
-fn dependencies_of(entries: Option<&Vec<VersionEntry>>) -> impl Iterator<Item = PackageName> + '_ {
-    entries
-        .into_iter()
-        .flatten()
-        .flat_map(|entry| entry.dependencies.keys().cloned())
+/// What a resolution asks of one tool, as far as the read-ahead knows.
+#[derive(Debug, Default)]
+struct Wanted {
+    requirements: Vec<VersionReq>,
+    pin: Option<Version>,
+}
+
+impl Wanted {
+    /// The version the solver will most likely try first: the pinned one
+    /// when it is published, else the newest unyanked version meeting every
+    /// requirement (releases only, unless a requirement names a
+    /// prerelease: `VersionReq::matches` decides), else the newest meeting
+    /// any (the solver will backtrack from there).
+    fn first_choice<'a>(&self, entries: &'a [VersionEntry]) -> Option<&'a VersionEntry> {
+        if let Some(pin) = &self.pin
+            && let Some(pinned) = entries.iter().find(|e| &e.version == pin)
+        {
+            return Some(pinned);
+        }
+        let usable = |all: bool| {
+            entries
+                .iter()
+                .filter(|e| !e.yanked)
+                .filter(|e| {
+                    let v = e.version.semver();
+                    if self.requirements.is_empty() {
+                        v.pre.is_empty()
+                    } else if all {
+                        self.requirements.iter().all(|r| r.matches(v))
+                    } else {
+                        self.requirements.iter().any(|r| r.matches(v))
+                    }
+                })
+                .max_by(|a, b| a.version.cmp(&b.version))
+        };
+        usable(true).or_else(|| usable(false))
+    }
 }
 
 /// Runs the solver on a blocking thread under the configured deadline,
@@ -759,6 +859,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_window_shares_a_recent_read_but_never_one_from_before_a_local_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::connect(
+            &DatabaseUrl::SqlitePath(dir.path().join("w.db")),
+            std::time::Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        // No other test of this binary writes through `db` (the last-write
+        // mark is per process).
+        let reads = GenerationReads::new(std::time::Duration::from_secs(5));
+        let first = reads.read(&db).await.unwrap();
+        // Another replica's write (not through this process's writers):
+        // within the window, the read just made still answers.
+        bump(&db).await;
+        assert_eq!(reads.read(&db).await.unwrap(), first);
+        // This process's own write: the next caller reads again.
+        crate::db::note_local_write();
+        assert_eq!(reads.read(&db).await.unwrap(), first + 1);
+    }
+
+    #[tokio::test]
     async fn shared_generation_reads_are_never_older_than_the_caller() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::connect(
@@ -767,7 +889,7 @@ mod tests {
         )
         .await
         .unwrap();
-        let reads = Arc::new(GenerationReads::default());
+        let reads = Arc::new(GenerationReads::new(std::time::Duration::ZERO));
         let first = reads.read(&db).await.unwrap();
         bump(&db).await;
         // A read asked for after a write sees it.

@@ -77,6 +77,12 @@ async fn owners_are_invited_accept_and_leave(backend: Backend) {
         .unwrap();
     assert_eq!(usernames(&body), ["alice"]);
 
+    // The package's page, rendered once for visitors without a session and
+    // served from memory, shows an owner change at once (it bumps the
+    // registry generation the page was rendered at).
+    let page = app.get("/tools/web-search").await.text().await.unwrap();
+    assert!(page.contains("/publishers/alice") && !page.contains("/publishers/carol"));
+
     // An invitation is not ownership: nothing is attributed to bob until
     // he accepts.
     let res = change(&app, Method::PUT, path, &alice, &["Bob", "carol"]).await;
@@ -102,6 +108,8 @@ async fn owners_are_invited_accept_and_leave(backend: Backend) {
         .await;
         assert_eq!(res.status(), StatusCode::OK);
     }
+    let page = app.get("/tools/web-search").await.text().await.unwrap();
+    assert!(page.contains("/publishers/carol"), "{page}");
     let body: Value = app.get(path).await.json().await.unwrap();
     assert_eq!(
         roles(&body),

@@ -10,6 +10,8 @@ backend_tests!(
     package_and_version_records,
     downloads_stream_with_immutable_caching,
     ranges_resume_downloads,
+    ranges_resume_streamed_downloads,
+    ranges_resume_downloads_without_the_blob_cache,
     downloads_redirect_to_the_bucket_when_configured,
     owners_yank_and_unyank,
 );
@@ -86,7 +88,9 @@ async fn package_and_version_records(backend: Backend) {
         assert_eq!(res.headers()["etag"], etag.as_str());
         assert!(res.bytes().await.unwrap().is_empty());
         app.get("/api/v1/tools/web_fetch/1.10.0/download").await;
-        app.state().downloads.flush(&app.state().db).await.unwrap();
+        agentlang_registry::service::packages::flush_downloads(app.state())
+            .await
+            .unwrap();
         let res = revalidate().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK, "{path}");
         assert_ne!(res.headers()["etag"], etag.as_str());
@@ -164,7 +168,9 @@ async fn downloads_stream_with_immutable_caching(backend: Backend) {
     assert!(res.bytes().await.unwrap().is_empty());
 
     // Counts are written in batches; the periodic flush, done now.
-    app.state().downloads.flush(&app.state().db).await.unwrap();
+    agentlang_registry::service::packages::flush_downloads(app.state())
+        .await
+        .unwrap();
     let version: Value = app
         .get("/api/v1/tools/web_fetch/1.0.3")
         .await
@@ -197,15 +203,43 @@ async fn downloads_stream_with_immutable_caching(backend: Backend) {
     .await;
 }
 
-/// One byte range answers 206 from the store's own range read; If-Range
-/// guards it; several ranges or a stale If-Range answer all of it; a range
-/// past the end is 416; a resumption is not counted as a download.
+/// One byte range answers 206 with those bytes; If-Range guards it;
+/// several ranges or a stale If-Range answer all of it; a range past the
+/// end is 416; a resumption is not counted as a download. A small
+/// container is served from the hot-blob cache.
 async fn ranges_resume_downloads(backend: Backend) {
-    let Some(app) = TestApp::builder(backend).build().await else {
+    ranges_of(backend, 0, None).await;
+}
+
+/// The same for a container too large for the hot-blob cache (3 MiB): it
+/// streams from the store (a local file by position, in 256 KiB reads; S3
+/// by a range request), and ranges cross those reads.
+async fn ranges_resume_streamed_downloads(backend: Backend) {
+    ranges_of(backend, 3 * 1024 * 1024, None).await;
+}
+
+/// The same with the hot-blob cache turned off: every download streams.
+async fn ranges_resume_downloads_without_the_blob_cache(backend: Backend) {
+    ranges_of(backend, 0, Some("0")).await;
+}
+
+async fn ranges_of(backend: Backend, payload: usize, blob_cache_mib: Option<&str>) {
+    let mut builder = TestApp::builder(backend);
+    if let Some(mib) = blob_cache_mib {
+        builder = builder.env("AGENTLANG_REGISTRY_BLOB_CACHE_MIB", mib);
+    }
+    let Some(app) = builder.build().await else {
         return;
     };
     let alice = publisher(&app, "alice").await;
-    let bytes = tool(&alice.key, "web_fetch", "1.0.3", &[]);
+    let bytes = crate::support::seed::tool_container(
+        &alice.key,
+        "web_fetch",
+        "1.0.3",
+        &[],
+        "# web_fetch\n",
+        payload,
+    );
     let record = published(&app, &alice.token, bytes.clone()).await;
     let etag = format!("\"{}\"", record["sha256"].as_str().unwrap());
     let size = bytes.len();
@@ -222,7 +256,13 @@ async fn ranges_resume_downloads(backend: Backend) {
     assert_eq!(res.headers()["accept-ranges"], "bytes");
     let tail = format!("bytes={}-", size - 10);
     let if_range = etag.clone();
-    for (headers, first, last) in [
+    // Across the 256 KiB reads of a streamed container.
+    let middle = "bytes=200000-699999";
+    let mut cases = vec![];
+    if size > 700_000 {
+        cases.push((vec![("range", middle)], 200_000, 699_999));
+    }
+    for (headers, first, last) in cases.into_iter().chain([
         (vec![("range", "bytes=0-9")], 0, 9),
         (vec![("range", "bytes=-5")], size - 5, size - 1),
         (vec![("range", tail.as_str())], size - 10, size - 1),
@@ -233,7 +273,7 @@ async fn ranges_resume_downloads(backend: Backend) {
             3,
             7,
         ),
-    ] {
+    ]) {
         let res = get(&headers).await.unwrap();
         assert_eq!(res.status(), StatusCode::PARTIAL_CONTENT, "{headers:?}");
         assert_eq!(
@@ -286,7 +326,9 @@ async fn ranges_resume_downloads(backend: Backend) {
 
     // Downloads counted: the plain GET, the three answered whole, and the
     // ranges from byte 0 (bytes=0-9); the resumptions are not.
-    app.state().downloads.flush(&app.state().db).await.unwrap();
+    agentlang_registry::service::packages::flush_downloads(app.state())
+        .await
+        .unwrap();
     let version: Value = app
         .get("/api/v1/tools/web_fetch/1.0.3")
         .await
@@ -357,7 +399,9 @@ async fn downloads_redirect_to_the_bucket_when_configured(backend: Backend) {
         }
     }
     // Redirected or streamed, it is a download.
-    app.state().downloads.flush(&app.state().db).await.unwrap();
+    agentlang_registry::service::packages::flush_downloads(app.state())
+        .await
+        .unwrap();
     let version: Value = app
         .get("/api/v1/tools/web_fetch/1.0.3")
         .await
