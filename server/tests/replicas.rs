@@ -480,7 +480,9 @@ async fn sigkill_in_the_middle_of_an_upload_leaves_no_partial_version() {
 /// The transparency log over two replicas: publishes racing through both
 /// get one order, each index used once, and both replicas serve the same
 /// checkpoint once each has caught up, signed with the key they share
-/// through the database.
+/// through the database. Half the publishes create their package and half
+/// add a version to a known one: the two take the log's append lock and the
+/// generation's row, and once took them in opposite orders (a deadlock).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_publishing_at_once_log_one_order_with_no_index_twice() {
     let Some(cluster) = Cluster::start().await else {
@@ -490,12 +492,21 @@ async fn replicas_publishing_at_once_log_one_order_with_no_index_twice() {
     // per-account upload limit.
     let mut publishers = Vec::new();
     for p in 0..4 {
-        publishers.push(cluster.publisher(&format!("frank{p}")).await);
+        let (token, key) = cluster.publisher(&format!("frank{p}")).await;
+        let body = tool_container(&key, &format!("known_{p}"), "0.1.0", &[], "# known", 0);
+        let res = cluster.publish(&cluster.a, &token, body).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        publishers.push((token, key));
     }
     let publishes = (0..16).map(|i| {
         let via = if i % 2 == 0 { &cluster.a } else { &cluster.b };
         let (token, key) = &publishers[i / 4];
-        let body = tool_container(key, &format!("logged_{i}"), "1.0.0", &[], "# logged", 0);
+        let body = if i % 2 == 0 {
+            tool_container(key, &format!("logged_{i}"), "1.0.0", &[], "# logged", 0)
+        } else {
+            let (name, version) = (format!("known_{}", i / 4), format!("1.{i}.0"));
+            tool_container(key, &name, &version, &[], "# known", 0)
+        };
         let token = token.clone();
         let cluster = &cluster;
         async move {
