@@ -196,56 +196,10 @@ impl Db {
         select_in!(self, IndexRow, select, select, ids)
     }
 
-    /// The account's username by id (publishers shown in version records).
-    pub async fn username_of(&self, account_id: i64) -> Result<Option<String>, sqlx::Error> {
-        with_pool!(self, pool => {
-            sqlx::query_scalar::<_, String>("SELECT username FROM accounts WHERE id = $1")
-                .bind(account_id)
-                .fetch_optional(pool)
-                .await
-        })
-    }
-
     /// `(id, username)` of the given accounts, unordered.
     pub async fn usernames_by_ids(&self, ids: &[i64]) -> Result<Vec<(i64, String)>, sqlx::Error> {
         const SELECT: &str = "SELECT id, username FROM accounts WHERE id IN (";
         select_in!(self, (i64, String), SELECT, SELECT, ids)
-    }
-
-    /// Every package of `kind` (or of every kind), by normalized name, at
-    /// most `limit`: what an empty search lists.
-    pub async fn list_packages(
-        &self,
-        kind: Option<Kind>,
-        limit: i64,
-    ) -> Result<Vec<PackageRecord>, sqlx::Error> {
-        let kind = kind.map(Kind::as_str);
-        match self {
-            Db::Sqlite(pool) => {
-                sqlx::query_as::<_, PackageRecord>(
-                    "SELECT id, kind, name, normalized_name, description, keywords, created_at,
-                            updated_at
-                     FROM packages WHERE ($1 IS NULL OR kind = $1)
-                     ORDER BY normalized_name, kind LIMIT $2",
-                )
-                .bind(kind)
-                .bind(limit)
-                .fetch_all(pool)
-                .await
-            }
-            Db::Postgres(pool) => {
-                sqlx::query_as::<_, PackageRecord>(
-                    "SELECT id, kind, name, normalized_name, description, keywords, created_at,
-                            updated_at
-                     FROM packages WHERE ($1::text IS NULL OR kind = $1)
-                     ORDER BY normalized_name, kind LIMIT $2",
-                )
-                .bind(kind)
-                .bind(limit)
-                .fetch_all(pool)
-                .await
-            }
-        }
     }
 }
 
