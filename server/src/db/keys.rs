@@ -34,6 +34,7 @@ impl Db {
     ) -> Result<SigningKeyRecord, InsertKeyError> {
         let result = with_pool!(self, pool => async {
             let mut tx = pool.begin_write().await?;
+            tx.lock_log().await?;
             let record = sqlx::query_as::<_, SigningKeyRecord>(
                 "INSERT INTO signing_keys (key_id, account_id, public_key_pem, created_at)
                  VALUES ($1, $2, $3, $4)
@@ -141,6 +142,7 @@ impl Db {
     ) -> Result<Option<SigningKeyRecord>, sqlx::Error> {
         with_pool!(self, pool => {
             let mut tx = pool.begin_write().await?;
+            tx.lock_log().await?;
             let revoked = sqlx::query(
                 "UPDATE signing_keys SET revoked_at = $1
                  WHERE key_id = $2 AND account_id = $3 AND revoked_at IS NULL",

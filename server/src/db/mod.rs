@@ -239,6 +239,8 @@ pub(crate) trait BeginWrite {
 pub(crate) struct WriteTx<DB: sqlx::Database> {
     tx: sqlx::Transaction<'static, DB>,
     _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+    /// Whether this transaction holds the log's append lock (PostgreSQL).
+    log_locked: bool,
 }
 
 impl<DB: sqlx::Database> WriteTx<DB> {
@@ -310,6 +312,7 @@ impl BeginWrite for SqlitePool {
         Ok(WriteTx {
             tx: self.begin_with("BEGIN IMMEDIATE").await?,
             _turn: Some(turn),
+            log_locked: false,
         })
     }
 }
@@ -320,6 +323,7 @@ impl BeginWrite for PgPool {
         Ok(WriteTx {
             tx: self.begin().await?,
             _turn: None,
+            log_locked: false,
         })
     }
 }

@@ -206,6 +206,7 @@ impl Db {
     ) -> Result<bool, sqlx::Error> {
         with_pool!(self, pool => {
             let mut tx = pool.begin_write().await?;
+            tx.lock_log().await?;
             // Locks the package row (PostgreSQL), so two acceptances cannot
             // take the same ordinal.
             sqlx::query("UPDATE packages SET updated_at = updated_at WHERE id = $1")
@@ -272,6 +273,7 @@ impl Db {
     ) -> Result<(), OwnerError> {
         with_pool!(self, pool => {
             let mut tx = pool.begin_write().await?;
+            tx.lock_log().await?;
             // A no-op write: in PostgreSQL it takes the row lock; in SQLite
             // BEGIN IMMEDIATE already holds the database's write lock.
             sqlx::query("UPDATE packages SET updated_at = updated_at WHERE id = $1")

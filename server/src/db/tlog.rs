@@ -42,7 +42,14 @@ pub struct UnloggedVersion {
 }
 
 /// Appends one entry inside a write transaction; returns its index.
+///
+/// On PostgreSQL the entry's index comes from the log's append lock, held
+/// to the commit. Every logged transaction takes that lock before it locks
+/// any row ([`AppendLog::lock_log`], or its first append), so two logged
+/// transactions never hold each other's locks: a batch of publishes holds
+/// it while it writes several packages' rows.
 pub(crate) trait AppendLog {
+    async fn lock_log(&mut self) -> sqlx::Result<()>;
     async fn append_log(&mut self, entry: &LogEntry) -> sqlx::Result<i64>;
 }
 
@@ -51,6 +58,11 @@ const APPEND: &str = "INSERT INTO log_entries (idx, entry, created_at)
      RETURNING idx";
 
 impl AppendLog for WriteTx<Sqlite> {
+    /// `BEGIN IMMEDIATE` holds the database's one write lock already.
+    async fn lock_log(&mut self) -> sqlx::Result<()> {
+        Ok(())
+    }
+
     async fn append_log(&mut self, entry: &LogEntry) -> sqlx::Result<i64> {
         sqlx::query_scalar(APPEND)
             .bind(entry.to_bytes())
@@ -61,11 +73,19 @@ impl AppendLog for WriteTx<Sqlite> {
 }
 
 impl AppendLog for WriteTx<Postgres> {
+    async fn lock_log(&mut self) -> sqlx::Result<()> {
+        if !self.log_locked {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(APPEND_LOCK)
+                .execute(&mut **self)
+                .await?;
+            self.log_locked = true;
+        }
+        Ok(())
+    }
+
     async fn append_log(&mut self, entry: &LogEntry) -> sqlx::Result<i64> {
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(APPEND_LOCK)
-            .execute(&mut **self)
-            .await?;
+        self.lock_log().await?;
         sqlx::query_scalar(APPEND)
             .bind(entry.to_bytes())
             .bind(now())
@@ -291,9 +311,10 @@ impl Db {
     ) -> sqlx::Result<()> {
         with_pool!(self, pool => {
             let mut tx = pool.begin_write().await?;
+            tx.lock_log().await?;
             for (id, publish, yank) in versions {
-                // Claims the row first: in PostgreSQL a replica doing the
-                // same waits on the row lock, then finds it claimed.
+                // Claims the row: a replica doing the same waited for the
+                // log's lock, and then finds it claimed.
                 let claimed = sqlx::query(
                     "UPDATE versions SET log_index = -1 WHERE id = $1 AND log_index IS NULL",
                 )
