@@ -332,28 +332,29 @@ impl Seeder {
             r.signed.then_some(self.key_id.as_str()),
             "seeder",
         );
+        let what = format!("recording {} {}@{}", r.kind, r.name, r.version);
         self.db
             .publish_version(&NewVersion {
                 kind: r.kind,
-                name: &r.name,
-                version: &r.version,
-                sha256: &sha256,
+                name: r.name,
+                version: r.version,
+                sha256,
                 size: r.blob.len() as u64,
-                signer_key_id: r.signed.then_some(self.key_id.as_str()),
-                manifest: &r.manifest,
-                spec: &r.spec,
+                signer_key_id: r.signed.then(|| self.key_id.clone()),
+                manifest: r.manifest,
+                spec: r.spec,
                 lockfile: None,
                 quality_report: None,
-                extras: Some(&r.extras),
+                extras: Some(r.extras),
                 max_risk: None,
-                dependencies: &r.dependencies,
-                description: &r.description,
-                keywords: &r.keywords,
+                dependencies: r.dependencies,
+                description: r.description,
+                keywords: r.keywords,
                 publisher: self.publisher,
-                log_entry: &log_entry,
+                log_entry,
             })
             .await
-            .with_context(|| format!("recording {} {}@{}", r.kind, r.name, r.version))?;
+            .context(what)?;
         Ok(())
     }
 

@@ -30,6 +30,7 @@ use crate::{
         credentials::{PasswordWork, decoy_hash},
         packages::{self, DownloadCounter},
         publish::{self, UploadSlots},
+        publish_queue::PublishQueue,
         resolve::IndexCache,
         sweep,
         tlog::{self, TransparencyLog},
@@ -149,6 +150,8 @@ impl Application {
                 config.limits.max_concurrent_uploads_per_account,
             ),
             downloads: DownloadCounter::default(),
+            publish_queue: PublishQueue::start(db.clone())
+                .context("cannot start the publish queue's thread")?,
             metrics: Metrics::new()?,
             config: Arc::new(config),
             db,

@@ -16,6 +16,7 @@ use crate::{
         credentials::PasswordWork,
         packages::{DownloadCounter, DownloadTargets},
         publish::UploadSlots,
+        publish_queue::PublishQueue,
         resolve::IndexCache,
         tlog::TransparencyLog,
     },
@@ -45,6 +46,8 @@ pub struct AppState {
     pub passwords: PasswordWork,
     /// Slots for uploads being verified.
     pub uploads: UploadSlots,
+    /// Where publishes commit, in batches.
+    pub publish_queue: PublishQueue,
     /// Download counts not yet written to the database.
     pub downloads: DownloadCounter,
     /// The transparency log: its key, and the tree and checkpoint this

@@ -21,12 +21,14 @@ pub struct PackageRecord {
     pub updated_at: i64,
 }
 
-/// A package with whether a given account owns it.
+/// A package with whether a given account owns it and whether a version
+/// number is taken.
 #[derive(Debug, Clone, sqlx::FromRow)]
 struct OwnedPackage {
     #[sqlx(flatten)]
     package: PackageRecord,
     is_owner: bool,
+    version_exists: bool,
 }
 
 /// What a publish checks before it stores a blob, read at once: the
@@ -87,34 +89,36 @@ pub struct YankChange<'a> {
     pub log_entry: &'a LogEntry,
 }
 
-/// Everything publish has checked and stores about one version.
+/// Everything publish has checked and stores about one version. Owned, so
+/// a publish can hand it to the commit queue (`service::publish_queue`)
+/// and have it back with the outcome.
 #[derive(Debug, Clone)]
-pub struct NewVersion<'a> {
+pub struct NewVersion {
     pub kind: Kind,
-    pub name: &'a PackageName,
-    pub version: &'a Version,
+    pub name: PackageName,
+    pub version: Version,
     /// SHA-256 of the container, which is already in blob storage.
-    pub sha256: &'a Sha256Digest,
+    pub sha256: Sha256Digest,
     pub size: u64,
     /// A registered, unrevoked key of the publisher.
-    pub signer_key_id: Option<&'a str>,
-    pub manifest: &'a Value,
+    pub signer_key_id: Option<String>,
+    pub manifest: Value,
     /// The parsed agent.yaml / tool.yaml.
-    pub spec: &'a Value,
-    pub lockfile: Option<&'a Value>,
+    pub spec: Value,
+    pub lockfile: Option<Value>,
     /// The deterministic quality report (agents).
-    pub quality_report: Option<&'a Value>,
+    pub quality_report: Option<Value>,
     /// What pages show from the container beyond the definition.
-    pub extras: Option<&'a Value>,
+    pub extras: Option<Value>,
     /// The highest risk of an agent's effective capabilities (`Critical`).
-    pub max_risk: Option<&'a str>,
-    pub dependencies: &'a [DependencyEdge],
+    pub max_risk: Option<&'static str>,
+    pub dependencies: Vec<DependencyEdge>,
     /// Shown in the catalog and indexed for search.
-    pub description: &'a str,
-    pub keywords: &'a [String],
+    pub description: String,
+    pub keywords: Vec<String>,
     pub publisher: i64,
     /// The publish's transparency-log entry, appended in its transaction.
-    pub log_entry: &'a LogEntry,
+    pub log_entry: LogEntry,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +161,11 @@ pub enum PublishError {
 /// How one attempt at a publish transaction ended.
 #[derive(Debug)]
 enum Attempt {
+    /// Refused before this publish wrote anything: the transaction it ran
+    /// in is still good for the rest of a batch.
+    Refused(PublishError),
+    /// Failed after writing, or the database failed: the transaction must
+    /// be rolled back.
     Failed(PublishError),
     /// A concurrent publish created the package between our read and our
     /// insert (PostgreSQL; SQLite's write lock serializes publishes).
@@ -182,6 +191,190 @@ fn precedence(version: &Version) -> (i64, i64, i64, String) {
         clamp(v.patch),
         v.pre.as_str().to_owned(),
     )
+}
+
+/// One publish's statements inside the write transaction `$tx` (either
+/// backend's `WriteTx`), as a future of `Result<PublishedVersion, Attempt>`.
+/// Every refusal is read before the first write, so a refused publish
+/// leaves a batch's transaction as it found it. Few statements: in SQLite
+/// each is a hand-over to the connection's thread, made while every other
+/// writer waits.
+macro_rules! publish_in {
+    ($tx:ident, $new:expr) => {
+        async {
+            let new: &NewVersion = $new;
+            let tx = &mut $tx;
+            let now = now();
+            let kind = new.kind;
+            let (major, minor, patch, pre) = precedence(&new.version);
+            let existing = sqlx::query_as::<_, OwnedPackage>(
+                "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                        p.created_at, p.updated_at,
+                        EXISTS (SELECT 1 FROM package_owners o
+                                WHERE o.package_id = p.id AND o.account_id = $3) AS is_owner,
+                        EXISTS (SELECT 1 FROM versions v
+                                WHERE v.package_id = p.id AND v.major = $4 AND v.minor = $5
+                                  AND v.patch = $6 AND v.prerelease = $7) AS version_exists
+                 FROM packages p WHERE p.kind = $1 AND p.normalized_name = $2",
+            )
+            .bind(kind.as_str())
+            .bind(new.name.normalized())
+            .bind(new.publisher)
+            .bind(major)
+            .bind(minor)
+            .bind(patch)
+            .bind(&pre)
+            .fetch_optional(&mut **tx)
+            .await?;
+            if let Some(found) = &existing {
+                let package = &found.package;
+                let refusal = match (found.is_owner, package.name == new.name.as_str()) {
+                    (true, true) if found.version_exists => Some(PublishError::VersionExists {
+                        kind,
+                        name: new.name.to_string(),
+                        version: new.version.to_string(),
+                    }),
+                    (true, true) => None,
+                    (true, false) => Some(PublishError::SpelledDifferently {
+                        kind,
+                        requested: new.name.to_string(),
+                        existing: package.name.clone(),
+                    }),
+                    (false, true) => Some(PublishError::NotOwner {
+                        kind,
+                        name: package.name.clone(),
+                    }),
+                    (false, false) => Some(PublishError::NameTaken {
+                        kind,
+                        requested: new.name.to_string(),
+                        existing: package.name.clone(),
+                    }),
+                };
+                if let Some(refusal) = refusal {
+                    return Err(Attempt::Refused(refusal));
+                }
+            }
+            // The log's append lock (PostgreSQL) is the first lock a publish
+            // takes, so publishes and other logged changes queue in one order.
+            let log_index = tx.append_log(&new.log_entry).await?;
+            let keywords = new.keywords.join(" ");
+            let (package_id, new_package) = match existing {
+                Some(found) => {
+                    // Catalog text follows the newest release, not a prerelease.
+                    if !new.version.is_prerelease() {
+                        sqlx::query(
+                            "UPDATE packages SET description = $1, keywords = $2, updated_at = $3
+                             WHERE id = $4",
+                        )
+                        .bind(&new.description)
+                        .bind(&keywords)
+                        .bind(now)
+                        .bind(found.package.id)
+                        .execute(&mut **tx)
+                        .await?;
+                    }
+                    (found.package.id, false)
+                }
+                None => {
+                    let id: i64 = sqlx::query_scalar(
+                        "INSERT INTO packages (kind, name, normalized_name, description, keywords,
+                                               created_at, updated_at)
+                         VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
+                    )
+                    .bind(kind.as_str())
+                    .bind(new.name.as_str())
+                    .bind(new.name.normalized())
+                    .bind(&new.description)
+                    .bind(&keywords)
+                    .bind(now)
+                    .fetch_one(&mut **tx)
+                    .await
+                    .map_err(|e| {
+                        // Another publish created the package since our
+                        // SELECT: start over and judge against its row.
+                        if is_unique_violation(&e) {
+                            Attempt::LostPackageRace
+                        } else {
+                            e.into()
+                        }
+                    })?;
+                    sqlx::query(
+                        "INSERT INTO package_owners (package_id, account_id, added_at, added_by, ordinal)
+                         VALUES ($1, $2, $3, $2, 1)",
+                    )
+                    .bind(id)
+                    .bind(new.publisher)
+                    .bind(now)
+                    .execute(&mut **tx)
+                    .await?;
+                    (id, true)
+                }
+            };
+            let inserted = sqlx::query_scalar::<_, i64>(
+                "INSERT INTO versions (package_id, version, major, minor, patch, prerelease,
+                                       sha256, size, signer_key_id, manifest, spec, lockfile,
+                                       published_by, published_at, quality_report, extras,
+                                       max_risk, log_index)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                         $16, $17, $18)
+                 RETURNING id",
+            )
+            .bind(package_id)
+            .bind(new.version.to_string())
+            .bind(major)
+            .bind(minor)
+            .bind(patch)
+            .bind(&pre)
+            .bind(new.sha256.to_string())
+            .bind(i64::try_from(new.size).unwrap_or(i64::MAX))
+            .bind(new.signer_key_id.as_deref())
+            .bind(Json(&new.manifest))
+            .bind(Json(&new.spec))
+            .bind(new.lockfile.as_ref().map(Json))
+            .bind(new.publisher)
+            .bind(now)
+            .bind(new.quality_report.as_ref().map(Json))
+            .bind(new.extras.as_ref().map(Json))
+            .bind(new.max_risk)
+            .bind(log_index)
+            .fetch_one(&mut **tx)
+            .await;
+            let version_id = match inserted {
+                Ok(id) => id,
+                // Published by another process since our SELECT.
+                Err(e) if is_unique_violation(&e) => {
+                    return Err(Attempt::Failed(PublishError::VersionExists {
+                        kind,
+                        name: new.name.to_string(),
+                        version: new.version.to_string(),
+                    }));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if !new.dependencies.is_empty() {
+                // One statement for every edge (validation bounds their number).
+                let mut insert = sqlx::QueryBuilder::new(
+                    "INSERT INTO dependencies (version_id, kind, name, normalized_name, requirement) ",
+                );
+                insert.push_values(&new.dependencies, |mut row, dep| {
+                    row.push_bind(version_id)
+                        .push_bind(dep.kind.as_str())
+                        .push_bind(dep.name.as_str())
+                        .push_bind(dep.name.normalized())
+                        .push_bind(dep.requirement.to_string());
+                });
+                insert.build().execute(&mut **tx).await?;
+            }
+            Ok(PublishedVersion {
+                package_id,
+                version_id,
+                published_at: now,
+                new_package,
+                log_index,
+            })
+        }
+        .await
+    };
 }
 
 impl Db {
@@ -269,15 +462,15 @@ impl Db {
     /// already be in blob storage.
     pub async fn publish_version(
         &self,
-        new: &NewVersion<'_>,
+        new: &NewVersion,
     ) -> Result<PublishedVersion, PublishError> {
         match self.try_publish_version(new).await {
             Ok(published) => Ok(published),
-            Err(Attempt::Failed(e)) => Err(e),
+            Err(Attempt::Refused(e) | Attempt::Failed(e)) => Err(e),
             // Once is enough: the package row now exists and is stable.
             Err(Attempt::LostPackageRace) => match self.try_publish_version(new).await {
                 Ok(published) => Ok(published),
-                Err(Attempt::Failed(e)) => Err(e),
+                Err(Attempt::Refused(e) | Attempt::Failed(e)) => Err(e),
                 Err(Attempt::LostPackageRace) => Err(PublishError::NameTaken {
                     kind: new.kind,
                     requested: new.name.to_string(),
@@ -287,167 +480,52 @@ impl Db {
         }
     }
 
-    async fn try_publish_version(&self, new: &NewVersion<'_>) -> Result<PublishedVersion, Attempt> {
-        // The async block scopes `?` and early returns; dropping `tx` on
-        // any of them rolls back.
+    /// Publishes a batch in one transaction: one commit (one WAL flush on
+    /// PostgreSQL, one turn of SQLite's write lock) and one hold of the
+    /// log's append lock for all of them. A publish refused before it
+    /// wrote anything is answered alone and the rest go on; a race with
+    /// another process or a database error rolls the batch back, and each
+    /// publish is then tried in a transaction of its own, so one bad
+    /// publish never costs another its answer. Results are in batch order.
+    pub async fn publish_versions(
+        &self,
+        batch: &[&NewVersion],
+    ) -> Vec<Result<PublishedVersion, PublishError>> {
+        if let [one] = batch {
+            return vec![self.publish_version(one).await];
+        }
+        let together = with_pool!(self, pool => async {
+            let mut tx = pool.begin_write().await.ok()?;
+            let mut results = Vec::with_capacity(batch.len());
+            for new in batch {
+                match publish_in!(tx, new) {
+                    Ok(published) => results.push(Ok(published)),
+                    Err(Attempt::Refused(refusal)) => results.push(Err(refusal)),
+                    Err(Attempt::Failed(_) | Attempt::LostPackageRace) => return None,
+                }
+            }
+            tx.commit().await.ok()?;
+            Some(results)
+        }
+        .await);
+        match together {
+            Some(results) => results,
+            None => {
+                let mut results = Vec::with_capacity(batch.len());
+                for new in batch {
+                    results.push(self.publish_version(new).await);
+                }
+                results
+            }
+        }
+    }
+
+    async fn try_publish_version(&self, new: &NewVersion) -> Result<PublishedVersion, Attempt> {
         with_pool!(self, pool => async {
             let mut tx = pool.begin_write().await?;
-            let now = now();
-            let kind = new.kind;
-            // One statement: in SQLite every one inside the write lock is a
-            // round trip every other writer waits for.
-            let existing = sqlx::query_as::<_, OwnedPackage>(
-                "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
-                        p.created_at, p.updated_at,
-                        EXISTS (SELECT 1 FROM package_owners o
-                                WHERE o.package_id = p.id AND o.account_id = $3) AS is_owner
-                 FROM packages p WHERE p.kind = $1 AND p.normalized_name = $2",
-            )
-            .bind(kind.as_str())
-            .bind(new.name.normalized())
-            .bind(new.publisher)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let keywords = new.keywords.join(" ");
-            let (package_id, new_package) = match existing {
-                Some(OwnedPackage { package, is_owner }) => {
-                    let refusal = match (is_owner, package.name == new.name.as_str()) {
-                        (true, true) => None,
-                        (true, false) => Some(PublishError::SpelledDifferently {
-                            kind,
-                            requested: new.name.to_string(),
-                            existing: package.name,
-                        }),
-                        (false, true) => Some(PublishError::NotOwner {
-                            kind,
-                            name: package.name,
-                        }),
-                        (false, false) => Some(PublishError::NameTaken {
-                            kind,
-                            requested: new.name.to_string(),
-                            existing: package.name,
-                        }),
-                    };
-                    if let Some(refusal) = refusal {
-                        return Err(Attempt::Failed(refusal));
-                    }
-                    // Catalog text follows the newest release, not a prerelease.
-                    if !new.version.is_prerelease() {
-                        sqlx::query(
-                            "UPDATE packages SET description = $1, keywords = $2, updated_at = $3
-                             WHERE id = $4",
-                        )
-                        .bind(new.description)
-                        .bind(&keywords)
-                        .bind(now)
-                        .bind(package.id)
-                        .execute(&mut *tx)
-                        .await?;
-                    }
-                    (package.id, false)
-                }
-                None => {
-                    let id: i64 = sqlx::query_scalar(
-                        "INSERT INTO packages (kind, name, normalized_name, description, keywords,
-                                               created_at, updated_at)
-                         VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
-                    )
-                    .bind(kind.as_str())
-                    .bind(new.name.as_str())
-                    .bind(new.name.normalized())
-                    .bind(new.description)
-                    .bind(&keywords)
-                    .bind(now)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(|e| {
-                        // Another publish created the package since our
-                        // SELECT: start over and judge against its row.
-                        if is_unique_violation(&e) {
-                            Attempt::LostPackageRace
-                        } else {
-                            e.into()
-                        }
-                    })?;
-                    sqlx::query(
-                        "INSERT INTO package_owners (package_id, account_id, added_at, added_by, ordinal)
-                         VALUES ($1, $2, $3, $2, 1)",
-                    )
-                    .bind(id)
-                    .bind(new.publisher)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                    (id, true)
-                }
-            };
-            let (major, minor, patch, pre) = precedence(new.version);
-            let version_exists = || PublishError::VersionExists {
-                kind,
-                name: new.name.to_string(),
-                version: new.version.to_string(),
-            };
-            let inserted = sqlx::query_scalar::<_, i64>(
-                "INSERT INTO versions (package_id, version, major, minor, patch, prerelease,
-                                       sha256, size, signer_key_id, manifest, spec, lockfile,
-                                       published_by, published_at, quality_report, extras,
-                                       max_risk)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                         $16, $17)
-                 RETURNING id",
-            )
-            .bind(package_id)
-            .bind(new.version.to_string())
-            .bind(major)
-            .bind(minor)
-            .bind(patch)
-            .bind(pre)
-            .bind(new.sha256.to_string())
-            .bind(i64::try_from(new.size).unwrap_or(i64::MAX))
-            .bind(new.signer_key_id)
-            .bind(Json(new.manifest))
-            .bind(Json(new.spec))
-            .bind(new.lockfile.map(Json))
-            .bind(new.publisher)
-            .bind(now)
-            .bind(new.quality_report.map(Json))
-            .bind(new.extras.map(Json))
-            .bind(new.max_risk)
-            .fetch_one(&mut *tx)
-            .await;
-            let version_id = match inserted {
-                Ok(id) => id,
-                Err(e) if is_unique_violation(&e) => return Err(Attempt::Failed(version_exists())),
-                Err(e) => return Err(e.into()),
-            };
-            for dep in new.dependencies {
-                sqlx::query(
-                    "INSERT INTO dependencies (version_id, kind, name, normalized_name, requirement)
-                     VALUES ($1, $2, $3, $4, $5)",
-                )
-                .bind(version_id)
-                .bind(dep.kind.as_str())
-                .bind(dep.name.as_str())
-                .bind(dep.name.normalized())
-                .bind(dep.requirement.to_string())
-                .execute(&mut *tx)
-                .await?;
-            }
-            // Last, so the log's lock is held only until the commit.
-            let log_index = tx.append_log(new.log_entry).await?;
-            sqlx::query("UPDATE versions SET log_index = $1 WHERE id = $2")
-                .bind(log_index)
-                .bind(version_id)
-                .execute(&mut *tx)
-                .await?;
+            let published = publish_in!(tx, new)?;
             tx.commit().await?;
-            Ok(PublishedVersion {
-                package_id,
-                version_id,
-                published_at: now,
-                new_package,
-                log_index,
-            })
+            Ok(published)
         }
         .await)
     }

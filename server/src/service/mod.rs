@@ -12,6 +12,7 @@ pub mod owners;
 pub mod packages;
 pub mod protocols;
 pub mod publish;
+pub mod publish_queue;
 pub mod quality;
 pub mod resolve;
 pub mod search;

@@ -827,24 +827,25 @@ pub async fn publish(
     );
     let new = NewVersion {
         kind,
-        name,
-        version,
-        sha256: &upload.sha256,
+        name: name.clone(),
+        version: version.clone(),
+        sha256: upload.sha256,
         size: upload.size,
-        signer_key_id: Some(&signer),
-        manifest: &manifest_json,
-        spec: &definition.spec,
-        lockfile: lockfile.as_ref(),
-        quality_report: quality_report.as_ref(),
-        extras: Some(&extras),
+        signer_key_id: Some(signer.clone()),
+        manifest: manifest_json,
+        spec: definition.spec,
+        lockfile,
+        quality_report,
+        extras: Some(extras),
         max_risk,
-        dependencies: &definition.dependencies,
-        description: &definition.description,
-        keywords: &definition.keywords,
+        dependencies: definition.dependencies,
+        description: definition.description,
+        keywords: definition.keywords,
         publisher: auth.account_id,
-        log_entry: &log_entry,
+        log_entry,
     };
-    let published = match state.db.publish_version(&new).await {
+    let (new, committed) = state.publish_queue.commit(new).await?;
+    let published = match committed {
         Ok(published) => published,
         Err(err) => {
             let answer = match err {
@@ -888,10 +889,10 @@ pub async fn publish(
         sha256: upload.sha256.to_string(),
         hash: format!("sha256:{}", upload.sha256),
         size: i64::try_from(upload.size).unwrap_or(i64::MAX),
-        manifest: manifest_json,
-        spec: definition.spec,
-        lockfile,
-        dependencies: definition
+        manifest: new.manifest,
+        spec: new.spec,
+        lockfile: new.lockfile,
+        dependencies: new
             .dependencies
             .iter()
             .filter(|d| d.kind == Kind::Tool)

@@ -66,22 +66,22 @@ pub async fn publish(
         .db
         .publish_version(&NewVersion {
             kind,
-            name: &name,
-            version: &version,
-            sha256: &Sha256Digest::of(bytes.as_bytes()),
+            name: name.clone(),
+            version: version.clone(),
+            sha256: Sha256Digest::of(bytes.as_bytes()),
             size: bytes.len() as u64,
             signer_key_id: None,
-            manifest: &json!({"format": "agentlang.container/1", "kind": kind.as_str(), "name": name, "version": version}),
-            spec: &spec,
+            manifest: json!({"format": "agentlang.container/1", "kind": kind.as_str(), "name": name, "version": version}),
+            spec: spec.clone(),
             lockfile: None,
             quality_report: None,
             extras: None,
             max_risk: None,
-            dependencies: &dependencies,
-            description,
-            keywords: &["search".to_owned()],
+            dependencies: dependencies.clone(),
+            description: description.to_owned(),
+            keywords: vec!["search".to_owned()],
             publisher,
-            log_entry: &test_log_entry(),
+            log_entry: test_log_entry(),
         })
         .await
         .unwrap();
