@@ -161,6 +161,10 @@ pub struct IndexCache {
     generation_reads: GenerationReads,
     /// The newest generation any read has returned.
     newest: std::sync::atomic::AtomicI64,
+    /// One per core: solvers run in arrival order, each to its end, rather
+    /// than all at once sharing the cores, where every request in flight
+    /// would take as long as the slowest (see [`solve`]).
+    solvers: Arc<tokio::sync::Semaphore>,
 }
 
 /// Cached packages stop growing here; past it the map is cleared (a
@@ -193,6 +197,9 @@ impl IndexCache {
             state: Mutex::default(),
             generation_reads: GenerationReads::new(window),
             newest: std::sync::atomic::AtomicI64::new(0),
+            solvers: Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            )),
         }
     }
 
@@ -473,12 +480,40 @@ impl GenerationReads {
 }
 
 /// The index as the solver sees it: the cache, and on a miss the database,
-/// read from the solver's blocking thread.
+/// read from the solver's blocking thread. The solver's slot is given back
+/// while it waits for the database and taken again after, so a solver
+/// never holds a core's turn that others wait for while it is not using it.
 struct IndexSource {
     db: Db,
     cache: Arc<IndexCache>,
     generation: i64,
     runtime: tokio::runtime::Handle,
+    slot: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+}
+
+impl IndexSource {
+    fn read(&self, name: &PackageName) -> Result<Entries, SourceError> {
+        drop(self.slot_guard().take());
+        let index = self
+            .runtime
+            .block_on(self.db.package_index(Kind::Tool, name))
+            .map_err(SourceError::new)?;
+        let slot = self
+            .runtime
+            .block_on(Arc::clone(&self.cache.solvers).acquire_owned())
+            .map_err(SourceError::new)?;
+        *self.slot_guard() = Some(slot);
+        match index {
+            Some(index) => Ok(Some(Arc::new(entries_of(index).map_err(SourceError::new)?))),
+            None => Ok(None),
+        }
+    }
+
+    fn slot_guard(&self) -> std::sync::MutexGuard<'_, Option<tokio::sync::OwnedSemaphorePermit>> {
+        self.slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 impl PackageSource for IndexSource {
@@ -487,14 +522,7 @@ impl PackageSource for IndexSource {
         let entries = match self.cache.tool(&normalized) {
             Some(entries) => entries,
             None => {
-                let index = self
-                    .runtime
-                    .block_on(self.db.package_index(Kind::Tool, name))
-                    .map_err(SourceError::new)?;
-                let entries = match index {
-                    Some(index) => Some(Arc::new(entries_of(index).map_err(SourceError::new)?)),
-                    None => None,
-                };
+                let entries = self.read(name)?;
                 self.cache
                     .put_tool(self.generation, normalized, entries.clone());
                 entries
@@ -802,7 +830,11 @@ impl Wanted {
 }
 
 /// Runs the solver on a blocking thread under the configured deadline,
-/// after reading ahead what it will need ([`prefetch`]).
+/// after reading ahead what it will need ([`prefetch`]). Solvers take a
+/// slot first, one per core, in arrival order: the solver is CPU work, and
+/// run all at once a request's time would be its own work times the number
+/// in flight; queued, it is the work ahead of it plus its own, which keeps
+/// the slow end of the distribution near the middle.
 async fn solve(
     state: &AppState,
     generation: i64,
@@ -810,13 +842,21 @@ async fn solve(
     deadline: Instant,
 ) -> Result<Resolution, ApiError> {
     prefetch(state, generation, request, deadline).await?;
+    let timeout = state.config.resolve_timeout;
+    let slot = tokio::time::timeout_at(
+        deadline.into(),
+        Arc::clone(&state.index_cache.solvers).acquire_owned(),
+    )
+    .await
+    .map_err(|_| ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)))?
+    .map_err(ApiError::internal)?;
     let source = IndexSource {
         db: state.db.clone(),
         cache: Arc::clone(&state.index_cache),
         generation,
         runtime: tokio::runtime::Handle::current(),
+        slot: Mutex::new(Some(slot)),
     };
-    let timeout = state.config.resolve_timeout;
     let cancel = Cancel::with_deadline(deadline);
     let request = request.clone();
     tokio::task::spawn_blocking(move || resolve(&source, &request, &cancel))
