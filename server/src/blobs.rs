@@ -148,10 +148,17 @@ async fn read_chunk(file: &mut tokio::fs::File, size: u64) -> std::io::Result<By
 /// holds the same bytes (its name is their digest): its modification time is
 /// refreshed instead.
 fn link_into(source: &std::path::Path, dest: &std::path::Path) -> std::io::Result<()> {
-    if let Some(parent) = dest.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    match std::fs::hard_link(source, dest) {
+    // The folders usually exist: a link first, and folders only when missing.
+    let linked = match std::fs::hard_link(source, dest) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = dest.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::hard_link(source, dest)
+        }
+        other => other,
+    };
+    match linked {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::File::options()
             .write(true)
             .open(dest)?
