@@ -25,6 +25,7 @@ backend_tests!(
     versions_list_in_semver_order_and_yank,
     downloads_are_counted_per_day,
     concurrent_publishes_have_one_winner,
+    a_batch_answers_each_publish_alone,
 );
 
 async fn publish_creates_the_package_with_its_owner(backend: Backend) {
@@ -613,4 +614,86 @@ async fn concurrent_publishes_have_one_winner(backend: Backend) {
         app.state().blobs.put(bytes.clone())
     );
     assert_eq!(a.unwrap(), b.unwrap());
+}
+
+/// A tool version for the batch test, with `dependencies`.
+fn tool_version(name: &str, publisher: i64, dependencies: Vec<DependencyEdge>) -> NewVersion {
+    NewVersion {
+        kind: Kind::Tool,
+        name: PackageName::new(name).unwrap(),
+        version: Version::parse("1.0.0").unwrap(),
+        sha256: Sha256Digest::of(name.as_bytes()),
+        size: 1,
+        signer_key_id: None,
+        manifest: json!({}),
+        spec: json!({}),
+        lockfile: None,
+        quality_report: None,
+        extras: None,
+        max_risk: None,
+        dependencies,
+        description: String::new(),
+        keywords: Vec::new(),
+        publisher,
+        log_entry: test_log_entry(),
+    }
+}
+
+/// Publishes committed together: a refusal (read before any write) is
+/// answered alone, a failure after writing rolls the batch back and every
+/// publish is tried again on its own, so each gets its own answer and
+/// nothing of the failed one is stored.
+async fn a_batch_answers_each_publish_alone(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    app.create_account("bob", "password-123").await;
+    seed_version(&app, Kind::Tool, "bobs", "1.0.0", "bob")
+        .await
+        .unwrap();
+    let alice = app.account_id("alice").await;
+    let db = &app.state().db;
+    let edge = DependencyEdge {
+        kind: Kind::Tool,
+        name: PackageName::new("bobs").unwrap(),
+        requirement: "^1".parse().unwrap(),
+    };
+    let mut not_owner = tool_version("bobs", alice, Vec::new());
+    not_owner.version = Version::parse("2.0.0").unwrap();
+    let batch = [
+        tool_version("first", alice, Vec::new()),
+        not_owner,
+        // The first of the batch took this number a moment ago.
+        tool_version("first", alice, Vec::new()),
+        tool_version("broken", alice, vec![edge.clone(), edge]),
+        tool_version("last", alice, Vec::new()),
+    ];
+    let results = db.publish_versions(&batch.iter().collect::<Vec<_>>()).await;
+    assert_eq!(results.len(), 5);
+    let first = results[0].as_ref().expect("first published");
+    assert!(
+        matches!(results[1], Err(PublishError::NotOwner { .. })),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        matches!(results[2], Err(PublishError::VersionExists { .. })),
+        "{:?}",
+        results[2]
+    );
+    assert!(
+        matches!(results[3], Err(PublishError::Db(_))),
+        "{:?}",
+        results[3]
+    );
+    let last = results[4].as_ref().expect("last published");
+    assert_ne!(first.log_index, last.log_index);
+    for (name, published) in [("first", true), ("broken", false), ("last", true)] {
+        let found = db
+            .find_package(Kind::Tool, &PackageName::new(name).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(found.is_some(), published, "{name}");
+    }
 }
