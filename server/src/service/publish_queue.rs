@@ -42,12 +42,6 @@ pub struct PublishQueue {
     jobs: mpsc::Sender<Job>,
 }
 
-impl std::fmt::Debug for Job {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Job").finish_non_exhaustive()
-    }
-}
-
 impl PublishQueue {
     /// Starts the committing thread, with its own single-threaded runtime.
     pub fn start(db: Db) -> std::io::Result<Self> {
