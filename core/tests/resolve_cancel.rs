@@ -23,7 +23,10 @@ struct Endless {
 const LOOKUP_LIMIT: u64 = 5_000_000;
 
 impl PackageSource for Endless {
-    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError> {
+    fn versions(
+        &self,
+        name: &PackageName,
+    ) -> Result<Option<std::sync::Arc<Vec<VersionEntry>>>, SourceError> {
         if self.lookups.fetch_add(1, Ordering::Relaxed) > LOOKUP_LIMIT {
             return Err(SourceError::new("cancellation never came"));
         }
@@ -37,7 +40,7 @@ impl PackageSource for Endless {
                 dependencies: [(next.clone(), semver::VersionReq::parse("^1").unwrap())].into(),
             })
             .collect();
-        Ok(Some(versions))
+        Ok(Some(std::sync::Arc::new(versions)))
     }
 }
 

@@ -295,7 +295,10 @@ fn a_source_listing_a_version_twice_is_refused() {
 struct Failing;
 
 impl PackageSource for Failing {
-    fn versions(&self, _: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError> {
+    fn versions(
+        &self,
+        _: &PackageName,
+    ) -> Result<Option<std::sync::Arc<Vec<VersionEntry>>>, SourceError> {
         Err(SourceError::new("database is down"))
     }
 }

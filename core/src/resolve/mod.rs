@@ -48,12 +48,13 @@ pub trait PackageSource {
     /// Every published version of `name`, yanked ones included, or `Ok(None)`
     /// when no package has that name. Names arrive as the agent or a tool
     /// spelled them; a source looks them up by [`PackageName::normalized`].
-    /// Called at most once per package and resolution.
-    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError>;
+    /// Called at most once per package and resolution. Shared, so a source
+    /// that caches its lists hands them out without copying them.
+    fn versions(&self, name: &PackageName) -> Result<Option<Arc<Vec<VersionEntry>>>, SourceError>;
 }
 
 impl<T: PackageSource + ?Sized> PackageSource for &T {
-    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError> {
+    fn versions(&self, name: &PackageName) -> Result<Option<Arc<Vec<VersionEntry>>>, SourceError> {
         (**self).versions(name)
     }
 }
@@ -264,7 +265,7 @@ impl fmt::Display for Pkg {
 /// up front (the CLI's cache, tests, benchmarks).
 #[derive(Debug, Clone, Default)]
 pub struct MemorySource {
-    packages: BTreeMap<String, Vec<VersionEntry>>,
+    packages: BTreeMap<String, Arc<Vec<VersionEntry>>>,
 }
 
 impl MemorySource {
@@ -278,15 +279,12 @@ impl MemorySource {
     }
 
     pub fn add_version(&mut self, name: &PackageName, entry: VersionEntry) {
-        self.packages
-            .entry(name.normalized())
-            .or_default()
-            .push(entry);
+        Arc::make_mut(self.packages.entry(name.normalized()).or_default()).push(entry);
     }
 }
 
 impl PackageSource for MemorySource {
-    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError> {
-        Ok(self.packages.get(&name.normalized()).cloned())
+    fn versions(&self, name: &PackageName) -> Result<Option<Arc<Vec<VersionEntry>>>, SourceError> {
+        Ok(self.packages.get(&name.normalized()).map(Arc::clone))
     }
 }

@@ -7,6 +7,7 @@ use std::{
     cmp::Reverse,
     collections::{BTreeMap, HashMap, HashSet},
     rc::Rc,
+    sync::Arc,
 };
 
 use pubgrub::{
@@ -16,10 +17,10 @@ use pubgrub::{
 use semver::VersionReq;
 
 use super::{
-    Cancel, PackageSource, Pkg, Request, Resolution, ResolveError, ResolvedTool,
+    Cancel, PackageSource, Pkg, Request, Resolution, ResolveError, ResolvedTool, VersionEntry,
     candidates::CandidateSet, report,
 };
-use crate::{lockfile::Sha256Hash, names::PackageName};
+use crate::names::PackageName;
 
 /// The agent's own "version": pubgrub needs one for its root package.
 fn root_version() -> semver::Version {
@@ -28,14 +29,17 @@ fn root_version() -> semver::Version {
 
 pub(super) struct Candidate {
     pub(super) version: semver::Version,
-    pub(super) hash: Sha256Hash,
-    pub(super) dependencies: BTreeMap<PackageName, VersionReq>,
+    /// Its entry in [`PackageInfo::entries`].
+    entry: usize,
 }
 
 /// What the resolver may choose from for one package.
 pub(super) struct PackageInfo {
     /// The spelling shown to people: the first one that reached us.
     pub(super) display: PackageName,
+    /// The source's list, shared rather than copied: hashes and
+    /// dependencies are read from it.
+    entries: Arc<Vec<VersionEntry>>,
     /// Unyanked versions, plus the pinned one even if yanked; newest first.
     pub(super) candidates: Vec<Candidate>,
     /// The lock's version, when it is among the candidates.
@@ -45,8 +49,12 @@ pub(super) struct PackageInfo {
 }
 
 impl PackageInfo {
-    fn candidate(&self, version: &semver::Version) -> Option<&Candidate> {
-        self.candidates.iter().find(|c| &c.version == version)
+    /// The entry of the candidate `version`.
+    fn candidate(&self, version: &semver::Version) -> Option<&VersionEntry> {
+        self.candidates
+            .iter()
+            .find(|c| &c.version == version)
+            .map(|c| &self.entries[c.entry])
     }
 
     /// The candidates a requirement accepts, by `VersionReq::matches` alone.
@@ -203,21 +211,20 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
         let pin = self.pins.get(&key);
         let mut seen = HashSet::new();
         let mut candidates = Vec::new();
-        for entry in entries {
-            let version = entry.version.semver().clone();
-            if !seen.insert(version.clone()) {
+        for (index, entry) in entries.iter().enumerate() {
+            let version = entry.version.semver();
+            if !seen.insert(version) {
                 return Err(ResolveError::DuplicateVersion {
                     name: name.clone(),
-                    version: entry.version,
+                    version: entry.version.clone(),
                 });
             }
-            if entry.yanked && pin != Some(&version) {
+            if entry.yanked && pin != Some(version) {
                 continue;
             }
             candidates.push(Candidate {
-                version,
-                hash: entry.hash,
-                dependencies: entry.dependencies,
+                version: version.clone(),
+                entry: index,
             });
         }
         candidates.sort_unstable_by(|a, b| b.version.cmp(&a.version));
@@ -228,6 +235,7 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
         let info = Rc::new(PackageInfo {
             order,
             display: name.clone(),
+            entries,
             candidates,
             pinned,
         });

@@ -517,7 +517,7 @@ impl IndexSource {
 }
 
 impl PackageSource for IndexSource {
-    fn versions(&self, name: &PackageName) -> Result<Option<Vec<VersionEntry>>, SourceError> {
+    fn versions(&self, name: &PackageName) -> Result<Entries, SourceError> {
         let normalized = name.normalized();
         let entries = match self.cache.tool(&normalized) {
             Some(entries) => entries,
@@ -528,7 +528,7 @@ impl PackageSource for IndexSource {
                 entries
             }
         };
-        Ok(entries.map(|entries| entries.as_ref().clone()))
+        Ok(entries)
     }
 }
 
