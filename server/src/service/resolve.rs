@@ -316,6 +316,15 @@ impl IndexCache {
         self.lock().tools.get(normalized).cloned()
     }
 
+    /// What the cache holds of each of `names`, read under one lock; names
+    /// it does not hold are left out.
+    fn tools<'n>(&self, names: impl Iterator<Item = &'n str>) -> HashMap<&'n str, Entries> {
+        let state = self.lock();
+        names
+            .filter_map(|name| Some((name, state.tools.get(name)?.clone())))
+            .collect()
+    }
+
     fn put_tool(&self, generation: i64, normalized: String, entries: Entries) {
         let mut state = self.lock();
         // Data read at a newer generation is never labelled with an older
@@ -742,9 +751,11 @@ async fn prefetch(
         if level.is_empty() {
             break;
         }
+        // One look at the cache for the whole level, under one lock.
+        let mut entries: HashMap<&str, Entries> = cache.tools(level.keys().map(String::as_str));
         let to_read: Vec<PackageName> = level
             .iter()
-            .filter(|(normalized, _)| cache.tool(normalized).is_none())
+            .filter(|(normalized, _)| !entries.contains_key(normalized.as_str()))
             .map(|(_, (name, _))| name.clone())
             .collect();
         if !to_read.is_empty() {
@@ -764,17 +775,22 @@ async fn prefetch(
                 .collect();
             for name in to_read {
                 let normalized = name.normalized();
-                let entries = match found.remove(&normalized) {
+                let read = match found.remove(&normalized) {
                     Some(index) => Some(Arc::new(entries_of(index).map_err(ApiError::internal)?)),
                     None => None,
                 };
-                cache.put_tool(generation, normalized, entries);
+                if let Some((key, _)) = level.get_key_value(&normalized) {
+                    entries.insert(key.as_str(), read.clone());
+                }
+                cache.put_tool(generation, normalized, read);
             }
         }
         let mut next: HashMap<String, (PackageName, Wanted)> = HashMap::new();
         for (normalized, (_, wanted)) in &level {
-            let entries = cache.tool(normalized).flatten();
-            let Some(first) = entries.as_deref().and_then(|e| wanted.first_choice(e)) else {
+            let Some(Some(entries)) = entries.get(normalized.as_str()) else {
+                continue;
+            };
+            let Some(first) = wanted.first_choice(entries) else {
                 continue;
             };
             for (dependency, requirement) in &first.dependencies {
