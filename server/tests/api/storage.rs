@@ -26,6 +26,7 @@ backend_tests!(
     downloads_are_counted_per_day,
     concurrent_publishes_have_one_winner,
     a_batch_answers_each_publish_alone,
+    a_batch_bumps_the_generation_at_its_commit,
 );
 
 async fn publish_creates_the_package_with_its_owner(backend: Backend) {
@@ -696,4 +697,32 @@ async fn a_batch_answers_each_publish_alone(backend: Backend) {
             .unwrap();
         assert_eq!(found.is_some(), published, "{name}");
     }
+}
+
+async fn a_batch_bumps_the_generation_at_its_commit(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let alice = app.account_id("alice").await;
+    let db = &app.state().db;
+    let before = db.registry_generation().await.unwrap();
+    let batch = [
+        tool_version("one", alice, Vec::new()),
+        tool_version("two", alice, Vec::new()),
+        tool_version("three", alice, Vec::new()),
+    ];
+    let results = db.publish_versions(&batch.iter().collect::<Vec<_>>()).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let after = db.registry_generation().await.unwrap();
+    match backend {
+        // One transaction, one bump, however many rows its triggers saw.
+        Backend::PostgresS3 => assert_eq!(after, before + 1),
+        Backend::Sqlite => assert!(after > before, "{before} -> {after}"),
+    }
+    // And a later transaction bumps again: the mark was the batch's alone.
+    seed_version(&app, Kind::Tool, "four", "1.0.0", "alice")
+        .await
+        .unwrap();
+    assert!(db.registry_generation().await.unwrap() > after);
 }
