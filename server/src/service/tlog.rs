@@ -346,9 +346,13 @@ impl TransparencyLog {
     ) -> Result<ServedCheckpoint, LogError> {
         let opened = tlog::open_checkpoint(row.note.as_bytes(), &self.key.verifier_key())
             .map_err(|e| {
+                // The key's name is the origin, which by default follows
+                // the public URL: a changed URL fails here like another key.
                 LogError::Inconsistent(format!(
-                    "checkpoint {}: {e} (does every replica have the same AGENTLANG_REGISTRY_TLOG_KEY?)",
-                    row.size
+                    "checkpoint {}: {e} (does every replica have the same AGENTLANG_REGISTRY_TLOG_KEY, \
+                     and the same origin {:?}? It follows AGENTLANG_REGISTRY_PUBLIC_URL unless \
+                     AGENTLANG_REGISTRY_TLOG_ORIGIN sets it)",
+                    row.size, self.origin
                 ))
             })?;
         if opened.origin != self.origin
