@@ -21,12 +21,15 @@ pub struct PackageRecord {
     pub updated_at: i64,
 }
 
-/// A package with whether a given account owns it and whether a version
-/// number is taken.
+/// What a publish's transaction reads before it writes: whether the
+/// signer's key is still the publisher's and unrevoked, and the package
+/// (when it exists) with whether the publisher owns it and whether the
+/// version number is taken. One row, package or not.
 #[derive(Debug, Clone, sqlx::FromRow)]
-struct OwnedPackage {
-    #[sqlx(flatten)]
-    package: PackageRecord,
+struct PublishTarget {
+    key_usable: bool,
+    package_id: Option<i64>,
+    package_name: Option<String>,
     is_owner: bool,
     version_exists: bool,
 }
@@ -154,6 +157,9 @@ pub enum PublishError {
         name: String,
         version: String,
     },
+    /// Revoked (or removed) after the upload's checks read it.
+    #[error("the container is signed by key {key_id}, which has been revoked")]
+    KeyRevoked { key_id: String },
     #[error(transparent)]
     Db(#[from] sqlx::Error),
 }
@@ -207,15 +213,20 @@ macro_rules! publish_in {
             let now = now();
             let kind = new.kind;
             let (major, minor, patch, pre) = precedence(&new.version);
-            let existing = sqlx::query_as::<_, OwnedPackage>(
-                "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
-                        p.created_at, p.updated_at,
+            // The key is read again here: it may have been revoked since the
+            // upload's checks, and a revocation must stop every later commit.
+            let target = sqlx::query_as::<_, PublishTarget>(
+                "SELECT ($8 IS NULL OR EXISTS (SELECT 1 FROM signing_keys k
+                                               WHERE k.key_id = $8 AND k.account_id = $3
+                                                 AND k.revoked_at IS NULL)) AS key_usable,
+                        p.id AS package_id, p.name AS package_name,
                         EXISTS (SELECT 1 FROM package_owners o
                                 WHERE o.package_id = p.id AND o.account_id = $3) AS is_owner,
                         EXISTS (SELECT 1 FROM versions v
                                 WHERE v.package_id = p.id AND v.major = $4 AND v.minor = $5
                                   AND v.patch = $6 AND v.prerelease = $7) AS version_exists
-                 FROM packages p WHERE p.kind = $1 AND p.normalized_name = $2",
+                 FROM (SELECT 1 AS one) AS this
+                 LEFT JOIN packages p ON p.kind = $1 AND p.normalized_name = $2",
             )
             .bind(kind.as_str())
             .bind(new.name.normalized())
@@ -224,12 +235,18 @@ macro_rules! publish_in {
             .bind(minor)
             .bind(patch)
             .bind(&pre)
-            .fetch_optional(&mut **tx)
+            .bind(new.signer_key_id.as_deref())
+            .fetch_one(&mut **tx)
             .await?;
-            if let Some(found) = &existing {
-                let package = &found.package;
-                let refusal = match (found.is_owner, package.name == new.name.as_str()) {
-                    (true, true) if found.version_exists => Some(PublishError::VersionExists {
+            if !target.key_usable {
+                return Err(Attempt::Refused(PublishError::KeyRevoked {
+                    key_id: new.signer_key_id.clone().unwrap_or_default(),
+                }));
+            }
+            let existing = target.package_id.zip(target.package_name);
+            if let Some((_, existing_name)) = &existing {
+                let refusal = match (target.is_owner, existing_name == new.name.as_str()) {
+                    (true, true) if target.version_exists => Some(PublishError::VersionExists {
                         kind,
                         name: new.name.to_string(),
                         version: new.version.to_string(),
@@ -238,16 +255,16 @@ macro_rules! publish_in {
                     (true, false) => Some(PublishError::SpelledDifferently {
                         kind,
                         requested: new.name.to_string(),
-                        existing: package.name.clone(),
+                        existing: existing_name.clone(),
                     }),
                     (false, true) => Some(PublishError::NotOwner {
                         kind,
-                        name: package.name.clone(),
+                        name: existing_name.clone(),
                     }),
                     (false, false) => Some(PublishError::NameTaken {
                         kind,
                         requested: new.name.to_string(),
-                        existing: package.name.clone(),
+                        existing: existing_name.clone(),
                     }),
                 };
                 if let Some(refusal) = refusal {
@@ -259,7 +276,7 @@ macro_rules! publish_in {
             let log_index = tx.append_log(&new.log_entry).await?;
             let keywords = new.keywords.join(" ");
             let (package_id, new_package) = match existing {
-                Some(found) => {
+                Some((package_id, _)) => {
                     // Catalog text follows the newest release, not a prerelease.
                     if !new.version.is_prerelease() {
                         sqlx::query(
@@ -269,11 +286,11 @@ macro_rules! publish_in {
                         .bind(&new.description)
                         .bind(&keywords)
                         .bind(now)
-                        .bind(found.package.id)
+                        .bind(package_id)
                         .execute(&mut **tx)
                         .await?;
                     }
-                    (found.package.id, false)
+                    (package_id, false)
                 }
                 None => {
                     let id: i64 = sqlx::query_scalar(

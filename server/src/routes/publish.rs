@@ -139,16 +139,16 @@ pub async fn publish_version(
         .check(Bucket::Publish, &format!("token:{}", auth.token_id))?;
     state.rate_limits.check(Bucket::Publish, client.as_str())?;
     let _slot = state.uploads.claim(auth.account_id)?;
-    let check = ManifestCheck::load(&state, &auth).await?;
+    let check = std::sync::Arc::new(ManifestCheck::load(&state, &auth).await?);
     let limit = state.config.max_upload_bytes as u64;
-    let mut upload = Upload::start(&state.config.data_dir, limit, check);
+    let mut upload = Upload::start(&state.config.data_dir, limit, std::sync::Arc::clone(&check));
     if let Err(e) = receive(&req, &mut payload, &mut upload, limit).await {
         // The spool file is gone before the answer is.
         upload.abandon().await;
         return Err(e);
     }
     let (upload, container) = upload.finish().await?;
-    let (mut response, view) = match publish(&state, &auth, &upload, container).await? {
+    let (mut response, view) = match publish(&state, &auth, &check, &upload, container).await? {
         PublishOutcome::Created(view) => (HttpResponse::Created(), view),
         PublishOutcome::Unchanged(view) => (HttpResponse::Ok(), view),
     };

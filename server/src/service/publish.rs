@@ -37,7 +37,10 @@ use crate::{
         names::{NamePattern, Scope},
         rfc3339,
     },
-    db::packages::{DependencyEdge, NewVersion, PublishError},
+    db::{
+        keys::SigningKeyRecord,
+        packages::{DependencyEdge, NewVersion, PublishError},
+    },
     error::{ApiError, FieldError},
     service::tokens::Authenticated,
     service::{
@@ -85,15 +88,16 @@ type Verified = (
     std::io::Result<tempfile::TempPath>,
 );
 
-/// What an upload's manifest is checked against the moment it has been
-/// read, before the members after it: the caller's signing keys and the
-/// token's package patterns, read before the body. The same facts are
-/// checked again against the database after the body (keys may be revoked
-/// meanwhile); this only refuses early.
-#[derive(Debug, Clone)]
+/// What an upload is checked against: the caller's signing keys and the
+/// token's package patterns, read once before the body. The manifest is
+/// checked the moment it has been read, before the members after it; the
+/// signature is verified with the key read here. A revocation after this
+/// read is caught by the publish's transaction, which reads the key again
+/// (`Db::publish_versions`).
+#[derive(Debug)]
 pub struct ManifestCheck {
-    /// Key id to whether it is revoked, of every key of the caller.
-    keys: HashMap<String, bool>,
+    /// Every key of the caller, by key id.
+    keys: HashMap<String, SigningKeyRecord>,
     patterns: Option<Vec<NamePattern>>,
 }
 
@@ -104,7 +108,7 @@ impl ManifestCheck {
             .list_signing_keys(auth.account_id)
             .await?
             .into_iter()
-            .map(|k| (k.key_id, k.revoked_at.is_some()))
+            .map(|k| (k.key_id.clone(), k))
             .collect();
         Ok(Self {
             keys,
@@ -112,21 +116,21 @@ impl ManifestCheck {
         })
     }
 
-    fn check(&self, manifest: &Manifest) -> Result<(), ApiError> {
-        let key_id = manifest.signer().as_str();
+    /// The caller's unrevoked key `key_id`.
+    fn signing_key(&self, key_id: &str) -> Result<&SigningKeyRecord, ApiError> {
         match self.keys.get(key_id) {
-            None => {
-                return Err(ApiError::UnknownKey(format!(
-                    "the container is signed by key {key_id}, which is not registered to your account"
-                )));
-            }
-            Some(true) => {
-                return Err(ApiError::KeyRevoked(format!(
-                    "the container is signed by key {key_id}, which has been revoked"
-                )));
-            }
-            Some(false) => {}
+            None => Err(ApiError::UnknownKey(format!(
+                "the container is signed by key {key_id}, which is not registered to your account"
+            ))),
+            Some(key) if key.revoked_at.is_some() => Err(ApiError::KeyRevoked(format!(
+                "the container is signed by key {key_id}, which has been revoked"
+            ))),
+            Some(key) => Ok(key),
         }
+    }
+
+    fn check(&self, manifest: &Manifest) -> Result<(), ApiError> {
+        self.signing_key(manifest.signer().as_str())?;
         let name = manifest.name();
         match &self.patterns {
             Some(patterns) if !patterns.iter().any(|p| p.matches(name)) => {
@@ -276,7 +280,7 @@ impl Upload {
     /// Starts the verifying thread with a new temporary file in
     /// `<data_dir>/uploads`; more than `limit` bytes are refused, and so is
     /// a manifest that fails `check`, as soon as it has been read.
-    pub fn start(data_dir: &Path, limit: u64, check: ManifestCheck) -> Self {
+    pub fn start(data_dir: &Path, limit: u64, check: Arc<ManifestCheck>) -> Self {
         let dir: PathBuf = data_dir.join(SPOOL_DIR);
         let (feed, chunks) = tokio::sync::mpsc::channel(QUEUED_BATCHES);
         let limits = Limits {
@@ -405,32 +409,14 @@ pub enum PublishOutcome {
 
 /// The signer must be a registered key of the caller, not revoked, and the
 /// signature must verify over the exact manifest bytes.
-async fn check_signer(
-    state: &AppState,
-    auth: &Authenticated,
-    container: &Container,
-) -> Result<String, ApiError> {
-    let key_id = container.manifest().signer().clone();
-    let key = state.db.find_signing_key(&key_id).await?.ok_or_else(|| {
-        ApiError::UnknownKey(format!(
-            "the container is signed by key {key_id}, which is not registered"
-        ))
-    })?;
-    if key.account_id != auth.account_id {
-        return Err(ApiError::UnknownKey(format!(
-            "the container is signed by key {key_id}, which is not registered to your account"
-        )));
-    }
-    if key.revoked_at.is_some() {
-        return Err(ApiError::KeyRevoked(format!(
-            "the container is signed by key {key_id}, which has been revoked"
-        )));
-    }
+fn check_signer(check: &ManifestCheck, container: &Container) -> Result<String, ApiError> {
+    let key_id = container.manifest().signer().as_str();
+    let key = check.signing_key(key_id)?;
     let public = PublicKey::from_spki_pem(&key.public_key_pem).map_err(ApiError::internal)?;
     container
         .verify_signature(&public)
         .map_err(|e| ApiError::SignatureInvalid(e.to_string()))?;
-    Ok(key_id.as_str().to_owned())
+    Ok(key_id.to_owned())
 }
 
 /// Every problem of the package, each with its file and path, as
@@ -781,12 +767,13 @@ async fn discard_blob(state: &AppState, sha256: &Sha256Digest) {
 pub async fn publish(
     state: &AppState,
     auth: &Authenticated,
+    check: &ManifestCheck,
     upload: &SpooledUpload,
     container: Container,
 ) -> Result<PublishOutcome, ApiError> {
     auth.require(Scope::Publish)?;
     auth.require_package(container.manifest().name())?;
-    let signer = check_signer(state, auth, &container).await?;
+    let signer = check_signer(check, &container)?;
     let (container, definition) = read_definition(container).await?;
     let manifest = container.manifest();
     let (kind, name, version) = (manifest.kind(), manifest.name(), manifest.version());
@@ -853,6 +840,7 @@ pub async fn publish(
                     ApiError::NameTaken(err.to_string())
                 }
                 PublishError::NotOwner { .. } => ApiError::NotOwner(err.to_string()),
+                PublishError::KeyRevoked { .. } => ApiError::KeyRevoked(err.to_string()),
                 PublishError::VersionExists { .. } => {
                     // Lost a race: identical bytes are still a retry.
                     let package = state.db.find_package(kind, name).await?;

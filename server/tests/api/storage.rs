@@ -2,10 +2,15 @@
 
 use std::{collections::HashSet, time::Duration};
 
-use agentlang_core::{Kind, PackageName, Version};
+use agentlang_core::{
+    Kind, PackageName, Version,
+    signing::{KeyId, SecretKey},
+    tlog::LogOp,
+};
 use agentlang_registry::{
     blobs::Sha256Digest,
     db::packages::{DependencyEdge, NewVersion, PublishError, YankChange},
+    service::tlog,
 };
 use bytes::Bytes;
 use serde_json::json;
@@ -27,6 +32,7 @@ backend_tests!(
     concurrent_publishes_have_one_winner,
     a_batch_answers_each_publish_alone,
     a_batch_bumps_the_generation_at_its_commit,
+    a_key_revoked_before_the_commit_refuses_its_publishes,
 );
 
 async fn publish_creates_the_package_with_its_owner(backend: Backend) {
@@ -725,4 +731,78 @@ async fn a_batch_bumps_the_generation_at_its_commit(backend: Backend) {
         .await
         .unwrap();
     assert!(db.registry_generation().await.unwrap() > after);
+}
+
+/// The upload's checks read the signer's key before the body; a revocation
+/// after that read is caught by the commit, which reads the key again:
+/// the publishes signed with it are refused and store nothing, the rest of
+/// the batch commits.
+async fn a_key_revoked_before_the_commit_refuses_its_publishes(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let alice = app.account_id("alice").await;
+    let db = &app.state().db;
+    let mut key_ids = Vec::new();
+    for _ in 0..2 {
+        let public = SecretKey::generate().unwrap().public_key();
+        let key_id = public.key_id();
+        db.insert_signing_key(
+            &key_id,
+            alice,
+            &public.to_spki_pem(),
+            &tlog::key_entry(LogOp::KeyAdd, &key_id, "alice"),
+        )
+        .await
+        .unwrap();
+        key_ids.push(key_id);
+    }
+    let [kept, revoked] = [&key_ids[0], &key_ids[1]];
+    db.revoke_signing_key(
+        alice,
+        revoked,
+        &tlog::key_entry(LogOp::KeyRevoke, revoked, "alice"),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let signed = |name: &str, key: &KeyId| NewVersion {
+        signer_key_id: Some(key.to_string()),
+        ..tool_version(name, alice, Vec::new())
+    };
+    let batch = [
+        signed("kept", kept),
+        signed("revoked", revoked),
+        signed(
+            "unknown",
+            &SecretKey::generate().unwrap().public_key().key_id(),
+        ),
+    ];
+    let results = db.publish_versions(&batch.iter().collect::<Vec<_>>()).await;
+    assert!(results[0].is_ok(), "{:?}", results[0]);
+    for refused in &results[1..] {
+        assert!(
+            matches!(refused, Err(PublishError::KeyRevoked { .. })),
+            "{refused:?}"
+        );
+    }
+    // Alone too (a batch of one takes another path).
+    let alone = db.publish_version(&signed("alone", revoked)).await;
+    assert!(
+        matches!(alone, Err(PublishError::KeyRevoked { .. })),
+        "{alone:?}"
+    );
+    for (name, published) in [
+        ("kept", true),
+        ("revoked", false),
+        ("unknown", false),
+        ("alone", false),
+    ] {
+        let found = db
+            .find_package(Kind::Tool, &PackageName::new(name).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(found.is_some(), published, "{name}");
+    }
 }
