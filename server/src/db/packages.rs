@@ -24,9 +24,11 @@ pub struct PackageRecord {
 /// What a publish's transaction reads before it writes: whether the
 /// signer's key is still the publisher's and unrevoked, and the package
 /// (when it exists) with whether the publisher owns it and whether the
-/// version number is taken. One row, package or not.
+/// version number is taken. One row per publish of a round, package or
+/// not, by its index `i` in the round.
 #[derive(Debug, Clone, sqlx::FromRow)]
 struct PublishTarget {
+    i: i64,
     key_usable: bool,
     package_id: Option<i64>,
     package_name: Option<String>,
@@ -164,16 +166,12 @@ pub enum PublishError {
     Db(#[from] sqlx::Error),
 }
 
-/// How one attempt at a publish transaction ended.
+/// How one attempt at a publish transaction failed: it must be rolled back.
 #[derive(Debug)]
 enum Attempt {
-    /// Refused before this publish wrote anything: the transaction it ran
-    /// in is still good for the rest of a batch.
-    Refused(PublishError),
-    /// Failed after writing, or the database failed: the transaction must
-    /// be rolled back.
+    /// Failed after writing, or the database failed.
     Failed(PublishError),
-    /// A concurrent publish created the package between our read and our
+    /// A concurrent publish created a package between our read and our
     /// insert (PostgreSQL; SQLite's write lock serializes publishes).
     LostPackageRace,
 }
@@ -199,196 +197,364 @@ fn precedence(version: &Version) -> (i64, i64, i64, String) {
     )
 }
 
-/// One publish's statements inside the write transaction `$tx` (either
-/// backend's `WriteTx`), as a future of `Result<PublishedVersion, Attempt>`.
-/// Every refusal is read before the first write, so a refused publish
-/// leaves a batch's transaction as it found it. Few statements: in SQLite
-/// each is a hand-over to the connection's thread, made while every other
-/// writer waits.
-macro_rules! publish_in {
-    ($tx:ident, $new:expr) => {
+/// Why `new` may not be published, given what its transaction read.
+fn refusal(new: &NewVersion, target: &PublishTarget) -> Option<PublishError> {
+    let kind = new.kind;
+    if !target.key_usable {
+        return Some(PublishError::KeyRevoked {
+            key_id: new.signer_key_id.clone().unwrap_or_default(),
+        });
+    }
+    let existing = target.package_name.as_deref()?;
+    match (target.is_owner, existing == new.name.as_str()) {
+        (true, true) if target.version_exists => Some(PublishError::VersionExists {
+            kind,
+            name: new.name.to_string(),
+            version: new.version.to_string(),
+        }),
+        (true, true) => None,
+        (true, false) => Some(PublishError::SpelledDifferently {
+            kind,
+            requested: new.name.to_string(),
+            existing: existing.to_owned(),
+        }),
+        (false, true) => Some(PublishError::NotOwner {
+            kind,
+            name: existing.to_owned(),
+        }),
+        (false, false) => Some(PublishError::NameTaken {
+            kind,
+            requested: new.name.to_string(),
+            existing: existing.to_owned(),
+        }),
+    }
+}
+
+/// A batch split into rounds, as indexes into it: the n-th publish of a
+/// package goes in round n, so a round holds at most one publish per
+/// package and a later round sees what an earlier one wrote.
+fn rounds(batch: &[&NewVersion]) -> Vec<Vec<usize>> {
+    let mut seen: std::collections::HashMap<(Kind, String), usize> =
+        std::collections::HashMap::with_capacity(batch.len());
+    let mut rounds: Vec<Vec<usize>> = Vec::new();
+    for (i, new) in batch.iter().enumerate() {
+        let n = seen.entry((new.kind, new.name.normalized())).or_insert(0);
+        if rounds.len() <= *n {
+            rounds.push(Vec::new());
+        }
+        rounds[*n].push(i);
+        *n += 1;
+    }
+    rounds
+}
+
+/// Dependency edges per INSERT (5 binds each): far below either backend's
+/// bind limit.
+const EDGE_ROWS: usize = 1_000;
+
+/// One round of publishes (at most one per package) inside the write
+/// transaction `$tx` (either backend's `WriteTx`), as a future of
+/// `Result<Vec<Result<PublishedVersion, PublishError>>, Attempt>`, in the
+/// round's order. Refusals are read before anything is written, so a
+/// refused publish leaves the transaction as it found it; `Attempt` means
+/// the transaction must roll back. A handful of statements whatever the
+/// round's size (one read, the log's two, one per table written): in
+/// SQLite each is a hand-over to the connection's thread and on
+/// PostgreSQL a round trip, made while every other writer waits.
+macro_rules! publish_round {
+    ($tx:ident, $round:expr) => {
         async {
-            let new: &NewVersion = $new;
+            let round: &[&NewVersion] = $round;
             let tx = &mut $tx;
             let now = now();
-            let kind = new.kind;
-            let (major, minor, patch, pre) = precedence(&new.version);
-            // The key is read again here: it may have been revoked since the
-            // upload's checks, and a revocation must stop every later commit.
-            let target = sqlx::query_as::<_, PublishTarget>(
-                "SELECT ($8 IS NULL OR EXISTS (SELECT 1 FROM signing_keys k
-                                               WHERE k.key_id = $8 AND k.account_id = $3
-                                                 AND k.revoked_at IS NULL)) AS key_usable,
+            // What each publish finds, in one query. The key is read again
+            // here: it may have been revoked since the upload's checks, and
+            // a revocation must stop every later commit. CAST gives the
+            // VALUES columns their types in both dialects.
+            let mut select = sqlx::QueryBuilder::new(
+                "WITH wanted (i, kind, normalized_name, publisher, major, minor, patch,
+                              prerelease, key_id) AS (VALUES ",
+            );
+            for (i, new) in round.iter().enumerate() {
+                let (major, minor, patch, pre) = precedence(&new.version);
+                if i > 0 {
+                    select.push(", ");
+                }
+                select
+                    .push("(CAST(")
+                    .push_bind(i64::try_from(i).unwrap_or(i64::MAX))
+                    .push(" AS BIGINT), CAST(")
+                    .push_bind(new.kind.as_str())
+                    .push(" AS TEXT), CAST(")
+                    .push_bind(new.name.normalized())
+                    .push(" AS TEXT), CAST(")
+                    .push_bind(new.publisher)
+                    .push(" AS BIGINT), CAST(")
+                    .push_bind(major)
+                    .push(" AS BIGINT), CAST(")
+                    .push_bind(minor)
+                    .push(" AS BIGINT), CAST(")
+                    .push_bind(patch)
+                    .push(" AS BIGINT), CAST(")
+                    .push_bind(pre)
+                    .push(" AS TEXT), CAST(")
+                    .push_bind(new.signer_key_id.as_deref())
+                    .push(" AS TEXT))");
+            }
+            select.push(
+                ")
+                 SELECT w.i AS i,
+                        (w.key_id IS NULL OR EXISTS (
+                            SELECT 1 FROM signing_keys k
+                            WHERE k.key_id = w.key_id AND k.account_id = w.publisher
+                              AND k.revoked_at IS NULL)) AS key_usable,
                         p.id AS package_id, p.name AS package_name,
                         EXISTS (SELECT 1 FROM package_owners o
-                                WHERE o.package_id = p.id AND o.account_id = $3) AS is_owner,
+                                WHERE o.package_id = p.id AND o.account_id = w.publisher)
+                            AS is_owner,
                         EXISTS (SELECT 1 FROM versions v
-                                WHERE v.package_id = p.id AND v.major = $4 AND v.minor = $5
-                                  AND v.patch = $6 AND v.prerelease = $7) AS version_exists
-                 FROM (SELECT 1 AS one) AS this
-                 LEFT JOIN packages p ON p.kind = $1 AND p.normalized_name = $2",
-            )
-            .bind(kind.as_str())
-            .bind(new.name.normalized())
-            .bind(new.publisher)
-            .bind(major)
-            .bind(minor)
-            .bind(patch)
-            .bind(&pre)
-            .bind(new.signer_key_id.as_deref())
-            .fetch_one(&mut **tx)
-            .await?;
-            if !target.key_usable {
-                return Err(Attempt::Refused(PublishError::KeyRevoked {
-                    key_id: new.signer_key_id.clone().unwrap_or_default(),
-                }));
+                                WHERE v.package_id = p.id AND v.major = w.major
+                                  AND v.minor = w.minor AND v.patch = w.patch
+                                  AND v.prerelease = w.prerelease) AS version_exists
+                 FROM wanted w
+                 LEFT JOIN packages p ON p.kind = w.kind AND p.normalized_name = w.normalized_name",
+            );
+            let mut targets: Vec<Option<PublishTarget>> = round.iter().map(|_| None).collect();
+            for target in select
+                .build_query_as::<PublishTarget>()
+                .fetch_all(&mut **tx)
+                .await?
+            {
+                let i = usize::try_from(target.i).unwrap_or(usize::MAX);
+                if let Some(slot) = targets.get_mut(i) {
+                    *slot = Some(target);
+                }
             }
-            let existing = target.package_id.zip(target.package_name);
-            if let Some((_, existing_name)) = &existing {
-                let refusal = match (target.is_owner, existing_name == new.name.as_str()) {
-                    (true, true) if target.version_exists => Some(PublishError::VersionExists {
-                        kind,
-                        name: new.name.to_string(),
-                        version: new.version.to_string(),
-                    }),
-                    (true, true) => None,
-                    (true, false) => Some(PublishError::SpelledDifferently {
-                        kind,
-                        requested: new.name.to_string(),
-                        existing: existing_name.clone(),
-                    }),
-                    (false, true) => Some(PublishError::NotOwner {
-                        kind,
-                        name: existing_name.clone(),
-                    }),
-                    (false, false) => Some(PublishError::NameTaken {
-                        kind,
-                        requested: new.name.to_string(),
-                        existing: existing_name.clone(),
-                    }),
+            let mut results: Vec<Option<Result<PublishedVersion, PublishError>>> =
+                round.iter().map(|_| None).collect();
+            // (index in the round, its existing package's id)
+            let mut accepted: Vec<(usize, Option<i64>)> = Vec::with_capacity(round.len());
+            for (i, new) in round.iter().enumerate() {
+                let Some(target) = &targets[i] else {
+                    return Err(Attempt::Failed(PublishError::Db(sqlx::Error::RowNotFound)));
                 };
-                if let Some(refusal) = refusal {
-                    return Err(Attempt::Refused(refusal));
+                match refusal(new, target) {
+                    Some(refused) => results[i] = Some(Err(refused)),
+                    None => accepted.push((i, target.package_id)),
                 }
             }
-            // The log's append lock (PostgreSQL) is the first lock a publish
-            // takes, so publishes and other logged changes queue in one order.
-            let log_index = tx.append_log(&new.log_entry).await?;
-            let keywords = new.keywords.join(" ");
-            let (package_id, new_package) = match existing {
-                Some((package_id, _)) => {
-                    // Catalog text follows the newest release, not a prerelease.
-                    if !new.version.is_prerelease() {
-                        sqlx::query(
-                            "UPDATE packages SET description = $1, keywords = $2, updated_at = $3
-                             WHERE id = $4",
-                        )
-                        .bind(&new.description)
-                        .bind(&keywords)
-                        .bind(now)
-                        .bind(package_id)
-                        .execute(&mut **tx)
-                        .await?;
-                    }
-                    (package_id, false)
-                }
-                None => {
-                    let id: i64 = sqlx::query_scalar(
-                        "INSERT INTO packages (kind, name, normalized_name, description, keywords,
-                                               created_at, updated_at)
-                         VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
-                    )
-                    .bind(kind.as_str())
-                    .bind(new.name.as_str())
-                    .bind(new.name.normalized())
-                    .bind(&new.description)
-                    .bind(&keywords)
-                    .bind(now)
-                    .fetch_one(&mut **tx)
-                    .await
-                    .map_err(|e| {
-                        // Another publish created the package since our
-                        // SELECT: start over and judge against its row.
-                        if is_unique_violation(&e) {
-                            Attempt::LostPackageRace
-                        } else {
-                            e.into()
+            if !accepted.is_empty() {
+                // The log's append lock (PostgreSQL) is the first lock a
+                // publish takes, so publishes and other logged changes queue
+                // in one order.
+                let entries: Vec<&LogEntry> =
+                    accepted.iter().map(|&(i, _)| &round[i].log_entry).collect();
+                let first_log_index = tx.append_logs(&entries).await?;
+                // Catalog text follows the newest release, not a prerelease.
+                let updated: Vec<(i64, &NewVersion)> = accepted
+                    .iter()
+                    .filter_map(|&(i, id)| Some((id?, round[i])))
+                    .filter(|(_, new)| !new.version.is_prerelease())
+                    .collect();
+                if !updated.is_empty() {
+                    let mut update = sqlx::QueryBuilder::new(
+                        "WITH changed (id, description, keywords) AS (VALUES ",
+                    );
+                    for (n, (id, new)) in updated.iter().enumerate() {
+                        if n > 0 {
+                            update.push(", ");
                         }
-                    })?;
-                    sqlx::query(
-                        "INSERT INTO package_owners (package_id, account_id, added_at, added_by, ordinal)
-                         VALUES ($1, $2, $3, $2, 1)",
-                    )
-                    .bind(id)
-                    .bind(new.publisher)
-                    .bind(now)
-                    .execute(&mut **tx)
-                    .await?;
-                    (id, true)
+                        update
+                            .push("(CAST(")
+                            .push_bind(*id)
+                            .push(" AS BIGINT), CAST(")
+                            .push_bind(new.description.as_str())
+                            .push(" AS TEXT), CAST(")
+                            .push_bind(new.keywords.join(" "))
+                            .push(" AS TEXT))");
+                    }
+                    update
+                        .push(
+                            ") UPDATE packages SET description = changed.description,
+                                                   keywords = changed.keywords, updated_at = ",
+                        )
+                        .push_bind(now)
+                        .push(" FROM changed WHERE packages.id = changed.id");
+                    update.build().execute(&mut **tx).await?;
                 }
-            };
-            let inserted = sqlx::query_scalar::<_, i64>(
-                "INSERT INTO versions (package_id, version, major, minor, patch, prerelease,
-                                       sha256, size, signer_key_id, manifest, spec, lockfile,
-                                       published_by, published_at, quality_report, extras,
-                                       max_risk, log_index)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                         $16, $17, $18)
-                 RETURNING id",
-            )
-            .bind(package_id)
-            .bind(new.version.to_string())
-            .bind(major)
-            .bind(minor)
-            .bind(patch)
-            .bind(&pre)
-            .bind(new.sha256.to_string())
-            .bind(i64::try_from(new.size).unwrap_or(i64::MAX))
-            .bind(new.signer_key_id.as_deref())
-            .bind(Json(&new.manifest))
-            .bind(Json(&new.spec))
-            .bind(new.lockfile.as_ref().map(Json))
-            .bind(new.publisher)
-            .bind(now)
-            .bind(new.quality_report.as_ref().map(Json))
-            .bind(new.extras.as_ref().map(Json))
-            .bind(new.max_risk)
-            .bind(log_index)
-            .fetch_one(&mut **tx)
-            .await;
-            let version_id = match inserted {
-                Ok(id) => id,
-                // Published by another process since our SELECT.
-                Err(e) if is_unique_violation(&e) => {
-                    return Err(Attempt::Failed(PublishError::VersionExists {
-                        kind,
-                        name: new.name.to_string(),
-                        version: new.version.to_string(),
+                // New packages, each with its publisher as first owner.
+                let created: Vec<&NewVersion> = accepted
+                    .iter()
+                    .filter(|(_, id)| id.is_none())
+                    .map(|&(i, _)| round[i])
+                    .collect();
+                let mut created_ids: std::collections::HashMap<(String, String), i64> =
+                    std::collections::HashMap::with_capacity(created.len());
+                if !created.is_empty() {
+                    let mut insert = sqlx::QueryBuilder::new(
+                        "INSERT INTO packages (kind, name, normalized_name, description, keywords,
+                                               created_at, updated_at) ",
+                    );
+                    insert.push_values(&created, |mut row, new| {
+                        row.push_bind(new.kind.as_str())
+                            .push_bind(new.name.as_str())
+                            .push_bind(new.name.normalized())
+                            .push_bind(new.description.as_str())
+                            .push_bind(new.keywords.join(" "))
+                            .push_bind(now)
+                            .push_bind(now);
+                    });
+                    insert.push(" RETURNING id, kind, normalized_name");
+                    let rows: Vec<(i64, String, String)> = insert
+                        .build_query_as()
+                        .fetch_all(&mut **tx)
+                        .await
+                        .map_err(|e| {
+                            // Another publish created a package since our
+                            // SELECT: start over and judge against its row.
+                            if is_unique_violation(&e) {
+                                Attempt::LostPackageRace
+                            } else {
+                                e.into()
+                            }
+                        })?;
+                    for (id, kind, normalized) in rows {
+                        created_ids.insert((kind, normalized), id);
+                    }
+                    let mut owners = sqlx::QueryBuilder::new(
+                        "INSERT INTO package_owners (package_id, account_id, added_at, added_by,
+                                                     ordinal) ",
+                    );
+                    let mut missing = false;
+                    owners.push_values(&created, |mut row, new| {
+                        let key = (new.kind.as_str().to_owned(), new.name.normalized());
+                        let id = created_ids.get(&key).copied();
+                        missing |= id.is_none();
+                        row.push_bind(id.unwrap_or_default())
+                            .push_bind(new.publisher)
+                            .push_bind(now)
+                            .push_bind(new.publisher)
+                            .push_bind(1_i64);
+                    });
+                    if missing {
+                        return Err(Attempt::Failed(PublishError::Db(sqlx::Error::RowNotFound)));
+                    }
+                    owners.build().execute(&mut **tx).await?;
+                }
+                // (package id, whether this publish created it) per accepted.
+                let packages: Vec<(i64, bool)> = accepted
+                    .iter()
+                    .map(|&(i, existing)| match existing {
+                        Some(id) => (id, false),
+                        None => {
+                            let new = round[i];
+                            let key = (new.kind.as_str().to_owned(), new.name.normalized());
+                            (created_ids.get(&key).copied().unwrap_or_default(), true)
+                        }
+                    })
+                    .collect();
+                let mut versions = sqlx::QueryBuilder::new(
+                    "INSERT INTO versions (package_id, version, major, minor, patch, prerelease,
+                                           sha256, size, signer_key_id, manifest, spec, lockfile,
+                                           published_by, published_at, quality_report, extras,
+                                           max_risk, log_index) ",
+                );
+                let mut log_index = first_log_index;
+                versions.push_values(
+                    accepted.iter().zip(&packages),
+                    |mut row, (&(i, _), &(package_id, _))| {
+                        let new = round[i];
+                        let (major, minor, patch, pre) = precedence(&new.version);
+                        row.push_bind(package_id)
+                            .push_bind(new.version.to_string())
+                            .push_bind(major)
+                            .push_bind(minor)
+                            .push_bind(patch)
+                            .push_bind(pre)
+                            .push_bind(new.sha256.to_string())
+                            .push_bind(i64::try_from(new.size).unwrap_or(i64::MAX))
+                            .push_bind(new.signer_key_id.as_deref())
+                            .push_bind(Json(&new.manifest))
+                            .push_bind(Json(&new.spec))
+                            .push_bind(new.lockfile.as_ref().map(Json))
+                            .push_bind(new.publisher)
+                            .push_bind(now)
+                            .push_bind(new.quality_report.as_ref().map(Json))
+                            .push_bind(new.extras.as_ref().map(Json))
+                            .push_bind(new.max_risk)
+                            .push_bind(log_index);
+                        log_index += 1;
+                    },
+                );
+                versions.push(" RETURNING id, package_id");
+                let inserted: Vec<(i64, i64)> = match versions
+                    .build_query_as()
+                    .fetch_all(&mut **tx)
+                    .await
+                {
+                    Ok(rows) => rows,
+                    // Published by another process since our SELECT.
+                    Err(e) if is_unique_violation(&e) => {
+                        let new = round[accepted[0].0];
+                        return Err(Attempt::Failed(if accepted.len() == 1 {
+                            PublishError::VersionExists {
+                                kind: new.kind,
+                                name: new.name.to_string(),
+                                version: new.version.to_string(),
+                            }
+                        } else {
+                            PublishError::Db(e)
+                        }));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                let version_ids: std::collections::HashMap<i64, i64> = inserted
+                    .into_iter()
+                    .map(|(id, package_id)| (package_id, id))
+                    .collect();
+                // Every edge of the round, a few statements at most
+                // (validation bounds their number per version).
+                let edges: Vec<(i64, &DependencyEdge)> = accepted
+                    .iter()
+                    .zip(&packages)
+                    .flat_map(|(&(i, _), (package_id, _))| {
+                        let version_id = version_ids.get(package_id).copied().unwrap_or_default();
+                        round[i].dependencies.iter().map(move |dep| (version_id, dep))
+                    })
+                    .collect();
+                for chunk in edges.chunks(EDGE_ROWS) {
+                    let mut insert = sqlx::QueryBuilder::new(
+                        "INSERT INTO dependencies (version_id, kind, name, normalized_name,
+                                                   requirement) ",
+                    );
+                    insert.push_values(chunk, |mut row, (version_id, dep)| {
+                        row.push_bind(*version_id)
+                            .push_bind(dep.kind.as_str())
+                            .push_bind(dep.name.as_str())
+                            .push_bind(dep.name.normalized())
+                            .push_bind(dep.requirement.to_string());
+                    });
+                    insert.build().execute(&mut **tx).await?;
+                }
+                for (n, (&(i, _), &(package_id, new_package))) in
+                    accepted.iter().zip(&packages).enumerate()
+                {
+                    let Some(&version_id) = version_ids.get(&package_id) else {
+                        return Err(Attempt::Failed(PublishError::Db(sqlx::Error::RowNotFound)));
+                    };
+                    results[i] = Some(Ok(PublishedVersion {
+                        package_id,
+                        version_id,
+                        published_at: now,
+                        new_package,
+                        log_index: first_log_index + i64::try_from(n).unwrap_or(i64::MAX),
                     }));
                 }
-                Err(e) => return Err(e.into()),
-            };
-            if !new.dependencies.is_empty() {
-                // One statement for every edge (validation bounds their number).
-                let mut insert = sqlx::QueryBuilder::new(
-                    "INSERT INTO dependencies (version_id, kind, name, normalized_name, requirement) ",
-                );
-                insert.push_values(&new.dependencies, |mut row, dep| {
-                    row.push_bind(version_id)
-                        .push_bind(dep.kind.as_str())
-                        .push_bind(dep.name.as_str())
-                        .push_bind(dep.name.normalized())
-                        .push_bind(dep.requirement.to_string());
-                });
-                insert.build().execute(&mut **tx).await?;
             }
-            Ok(PublishedVersion {
-                package_id,
-                version_id,
-                published_at: now,
-                new_package,
-                log_index,
-            })
+            results
+                .into_iter()
+                .map(|r| r.ok_or(Attempt::Failed(PublishError::Db(sqlx::Error::RowNotFound))))
+                .collect::<Result<Vec<_>, Attempt>>()
         }
         .await
     };
@@ -481,29 +647,32 @@ impl Db {
         &self,
         new: &NewVersion,
     ) -> Result<PublishedVersion, PublishError> {
-        match self.try_publish_version(new).await {
-            Ok(published) => Ok(published),
-            Err(Attempt::Refused(e) | Attempt::Failed(e)) => Err(e),
-            // Once is enough: the package row now exists and is stable.
-            Err(Attempt::LostPackageRace) => match self.try_publish_version(new).await {
-                Ok(published) => Ok(published),
-                Err(Attempt::Refused(e) | Attempt::Failed(e)) => Err(e),
-                Err(Attempt::LostPackageRace) => Err(PublishError::NameTaken {
-                    kind: new.kind,
-                    requested: new.name.to_string(),
-                    existing: new.name.to_string(),
-                }),
-            },
+        let alone = |attempt: Result<Vec<_>, Attempt>| match attempt {
+            Ok(mut results) => results
+                .pop()
+                .unwrap_or(Err(PublishError::Db(sqlx::Error::RowNotFound))),
+            Err(Attempt::Failed(e)) => Err(e),
+            Err(Attempt::LostPackageRace) => Err(PublishError::NameTaken {
+                kind: new.kind,
+                requested: new.name.to_string(),
+                existing: new.name.to_string(),
+            }),
+        };
+        match self.try_publish(&[new]).await {
+            // Once more is enough: the package row now exists and is stable.
+            Err(Attempt::LostPackageRace) => alone(self.try_publish(&[new]).await),
+            attempt => alone(attempt),
         }
     }
 
     /// Publishes a batch in one transaction: one commit (one WAL flush on
-    /// PostgreSQL, one turn of SQLite's write lock) and one hold of the
-    /// log's append lock for all of them. A publish refused before it
-    /// wrote anything is answered alone and the rest go on; a race with
-    /// another process or a database error rolls the batch back, and each
-    /// publish is then tried in a transaction of its own, so one bad
-    /// publish never costs another its answer. Results are in batch order.
+    /// PostgreSQL, one turn of SQLite's write lock), one hold of the log's
+    /// append lock and a handful of statements for all of them. A publish
+    /// refused before it wrote anything is answered alone and the rest go
+    /// on; a race with another process or a database error rolls the batch
+    /// back, and each publish is then tried in a transaction of its own, so
+    /// one bad publish never costs another its answer. Results are in batch
+    /// order.
     pub async fn publish_versions(
         &self,
         batch: &[&NewVersion],
@@ -511,23 +680,9 @@ impl Db {
         if let [one] = batch {
             return vec![self.publish_version(one).await];
         }
-        let together = with_pool!(self, pool => async {
-            let mut tx = pool.begin_write().await.ok()?;
-            let mut results = Vec::with_capacity(batch.len());
-            for new in batch {
-                match publish_in!(tx, new) {
-                    Ok(published) => results.push(Ok(published)),
-                    Err(Attempt::Refused(refusal)) => results.push(Err(refusal)),
-                    Err(Attempt::Failed(_) | Attempt::LostPackageRace) => return None,
-                }
-            }
-            tx.commit().await.ok()?;
-            Some(results)
-        }
-        .await);
-        match together {
-            Some(results) => results,
-            None => {
+        match self.try_publish(batch).await {
+            Ok(results) => results,
+            Err(_) => {
                 let mut results = Vec::with_capacity(batch.len());
                 for new in batch {
                     results.push(self.publish_version(new).await);
@@ -537,12 +692,28 @@ impl Db {
         }
     }
 
-    async fn try_publish_version(&self, new: &NewVersion) -> Result<PublishedVersion, Attempt> {
+    /// The batch in one transaction, round by round ([`rounds`]); the
+    /// results in batch order, or why the transaction was rolled back.
+    async fn try_publish(
+        &self,
+        batch: &[&NewVersion],
+    ) -> Result<Vec<Result<PublishedVersion, PublishError>>, Attempt> {
         with_pool!(self, pool => async {
             let mut tx = pool.begin_write().await?;
-            let published = publish_in!(tx, new)?;
+            let mut results: Vec<Option<Result<PublishedVersion, PublishError>>> =
+                batch.iter().map(|_| None).collect();
+            for round in rounds(batch) {
+                let news: Vec<&NewVersion> = round.iter().map(|&i| batch[i]).collect();
+                let outcomes = publish_round!(tx, &news)?;
+                for (i, outcome) in round.into_iter().zip(outcomes) {
+                    results[i] = Some(outcome);
+                }
+            }
             tx.commit().await?;
-            Ok(published)
+            Ok(results
+                .into_iter()
+                .map(|r| r.unwrap_or(Err(PublishError::Db(sqlx::Error::RowNotFound))))
+                .collect())
         }
         .await)
     }

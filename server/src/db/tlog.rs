@@ -51,6 +51,36 @@ pub struct UnloggedVersion {
 pub(crate) trait AppendLog {
     async fn lock_log(&mut self) -> sqlx::Result<()>;
     async fn append_log(&mut self, entry: &LogEntry) -> sqlx::Result<i64>;
+    /// Appends `entries` in order, at consecutive indexes; returns the
+    /// first. Two statements whatever their number (a batch of publishes).
+    async fn append_logs(&mut self, entries: &[&LogEntry]) -> sqlx::Result<i64>;
+}
+
+const NEXT_INDEX: &str = "SELECT COALESCE(MAX(idx) + 1, 0) FROM log_entries";
+
+/// Rows per INSERT of [`AppendLog::append_logs`]: 3 binds each.
+const APPEND_ROWS: usize = 1_000;
+
+/// [`AppendLog::append_logs`] for either backend, once the append lock is
+/// held.
+macro_rules! append_logs {
+    ($tx:expr, $entries:expr) => {{
+        let first: i64 = sqlx::query_scalar(NEXT_INDEX).fetch_one(&mut **$tx).await?;
+        let created_at = now();
+        let mut idx = first;
+        for chunk in $entries.chunks(APPEND_ROWS) {
+            let mut insert =
+                sqlx::QueryBuilder::new("INSERT INTO log_entries (idx, entry, created_at) ");
+            insert.push_values(chunk, |mut row, entry| {
+                row.push_bind(idx)
+                    .push_bind(entry.to_bytes())
+                    .push_bind(created_at);
+                idx += 1;
+            });
+            insert.build().execute(&mut **$tx).await?;
+        }
+        Ok(first)
+    }};
 }
 
 const APPEND: &str = "INSERT INTO log_entries (idx, entry, created_at)
@@ -69,6 +99,10 @@ impl AppendLog for WriteTx<Sqlite> {
             .bind(now())
             .fetch_one(&mut **self)
             .await
+    }
+
+    async fn append_logs(&mut self, entries: &[&LogEntry]) -> sqlx::Result<i64> {
+        append_logs!(self, entries)
     }
 }
 
@@ -91,6 +125,11 @@ impl AppendLog for WriteTx<Postgres> {
             .bind(now())
             .fetch_one(&mut **self)
             .await
+    }
+
+    async fn append_logs(&mut self, entries: &[&LogEntry]) -> sqlx::Result<i64> {
+        self.lock_log().await?;
+        append_logs!(self, entries)
     }
 }
 

@@ -31,6 +31,7 @@ backend_tests!(
     downloads_are_counted_per_day,
     concurrent_publishes_have_one_winner,
     a_batch_answers_each_publish_alone,
+    a_batch_publishes_several_versions_of_one_package,
     a_batch_bumps_the_generation_at_its_commit,
     a_key_revoked_before_the_commit_refuses_its_publishes,
 );
@@ -702,6 +703,60 @@ async fn a_batch_answers_each_publish_alone(backend: Backend) {
             .await
             .unwrap();
         assert_eq!(found.is_some(), published, "{name}");
+    }
+}
+
+/// A batch writes each table once per round, a package's second version
+/// in the round after its first: a package created in the batch gets its
+/// later versions, the newest release's text, and each version its own
+/// edges and log entry.
+async fn a_batch_publishes_several_versions_of_one_package(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let alice = app.account_id("alice").await;
+    let db = &app.state().db;
+    let on_twice = DependencyEdge {
+        kind: Kind::Tool,
+        name: PackageName::new("twice").unwrap(),
+        requirement: "^1".parse().unwrap(),
+    };
+    let at = |version: &str, description: &str, dependencies: Vec<DependencyEdge>| NewVersion {
+        version: Version::parse(version).unwrap(),
+        description: description.to_owned(),
+        ..tool_version("twice", alice, dependencies)
+    };
+    let batch = [
+        at("1.0.0", "first", Vec::new()),
+        tool_version("other", alice, vec![on_twice.clone()]),
+        at("1.1.0", "newer", vec![on_twice.clone()]),
+        at("2.0.0-rc.1", "a prerelease", Vec::new()),
+    ];
+    let results = db.publish_versions(&batch.iter().collect::<Vec<_>>()).await;
+    let published: Vec<_> = results
+        .iter()
+        .map(|r| r.as_ref().expect("every publish commits"))
+        .collect();
+    assert!(published[0].new_package && published[1].new_package);
+    assert!(!published[2].new_package && !published[3].new_package);
+    assert_eq!(published[0].package_id, published[2].package_id);
+    assert_eq!(published[0].package_id, published[3].package_id);
+    let indexes: HashSet<i64> = published.iter().map(|p| p.log_index).collect();
+    assert_eq!(indexes.len(), 4, "{published:?}");
+    let twice = db
+        .find_package(Kind::Tool, &PackageName::new("twice").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(twice.description, "newer");
+    for (n, expected) in [
+        (0, vec![]),
+        (1, vec![on_twice.clone()]),
+        (2, vec![on_twice]),
+    ] {
+        let edges = db.list_dependencies(published[n].version_id).await.unwrap();
+        assert_eq!(edges, expected, "batch[{n}]");
     }
 }
 
