@@ -28,6 +28,7 @@ use crate::{
         accounts::apply_configured_admins,
         cache,
         credentials::{PasswordWork, decoy_hash},
+        keys::PublishingKeys,
         packages::{self, DownloadCounter},
         publish::{self, UploadSlots},
         publish_queue::PublishQueue,
@@ -152,6 +153,7 @@ impl Application {
             downloads: DownloadCounter::default(),
             publish_queue: PublishQueue::start(db.clone())
                 .context("cannot start the publish queue's thread")?,
+            publishing_keys: PublishingKeys::default(),
             metrics: Metrics::new()?,
             config: Arc::new(config),
             db,

@@ -14,6 +14,7 @@ use crate::{
     service::{
         cache::RenderedCache,
         credentials::PasswordWork,
+        keys::PublishingKeys,
         packages::{DownloadCounter, DownloadTargets},
         publish::UploadSlots,
         publish_queue::PublishQueue,
@@ -48,6 +49,8 @@ pub struct AppState {
     pub uploads: UploadSlots,
     /// Where publishes commit, in batches.
     pub publish_queue: PublishQueue,
+    /// Signing keys as publishes check them, kept briefly.
+    pub publishing_keys: PublishingKeys,
     /// Download counts not yet written to the database.
     pub downloads: DownloadCounter,
     /// The transparency log: its key, and the tree and checkpoint this

@@ -366,6 +366,66 @@ async fn a_version_published_through_one_replica_is_served_at_once_by_the_other(
     );
 }
 
+/// A replica keeps an account's keys briefly for its publishes; a key
+/// registered or revoked through the other replica meanwhile still counts
+/// at once: the new key is looked up again, the revoked one is refused by
+/// the commit, and nothing of that publish is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_registered_or_revoked_through_one_replica_count_at_once_on_the_other() {
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
+    let (a, b) = (&cluster.a, &cluster.b);
+    let (token, first) = cluster.publisher("dora").await;
+    let published = |key: &SecretKey, name: &str| tool_container(key, name, "1.0.0", &[], "# k", 0);
+    // A reads (and keeps) dora's keys: the first one only.
+    let res = cluster
+        .publish(a, &token, published(&first, "kept_one"))
+        .await;
+    assert_eq!(
+        res.status(),
+        StatusCode::CREATED,
+        "{}",
+        res.text().await.unwrap()
+    );
+
+    let second = b.register_key(&token).await;
+    let res = cluster
+        .publish(a, &token, published(&second, "kept_two"))
+        .await;
+    assert_eq!(
+        res.status(),
+        StatusCode::CREATED,
+        "{}",
+        res.text().await.unwrap()
+    );
+
+    let res = cluster
+        .client
+        .delete(b.path(&format!("/api/v1/keys/{}", first.public_key().key_id())))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "{}",
+        res.text().await.unwrap()
+    );
+    let res = cluster
+        .publish(a, &token, published(&first, "kept_three"))
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let problem: Value = res.json().await.unwrap();
+    assert!(
+        problem["type"].as_str().unwrap().ends_with("key-revoked"),
+        "{problem}"
+    );
+    let res = cluster.get(b, "/api/v1/tools/kept_three").await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_publishes_of_one_version_through_both_replicas_have_one_winner() {
     let Some(cluster) = Cluster::start().await else {

@@ -7,6 +7,12 @@
 //! someone who only saw the public key cannot claim it (and then publish
 //! its holder's signed containers as their own).
 
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
 use agentlang_core::{
     signing::{KeyId, PublicKey, SigningError},
     tlog::LogOp,
@@ -19,6 +25,73 @@ use crate::{
     service::{audit, tlog},
     state::AppState,
 };
+
+/// How long a publish may use an account's keys as read before.
+const KEYS_KEPT: Duration = Duration::from_secs(30);
+
+/// Accounts whose keys are kept; past it the map is cleared.
+const KEYS_ACCOUNTS: usize = 10_000;
+
+/// Accounts' signing keys as publishes check them, kept for
+/// [`KEYS_KEPT`]: a burst of publishes by one account reads them once, not
+/// once each. A kept list can be stale in two ways, and neither lets a
+/// revoked key publish: a key registered since (on another replica) is
+/// missing, so a publish signed with it reads the list again
+/// ([`publishing_keys`]); a key revoked since on another replica still
+/// looks usable, and the publish's transaction, which reads the key again,
+/// refuses it. A change on this replica forgets the account's list at once.
+#[derive(Debug, Default)]
+pub struct PublishingKeys {
+    accounts: Mutex<HashMap<i64, KeptKeys>>,
+}
+
+/// When an account's keys were read, and what they were.
+type KeptKeys = (Instant, Arc<Vec<SigningKeyRecord>>);
+
+impl PublishingKeys {
+    fn accounts(&self) -> std::sync::MutexGuard<'_, HashMap<i64, KeptKeys>> {
+        self.accounts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn kept(&self, account_id: i64) -> Option<Arc<Vec<SigningKeyRecord>>> {
+        let accounts = self.accounts();
+        let (read, keys) = accounts.get(&account_id)?;
+        (read.elapsed() < KEYS_KEPT).then(|| Arc::clone(keys))
+    }
+
+    fn keep(&self, account_id: i64, read: Instant, keys: Arc<Vec<SigningKeyRecord>>) {
+        let mut accounts = self.accounts();
+        if accounts.len() >= KEYS_ACCOUNTS {
+            accounts.clear();
+        }
+        accounts.insert(account_id, (read, keys));
+    }
+
+    fn forget(&self, account_id: i64) {
+        self.accounts().remove(&account_id);
+    }
+}
+
+/// The account's keys, revoked ones included, for a publish's checks, and
+/// whether they were kept from an earlier read ([`PublishingKeys`]);
+/// `fresh` reads them from the database whatever is kept.
+pub async fn publishing_keys(
+    state: &AppState,
+    account_id: i64,
+    fresh: bool,
+) -> Result<(Arc<Vec<SigningKeyRecord>>, bool), ApiError> {
+    if !fresh && let Some(keys) = state.publishing_keys.kept(account_id) {
+        return Ok((keys, true));
+    }
+    let read = Instant::now();
+    let keys = Arc::new(state.db.list_signing_keys(account_id).await?);
+    state
+        .publishing_keys
+        .keep(account_id, read, Arc::clone(&keys));
+    Ok((keys, false))
+}
 
 /// What a key registration's proof signs.
 pub fn registration_message(username: &str, key_id: &KeyId) -> String {
@@ -86,6 +159,7 @@ pub async fn register_key(
             }
             InsertKeyError::Db(e) => e.into(),
         })?;
+    state.publishing_keys.forget(account_id);
     state.tlog.appended();
     audit::record(state, account_id, "key_registered", key_id.as_str()).await;
     tracing::info!(key_id = %key_id, by = %username, "signing key registered");
@@ -110,6 +184,7 @@ pub async fn revoke_key(
         )
         .await?
         .ok_or_else(not_found)?;
+    state.publishing_keys.forget(account_id);
     state.tlog.appended();
     audit::record(state, account_id, "key_revoked", key_id.as_str()).await;
     tracing::info!(key_id = %key_id, by = %username, "signing key revoked");

@@ -44,6 +44,7 @@ use crate::{
     error::{ApiError, FieldError},
     service::tokens::Authenticated,
     service::{
+        keys,
         packages::{ContainerExtras, LogRef, Signer, VersionView, version_view},
         protocols::{check_agent_protocols, require_publishable},
         quality::{QualitySource, model_facts},
@@ -89,36 +90,40 @@ type Verified = (
 );
 
 /// What an upload is checked against: the caller's signing keys and the
-/// token's package patterns, read once before the body. The manifest is
-/// checked the moment it has been read, before the members after it; the
-/// signature is verified with the key read here. A revocation after this
-/// read is caught by the publish's transaction, which reads the key again
+/// token's package patterns, read before the body. The manifest is checked
+/// the moment it has been read, before the members after it; the signature
+/// is verified with the key read here. A revocation after this read is
+/// caught by the publish's transaction, which reads the key again
 /// (`Db::publish_versions`).
 #[derive(Debug)]
 pub struct ManifestCheck {
-    /// Every key of the caller, by key id.
-    keys: HashMap<String, SigningKeyRecord>,
+    /// Every key of the caller, revoked ones included.
+    keys: Arc<Vec<SigningKeyRecord>>,
+    /// Whether `keys` was kept from an earlier read: a key missing from it
+    /// may have been registered since, so it is looked up again after the
+    /// body instead of refused ([`keys::publishing_keys`]).
+    kept: bool,
+    account_id: i64,
     patterns: Option<Vec<NamePattern>>,
 }
 
 impl ManifestCheck {
     pub async fn load(state: &AppState, auth: &Authenticated) -> Result<Self, ApiError> {
-        let keys = state
-            .db
-            .list_signing_keys(auth.account_id)
-            .await?
-            .into_iter()
-            .map(|k| (k.key_id.clone(), k))
-            .collect();
+        let (keys, kept) = keys::publishing_keys(state, auth.account_id, false).await?;
         Ok(Self {
             keys,
+            kept,
+            account_id: auth.account_id,
             patterns: auth.patterns.clone(),
         })
     }
 
-    /// The caller's unrevoked key `key_id`.
-    fn signing_key(&self, key_id: &str) -> Result<&SigningKeyRecord, ApiError> {
-        match self.keys.get(key_id) {
+    /// The caller's unrevoked key `key_id` among `keys`.
+    fn signing_key<'k>(
+        keys: &'k [SigningKeyRecord],
+        key_id: &str,
+    ) -> Result<&'k SigningKeyRecord, ApiError> {
+        match keys.iter().find(|k| k.key_id == key_id) {
             None => Err(ApiError::UnknownKey(format!(
                 "the container is signed by key {key_id}, which is not registered to your account"
             ))),
@@ -130,7 +135,13 @@ impl ManifestCheck {
     }
 
     fn check(&self, manifest: &Manifest) -> Result<(), ApiError> {
-        self.signing_key(manifest.signer().as_str())?;
+        match Self::signing_key(&self.keys, manifest.signer().as_str()) {
+            // Looked up again after the body (`check_signer`).
+            Err(ApiError::UnknownKey(_)) if self.kept => {}
+            checked => {
+                checked?;
+            }
+        }
         let name = manifest.name();
         match &self.patterns {
             Some(patterns) if !patterns.iter().any(|p| p.matches(name)) => {
@@ -409,9 +420,22 @@ pub enum PublishOutcome {
 
 /// The signer must be a registered key of the caller, not revoked, and the
 /// signature must verify over the exact manifest bytes.
-fn check_signer(check: &ManifestCheck, container: &Container) -> Result<String, ApiError> {
+async fn check_signer(
+    state: &AppState,
+    check: &ManifestCheck,
+    container: &Container,
+) -> Result<String, ApiError> {
     let key_id = container.manifest().signer().as_str();
-    let key = check.signing_key(key_id)?;
+    let read;
+    let key = match ManifestCheck::signing_key(&check.keys, key_id) {
+        Err(ApiError::UnknownKey(_)) if check.kept => {
+            read = keys::publishing_keys(state, check.account_id, true)
+                .await?
+                .0;
+            ManifestCheck::signing_key(&read, key_id)?
+        }
+        checked => checked?,
+    };
     let public = PublicKey::from_spki_pem(&key.public_key_pem).map_err(ApiError::internal)?;
     container
         .verify_signature(&public)
@@ -773,7 +797,7 @@ pub async fn publish(
 ) -> Result<PublishOutcome, ApiError> {
     auth.require(Scope::Publish)?;
     auth.require_package(container.manifest().name())?;
-    let signer = check_signer(check, &container)?;
+    let signer = check_signer(state, check, &container).await?;
     let (container, definition) = read_definition(container).await?;
     let manifest = container.manifest();
     let (kind, name, version) = (manifest.kind(), manifest.name(), manifest.version());
