@@ -39,16 +39,35 @@ enum OwnConnection {
     Postgres(sqlx::PgConnection),
 }
 
+/// A package with its live versions as the database aggregated them.
 #[derive(sqlx::FromRow)]
 struct IndexRow {
-    package_id: i64,
-    version_id: i64,
-    version: String,
-    sha256: String,
-    yanked: bool,
-    dep_kind: Option<String>,
-    dep_name: Option<String>,
-    requirement: Option<String>,
+    #[sqlx(flatten)]
+    package: PackageRecord,
+    /// A JSON array of [`ListedVersion`]s.
+    versions: String,
+}
+
+/// One version in [`IndexRow::versions`]: id, version, sha256, yanked and
+/// its tool dependencies (name to requirement).
+type ListedVersion = (i64, String, String, Flag, BTreeMap<String, String>);
+
+/// A boolean as either database writes it into JSON: SQLite as 0 or 1.
+struct Flag(bool);
+
+impl<'de> serde::Deserialize<'de> for Flag {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Bool(bool),
+            Int(i64),
+        }
+        Ok(Flag(match Either::deserialize(deserializer)? {
+            Either::Bool(b) => b,
+            Either::Int(n) => n != 0,
+        }))
+    }
 }
 
 impl Db {
@@ -114,8 +133,11 @@ impl Db {
     }
 
     /// The indexes of the packages of `kind` among `names` (any spelling;
-    /// those that do not exist are left out), in two queries per 500 names:
-    /// a resolution reads one level of its dependency graph at a time.
+    /// those that do not exist are left out), in one query per 500 names:
+    /// a resolution reads one level of its dependency graph at a time. Each
+    /// package is one row, its live versions and their tool dependencies
+    /// aggregated into JSON by the database: as a row per version and edge,
+    /// a cold resolve's reads spent most of their time handing rows over.
     pub async fn package_indexes(
         &self,
         kind: Kind,
@@ -123,77 +145,71 @@ impl Db {
     ) -> Result<Vec<PackageIndex>, sqlx::Error> {
         let normalized: Vec<String> = names.iter().map(PackageName::normalized).collect();
         // `kind` is one of the enum's fixed words, never the caller's text.
-        let select_packages = format!(
-            "SELECT id, kind, name, normalized_name, description, keywords, created_at,
-                    updated_at
-             FROM packages WHERE kind = '{}' AND normalized_name IN (",
-            kind.as_str()
+        let kind = kind.as_str();
+        let sqlite = format!(
+            "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                    p.created_at, p.updated_at,
+                    (SELECT json_group_array(json_array(v.id, v.version, v.sha256, v.yanked,
+                                json((SELECT json_group_object(d.name, d.requirement)
+                                      FROM dependencies d
+                                      WHERE d.version_id = v.id AND d.kind = 'tool'))))
+                     FROM versions v
+                     WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
+             FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
         );
-        let packages = self.select_packages(&select_packages, &normalized).await?;
-        if packages.is_empty() {
-            return Ok(Vec::new());
-        }
-        const SELECT_VERSIONS: &str =
-            "SELECT v.package_id, v.id AS version_id, v.version, v.sha256, v.yanked,
-                    d.kind AS dep_kind, d.name AS dep_name, d.requirement
-             FROM versions v LEFT JOIN dependencies d ON d.version_id = v.id
-             WHERE v.deleted_at IS NULL AND v.package_id IN (";
-        let ids: Vec<i64> = packages.iter().map(|p| p.id).collect();
-        let mut rows = self.select_index_rows(SELECT_VERSIONS, &ids).await?;
-        rows.sort_by_key(|row| (row.package_id, row.version_id));
-        let mut by_package: BTreeMap<i64, Vec<IndexVersion>> = BTreeMap::new();
-        for row in rows {
-            let versions = by_package.entry(row.package_id).or_default();
-            if versions
-                .last()
-                .is_none_or(|v| v.version_id != row.version_id)
-            {
-                versions.push(IndexVersion {
-                    version_id: row.version_id,
-                    version: row.version,
-                    sha256: row.sha256,
-                    yanked: row.yanked,
-                    dependencies: BTreeMap::new(),
-                });
-            }
-            if let (Some(kind), Some(name), Some(requirement), Some(last)) = (
-                row.dep_kind,
-                row.dep_name,
-                row.requirement,
-                versions.last_mut(),
-            ) && kind == Kind::Tool.as_str()
-            {
-                last.dependencies.insert(name, requirement);
-            }
-        }
-        Ok(packages
-            .into_iter()
-            .map(|package| {
-                let mut versions = by_package.remove(&package.id).unwrap_or_default();
+        let postgres = format!(
+            "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                    p.created_at, p.updated_at,
+                    (SELECT COALESCE(json_agg(json_build_array(v.id, v.version, v.sha256,
+                                v.yanked,
+                                COALESCE((SELECT json_object_agg(d.name, d.requirement)
+                                          FROM dependencies d
+                                          WHERE d.version_id = v.id AND d.kind = 'tool'),
+                                         '{{}}'::json))), '[]'::json)::text
+                     FROM versions v
+                     WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
+             FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
+        );
+        let rows = self
+            .select_index_rows(&sqlite, &postgres, &normalized)
+            .await?;
+        rows.into_iter()
+            .map(|row| {
+                let listed: Vec<ListedVersion> =
+                    serde_json::from_str(&row.versions).map_err(|e| {
+                        sqlx::Error::Decode(
+                            format!("the index of {}: {e}", row.package.name).into(),
+                        )
+                    })?;
+                let mut versions: Vec<IndexVersion> = listed
+                    .into_iter()
+                    .map(
+                        |(version_id, version, sha256, yanked, dependencies)| IndexVersion {
+                            version_id,
+                            version,
+                            sha256,
+                            yanked: yanked.0,
+                            dependencies,
+                        },
+                    )
+                    .collect();
                 // SQL cannot order prerelease identifiers; semver can.
-                versions.sort_by(|a, b| {
-                    let parse = |v: &str| semver::Version::parse(v).ok();
-                    parse(&a.version).cmp(&parse(&b.version))
-                });
-                PackageIndex { package, versions }
+                versions.sort_by_cached_key(|v| semver::Version::parse(&v.version).ok());
+                Ok(PackageIndex {
+                    package: row.package,
+                    versions,
+                })
             })
-            .collect())
-    }
-
-    async fn select_packages(
-        &self,
-        select: &str,
-        normalized: &[String],
-    ) -> Result<Vec<PackageRecord>, sqlx::Error> {
-        select_in!(self, PackageRecord, select, select, normalized)
+            .collect()
     }
 
     async fn select_index_rows(
         &self,
-        select: &str,
-        ids: &[i64],
+        sqlite: &str,
+        postgres: &str,
+        normalized: &[String],
     ) -> Result<Vec<IndexRow>, sqlx::Error> {
-        select_in!(self, IndexRow, select, select, ids)
+        select_in!(self, IndexRow, sqlite, postgres, normalized)
     }
 
     /// `(id, username)` of the given accounts, unordered.
