@@ -924,11 +924,6 @@ fn measure_verify_floor(dir: &Path, containers: &[Bytes]) -> anyhow::Result<f64>
     Ok(bytes as f64 / 1e6 / started.elapsed().as_secs_f64())
 }
 
-/// The registry's allocator (see `server/src/main.rs`), so that the core
-/// resolver measured here and the server it is compared with allocate alike.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -15,13 +15,6 @@ use agentlang_registry::{
 use clap::{Parser, Subcommand};
 use tracing_subscriber::{EnvFilter, fmt::format::FmtSpan};
 
-/// mimalloc rather than glibc's malloc: under load the solver threads and
-/// the HTTP workers allocate and free small objects at a high rate, and
-/// glibc spent a tenth of a resolve's CPU on arena contention and
-/// consolidation (deploy/bench/RESULTS.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The AgentLang registry. Configured by `AGENTLANG_REGISTRY_*` variables
 /// and an optional TOML file (`AGENTLANG_REGISTRY_CONFIG`); see the
 /// server README.
