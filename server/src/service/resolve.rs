@@ -17,7 +17,10 @@
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Instant,
 };
 
@@ -492,13 +495,21 @@ impl GenerationReads {
 /// read from the solver's blocking thread. The solver's slot is given back
 /// while it waits for the database and taken again after, so a solver
 /// never holds a core's turn that others wait for while it is not using it.
+/// With `cache_only`, a miss ends the resolution instead, and is noted in
+/// `missed` (see [`solve`]).
 struct IndexSource {
     db: Db,
     cache: Arc<IndexCache>,
     generation: i64,
     runtime: tokio::runtime::Handle,
     slot: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+    cache_only: bool,
+    missed: Arc<AtomicBool>,
 }
+
+#[derive(Debug, thiserror::Error)]
+#[error("not in the index cache")]
+struct NotCached;
 
 impl IndexSource {
     fn read(&self, name: &PackageName) -> Result<Entries, SourceError> {
@@ -530,6 +541,10 @@ impl PackageSource for IndexSource {
         let normalized = name.normalized();
         let entries = match self.cache.tool(&normalized) {
             Some(entries) => entries,
+            None if self.cache_only => {
+                self.missed.store(true, Ordering::Relaxed);
+                return Err(SourceError::new(NotCached));
+            }
             None => {
                 let entries = self.read(name)?;
                 self.cache
@@ -845,19 +860,64 @@ impl Wanted {
     }
 }
 
-/// Runs the solver on a blocking thread under the configured deadline,
-/// after reading ahead what it will need ([`prefetch`]). Solvers take a
-/// slot first, one per core, in arrival order: the solver is CPU work, and
-/// run all at once a request's time would be its own work times the number
-/// in flight; queued, it is the work ahead of it plus its own, which keeps
-/// the slow end of the distribution near the middle.
+/// Runs the solver on a blocking thread under the configured deadline.
+/// First over the cache alone: on a warm replica most requests find every
+/// package they need there, and the read-ahead walk ([`prefetch`]) would
+/// only repeat part of the solver's work. At the first package the cache
+/// lacks, that attempt stops; then what the solver will need is read ahead
+/// and it runs again, reading whatever else backtracking reaches itself.
+/// Solvers take a slot first, one per core, in arrival order: the solver
+/// is CPU work, and run all at once a request's time would be its own work
+/// times the number in flight; queued, it is the work ahead of it plus its
+/// own, which keeps the slow end of the distribution near the middle.
 async fn solve(
     state: &AppState,
     generation: i64,
     request: &Request,
     deadline: Instant,
 ) -> Result<Resolution, ApiError> {
-    prefetch(state, generation, request, deadline).await?;
+    let solved = match run_solver(state, generation, request, deadline, true).await? {
+        (Err(ResolveError::Source { .. }), true) => {
+            prefetch(state, generation, request, deadline).await?;
+            run_solver(state, generation, request, deadline, false)
+                .await?
+                .0
+        }
+        (solved, _) => solved,
+    };
+    let timeout = state.config.resolve_timeout;
+    solved.map_err(|e| match e {
+        ResolveError::Unsatisfiable {
+            explanation,
+            conflicts,
+        } => ApiError::Unsatisfiable {
+            explanation,
+            conflicts: serde_json::to_value(conflicts).unwrap_or_default(),
+        },
+        ResolveError::UnknownPackage { name, required_by } => {
+            ApiError::Validation(vec![FieldError::new(
+                format!("tools.{name}"),
+                format!(
+                    "no tool named {name} is published on this registry (required by {required_by})"
+                ),
+            )])
+        }
+        ResolveError::Cancelled => {
+            ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
+        }
+        other => ApiError::internal(other),
+    })
+}
+
+/// One run of the solver in a slot, over the cache alone (`cache_only`) or
+/// reading misses from the database; with whether the cache missed.
+async fn run_solver(
+    state: &AppState,
+    generation: i64,
+    request: &Request,
+    deadline: Instant,
+    cache_only: bool,
+) -> Result<(Result<Resolution, ResolveError>, bool), ApiError> {
     let timeout = state.config.resolve_timeout;
     let slot = tokio::time::timeout_at(
         deadline.into(),
@@ -866,37 +926,22 @@ async fn solve(
     .await
     .map_err(|_| ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)))?
     .map_err(ApiError::internal)?;
+    let missed = Arc::new(AtomicBool::new(false));
     let source = IndexSource {
         db: state.db.clone(),
         cache: Arc::clone(&state.index_cache),
         generation,
         runtime: tokio::runtime::Handle::current(),
         slot: Mutex::new(Some(slot)),
+        cache_only,
+        missed: Arc::clone(&missed),
     };
     let cancel = Cancel::with_deadline(deadline);
     let request = request.clone();
-    tokio::task::spawn_blocking(move || resolve(&source, &request, &cancel))
+    let solved = tokio::task::spawn_blocking(move || resolve(&source, &request, &cancel))
         .await
-        .map_err(ApiError::internal)?
-        .map_err(|e| match e {
-            ResolveError::Unsatisfiable {
-                explanation,
-                conflicts,
-            } => ApiError::Unsatisfiable {
-                explanation,
-                conflicts: serde_json::to_value(conflicts).unwrap_or_default(),
-            },
-            ResolveError::UnknownPackage { name, required_by } => {
-                ApiError::Validation(vec![FieldError::new(
-                    format!("tools.{name}"),
-                    format!("no tool named {name} is published on this registry (required by {required_by})"),
-                )])
-            }
-            ResolveError::Cancelled => {
-                ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
-            }
-            other => ApiError::internal(other),
-        })
+        .map_err(ApiError::internal)?;
+    Ok((solved, missed.load(Ordering::Relaxed)))
 }
 
 #[cfg(test)]
