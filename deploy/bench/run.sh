@@ -294,6 +294,10 @@ first_time_resolves() {
 publish_run() {
   local name="$1" url="$2" key="$3" size="$4" count="$5" conc="$6" out
   shift 6
+  # Start on a settled disk: the previous run's dirty pages (512 MiB after
+  # the 1 MiB runs), written back during this one, would compete with its
+  # writes and PostgreSQL's WAL flushes, charging one run's cost to the next.
+  sync
   out="$("$seed_bin" publish "$url" "$key" --size "$size" --count "$count" --concurrency "$conc" \
          --prefix "${name//./_}_" "$@")"
   log "$name: $out"
