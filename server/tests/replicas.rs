@@ -18,7 +18,7 @@ use agentlang_registry::config::{Config, DatabaseUrl, StorageUrl};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::{Backend, TestApp, seed::tool_container};
+use support::{Backend, TestApp, expect_status, problem, seed::tool_container};
 
 /// The issuer of every token: the proxy's address in a real deployment.
 /// Both replicas must agree on it, or a token from one is refused by the
@@ -305,12 +305,7 @@ async fn a_version_published_through_one_replica_is_served_at_once_by_the_other(
     );
     for body in [base.clone(), top.clone()] {
         let res = cluster.publish(a, &token, body).await;
-        assert_eq!(
-            res.status(),
-            StatusCode::CREATED,
-            "{}",
-            res.text().await.unwrap()
-        );
+        expect_status(res, StatusCode::CREATED).await;
     }
 
     // B serves all of it on the very next request: the record, the bytes,
@@ -382,23 +377,13 @@ async fn keys_registered_or_revoked_through_one_replica_count_at_once_on_the_oth
     let res = cluster
         .publish(a, &token, published(&first, "kept_one"))
         .await;
-    assert_eq!(
-        res.status(),
-        StatusCode::CREATED,
-        "{}",
-        res.text().await.unwrap()
-    );
+    expect_status(res, StatusCode::CREATED).await;
 
     let second = b.register_key(&token).await;
     let res = cluster
         .publish(a, &token, published(&second, "kept_two"))
         .await;
-    assert_eq!(
-        res.status(),
-        StatusCode::CREATED,
-        "{}",
-        res.text().await.unwrap()
-    );
+    expect_status(res, StatusCode::CREATED).await;
 
     let res = cluster
         .client
@@ -407,21 +392,11 @@ async fn keys_registered_or_revoked_through_one_replica_count_at_once_on_the_oth
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        res.status(),
-        StatusCode::OK,
-        "{}",
-        res.text().await.unwrap()
-    );
+    expect_status(res, StatusCode::OK).await;
     let res = cluster
         .publish(a, &token, published(&first, "kept_three"))
         .await;
-    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    let problem: Value = res.json().await.unwrap();
-    assert!(
-        problem["type"].as_str().unwrap().ends_with("key-revoked"),
-        "{problem}"
-    );
+    problem(res, StatusCode::UNPROCESSABLE_ENTITY, "key-revoked").await;
     let res = cluster.get(b, "/api/v1/tools/kept_three").await;
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
 }
@@ -521,12 +496,7 @@ async fn sigkill_in_the_middle_of_an_upload_leaves_no_partial_version() {
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     // The version was never taken: the whole container publishes through B.
     let res = cluster.publish(&cluster.b, &token, big.clone()).await;
-    assert_eq!(
-        res.status(),
-        StatusCode::CREATED,
-        "{}",
-        res.text().await.unwrap()
-    );
+    expect_status(res, StatusCode::CREATED).await;
 
     // A restarts and serves, the version B published included.
     cluster.a.restart(&[]).await;

@@ -36,7 +36,7 @@ pub mod seed;
 pub use app::TestApp;
 pub use backends::Backend;
 #[allow(unused_imports, reason = "the benchmark example asserts no problems")]
-pub use problem::problem;
+pub use problem::{expect_status, problem};
 
 /// Generates one test per backend from an `async fn name(Backend)`, on the
 /// given test attribute (`#[actix_web::test]`, which an in-process

@@ -1,4 +1,5 @@
-//! The one assertion on error answers: an RFC 9457 problem document.
+//! The assertions on a status: [`problem`] for error answers (an RFC 9457
+//! problem document), [`expect_status`] for the rest.
 
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
@@ -24,4 +25,17 @@ pub async fn problem(res: Response, status: StatusCode, slug: &str) -> Value {
     assert!(body["request_id"].is_string(), "{body}");
     assert!(body["instance"].is_string(), "{body}");
     body
+}
+
+/// Checks `res` answered `status`, showing the body when it did not, and
+/// hands the response back for reading.
+pub async fn expect_status(res: Response, status: StatusCode) -> Response {
+    let got = res.status();
+    if got != status {
+        panic!(
+            "expected {status}, got {got}: {}",
+            res.text().await.unwrap_or_default()
+        );
+    }
+    res
 }
