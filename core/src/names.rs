@@ -55,13 +55,16 @@ impl PackageName {
     /// Lowercase with `-` turned into `_`: the form uniqueness is judged on,
     /// so `Web-Search` and `web_search` are one package.
     pub fn normalized(&self) -> String {
+        // Bytes, not chars: a name is ASCII, and a byte iterator's exact
+        // length lets `collect` allocate once instead of growing (the
+        // resolver calls this for every requirement it reads).
         self.0
-            .chars()
-            .map(|c| {
-                if c == '-' {
+            .bytes()
+            .map(|b| {
+                if b == b'-' {
                     '_'
                 } else {
-                    c.to_ascii_lowercase()
+                    char::from(b.to_ascii_lowercase())
                 }
             })
             .collect()
@@ -249,6 +252,7 @@ mod tests {
         let b = PackageName::new("web_search").unwrap();
         assert_ne!(a, b);
         assert_eq!(a.normalized(), b.normalized());
+        assert_eq!(a.normalized(), "web_search");
     }
 
     #[test]
