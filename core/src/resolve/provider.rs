@@ -5,7 +5,7 @@
 use std::{
     cell::RefCell,
     cmp::Reverse,
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, hash_map::Entry},
     rc::Rc,
     sync::Arc,
 };
@@ -90,22 +90,37 @@ pub(super) struct Provider<'a, S: ?Sized> {
     source: &'a S,
     cancel: &'a Cancel,
     /// Root requirements grouped by normalized name, in the request's order.
-    root: Vec<(PackageName, Vec<Option<VersionReq>>)>,
+    root: Vec<RootRequirement>,
+    /// Where each normalized name is in `root`.
+    root_index: HashMap<String, usize>,
     pins: HashMap<String, semver::Version>,
     pub(super) packages: RefCell<HashMap<String, Rc<PackageInfo>>>,
     pub(super) texts: RefCell<RequirementTexts>,
 }
 
+/// The agent's requirements on one package, under the first spelling the
+/// request used for it.
+struct RootRequirement {
+    name: PackageName,
+    reqs: Vec<Option<VersionReq>>,
+}
+
 impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
     pub(super) fn new(source: &'a S, request: &Request, cancel: &'a Cancel) -> Self {
-        let mut root: Vec<(PackageName, Vec<Option<VersionReq>>)> = Vec::new();
+        // Grouped through a map: the request is untrusted, so no scan per
+        // requirement.
+        let mut root: Vec<RootRequirement> = Vec::new();
+        let mut root_index: HashMap<String, usize> = HashMap::new();
         for (name, req) in &request.requirements {
-            match root
-                .iter_mut()
-                .find(|(n, _)| n.normalized() == name.normalized())
-            {
-                Some((_, reqs)) => reqs.push(req.clone()),
-                None => root.push((name.clone(), vec![req.clone()])),
+            match root_index.entry(name.normalized()) {
+                Entry::Occupied(slot) => root[*slot.get()].reqs.push(req.clone()),
+                Entry::Vacant(slot) => {
+                    slot.insert(root.len());
+                    root.push(RootRequirement {
+                        name: name.clone(),
+                        reqs: vec![req.clone()],
+                    });
+                }
             }
         }
         let pins = request
@@ -117,6 +132,7 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
             source,
             cancel,
             root,
+            root_index,
             pins,
             packages: RefCell::default(),
             texts: RefCell::default(),
@@ -170,10 +186,9 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
                 continue;
             };
             let requirement = self
-                .root
-                .iter()
-                .find(|(name, _)| name.normalized() == key)
-                .map(|(_, reqs)| combined_requirement(reqs));
+                .root_index
+                .get(&key)
+                .map(|&i| combined_requirement(&self.root[i].reqs));
             tools.insert(
                 info.display.clone(),
                 ResolvedTool {
@@ -366,7 +381,7 @@ impl<S: PackageSource + ?Sized> DependencyProvider for Provider<'_, S> {
                 let requirements = self
                     .root
                     .iter()
-                    .flat_map(|(name, reqs)| reqs.iter().map(move |r| (name, r.as_ref())));
+                    .flat_map(|root| root.reqs.iter().map(move |r| (&root.name, r.as_ref())));
                 self.constraints(package, requirements, &|| "the agent".to_owned())?
             }
             Pkg::Tool(_) => {
