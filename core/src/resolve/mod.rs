@@ -78,6 +78,12 @@ impl SourceError {
     pub fn new(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         Self(error.into())
     }
+
+    /// Whether the source failed with an `E`: lets a caller tell its own
+    /// failures (a deliberate stop, say) from the others.
+    pub fn is<E: std::error::Error + 'static>(&self) -> bool {
+        self.0.is::<E>()
+    }
 }
 
 /// What to resolve. Hashable, so a caller can memoize resolutions of one

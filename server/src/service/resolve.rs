@@ -17,10 +17,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, Mutex},
     time::Instant,
 };
 
@@ -495,8 +492,8 @@ impl GenerationReads {
 /// read from the solver's blocking thread. The solver's slot is given back
 /// while it waits for the database and taken again after, so a solver
 /// never holds a core's turn that others wait for while it is not using it.
-/// With `cache_only`, a miss ends the resolution instead, and is noted in
-/// `missed` (see [`solve`]).
+/// With `cache_only`, a miss ends the resolution instead, with [`NotCached`]
+/// (see [`solve`]).
 struct IndexSource {
     db: Db,
     cache: Arc<IndexCache>,
@@ -504,7 +501,6 @@ struct IndexSource {
     runtime: tokio::runtime::Handle,
     slot: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
     cache_only: bool,
-    missed: Arc<AtomicBool>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -541,10 +537,7 @@ impl PackageSource for IndexSource {
         let normalized = name.normalized();
         let entries = match self.cache.tool(&normalized) {
             Some(entries) => entries,
-            None if self.cache_only => {
-                self.missed.store(true, Ordering::Relaxed);
-                return Err(SourceError::new(NotCached));
-            }
+            None if self.cache_only => return Err(SourceError::new(NotCached)),
             None => {
                 let entries = self.read(name)?;
                 self.cache
@@ -877,13 +870,11 @@ async fn solve(
     deadline: Instant,
 ) -> Result<Resolution, ApiError> {
     let solved = match run_solver(state, generation, request, deadline, true).await? {
-        (Err(ResolveError::Source { .. }), true) => {
+        Err(ResolveError::Source { source, .. }) if source.is::<NotCached>() => {
             prefetch(state, generation, request, deadline).await?;
-            run_solver(state, generation, request, deadline, false)
-                .await?
-                .0
+            run_solver(state, generation, request, deadline, false).await?
         }
-        (solved, _) => solved,
+        solved => solved,
     };
     let timeout = state.config.resolve_timeout;
     solved.map_err(|e| match e {
@@ -910,14 +901,14 @@ async fn solve(
 }
 
 /// One run of the solver in a slot, over the cache alone (`cache_only`) or
-/// reading misses from the database; with whether the cache missed.
+/// reading misses from the database.
 async fn run_solver(
     state: &AppState,
     generation: i64,
     request: &Request,
     deadline: Instant,
     cache_only: bool,
-) -> Result<(Result<Resolution, ResolveError>, bool), ApiError> {
+) -> Result<Result<Resolution, ResolveError>, ApiError> {
     let timeout = state.config.resolve_timeout;
     let slot = tokio::time::timeout_at(
         deadline.into(),
@@ -926,7 +917,6 @@ async fn run_solver(
     .await
     .map_err(|_| ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)))?
     .map_err(ApiError::internal)?;
-    let missed = Arc::new(AtomicBool::new(false));
     let source = IndexSource {
         db: state.db.clone(),
         cache: Arc::clone(&state.index_cache),
@@ -934,14 +924,12 @@ async fn run_solver(
         runtime: tokio::runtime::Handle::current(),
         slot: Mutex::new(Some(slot)),
         cache_only,
-        missed: Arc::clone(&missed),
     };
     let cancel = Cancel::with_deadline(deadline);
     let request = request.clone();
-    let solved = tokio::task::spawn_blocking(move || resolve(&source, &request, &cancel))
+    tokio::task::spawn_blocking(move || resolve(&source, &request, &cancel))
         .await
-        .map_err(ApiError::internal)?;
-    Ok((solved, missed.load(Ordering::Relaxed)))
+        .map_err(ApiError::internal)
 }
 
 #[cfg(test)]
