@@ -161,11 +161,17 @@ pub struct IndexCache {
     generation_reads: GenerationReads,
     /// The newest generation any read has returned.
     newest: std::sync::atomic::AtomicI64,
-    /// One per core: solvers run in arrival order, each to its end, rather
-    /// than all at once sharing the cores, where every request in flight
-    /// would take as long as the slowest (see [`solve`]).
+    /// [`SOLVERS_PER_CORE`] per core: solvers run in arrival order, each to
+    /// its end, rather than all at once sharing the cores, where every
+    /// request in flight would take as long as the slowest (see [`solve`]).
     solvers: Arc<tokio::sync::Semaphore>,
 }
+
+/// Solver slots per core. With one, a core idled while a finished solve's
+/// slot passed to the next request through its (busy) worker thread: warm
+/// first-time resolves went from about 1,670 to 1,880 a second with two
+/// (`deploy/bench/RESULTS.md`), the same server CPU per resolve and p99.
+const SOLVERS_PER_CORE: usize = 2;
 
 /// Cached packages stop growing here; past it the map is cleared (a
 /// registry with more tools than this simply reads more from the database).
@@ -198,7 +204,8 @@ impl IndexCache {
             generation_reads: GenerationReads::new(window),
             newest: std::sync::atomic::AtomicI64::new(0),
             solvers: Arc::new(tokio::sync::Semaphore::new(
-                std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+                SOLVERS_PER_CORE
+                    * std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             )),
         }
     }
@@ -859,10 +866,12 @@ impl Wanted {
 /// only repeat part of the solver's work. At the first package the cache
 /// lacks, that attempt stops; then what the solver will need is read ahead
 /// and it runs again, reading whatever else backtracking reaches itself.
-/// Solvers take a slot first, one per core, in arrival order: the solver
+/// Solvers take a slot first, two per core, in arrival order: the solver
 /// is CPU work, and run all at once a request's time would be its own work
 /// times the number in flight; queued, it is the work ahead of it plus its
-/// own, which keeps the slow end of the distribution near the middle.
+/// own, which keeps the slow end of the distribution near the middle. The
+/// second slot per core keeps the core busy while a finished solve's answer
+/// goes back to its worker.
 async fn solve(
     state: &AppState,
     generation: i64,
