@@ -728,14 +728,14 @@ async fn publish(args: &[String]) -> anyhow::Result<()> {
         let client = client.clone();
         let token = token.clone();
         async move {
-            client
+            let response = client
                 .post(format!("{url}/api/v1/publish"))
                 .bearer_auth(token)
                 .header("content-type", "application/octet-stream")
                 .body(body)
                 .send()
-                .await
-                .map_or(0, |r| r.status().as_u16())
+                .await;
+            status_after_body(response).await
         }
     }))
     .buffer_unordered(concurrency)
@@ -782,13 +782,13 @@ async fn resolve_each(args: &[String]) -> anyhow::Result<()> {
         let client = client.clone();
         async move {
             let t0 = Instant::now();
-            let status = client
+            let response = client
                 .post(format!("{url}/api/v1/resolve"))
                 .header("accept", "application/json")
                 .json(&body)
                 .send()
-                .await
-                .map_or(0, |r| r.status().as_u16());
+                .await;
+            let status = status_after_body(response).await;
             (status, t0.elapsed().as_secs_f64() * 1000.0)
         }
     }))
@@ -815,6 +815,19 @@ async fn resolve_each(args: &[String]) -> anyhow::Result<()> {
         })
     );
     Ok(())
+}
+
+/// A response's status once its whole body has arrived (0 when either
+/// failed): a request is answered when its body is, and a body left unread
+/// closes the connection, so every request would pay for a new one.
+async fn status_after_body(response: reqwest::Result<reqwest::Response>) -> u16 {
+    match response {
+        Ok(r) => {
+            let status = r.status().as_u16();
+            if r.bytes().await.is_ok() { status } else { 0 }
+        }
+        Err(_) => 0,
+    }
 }
 
 /// The core resolver alone over the same catalog and requests, in memory
