@@ -818,8 +818,8 @@ async fn resolve_each(args: &[String]) -> anyhow::Result<()> {
 }
 
 /// A response's status once its whole body has arrived (0 when either
-/// failed): a request is answered when its body is, and a body left unread
-/// closes the connection, so every request would pay for a new one.
+/// failed): a request is answered when its body is, so its latency counts
+/// the body's transfer.
 async fn status_after_body(response: reqwest::Result<reqwest::Response>) -> u16 {
     match response {
         Ok(r) => {
