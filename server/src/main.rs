@@ -15,6 +15,12 @@ use agentlang_registry::{
 use clap::{Parser, Subcommand};
 use tracing_subscriber::{EnvFilter, fmt::format::FmtSpan};
 
+/// jemalloc, not glibc's malloc: the resolver is allocation-bound, and
+/// glibc's per-thread arenas made a warm first-time resolve cost a third
+/// more CPU (`deploy/bench/RESULTS.md`).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// The AgentLang registry. Configured by `AGENTLANG_REGISTRY_*` variables
 /// and an optional TOML file (`AGENTLANG_REGISTRY_CONFIG`); see the
 /// server README.
