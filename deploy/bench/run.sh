@@ -290,14 +290,19 @@ first_time_resolves() {
   printf '%s\n' "$out" >>"$data/$name.passes"
 }
 
+# median_of FILE FIELD: the median of FIELD over FILE's JSON lines (the
+# upper middle of an even count).
+median_of() {
+  jq -s "map(.$2) | sort | .[length / 2 | floor]" "$1"
+}
+
 # median_passes NAME: the median of NAME's passes (rps, p50 and p99 each
 # their own median) and the statuses of all of them.
 median_passes() {
   local name="$1" passes="$data/$1.passes"
-  local median='map(.FIELD) | sort | .[length / 2 | floor]'
-  metric["$name.rps"]="$(jq -s "${median//FIELD/rps}" "$passes")"
-  metric["$name.p50"]="$(jq -s "${median//FIELD/p50_ms}" "$passes")"
-  metric["$name.p99"]="$(jq -s "${median//FIELD/p99_ms}" "$passes")"
+  metric["$name.rps"]="$(median_of "$passes" rps)"
+  metric["$name.p50"]="$(median_of "$passes" p50_ms)"
+  metric["$name.p99"]="$(median_of "$passes" p99_ms)"
   metric["$name.statuses"]="$(jq -sc 'map(.statuses | to_entries) | add | group_by(.key)
     | map({key: .[0].key, value: (map(.value) | add)}) | from_entries' "$passes")"
 }
@@ -437,11 +442,11 @@ PY
   # shared machine: each figure is the median of $resolve_rounds passes,
   # and the core is measured before each round, so a slow spell of the
   # machine weighs on both sides of the ratio.
-  local round solve_json solves=()
+  local round solve_json
   for round in $(seq 1 "$resolve_rounds"); do
     solve_json="$("$seed_bin" solve "$data/out/resolve-many.json" --tools "$tools")"
     log "$backend: core resolver $solve_json"
-    solves+=("$(jq -r .median_ms <<<"$solve_json")")
+    printf '%s\n' "$solve_json" >>"$data/solve.passes"
     stop_server
     start_server "$port"
     first_time_resolves "$backend.resolve_cold" "$url" "$data/out/resolve-many.json"
@@ -450,7 +455,7 @@ PY
     "$seed_bin" resolve "$url" "$data/out/resolve-warm.json" --concurrency "$resolve_conc" >/dev/null
     first_time_resolves "$backend.resolve_warm" "$url" "$data/out/resolve-many.json"
   done
-  metric["$backend.solve_median_ms"]="$(printf '%s\n' "${solves[@]}" | sort -g | sed -n "$(( (resolve_rounds + 1) / 2 ))p")"
+  metric["$backend.solve_median_ms"]="$(median_of "$data/solve.passes" median_ms)"
   median_passes "$backend.resolve_cold"
   median_passes "$backend.resolve_warm"
 
