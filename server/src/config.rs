@@ -985,7 +985,9 @@ pub fn variables_help() -> String {
         };
         out.push_str(&format!("  {ENV_PREFIX}{name}\n      {meaning}{default}\n"));
     }
-    out.push_str("  AGENTLANG_REGISTRY_LOG\n      log filter, as RUST_LOG [default: info]\n");
+    out.push_str(
+        "  AGENTLANG_REGISTRY_LOG\n      log filter, as RUST_LOG (pubgrub at warn unless named) [default: info]\n",
+    );
     out
 }
 

@@ -67,14 +67,26 @@ enum AdminAction {
     Revoke { username: String },
 }
 
+/// `AGENTLANG_REGISTRY_LOG` (`EnvFilter` syntax), or `info` when unset or
+/// invalid. pubgrub logs every step of a resolution at `info`, some 200
+/// lines for one agent, so it is held to `warn` unless the filter names it.
+fn log_filter(spec: Option<&str>) -> EnvFilter {
+    let spec = spec.unwrap_or("info");
+    let filter = EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new("info"));
+    if spec.contains("pubgrub") {
+        filter
+    } else {
+        filter.add_directive("pubgrub=warn".parse().expect("a valid directive"))
+    }
+}
+
 #[actix_web::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("AGENTLANG_REGISTRY_LOG")
-                .unwrap_or_else(|_| EnvFilter::new("info")),
-        )
+        .with_env_filter(log_filter(
+            std::env::var("AGENTLANG_REGISTRY_LOG").ok().as_deref(),
+        ))
         // One line per request, with its status and duration, at span close.
         .with_span_events(FmtSpan::CLOSE)
         .with_writer(std::io::stderr)
@@ -219,5 +231,31 @@ async fn admin(config: &Config, action: AdminAction) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::{Level, subscriber::with_default};
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::log_filter;
+
+    /// What `check` finds enabled under the filter `spec`.
+    fn under(spec: Option<&str>, check: impl FnOnce() -> bool) -> bool {
+        with_default(tracing_subscriber::registry().with(log_filter(spec)), check)
+    }
+
+    #[test]
+    fn the_solver_logs_only_warnings_unless_the_filter_names_it() {
+        let registry_info = || tracing::enabled!(target: "agentlang_registry", Level::INFO);
+        let solver_info = || tracing::enabled!(target: "pubgrub::solver", Level::INFO);
+        let solver_warn = || tracing::enabled!(target: "pubgrub::solver", Level::WARN);
+        for spec in [None, Some("info"), Some("debug")] {
+            assert!(under(spec, registry_info), "{spec:?}");
+            assert!(!under(spec, solver_info), "{spec:?}");
+            assert!(under(spec, solver_warn), "{spec:?}");
+        }
+        assert!(under(Some("info,pubgrub=info"), solver_info));
     }
 }
