@@ -247,6 +247,12 @@ fn look_alike_names_are_one_package_with_one_version() {
         ]
         .into()
     );
+    // The helper's dependency is listed under the name it is locked by.
+    let lock = got.into_lock_tools();
+    assert_eq!(
+        lock[&name("helper")].dependencies,
+        [name("Web-Search")].into()
+    );
     let err = run(
         &source,
         &request(

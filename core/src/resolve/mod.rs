@@ -151,25 +151,33 @@ impl Resolution {
     /// The `tools:` section of an `agent.lock`.
     pub fn into_lock_tools(self) -> BTreeMap<PackageName, LockedTool> {
         // Dependencies are listed by the name their tool is locked under, so
-        // a reader can follow them inside the lockfile.
-        let locked_name: BTreeMap<String, PackageName> = self
+        // a reader can follow them inside the lockfile. Most are spelled as
+        // locked; the normalized index is built only for one that is not.
+        let mut by_normalized: Option<BTreeMap<String, &PackageName>> = None;
+        let dependencies: Vec<BTreeSet<PackageName>> = self
             .tools
-            .keys()
-            .map(|name| (name.normalized(), name.clone()))
+            .values()
+            .map(|tool| {
+                tool.dependencies
+                    .keys()
+                    .map(|dep| {
+                        if self.tools.contains_key(dep) {
+                            return dep.clone();
+                        }
+                        by_normalized
+                            .get_or_insert_with(|| {
+                                self.tools.keys().map(|n| (n.normalized(), n)).collect()
+                            })
+                            .get(&dep.normalized())
+                            .map_or_else(|| dep.clone(), |&name| name.clone())
+                    })
+                    .collect()
+            })
             .collect();
         self.tools
             .into_iter()
-            .map(|(name, tool)| {
-                let dependencies: BTreeSet<PackageName> = tool
-                    .dependencies
-                    .keys()
-                    .map(|dep| {
-                        locked_name
-                            .get(&dep.normalized())
-                            .cloned()
-                            .unwrap_or_else(|| dep.clone())
-                    })
-                    .collect();
+            .zip(dependencies)
+            .map(|((name, tool), dependencies)| {
                 let locked = LockedTool {
                     version: tool.version,
                     hash: tool.hash,
