@@ -893,6 +893,7 @@ fn solve_each(args: &[String]) -> anyhow::Result<()> {
             "count": times.len(),
             "failed": failed,
             "median_ms": pct(0.5),
+            "mean_ms": times.iter().sum::<f64>() / times.len() as f64,
             "p99_ms": pct(0.99),
         })
     );
