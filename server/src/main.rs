@@ -71,9 +71,12 @@ enum AdminAction {
 /// invalid. pubgrub logs every step of a resolution at `info`, some 200
 /// lines for one agent, so it is held to `warn` unless the filter names it.
 fn log_filter(spec: Option<&str>) -> EnvFilter {
-    let spec = spec.unwrap_or("info");
-    let filter = EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new("info"));
-    if spec.contains("pubgrub") {
+    // Whether pubgrub is named is asked of the filter in force, not of an
+    // invalid one it replaced.
+    let (filter, names_pubgrub) = spec
+        .and_then(|spec| Some((EnvFilter::try_new(spec).ok()?, spec.contains("pubgrub"))))
+        .unwrap_or_else(|| (EnvFilter::new("info"), false));
+    if names_pubgrub {
         filter
     } else {
         filter.add_directive("pubgrub=warn".parse().expect("a valid directive"))
@@ -257,5 +260,8 @@ mod tests {
             assert!(under(spec, solver_warn), "{spec:?}");
         }
         assert!(under(Some("info,pubgrub=info"), solver_info));
+        // An invalid filter gives way to `info`, pubgrub held to warn.
+        assert!(!under(Some("pubgrub=loud"), solver_info));
+        assert!(under(Some("pubgrub=loud"), registry_info));
     }
 }
