@@ -497,6 +497,19 @@ pub async fn find_download(
     if let Some(hit) = state.download_targets.get(newest, &key) {
         return Ok(hit);
     }
+    // Boxed: the database reads' futures are kilobytes, and unboxed they
+    // would size (and be copied with) every download's future, hit or not.
+    Box::pin(read_download(state, kind, name, version, key)).await
+}
+
+/// [`find_download`]'s miss: the target read from the database and cached.
+async fn read_download(
+    state: &AppState,
+    kind: Kind,
+    name: &PackageName,
+    version: &Version,
+    key: (Kind, String, Version),
+) -> Result<Download, ApiError> {
     let generation = state.index_cache.current_generation(&state.db).await?;
     let package = find_package(state, kind, name).await?;
     let record = find_version(state, &package, version).await?;
