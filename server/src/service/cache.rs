@@ -179,6 +179,10 @@ impl<K: Eq + Hash + Clone, V: Weight + Clone> GenerationCache<K, V> {
         F: Future<Output = Result<V, E>>,
     {
         self.observe(generation);
+        // Boxed: a computation's database reads are futures of kilobytes,
+        // and inline they would size (and be copied with) every request's
+        // future, the hits' too.
+        let compute = || Box::pin(compute());
         match self.entries.get_value_or_guard_async(&key).await {
             Ok(entry) if entry.generation == generation => {
                 let fresh = self.max_age.is_none_or(|age| entry.at.elapsed() < age);

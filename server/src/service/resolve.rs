@@ -488,7 +488,8 @@ impl GenerationReads {
                 continue;
             };
             let mut reading = Reading(self, None);
-            let generation = db.registry_generation_on(&self.connection).await?;
+            // Boxed, as a miss is (see `GenerationCache::get_or_compute`).
+            let generation = Box::pin(db.registry_generation_on(&self.connection)).await?;
             reading.1 = Some((start, generation));
             return Ok(generation);
         }
