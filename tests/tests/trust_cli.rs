@@ -310,9 +310,14 @@ fn lock_update_to_a_tool_that_asks_for_more_needs_accept_risk() {
 
     // A new pin whose tool cannot be read may ask for anything: refused.
     write_tool(&alice.path("fetcher"), &fetcher("1.2.0", "network, shell"));
-    let built = alice.ok(&["--json", "build", "fetcher"]).json();
-    let hex = built["sha256"].as_str().unwrap().to_owned();
-    alice.ok(&["publish", "fetcher"]);
+    // One creation time for both builds: `publish` builds again, and a
+    // second ticking over between the two would give it other bytes.
+    let epoch = [("SOURCE_DATE_EPOCH", "1700000000")];
+    let built = alice.run_with(&["--json", "build", "fetcher"], &epoch, "");
+    assert_eq!(built.code, Some(0), "{}", built.stderr);
+    let hex = built.json()["sha256"].as_str().unwrap().to_owned();
+    let published = alice.run_with(&["publish", "fetcher"], &epoch, "");
+    assert_eq!(published.code, Some(0), "{}", published.stderr);
     let blob = registry
         .data_dir()
         .join(format!("blobs/sha256/{}/{}/{hex}", &hex[..2], &hex[2..4]));
