@@ -74,14 +74,33 @@ impl PackageInfo {
 /// than a list of versions.
 #[derive(Default)]
 pub(super) struct RequirementTexts {
-    pub(super) by_edge: HashMap<(Pkg, Pkg), Vec<(CandidateSet, String)>>,
+    pub(super) by_edge: HashMap<(Pkg, Pkg), Vec<(CandidateSet, Written)>>,
+}
+
+/// One requirement as written, or several joined with "and" (one package
+/// required under two spellings). Kept parsed and spelled out only when a
+/// failure is explained: most resolutions succeed, and writing every edge's
+/// requirement as text cost a successful solve about 5% of its instructions.
+#[derive(Clone, PartialEq, Eq)]
+pub(super) struct Written(Vec<VersionReq>);
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, req) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" and ")?;
+            }
+            write!(f, "{req}")?;
+        }
+        Ok(())
+    }
 }
 
 impl RequirementTexts {
-    fn record(&mut self, from: &Pkg, to: &Pkg, set: &CandidateSet, text: String) {
+    fn record(&mut self, from: &Pkg, to: &Pkg, set: CandidateSet, written: Written) {
         let entries = self.by_edge.entry((from.clone(), to.clone())).or_default();
-        if !entries.iter().any(|(s, t)| s == set && *t == text) {
-            entries.push((set.clone(), text));
+        if !entries.iter().any(|(s, w)| *s == set && *w == written) {
+            entries.push((set, written));
         }
     }
 }
@@ -286,27 +305,27 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
             let req = req.cloned().unwrap_or(VersionReq::STAR);
             let set = info.matching(&req);
             let to = Pkg::Tool(name.normalized());
-            texts.push((to.clone(), set.clone(), req.to_string()));
             merged
-                .entry(to)
+                .entry(to.clone())
                 .and_modify(|s| *s = s.intersection(&set))
-                .or_insert(set);
+                .or_insert_with(|| set.clone());
+            texts.push((to, set, req));
         }
         let mut recorded = self.texts.borrow_mut();
-        for (to, set, text) in &texts {
-            recorded.record(from, to, set, text.clone());
-        }
         // A name required under two spellings is one package constrained by
         // both: its merged set is explained by both texts.
         for (to, set) in &merged {
-            let joined: Vec<&str> = texts
+            let joined: Vec<VersionReq> = texts
                 .iter()
                 .filter(|(t, _, _)| t == to)
-                .map(|(_, _, text)| text.as_str())
+                .map(|(_, _, req)| req.clone())
                 .collect();
             if joined.len() > 1 {
-                recorded.record(from, to, set, joined.join(" and "));
+                recorded.record(from, to, set.clone(), Written(joined));
             }
+        }
+        for (to, set, req) in texts {
+            recorded.record(from, &to, set, Written(vec![req]));
         }
         Ok(merged.into_iter().collect())
     }

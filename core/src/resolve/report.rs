@@ -15,7 +15,7 @@ use pubgrub::{
 use super::{
     Conflict, PackageSource, Pkg, RequiredBy,
     candidates::CandidateSet,
-    provider::{PackageInfo, Provider},
+    provider::{PackageInfo, Provider, Written},
 };
 use crate::names::{PackageName, Version};
 
@@ -88,8 +88,8 @@ pub(super) fn explain<S: PackageSource + ?Sized>(
 /// lookups of requirements without a dependent, indexed once.
 fn by_dependency<S: PackageSource + ?Sized>(
     provider: &Provider<'_, S>,
-) -> HashMap<Pkg, Vec<(CandidateSet, String)>> {
-    let mut index: HashMap<Pkg, Vec<(CandidateSet, String)>> = HashMap::new();
+) -> HashMap<Pkg, Vec<(CandidateSet, Written)>> {
+    let mut index: HashMap<Pkg, Vec<(CandidateSet, Written)>> = HashMap::new();
     for ((_, to), entries) in &provider.texts.borrow().by_edge {
         index
             .entry(to.clone())
@@ -101,7 +101,7 @@ fn by_dependency<S: PackageSource + ?Sized>(
 
 struct Words<'p, 'a, S: ?Sized> {
     provider: &'p Provider<'a, S>,
-    by_dependency: HashMap<Pkg, Vec<(CandidateSet, String)>>,
+    by_dependency: HashMap<Pkg, Vec<(CandidateSet, Written)>>,
 }
 
 impl<S: PackageSource + ?Sized> Words<'_, '_, S> {
@@ -185,7 +185,7 @@ impl<S: PackageSource + ?Sized> Words<'_, '_, S> {
             .into_iter()
             .flatten()
             .filter(|(s, _)| s == set)
-            .map(|(_, text)| text.clone())
+            .map(|(_, written)| written.to_string())
             .min();
         if let Some(text) = written {
             return text;
