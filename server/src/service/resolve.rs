@@ -118,10 +118,6 @@ type LockTools = BTreeMap<PackageName, LockedTool>;
 #[derive(Debug, Default)]
 struct CacheState {
     generation: i64,
-    /// Normalized tool name to its versions; `None` remembers an unknown
-    /// name (creating a package publishes a version, which bumps the
-    /// generation).
-    tools: HashMap<String, Entries>,
     /// The whole models catalog (a few dozen rows), read once per
     /// generation.
     models: Option<Arc<HashMap<String, ModelRecord>>>,
@@ -143,6 +139,19 @@ struct CacheState {
     categories: Option<Vec<String>>,
 }
 
+/// Index entries at one generation: normalized tool name to its versions;
+/// `None` remembers an unknown name (creating a package publishes a
+/// version, which bumps the generation). Apart from [`CacheState`], under
+/// a lock readers share: every solve looks each of its packages up here,
+/// and behind the one lock of everything else (held by handlers hashing
+/// request bodies and resolutions) solver threads slept about once per
+/// five warm first-time resolves (`perf record -e sched:sched_switch`).
+#[derive(Debug, Default)]
+struct ToolCache {
+    generation: i64,
+    entries: HashMap<String, Entries>,
+}
+
 /// An exact resolve request over HTTP: the answer is a function of this, the
 /// generation and the second.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -158,6 +167,7 @@ pub struct RenderKey {
 #[derive(Debug)]
 pub struct IndexCache {
     state: Mutex<CacheState>,
+    tools: std::sync::RwLock<ToolCache>,
     generation_reads: GenerationReads,
     /// The newest generation any read has returned.
     newest: std::sync::atomic::AtomicI64,
@@ -201,6 +211,7 @@ impl IndexCache {
     pub fn with_freshness_window(window: std::time::Duration) -> Self {
         Self {
             state: Mutex::default(),
+            tools: std::sync::RwLock::default(),
             generation_reads: GenerationReads::new(window),
             newest: std::sync::atomic::AtomicI64::new(0),
             solvers: Arc::new(tokio::sync::Semaphore::new(
@@ -225,7 +236,13 @@ impl IndexCache {
             .fetch_max(generation, std::sync::atomic::Ordering::Relaxed);
         let mut state = self.lock();
         if state.generation != generation {
-            state.tools.clear();
+            // Under the state's lock, so both move to a generation together;
+            // the old entries are dropped after both locks are released.
+            let stale_tools = {
+                let mut tools = self.tools_mut();
+                tools.generation = generation;
+                std::mem::take(&mut tools.entries)
+            };
             state.models = None;
             state.resolutions.clear();
             state.rendered.clear();
@@ -234,6 +251,8 @@ impl IndexCache {
             state.index_bytes = 0;
             state.categories = None;
             state.generation = generation;
+            drop(state);
+            drop(stale_tools);
         }
         Ok(generation)
     }
@@ -319,28 +338,40 @@ impl IndexCache {
         }
     }
 
+    fn tools_read(&self) -> std::sync::RwLockReadGuard<'_, ToolCache> {
+        self.tools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn tools_mut(&self) -> std::sync::RwLockWriteGuard<'_, ToolCache> {
+        self.tools
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn tool(&self, normalized: &str) -> Option<Entries> {
-        self.lock().tools.get(normalized).cloned()
+        self.tools_read().entries.get(normalized).cloned()
     }
 
     /// What the cache holds of each of `names`, read under one lock; names
     /// it does not hold are left out.
     fn tools<'n>(&self, names: impl Iterator<Item = &'n str>) -> HashMap<&'n str, Entries> {
-        let state = self.lock();
+        let tools = self.tools_read();
         names
-            .filter_map(|name| Some((name, state.tools.get(name)?.clone())))
+            .filter_map(|name| Some((name, tools.entries.get(name)?.clone())))
             .collect()
     }
 
     fn put_tool(&self, generation: i64, normalized: String, entries: Entries) {
-        let mut state = self.lock();
+        let mut tools = self.tools_mut();
         // Data read at a newer generation is never labelled with an older
         // one here: only the current generation's map takes entries.
-        if state.generation == generation {
-            if state.tools.len() >= MAX_CACHED_PACKAGES {
-                state.tools.clear();
+        if tools.generation == generation {
+            if tools.entries.len() >= MAX_CACHED_PACKAGES {
+                tools.entries.clear();
             }
-            state.tools.insert(normalized, entries);
+            tools.entries.insert(normalized, entries);
         }
     }
 
