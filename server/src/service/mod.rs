@@ -17,6 +17,7 @@ pub mod quality;
 pub mod resolve;
 pub mod search;
 pub mod sessions;
+pub mod solvers;
 pub mod sweep;
 pub mod tlog;
 pub mod tokens;

@@ -39,6 +39,7 @@ use crate::{
         models::{ModelName, ModelRecord},
     },
     error::{ApiError, FieldError},
+    service::solvers::SolverPool,
     state::AppState,
 };
 
@@ -171,16 +172,17 @@ pub struct IndexCache {
     generation_reads: GenerationReads,
     /// The newest generation any read has returned.
     newest: std::sync::atomic::AtomicI64,
-    /// [`SOLVERS_PER_CORE`] per core: solvers run in arrival order, each to
-    /// its end, rather than all at once sharing the cores, where every
-    /// request in flight would take as long as the slowest (see [`solve`]).
-    solvers: Arc<tokio::sync::Semaphore>,
+    /// [`SOLVERS_PER_CORE`] threads per core: solvers run in arrival order,
+    /// each to its end, rather than all at once sharing the cores, where
+    /// every request in flight would take as long as the slowest (see
+    /// [`solve`]).
+    solvers: SolverPool,
 }
 
-/// Solver slots per core. With one, a core idled while a finished solve's
-/// slot passed to the next request through its (busy) worker thread: warm
-/// first-time resolves went from about 1,670 to 1,880 a second with two
-/// (`deploy/bench/RESULTS.md`), the same server CPU per resolve and p99.
+/// Solver threads per core. When solves took a semaphore's slots instead,
+/// two per core rather than one took warm first-time resolves from about
+/// 1,670 to 1,880 a second; with the threads, two measured at least as
+/// well as one (`deploy/bench/RESULTS.md`).
 const SOLVERS_PER_CORE: usize = 2;
 
 /// Cached packages stop growing here; past it the map is cleared (a
@@ -214,10 +216,10 @@ impl IndexCache {
             tools: std::sync::RwLock::default(),
             generation_reads: GenerationReads::new(window),
             newest: std::sync::atomic::AtomicI64::new(0),
-            solvers: Arc::new(tokio::sync::Semaphore::new(
+            solvers: SolverPool::new(
                 SOLVERS_PER_CORE
                     * std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
-            )),
+            ),
         }
     }
 
@@ -528,9 +530,9 @@ impl GenerationReads {
 }
 
 /// The index as the solver sees it: the cache, and on a miss the database,
-/// read from the solver's blocking thread. The solver's slot is given back
-/// while it waits for the database and taken again after, so a solver
-/// never holds a core's turn that others wait for while it is not using it.
+/// read from the solver's thread. A stand-in thread takes the solver's
+/// place at the queue while it waits for the database, so a solver never
+/// holds a turn that others wait for while it is not using it.
 /// With `cache_only`, a miss ends the resolution instead, with [`NotCached`]
 /// (see [`solve`]).
 struct IndexSource {
@@ -538,7 +540,6 @@ struct IndexSource {
     cache: Arc<IndexCache>,
     generation: i64,
     runtime: tokio::runtime::Handle,
-    slot: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
     cache_only: bool,
 }
 
@@ -548,26 +549,18 @@ struct NotCached;
 
 impl IndexSource {
     fn read(&self, name: &PackageName) -> Result<Entries, SourceError> {
-        drop(self.slot_guard().take());
         let index = self
-            .runtime
-            .block_on(self.db.package_index(Kind::Tool, name))
+            .cache
+            .solvers
+            .while_blocked(|| {
+                self.runtime
+                    .block_on(self.db.package_index(Kind::Tool, name))
+            })
             .map_err(SourceError::new)?;
-        let slot = self
-            .runtime
-            .block_on(Arc::clone(&self.cache.solvers).acquire_owned())
-            .map_err(SourceError::new)?;
-        *self.slot_guard() = Some(slot);
         match index {
             Some(index) => Ok(Some(Arc::new(entries_of(index).map_err(SourceError::new)?))),
             None => Ok(None),
         }
-    }
-
-    fn slot_guard(&self) -> std::sync::MutexGuard<'_, Option<tokio::sync::OwnedSemaphorePermit>> {
-        self.slot
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -892,18 +885,16 @@ impl Wanted {
     }
 }
 
-/// Runs the solver on a blocking thread under the configured deadline.
+/// Runs the solver on a solver thread under the configured deadline.
 /// First over the cache alone: on a warm replica most requests find every
 /// package they need there, and the read-ahead walk ([`prefetch`]) would
 /// only repeat part of the solver's work. At the first package the cache
 /// lacks, that attempt stops; then what the solver will need is read ahead
 /// and it runs again, reading whatever else backtracking reaches itself.
-/// Solvers take a slot first, two per core, in arrival order: the solver
+/// Solves queue for a few threads per core, in arrival order: the solver
 /// is CPU work, and run all at once a request's time would be its own work
 /// times the number in flight; queued, it is the work ahead of it plus its
-/// own, which keeps the slow end of the distribution near the middle. The
-/// second slot per core keeps the core busy while a finished solve's answer
-/// goes back to its worker.
+/// own, which keeps the slow end of the distribution near the middle.
 async fn solve(
     state: &AppState,
     generation: i64,
@@ -941,8 +932,8 @@ async fn solve(
     })
 }
 
-/// One run of the solver in a slot, over the cache alone (`cache_only`) or
-/// reading misses from the database.
+/// One run of the solver on a solver thread, over the cache alone
+/// (`cache_only`) or reading misses from the database.
 async fn run_solver(
     state: &AppState,
     generation: i64,
@@ -951,26 +942,24 @@ async fn run_solver(
     cache_only: bool,
 ) -> Result<Result<Resolution, ResolveError>, ApiError> {
     let timeout = state.config.resolve_timeout;
-    let slot = tokio::time::timeout_at(
-        deadline.into(),
-        Arc::clone(&state.index_cache.solvers).acquire_owned(),
-    )
-    .await
-    .map_err(|_| ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)))?
-    .map_err(ApiError::internal)?;
     let source = IndexSource {
         db: state.db.clone(),
         cache: Arc::clone(&state.index_cache),
         generation,
         runtime: tokio::runtime::Handle::current(),
-        slot: Mutex::new(Some(slot)),
         cache_only,
     };
     let cancel = Cancel::with_deadline(deadline);
     let request = request.clone();
-    tokio::task::spawn_blocking(move || resolve(&source, &request, &cancel))
+    state
+        .index_cache
+        .solvers
+        .run(deadline.into(), move || resolve(&source, &request, &cancel))
         .await
-        .map_err(ApiError::internal)
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| {
+            ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
+        })
 }
 
 #[cfg(test)]
