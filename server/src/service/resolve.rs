@@ -702,16 +702,13 @@ pub async fn resolve_lock_at(
 ) -> Result<Lockfile, ApiError> {
     input.check_limits()?;
     // One deadline for the whole resolution, the models' read included.
-    let timeout = state.config.resolve_timeout;
-    let deadline = Instant::now() + timeout;
-    let timed_out =
-        || ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+    let deadline = Instant::now() + state.config.resolve_timeout;
     let models = tokio::time::timeout_at(
         deadline.into(),
         lock_models(state, generation, &input.models),
     )
     .await
-    .map_err(|_| timed_out())??;
+    .map_err(|_| timed_out(state))??;
     let request = Request {
         requirements: input.tools,
         pins: input
@@ -804,10 +801,7 @@ async fn prefetch(
                 state.db.package_indexes(Kind::Tool, &to_read),
             )
             .await
-            .map_err(|_| {
-                let timeout = state.config.resolve_timeout;
-                ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
-            })??;
+            .map_err(|_| timed_out(state))??;
             state.metrics.index_reads.inc();
             let mut found: HashMap<String, PackageIndex> = indexes
                 .into_iter()
@@ -908,7 +902,6 @@ async fn solve(
         }
         solved => solved,
     };
-    let timeout = state.config.resolve_timeout;
     solved.map_err(|e| match e {
         ResolveError::Unsatisfiable {
             explanation,
@@ -925,9 +918,7 @@ async fn solve(
                 ),
             )])
         }
-        ResolveError::Cancelled => {
-            ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
-        }
+        ResolveError::Cancelled => timed_out(state),
         other => ApiError::internal(other),
     })
 }
@@ -941,7 +932,6 @@ async fn run_solver(
     deadline: Instant,
     cache_only: bool,
 ) -> Result<Result<Resolution, ResolveError>, ApiError> {
-    let timeout = state.config.resolve_timeout;
     let source = IndexSource {
         db: state.db.clone(),
         cache: Arc::clone(&state.index_cache),
@@ -957,9 +947,13 @@ async fn run_solver(
         .run(deadline.into(), move || resolve(&source, &request, &cancel))
         .await
         .map_err(ApiError::internal)?
-        .ok_or_else(|| {
-            ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
-        })
+        .ok_or_else(|| timed_out(state))
+}
+
+/// The answer when a resolution runs past the configured deadline.
+fn timed_out(state: &AppState) -> ApiError {
+    let timeout = state.config.resolve_timeout;
+    ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
