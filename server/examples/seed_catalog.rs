@@ -500,9 +500,11 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
     std::fs::create_dir_all(&out)?;
 
     let config = Config::from_env()?;
+    // One multi-threaded runtime.
     let db = Db::connect(
         &config.effective_database_url(),
         config.limits.database_timeout,
+        1,
     )
     .await?;
     let blobs = Blobs::open(

@@ -144,9 +144,11 @@ async fn main() -> ExitCode {
 
 /// Opens (and so migrates) the configured database.
 async fn open_db(config: &Config) -> Result<Db, ExitCode> {
+    // An operator's command runs on the main thread alone.
     Db::connect(
         &config.effective_database_url(),
         config.limits.database_timeout,
+        1,
     )
     .await
     .map_err(|e| {

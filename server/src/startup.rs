@@ -85,9 +85,15 @@ impl Application {
             .clone()
             .unwrap_or_else(|| format!("http://{address}"));
 
+        // Each worker queries on its own runtime, as do the main thread
+        // (start-up, the periodic jobs) and the publish queue's thread.
+        let workers = config.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+        });
         let db = Db::connect(
             &config.effective_database_url(),
             config.limits.database_timeout,
+            workers + 2,
         )
         .await?;
         db.seed_models()

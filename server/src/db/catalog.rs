@@ -276,7 +276,8 @@ impl Db {
                     .fetch_all(pool)
                     .await
             }
-            Db::Postgres(pool) => {
+            Db::Postgres(pools) => {
+                let pool = pools.current();
                 // PostgreSQL must know the parameter's type for `IS NULL`.
                 let sql = sql.replace("($1 IS NULL", "($1::text IS NULL");
                 sqlx::query_as::<_, PackageListing>(sqlx::AssertSqlSafe(sql))
@@ -297,7 +298,8 @@ impl Db {
                                  WHERE v.package_id = p.id AND v.deleted_at IS NULL)";
         match self {
             Db::Sqlite(pool) => sqlx::query_scalar(sql).bind(kind).fetch_one(pool).await,
-            Db::Postgres(pool) => {
+            Db::Postgres(pools) => {
+                let pool = pools.current();
                 let sql = sql.replace("($1 IS NULL", "($1::text IS NULL");
                 sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                     .bind(kind)
@@ -333,7 +335,8 @@ impl Db {
                             .await?,
                     );
                 }
-                Db::Postgres(pool) => {
+                Db::Postgres(pools) => {
+                    let pool = pools.current();
                     let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new(&sql);
                     let mut list = query.separated(", ");
                     for id in chunk {
@@ -404,7 +407,8 @@ impl Db {
                 .fetch_all(pool)
                 .await
             }
-            Db::Postgres(pool) => {
+            Db::Postgres(pools) => {
+                let pool = pools.current();
                 sqlx::query_scalar(
                     "SELECT DISTINCT spec->>'category' AS c FROM versions
                      WHERE deleted_at IS NULL AND spec->>'category' IS NOT NULL ORDER BY c",
@@ -455,7 +459,8 @@ impl Db {
                 .fetch_all(pool)
                 .await?
             }
-            Db::Postgres(pool) => {
+            Db::Postgres(pools) => {
+                let pool = pools.current();
                 sqlx::query_as::<_, DependentRow>(
                     "SELECT p.kind, p.name, v.version, j.value->>'requirement' AS requirement
                      FROM versions v

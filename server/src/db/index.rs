@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use agentlang_core::{Kind, PackageName};
 
-use super::{Db, packages::PackageRecord, select_in, with_pool};
+use super::{Db, packages::PackageRecord, per_runtime::PerRuntime, select_in, with_pool};
 
 /// One live version as the index lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,9 +29,10 @@ pub struct PackageIndex {
 
 const READ_GENERATION: &str = "SELECT generation FROM registry_generation WHERE id = 1";
 
-/// The connection [`Db::registry_generation_on`] keeps.
+/// The connections [`Db::registry_generation_on`] keeps: one per runtime,
+/// as the pools are (`per_runtime`).
 #[derive(Debug, Default)]
-pub struct GenerationConnection(tokio::sync::Mutex<Option<OwnConnection>>);
+pub struct GenerationConnection(PerRuntime<tokio::sync::Mutex<Option<OwnConnection>>>);
 
 #[derive(Debug)]
 enum OwnConnection {
@@ -91,12 +92,14 @@ impl Db {
         &self,
         own: &GenerationConnection,
     ) -> Result<i64, sqlx::Error> {
-        let mut slot = own.0.lock().await;
+        let mut slot = own.0.get_or_init(Default::default).lock().await;
         let conn = match slot.take() {
             Some(conn) => conn,
             None => match self {
                 Db::Sqlite(pool) => OwnConnection::Sqlite(pool.acquire().await?.detach()),
-                Db::Postgres(pool) => OwnConnection::Postgres(pool.acquire().await?.detach()),
+                Db::Postgres(pools) => {
+                    OwnConnection::Postgres(pools.current().acquire().await?.detach())
+                }
             },
         };
         let (read, conn) = match conn {
@@ -334,7 +337,8 @@ impl Db {
                             .await?,
                     );
                 }
-                Db::Postgres(pool) => {
+                Db::Postgres(pools) => {
+                    let pool = pools.current();
                     let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new(
                         "SELECT p.normalized_name, v.version, v.spec->>'permissions' AS permissions",
                     );

@@ -15,13 +15,14 @@ pub mod keys;
 pub mod models;
 pub mod owners;
 pub mod packages;
+mod per_runtime;
 pub mod protocols;
 pub mod search;
 pub mod secrets;
 pub mod tlog;
 pub mod tokens;
 
-use std::{str::FromStr, time::Duration};
+use std::{str::FromStr, sync::Arc, time::Duration};
 
 use sqlx::{
     PgPool, SqlitePool,
@@ -30,13 +31,17 @@ use sqlx::{
 };
 
 use crate::config::DatabaseUrl;
+use per_runtime::PerRuntime;
 
 /// Runs `$body` with `$pool` bound to the live pool, whichever backend it is.
 macro_rules! with_pool {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
             $crate::db::Db::Sqlite($pool) => $body,
-            $crate::db::Db::Postgres($pool) => $body,
+            $crate::db::Db::Postgres(pools) => {
+                let $pool = pools.current();
+                $body
+            }
         }
     };
 }
@@ -65,7 +70,8 @@ macro_rules! select_in {
                     query.push(")");
                     out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
                 }
-                $crate::db::Db::Postgres(pool) => {
+                $crate::db::Db::Postgres(pools) => {
+                    let pool = pools.current();
                     let mut query =
                         sqlx::QueryBuilder::<sqlx::Postgres>::new($crate::db::any_of($postgres));
                     query.push_bind(chunk);
@@ -106,15 +112,45 @@ pub enum DbError {
 #[derive(Debug, Clone)]
 pub enum Db {
     Sqlite(SqlitePool),
-    Postgres(PgPool),
+    Postgres(Arc<PgPools>),
+}
+
+/// The pooled PostgreSQL connections one replica may open in all, split
+/// evenly between the runtimes that query (`Db::connect`'s `runtimes`), at
+/// least 2 each; each runtime also keeps one for generation reads
+/// (`index::GenerationConnection`). One pool of 16 was shared before.
+const PG_CONNECTIONS: u32 = 32;
+
+/// PostgreSQL pools, one per tokio runtime that queries, each opening its
+/// connections on its own runtime (see [`per_runtime`] for why).
+#[derive(Debug)]
+pub struct PgPools {
+    options: PgPoolOptions,
+    connect: PgConnectOptions,
+    pools: PerRuntime<PgPool>,
+}
+
+impl PgPools {
+    /// The pool of the runtime this is called on, made on its first use;
+    /// its connections open as queries need them.
+    pub fn current(&self) -> &PgPool {
+        self.pools
+            .get_or_init(|| self.options.clone().connect_lazy_with(self.connect.clone()))
+    }
 }
 
 impl Db {
     /// Opens (creating a SQLite file and its folder if needed) and migrates.
     /// A request waits at most `timeout` for a connection (then the error is
     /// `PoolTimedOut`, answered 503), so an unreachable database fails
-    /// requests quickly instead of holding them.
-    pub async fn connect(url: &DatabaseUrl, timeout: Duration) -> Result<Self, DbError> {
+    /// requests quickly instead of holding them. `runtimes` is how many
+    /// tokio runtimes will query (a server's workers, its main thread and
+    /// its publish queue): PostgreSQL's connections are split between them.
+    pub async fn connect(
+        url: &DatabaseUrl,
+        timeout: Duration,
+        runtimes: usize,
+    ) -> Result<Self, DbError> {
         let db = match url {
             DatabaseUrl::SqlitePath(path) => {
                 Self::open_sqlite(SqliteConnectOptions::new().filename(path), timeout).await?
@@ -126,7 +162,7 @@ impl Db {
                 )
                 .await?
             }
-            DatabaseUrl::Postgres(url) => Self::open_postgres(url, timeout).await?,
+            DatabaseUrl::Postgres(url) => Self::open_postgres(url, timeout, runtimes).await?,
         };
         db.migrate().await?;
         Ok(db)
@@ -176,26 +212,37 @@ impl Db {
         Ok(Db::Sqlite(pool))
     }
 
-    async fn open_postgres(url: &str, timeout: Duration) -> Result<Self, DbError> {
-        let options = PgConnectOptions::from_str(url).map_err(DbError::Connect)?;
-        let pool = PgPoolOptions::new()
+    async fn open_postgres(url: &str, timeout: Duration, runtimes: usize) -> Result<Self, DbError> {
+        let connect = PgConnectOptions::from_str(url).map_err(DbError::Connect)?;
+        let per_runtime = u32::try_from(runtimes.max(1))
+            .map_or(0, |runtimes| PG_CONNECTIONS / runtimes)
+            .max(2);
+        let options = PgPoolOptions::new()
             // Not a ping before every query (a round trip each): a broken
             // connection fails its query, which answers 503, and the pool
             // drops it and connects anew.
             .test_before_acquire(false)
-            .max_connections(16)
-            .acquire_timeout(timeout)
-            .connect_with(options)
-            .await
-            .map_err(DbError::Connect)?;
-        Ok(Db::Postgres(pool))
+            .max_connections(per_runtime)
+            .acquire_timeout(timeout);
+        let pools = PgPools {
+            options,
+            connect,
+            pools: PerRuntime::new(),
+        };
+        // One connection now, so a wrong URL fails at start-up.
+        pools.current().acquire().await.map_err(DbError::Connect)?;
+        Ok(Db::Postgres(Arc::new(pools)))
     }
 
     /// Applies the pending migrations of this backend's dialect.
     pub async fn migrate(&self) -> Result<(), DbError> {
         match self {
             Db::Sqlite(pool) => sqlx::migrate!("../migrations/sqlite").run(pool).await?,
-            Db::Postgres(pool) => sqlx::migrate!("../migrations/postgres").run(pool).await?,
+            Db::Postgres(pools) => {
+                sqlx::migrate!("../migrations/postgres")
+                    .run(pools.current())
+                    .await?;
+            }
         }
         Ok(())
     }
@@ -214,7 +261,14 @@ impl Db {
     }
 
     pub async fn close(&self) {
-        with_pool!(self, pool => pool.close().await);
+        match self {
+            Db::Sqlite(pool) => pool.close().await,
+            Db::Postgres(pools) => {
+                for pool in pools.pools.all() {
+                    pool.close().await;
+                }
+            }
+        }
     }
 }
 

@@ -97,7 +97,8 @@ impl Db {
                 .fetch_all(pool)
                 .await
             }
-            Db::Postgres(pool) => {
+            Db::Postgres(pools) => {
+                let pool = pools.current();
                 let ts_query = tsquery(&terms);
                 sqlx::query_scalar::<_, i64>(concat!(
                     "SELECT p.id FROM packages p
@@ -161,7 +162,8 @@ impl Db {
                 .await?;
                 Ok((page, total))
             }
-            Db::Postgres(pool) => {
+            Db::Postgres(pools) => {
+                let pool = pools.current();
                 let kind = kind.map(Kind::as_str);
                 let ts_query = tsquery(&terms);
                 let page = sqlx::query_scalar::<_, i64>(
@@ -214,7 +216,8 @@ impl Db {
                 .fetch_all(pool)
                 .await
             }
-            Db::Postgres(pool) => {
+            Db::Postgres(pools) => {
+                let pool = pools.current();
                 sqlx::query_scalar::<_, i64>(concat!(
                     "SELECT p.id FROM packages p WHERE ($1::text IS NULL OR p.kind = $1)
                        AND ",

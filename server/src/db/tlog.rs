@@ -220,7 +220,8 @@ impl Db {
     pub async fn begin_sequencing(&self) -> sqlx::Result<SequencerTx> {
         Ok(SequencerTx(match self {
             Db::Sqlite(pool) => Tx::Sqlite(pool.begin_write().await?),
-            Db::Postgres(pool) => {
+            Db::Postgres(pools) => {
+                let pool = pools.current();
                 let mut tx = pool.begin().await?;
                 sqlx::query("SELECT pg_advisory_xact_lock($1)")
                     .bind(SEQUENCER_LOCK)

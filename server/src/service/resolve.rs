@@ -977,6 +977,7 @@ mod tests {
         let db = Db::connect(
             &DatabaseUrl::SqlitePath(dir.path().join("w.db")),
             std::time::Duration::from_secs(5),
+            1,
         )
         .await
         .unwrap();
@@ -999,6 +1000,7 @@ mod tests {
         let db = Db::connect(
             &DatabaseUrl::SqlitePath(dir.path().join("r.db")),
             std::time::Duration::from_secs(5),
+            1,
         )
         .await
         .unwrap();

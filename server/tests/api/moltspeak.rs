@@ -464,9 +464,9 @@ async fn unregistered_keys_get_e_auth_failed(backend: Backend) {
             .execute(pool)
             .await
             .map(drop),
-        Db::Postgres(pool) => sqlx::query(revoke)
+        Db::Postgres(pools) => sqlx::query(revoke)
             .bind(key_id.as_str())
-            .execute(pool)
+            .execute(pools.current())
             .await
             .map(drop),
     }

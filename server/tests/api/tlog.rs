@@ -429,9 +429,9 @@ async fn a_log_that_does_not_verify_is_not_served(backend: Backend) {
             .execute(pool)
             .await
             .map(drop),
-        Db::Postgres(pool) => sqlx::query(tamper)
+        Db::Postgres(pools) => sqlx::query(tamper)
             .bind(b"{}".to_vec())
-            .execute(pool)
+            .execute(pools.current())
             .await
             .map(drop),
     }

@@ -171,7 +171,7 @@ async fn forget_extras(app: &TestApp) {
          WHERE package_id IN (SELECT id FROM packages WHERE kind = 'agent')";
     match &app.state().db {
         Db::Sqlite(pool) => sqlx::query(SQL).execute(pool).await.map(drop),
-        Db::Postgres(pool) => sqlx::query(SQL).execute(pool).await.map(drop),
+        Db::Postgres(pools) => sqlx::query(SQL).execute(pools.current()).await.map(drop),
     }
     .unwrap();
 }
