@@ -85,10 +85,11 @@ impl Application {
             .clone()
             .unwrap_or_else(|| format!("http://{address}"));
 
-        // Each worker queries on its own runtime, as do the main thread
-        // (start-up, the periodic jobs) and the publish queue's thread.
+        // actix's own default. Each worker queries on its own runtime, as do
+        // the main thread (start-up, the periodic jobs) and the publish
+        // queue's thread: the database splits its connections between them.
         let workers = config.workers.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+            std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
         });
         let db = Db::connect(
             &config.effective_database_url(),
@@ -175,12 +176,11 @@ impl Application {
         apply_configured_admins(&state)
             .await
             .map_err(|e| anyhow::anyhow!("cannot apply AGENTLANG_REGISTRY_ADMINS: {e}"))?;
-        let workers = state.config.workers;
         let max_upload = state.config.max_upload_bytes;
         let app_state = state.clone();
         let metrics = web::Data::new(state.metrics.clone());
         let openapi = ApiDoc::openapi();
-        let mut server = HttpServer::new(move || {
+        let server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
                 .app_data(metrics.clone())
@@ -217,10 +217,8 @@ impl Application {
                 .wrap(from_fn(request_id::assign_request_id))
                 .wrap(from_fn(crate::head::route_head_as_get))
         })
-        .shutdown_timeout(SHUTDOWN_GRACE_SECS);
-        if let Some(workers) = workers {
-            server = server.workers(workers);
-        }
+        .shutdown_timeout(SHUTDOWN_GRACE_SECS)
+        .workers(workers);
         let server = server.listen(listener)?.run();
         let interval = state.config.sweep_interval;
         let sweeper = (!interval.is_zero())
