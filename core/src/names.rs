@@ -150,7 +150,25 @@ impl FromStr for Version {
 
 impl Serialize for Version {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
+        let v = &self.0;
+        if !v.pre.is_empty() || !v.build.is_empty() {
+            return s.collect_str(v);
+        }
+        // A lock spells a version per tool, and through `fmt` they took
+        // nearly a third of a server's rendering of a lock as JSON.
+        let mut text = [0u8; 3 * 20 + 2];
+        let mut len = 0;
+        for (i, part) in [v.major, v.minor, v.patch].into_iter().enumerate() {
+            if i > 0 {
+                text[len] = b'.';
+                len += 1;
+            }
+            let mut digits = itoa::Buffer::new();
+            let digits = digits.format(part).as_bytes();
+            text[len..len + digits.len()].copy_from_slice(digits);
+            len += digits.len();
+        }
+        s.serialize_str(std::str::from_utf8(&text[..len]).unwrap_or_default())
     }
 }
 
@@ -227,6 +245,26 @@ impl FromStr for Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_serialize_as_their_semver_spelling() {
+        for text in [
+            "0.0.0",
+            "1.2.3",
+            "10.200.3000",
+            "18446744073709551615.18446744073709551615.18446744073709551615",
+            "1.0.0-rc.1",
+            "1.0.0+build.5",
+            "2.0.0-alpha.1+sha.abc",
+        ] {
+            let version = Version::parse(text).unwrap();
+            assert_eq!(
+                serde_json::to_string(&version).unwrap(),
+                format!("{text:?}")
+            );
+            assert_eq!(version.to_string(), text);
+        }
+    }
 
     #[test]
     fn names_follow_design_rules() {

@@ -209,12 +209,18 @@ pub async fn resolve_lock(
             } else {
                 ResolveInput::from_agent_yaml(&key.body)?
             };
-            let lock = resolve_lock_at(&state, generation, now, input).await?;
-            let answer = Bytes::from(if key.json_answer {
-                serde_json::to_vec(&lock).map_err(ApiError::internal)?
-            } else {
-                lock.to_yaml().map_err(ApiError::internal)?.into_bytes()
-            });
+            let answer = Bytes::from(
+                resolve_lock_at(&state, generation, now, input, |lock| {
+                    if json_answer {
+                        serde_json::to_vec(lock).map_err(ApiError::internal)
+                    } else {
+                        lock.to_yaml()
+                            .map(String::into_bytes)
+                            .map_err(ApiError::internal)
+                    }
+                })
+                .await??,
+            );
             state
                 .index_cache
                 .put_rendered(generation, now, key, answer.clone());

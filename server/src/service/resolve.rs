@@ -689,17 +689,27 @@ async fn lock_models(
 /// files of a given lock are carried over where still valid.
 pub async fn resolve_lock(state: &AppState, input: ResolveInput) -> Result<Lockfile, ApiError> {
     let generation = state.index_cache.current_generation(&state.db).await?;
-    resolve_lock_at(state, generation, crate::common::now(), input).await
+    resolve_lock_at(
+        state,
+        generation,
+        crate::common::now(),
+        input,
+        Lockfile::clone,
+    )
+    .await
 }
 
 /// [`resolve_lock`] at a generation the caller read, with `resolved_at`
-/// given in Unix seconds.
-pub async fn resolve_lock_at(
+/// given in Unix seconds, answering what `render` makes of the lock. A
+/// fresh resolution's tools are cached after `render` has read them, so
+/// they are moved there rather than copied.
+pub async fn resolve_lock_at<R>(
     state: &AppState,
     generation: i64,
     resolved_at: i64,
     input: ResolveInput,
-) -> Result<Lockfile, ApiError> {
+    render: impl FnOnce(&Lockfile) -> R,
+) -> Result<R, ApiError> {
     input.check_limits()?;
     // One deadline for the whole resolution, the models' read included.
     let deadline = Instant::now() + state.config.resolve_timeout;
@@ -717,31 +727,32 @@ pub async fn resolve_lock_at(
             .map(Lockfile::tool_pins)
             .unwrap_or_default(),
     };
-    let tools = match state.index_cache.resolution(generation, &request) {
-        Some(tools) => tools,
-        None => {
-            let tools = Arc::new(
-                solve(state, generation, &request, deadline)
-                    .await?
-                    .into_lock_tools(),
-            );
-            state
-                .index_cache
-                .put_resolution(generation, request, Arc::clone(&tools));
-            tools
-        }
+    let (tools, fresh) = match state.index_cache.resolution(generation, &request) {
+        Some(tools) => (LockTools::clone(&tools), None),
+        None => (
+            solve(state, generation, &request, deadline).await?,
+            Some(request),
+        ),
     };
     state.metrics.resolves.inc();
 
     let resolved_at = ResolvedAt::from_unix(resolved_at).map_err(ApiError::internal)?;
     let mut lock = Lockfile::new(resolved_at, Some(state.public_url.clone()));
-    lock.tools = LockTools::clone(&tools);
+    lock.tools = tools;
     lock.models = models;
     if let Some(previous) = input.lock {
         lock.agents = previous.agents;
         lock.files = previous.files;
     }
-    Ok(lock)
+    let rendered = render(&lock);
+    if let Some(request) = fresh {
+        state.index_cache.put_resolution(
+            generation,
+            request,
+            Arc::new(std::mem::take(&mut lock.tools)),
+        );
+    }
+    Ok(rendered)
 }
 
 /// Levels of a dependency graph read ahead of the solver; a deeper graph's
@@ -894,7 +905,7 @@ async fn solve(
     generation: i64,
     request: &Request,
     deadline: Instant,
-) -> Result<Resolution, ApiError> {
+) -> Result<LockTools, ApiError> {
     let solved = match run_solver(state, generation, request, deadline, true).await? {
         Err(ResolveError::Source { source, .. }) if source.is::<NotCached>() => {
             prefetch(state, generation, request, deadline).await?;
@@ -924,14 +935,16 @@ async fn solve(
 }
 
 /// One run of the solver on a solver thread, over the cache alone
-/// (`cache_only`) or reading misses from the database.
+/// (`cache_only`) or reading misses from the database. The resolution
+/// becomes the lock's tools there too, while it is in that core's cache
+/// and off the async workers.
 async fn run_solver(
     state: &AppState,
     generation: i64,
     request: &Request,
     deadline: Instant,
     cache_only: bool,
-) -> Result<Result<Resolution, ResolveError>, ApiError> {
+) -> Result<Result<LockTools, ResolveError>, ApiError> {
     let source = IndexSource {
         db: state.db.clone(),
         cache: Arc::clone(&state.index_cache),
@@ -944,7 +957,9 @@ async fn run_solver(
     state
         .index_cache
         .solvers
-        .run(deadline.into(), move || resolve(&source, &request, &cancel))
+        .run(deadline.into(), move || {
+            resolve(&source, &request, &cancel).map(Resolution::into_lock_tools)
+        })
         .await
         .map_err(ApiError::internal)?
         .ok_or_else(|| timed_out(state))
