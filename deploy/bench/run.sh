@@ -17,8 +17,8 @@
 #   BENCH_DURATION     10s per wrk run;  BENCH_CONNECTIONS 64;  BENCH_THREADS 2
 #   BENCH_RESOLVE_CONCURRENCY 16: requests in flight for the first-time resolves
 #                      (at 64, Little's law alone puts p99 past 50 ms)
-#   BENCH_RESOLVE_ROUNDS 3: passes of the first-time resolves (and of the core
-#                      resolver) whose median is reported
+#   BENCH_RESOLVE_ROUNDS 5: passes of the first-time resolves whose median is
+#                      reported (the core resolver's: two per warm pass)
 #   BENCH_TOOLS 10000, BENCH_AGENTS 1000, BENCH_REAL 100 (tools whose 20
 #                      versions are real signed containers)
 #   BENCH_SKIP_BUILD=1 use the existing release build
@@ -47,7 +47,7 @@ real="${BENCH_REAL:-100}"
 profile="${BENCH_PROFILE:-release}"
 big_mib="${BENCH_BIG_MIB:-50}"
 resolve_conc="${BENCH_RESOLVE_CONCURRENCY:-16}"
-resolve_rounds="${BENCH_RESOLVE_ROUNDS:-3}"
+resolve_rounds="${BENCH_RESOLVE_ROUNDS:-5}"
 log_baseline="${BENCH_LOG_BASELINE-2404024}"
 mib=$((1024 * 1024))
 mkdir -p "$work"
@@ -307,6 +307,15 @@ first_time_resolves() {
   printf '%s\n' "$out" >>"$data/$name.passes"
 }
 
+# core_resolver BACKEND: one pass of the core resolver over the first-time
+# requests, in memory, added to solve.passes under $data.
+core_resolver() {
+  local out
+  out="$("$seed_bin" solve "$data/out/resolve-many.json" --tools "$tools")"
+  log "$1: core resolver $out"
+  printf '%s\n' "$out" >>"$data/solve.passes"
+}
+
 # median_of FILE FIELD: the median of FIELD over FILE's JSON lines (the
 # upper middle of an even count).
 median_of() {
@@ -458,10 +467,12 @@ PY
   # it) and then resolved 1,000 other agents (most index entries cached,
   # no resolution). The floor is the core resolver over the same requests,
   # in memory. A pass takes about half a second, so one pass is one noisy
-  # sample of a shared machine: each figure is the median of
-  # $resolve_rounds passes, and the core is measured just before each warm
-  # pass, so a slow spell of the machine weighs on both sides of the ratio.
-  local round solve_json audits
+  # sample of a shared machine (its speed was seen to drift by a third
+  # within minutes): each figure is the median of $resolve_rounds passes,
+  # and the core, about half a second too, is measured right before and
+  # right after each warm pass, so a slow spell of the machine weighs on
+  # both sides of the ratio.
+  local round audits
   for round in $(seq 1 "$resolve_rounds"); do
     stop_server
     start_server "$port"
@@ -470,11 +481,10 @@ PY
     audits="$(audits_logged)"
     start_server "$port"
     wait_for_audit "$audits"
-    solve_json="$("$seed_bin" solve "$data/out/resolve-many.json" --tools "$tools")"
-    log "$backend: core resolver $solve_json"
-    printf '%s\n' "$solve_json" >>"$data/solve.passes"
     "$seed_bin" resolve "$url" "$data/out/resolve-warm.json" --concurrency "$resolve_conc" >/dev/null
+    core_resolver "$backend"
     first_time_resolves "$backend.resolve_warm" "$url" "$data/out/resolve-many.json"
+    core_resolver "$backend"
   done
   metric["$backend.solve_median_ms"]="$(median_of "$data/solve.passes" median_ms)"
   median_passes "$backend.resolve_cold"
@@ -703,7 +713,7 @@ lines = []
 lines.append("# Benchmark results\n")
 lines.append(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}")
 lines.append(f"- machine: {cores} cores ({cpu}), {mem:,} MiB RAM, {platform.system()} {platform.release()}; wrk, nginx and the server share the cores")
-lines.append(f"- command: `deploy/bench/run.sh` (BENCH_BACKENDS=\"{' '.join(backends)}\"); wrk -t{threads} -c{conns} -d{duration} --latency on loopback; first-time resolves {resolve_conc} in flight, each figure (and the core median) the median of {resolve_rounds} passes on a fresh server (warm passes once its start-up audit of the log is done); {os.environ.get('BENCH_PROFILE', 'release')} build")
+lines.append(f"- command: `deploy/bench/run.sh` (BENCH_BACKENDS=\"{' '.join(backends)}\"); wrk -t{threads} -c{conns} -d{duration} --latency on loopback; first-time resolves {resolve_conc} in flight, each figure the median of {resolve_rounds} passes on a fresh server (warm passes once its start-up audit of the log is done), the core median that of the core resolver's passes right before and right after each warm pass; {os.environ.get('BENCH_PROFILE', 'release')} build")
 lines.append(f"- catalog: {tools} tools x 20 versions ({num(f('sqlite.seed_edges') or f('postgres.seed_edges'))} dependency edges), {agents} agents; the first {real} tools' versions are real signed containers, the rest content-addressed placeholders (see server/examples/seed_catalog.rs)")
 lines.append("- blobs on the local filesystem for both backends (PostgreSQL is the metadata backend measured); PostgreSQL 15 on the same machine; nginx serves the registry's own blob files as the static-file reference\n")
 
