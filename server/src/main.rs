@@ -71,30 +71,58 @@ enum AdminAction {
 /// invalid. pubgrub logs every step of a resolution at `info`, some 200
 /// lines for one agent, so it is held to `warn` unless the filter names it.
 fn log_filter(spec: Option<&str>) -> EnvFilter {
-    // Whether pubgrub is named is asked of the filter in force, not of an
-    // invalid one it replaced.
-    let (filter, names_pubgrub) = spec
-        .and_then(|spec| Some((EnvFilter::try_new(spec).ok()?, spec.contains("pubgrub"))))
-        .unwrap_or_else(|| (EnvFilter::new("info"), false));
-    if names_pubgrub {
-        filter
-    } else {
+    let filter = spec
+        .and_then(|spec| EnvFilter::try_new(spec).ok())
+        .unwrap_or_else(|| EnvFilter::new("info"));
+    if quiets_pubgrub(spec) {
         filter.add_directive("pubgrub=warn".parse().expect("a valid directive"))
+    } else {
+        filter
+    }
+}
+
+fn names_pubgrub(spec: &str) -> bool {
+    spec.contains("pubgrub")
+}
+
+/// Whether the filter in force for `spec` holds pubgrub to `warn` (see
+/// [`log_filter`]): asked of that filter, not of an invalid one it replaced.
+fn quiets_pubgrub(spec: Option<&str>) -> bool {
+    !spec.is_some_and(|spec| EnvFilter::try_new(spec).is_ok() && names_pubgrub(spec))
+}
+
+/// The bridge from the `log` crate (pubgrub, actix) into tracing, after
+/// the subscriber is set (it takes the subscriber's maximum level). Where
+/// the filter quiets pubgrub, its records are dropped here: it logs nothing
+/// above `info`, and each of its 260 or so records per resolution
+/// otherwise cost a dispatch and a filter match, 2% of a resolve's
+/// instructions (`deploy/bench/RESULTS.md`).
+fn log_bridge(spec: Option<&str>) -> tracing_log::log_tracer::Builder {
+    use tracing_log::AsLog as _;
+    let bridge = tracing_log::LogTracer::builder()
+        .with_max_level(tracing::level_filters::LevelFilter::current().as_log());
+    if quiets_pubgrub(spec) {
+        bridge.ignore_crate("pubgrub")
+    } else {
+        bridge
     }
 }
 
 #[actix_web::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(log_filter(
-            std::env::var("AGENTLANG_REGISTRY_LOG").ok().as_deref(),
-        ))
+    let spec = std::env::var("AGENTLANG_REGISTRY_LOG").ok();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(log_filter(spec.as_deref()))
         // One line per request, with its status and duration, at span close.
         .with_span_events(FmtSpan::CLOSE)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .finish();
+    tracing::subscriber::set_global_default(subscriber).expect("the first subscriber");
+    log_bridge(spec.as_deref())
+        .init()
+        .expect("the first `log` logger");
 
     let config = match Config::from_env() {
         Ok(config) => config,
@@ -244,7 +272,7 @@ mod tests {
     use tracing::{Level, subscriber::with_default};
     use tracing_subscriber::layer::SubscriberExt as _;
 
-    use super::log_filter;
+    use super::{log_filter, quiets_pubgrub};
 
     /// What `check` finds enabled under the filter `spec`.
     fn under(spec: Option<&str>, check: impl FnOnce() -> bool) -> bool {
@@ -265,5 +293,13 @@ mod tests {
         // An invalid filter gives way to `info`, pubgrub held to warn.
         assert!(!under(Some("pubgrub=loud"), solver_info));
         assert!(under(Some("pubgrub=loud"), registry_info));
+    }
+
+    #[test]
+    fn the_log_bridge_drops_the_solver_exactly_when_the_filter_quiets_it() {
+        for spec in [None, Some("info"), Some("debug"), Some("pubgrub=loud")] {
+            assert!(quiets_pubgrub(spec), "{spec:?}");
+        }
+        assert!(!quiets_pubgrub(Some("info,pubgrub=info")));
     }
 }
