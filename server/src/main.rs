@@ -94,8 +94,8 @@ fn quiets_pubgrub(spec: Option<&str>) -> bool {
 /// The bridge from the `log` crate (pubgrub, actix) into tracing, after
 /// the subscriber is set (it takes the subscriber's maximum level). Where
 /// the filter quiets pubgrub, its records are dropped here: it logs nothing
-/// above `info`, and each of its 260 or so records per resolution
-/// otherwise cost a dispatch and a filter match, 2% of a resolve's
+/// above `info`, and its 260 or so records per resolution otherwise cost
+/// a dispatch and a filter match each, 1.4% of a warm resolve's
 /// instructions (`deploy/bench/RESULTS.md`).
 fn log_bridge(spec: Option<&str>) -> tracing_log::log_tracer::Builder {
     use tracing_log::AsLog as _;
