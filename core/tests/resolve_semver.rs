@@ -133,6 +133,28 @@ fn a_yanked_version_pinned_by_the_lock_is_kept() {
 }
 
 #[test]
+fn the_order_a_source_lists_versions_in_does_not_matter() {
+    // Sources list oldest first; the resolver must not rely on it.
+    let source = registry(&[
+        ("t", "1.10.0", false, &[]),
+        ("t", "2.0.0-rc.1", false, &[]),
+        ("t", "1.2.0", false, &[]),
+        ("t", "1.11.0", true, &[]),
+        ("t", "1.9.0", false, &[]),
+    ]);
+    let got = run(&source, &request(&[("t", Some("^1"))], &[])).unwrap();
+    assert_eq!(chosen(&got)["t"], "1.10.0");
+    assert_eq!(
+        got.tools[&PackageName::new("t").unwrap()].hash,
+        Sha256Hash::digest(b"t@1.10.0")
+    );
+    let got = run(&source, &request(&[("t", Some("<1.10"))], &[])).unwrap();
+    assert_eq!(chosen(&got)["t"], "1.9.0");
+    let got = run(&source, &request(&[("t", Some("^1"))], &[("t", "1.11.0")])).unwrap();
+    assert_eq!(chosen(&got)["t"], "1.11.0");
+}
+
+#[test]
 fn a_pinned_version_is_kept_while_it_satisfies() {
     let source = releases("t", &["1.0.0", "1.1.0", "1.2.0"]);
     let got = run(&source, &request(&[("t", Some("^1"))], &[("t", "1.0.0")])).unwrap();
