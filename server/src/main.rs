@@ -81,14 +81,10 @@ fn log_filter(spec: Option<&str>) -> EnvFilter {
     }
 }
 
-fn names_pubgrub(spec: &str) -> bool {
-    spec.contains("pubgrub")
-}
-
 /// Whether the filter in force for `spec` holds pubgrub to `warn` (see
 /// [`log_filter`]): asked of that filter, not of an invalid one it replaced.
 fn quiets_pubgrub(spec: Option<&str>) -> bool {
-    !spec.is_some_and(|spec| EnvFilter::try_new(spec).is_ok() && names_pubgrub(spec))
+    !spec.is_some_and(|spec| EnvFilter::try_new(spec).is_ok() && spec.contains("pubgrub"))
 }
 
 /// The bridge from the `log` crate (pubgrub, actix) into tracing, after
