@@ -25,6 +25,8 @@ pub mod quality;
 pub mod resolve;
 pub mod signing;
 pub mod skill;
+#[cfg(feature = "sqlx")]
+mod sql;
 pub mod tlog;
 pub mod tool;
 pub mod tree;
@@ -33,5 +35,5 @@ pub mod ux;
 pub mod yaml;
 
 pub use diagnostics::{Diagnostic, Diagnostics};
-pub use names::{Kind, NameError, PackageName, Version};
+pub use names::{Kind, NameError, PackageName, Username, Version};
 pub use tree::{MemberPath, SourceTree};

@@ -52,13 +52,23 @@ impl PackageName {
         &self.0
     }
 
-    /// Lowercase with `-` turned into `_`: the form uniqueness is judged on,
-    /// so `Web-Search` and `web_search` are one package.
+    /// The form uniqueness is judged on ([`normalize`]), so `Web-Search`
+    /// and `web_search` are one package.
     pub fn normalized(&self) -> String {
-        // Bytes, not chars: a name is ASCII, and a byte iterator's exact
-        // length lets `collect` allocate once instead of growing (the
-        // resolver calls this for every requirement it reads).
-        self.0
+        normalize(&self.0)
+    }
+}
+
+/// Lowercase with `-` turned into `_`: the one form in which two package
+/// names, two account names or two words of a prompt are compared, so
+/// `Web-Search` and `web_search` are one. Non-ASCII characters are kept as
+/// they are (validated names have none).
+pub fn normalize(name: &str) -> String {
+    // Bytes for ASCII, not chars: a byte iterator's exact length lets
+    // `collect` allocate once instead of growing (the resolver calls this
+    // for every requirement it reads).
+    if name.is_ascii() {
+        return name
             .bytes()
             .map(|b| {
                 if b == b'-' {
@@ -67,7 +77,82 @@ impl PackageName {
                     char::from(b.to_ascii_lowercase())
                 }
             })
-            .collect()
+            .collect();
+    }
+    name.chars()
+        .map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect()
+}
+
+/// Longest account name.
+pub const MAX_USERNAME_LEN: usize = 39;
+
+/// An account name: 1 to 39 ASCII letters, digits, `-` or `_`, starting with
+/// a letter. Unique in normalized form (case and `-`/`_` folded).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(value_type = String, example = "alice"))]
+pub struct Username(String);
+
+impl Username {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let first = s.chars().next().ok_or("must not be empty")?;
+        if s.len() > MAX_USERNAME_LEN {
+            return Err(format!("must be at most {MAX_USERNAME_LEN} characters"));
+        }
+        if !first.is_ascii_alphabetic() {
+            return Err("must start with an ASCII letter".to_owned());
+        }
+        if let Some(bad) = s
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+        {
+            return Err(format!(
+                "may hold only ASCII letters, digits, '-' and '_', found {bad:?}"
+            ));
+        }
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The form uniqueness is judged on ([`normalize`]).
+    pub fn normalized(&self) -> String {
+        normalize(&self.0)
+    }
+}
+
+impl fmt::Display for Username {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for Username {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl Serialize for Username {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Username {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
     }
 }
 
@@ -291,6 +376,23 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.normalized(), b.normalized());
         assert_eq!(a.normalized(), "web_search");
+    }
+
+    #[test]
+    fn usernames_are_checked() {
+        assert!(Username::parse("alice-1").is_ok());
+        assert_eq!(Username::parse("").unwrap_err(), "must not be empty");
+        assert!(Username::parse("1alice").is_err());
+        assert!(Username::parse("al ice").is_err());
+        assert!(Username::parse(&"a".repeat(40)).is_err());
+        assert!(serde_json::from_str::<Username>("\"../x\"").is_err());
+        assert_eq!(Username::parse("Al-Ice").unwrap().normalized(), "al_ice");
+    }
+
+    #[test]
+    fn normalize_folds_case_and_dashes_only() {
+        assert_eq!(normalize("Web-Search_2"), "web_search_2");
+        assert_eq!(normalize("Ünï-X"), "Ünï_x");
     }
 
     #[test]

@@ -32,6 +32,7 @@ use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
 use crate::{
     diagnostics::{Diagnostics, index, join},
+    names::normalize,
     package::AgentPackage,
     yaml::{YamlLimits, parse_value},
 };
@@ -532,7 +533,6 @@ pub fn check(log: &EventLog, package: Option<&AgentPackage>) -> Diagnostics {
 /// subagent's name, a subagent's file stem (how a static crew refers to
 /// it), normalized like package names.
 fn known_agents(pkg: &AgentPackage) -> HashSet<String> {
-    let normalize = |s: &str| s.to_ascii_lowercase().replace('-', "_");
     let mut known: HashSet<String> = HashSet::new();
     known.insert(pkg.agent.name.normalized());
     for (path, spec) in &pkg.subagents {
@@ -553,7 +553,6 @@ fn known_agents(pkg: &AgentPackage) -> HashSet<String> {
 }
 
 fn check_against_package(log: &EventLog, pkg: &AgentPackage, d: &mut Diagnostics) {
-    let normalize = |s: &str| s.to_ascii_lowercase().replace('-', "_");
     let known = known_agents(pkg);
     let specs: Vec<&crate::agent::AgentSpec> = std::iter::once(&pkg.agent)
         .chain(pkg.subagents.values())

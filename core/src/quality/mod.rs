@@ -44,6 +44,7 @@ use crate::{
     constraints,
     diagnostics::{index, join},
     host::{self, Requester},
+    names::normalize,
     package::{AGENT_FILE, AgentPackage, PROMPT_FILE},
     prompt::{Format, Prompt},
 };
@@ -347,10 +348,6 @@ pub fn check(input: &QualityInput<'_>) -> QualityReport {
 /// `ceil(chars / 4)`.
 pub fn estimate_tokens(chars: u64) -> u64 {
     chars.div_ceil(CHARS_PER_TOKEN)
-}
-
-fn normalize(word: &str) -> String {
-    word.to_ascii_lowercase().replace('-', "_")
 }
 
 /// Word tokens of a text: runs of letters, digits, `_` and `-`, trimmed of
