@@ -69,7 +69,9 @@ done
 if [ -n "$backends" ] && [ -z "${BENCH_SKIP_BUILD:-}" ]; then
   log "cargo build --$profile (registry, agentlang, seed_catalog example)"
   (cd "$root" && cargo build $([ "$profile" = release ] && echo --release) -q -p agentlang-registry \
-     --bin agentlang-registry --example seed_catalog && \
+     --bin agentlang-registry && \
+   cargo build $([ "$profile" = release ] && echo --release) -q -p agentlang-registry-testing \
+     --example seed_catalog && \
    cargo build $([ "$profile" = release ] && echo --release) -q -p agentlang --bin agentlang)
 fi
 registry_bin="$root/target/$profile/agentlang-registry"
@@ -714,7 +716,7 @@ lines.append("# Benchmark results\n")
 lines.append(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}")
 lines.append(f"- machine: {cores} cores ({cpu}), {mem:,} MiB RAM, {platform.system()} {platform.release()}; wrk, nginx and the server share the cores")
 lines.append(f"- command: `deploy/bench/run.sh` (BENCH_BACKENDS=\"{' '.join(backends)}\"); wrk -t{threads} -c{conns} -d{duration} --latency on loopback; first-time resolves {resolve_conc} in flight, each figure the median of {resolve_rounds} passes on a fresh server (warm passes once its start-up audit of the log is done), the core median that of the core resolver's passes right before and right after each warm pass; {os.environ.get('BENCH_PROFILE', 'release')} build")
-lines.append(f"- catalog: {tools} tools x 20 versions ({num(f('sqlite.seed_edges') or f('postgres.seed_edges'))} dependency edges), {agents} agents; the first {real} tools' versions are real signed containers, the rest content-addressed placeholders (see server/examples/seed_catalog.rs)")
+lines.append(f"- catalog: {tools} tools x 20 versions ({num(f('sqlite.seed_edges') or f('postgres.seed_edges'))} dependency edges), {agents} agents; the first {real} tools' versions are real signed containers, the rest content-addressed placeholders (see server/testing/examples/seed_catalog.rs)")
 lines.append("- blobs on the local filesystem for both backends (PostgreSQL is the metadata backend measured); PostgreSQL 15 on the same machine; nginx serves the registry's own blob files as the static-file reference\n")
 
 lines.append("| measure | " + " | ".join(backends) + " |")

@@ -1,34 +1,49 @@
-//! The HTTP side of authentication: the bearer token of a request and the
-//! [`Authenticated`] extractor. What a token is and how it is checked lives
-//! in [`crate::service::tokens`].
+//! The HTTP side of authentication: the bearer token of a request, checked
+//! by [`app::tokens::authenticate`], as the [`Caller`] extractor.
 
-use std::{future::Future, pin::Pin};
+use std::{future::Future, ops::Deref, pin::Pin};
 
 use actix_web::{FromRequest, HttpMessage, HttpRequest, dev::Payload, http::header, web};
+use app::{ServiceError, tokens::Authenticated};
 
-pub use crate::service::tokens::Authenticated;
-use crate::{error::ApiError, rate_limit::VerifiedClaims, service::tokens, state::AppState};
+use crate::{error::ApiError, rate_limit::VerifiedClaims, state::AppState};
 
-async fn authenticate(req: HttpRequest) -> Result<Authenticated, ApiError> {
+/// The account a request's bearer token authenticates, with what the token
+/// may do. Extracting it answers 401 for a missing, malformed, expired or
+/// revoked token.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Authenticated);
+
+impl Deref for Caller {
+    type Target = Authenticated;
+
+    fn deref(&self) -> &Authenticated {
+        &self.0
+    }
+}
+
+async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
     let state = req
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("AppState is not registered")))?;
     let header = req
         .headers()
         .get(header::AUTHORIZATION)
-        .ok_or_else(|| ApiError::Unauthenticated("no bearer token".to_owned()))?;
-    let token = tokens::bearer_token(header.to_str().ok()).ok_or_else(|| {
-        ApiError::Unauthenticated("the Authorization header is not a bearer token".into())
+        .ok_or_else(|| ServiceError::Unauthenticated("no bearer token".to_owned()))?;
+    let token = app::tokens::bearer_token(header.to_str().ok()).ok_or_else(|| {
+        ServiceError::Unauthenticated("the Authorization header is not a bearer token".into())
     })?;
     // The rate-limit middleware has usually checked the signature already.
     let verified = req
         .extensions()
         .get::<VerifiedClaims>()
         .map(|v| v.0.clone());
-    tokens::authenticate(state, token, verified).await
+    Ok(Caller(
+        app::tokens::authenticate(&state.registry, token, verified).await?,
+    ))
 }
 
-impl FromRequest for Authenticated {
+impl FromRequest for Caller {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 

@@ -2,12 +2,7 @@
 //! `If-None-Match` already names it. Shared by the API and the catalog.
 
 use actix_web::{HttpRequest, http::header};
-use sha2::{Digest, Sha256};
-
-/// The strong `ETag` of a body: its quoted SHA-256.
-pub fn etag_of(body: &[u8]) -> String {
-    format!("\"{}\"", hex::encode(Sha256::digest(body)))
-}
+pub use app::cache::etag_of;
 
 /// Whether `If-None-Match` names `etag` (weakly compared) or is `*`.
 pub fn if_none_match(req: &HttpRequest, etag: &str) -> bool {

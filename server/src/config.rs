@@ -6,12 +6,14 @@
 //! and filesystem blobs under `./data`.
 
 use std::{
-    num::NonZeroU32,
     path::{Path, PathBuf},
     time::Duration,
 };
 
-use ipnet::IpNet;
+use app::settings::{
+    DatabaseUrl, IdentitySettings, LogSettings, RateLimitSettings, RegistrationMode, RequestLimits,
+    S3Settings, Settings, StorageUrl, parse_network,
+};
 use serde::Deserialize;
 
 /// Prefix of every environment variable the registry reads.
@@ -31,275 +33,6 @@ pub enum ConfigError {
     },
     #[error("{variable}: {message}")]
     Invalid { variable: String, message: String },
-}
-
-/// Who may create accounts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RegistrationMode {
-    /// Anyone may `POST /api/v1/accounts`: the embedded default.
-    Open,
-    /// Account creation is refused with 403.
-    Closed,
-}
-
-/// Where metadata lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DatabaseUrl {
-    /// A `sqlite:` URL as configured.
-    Sqlite(String),
-    /// A SQLite file by path: the default, so a data folder whose path has
-    /// spaces or `?` needs no URL escaping.
-    SqlitePath(PathBuf),
-    Postgres(String),
-}
-
-impl DatabaseUrl {
-    pub fn parse(url: &str) -> Result<Self, String> {
-        if url.starts_with("sqlite:") {
-            Ok(Self::Sqlite(url.to_owned()))
-        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Ok(Self::Postgres(url.to_owned()))
-        } else {
-            Err(format!(
-                "{url:?} is not a database URL (expected sqlite://... or postgres://...)"
-            ))
-        }
-    }
-}
-
-/// Where blobs live.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StorageUrl {
-    /// A folder on the local filesystem.
-    File(PathBuf),
-    /// A bucket of an S3-compatible service, with an optional key prefix.
-    S3 { bucket: String, prefix: String },
-}
-
-impl StorageUrl {
-    pub fn parse(url: &str) -> Result<Self, String> {
-        if let Some(path) = url.strip_prefix("file://") {
-            if path.is_empty() {
-                return Err("file:// needs a path".to_owned());
-            }
-            Ok(Self::File(PathBuf::from(path)))
-        } else if let Some(rest) = url.strip_prefix("s3://") {
-            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            if bucket.is_empty() {
-                return Err("s3:// needs a bucket name".to_owned());
-            }
-            Ok(Self::S3 {
-                bucket: bucket.to_owned(),
-                prefix: prefix.trim_matches('/').to_owned(),
-            })
-        } else {
-            Err(format!(
-                "{url:?} is not a storage URL (expected file://PATH or s3://BUCKET/PREFIX)"
-            ))
-        }
-    }
-}
-
-/// Explicit S3 settings. Each one left `None` falls back to the standard
-/// `AWS_*` variable that `AmazonS3Builder::from_env` reads.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct S3Settings {
-    pub endpoint: Option<String>,
-    pub region: Option<String>,
-    pub access_key_id: Option<String>,
-    pub secret_access_key: Option<String>,
-    pub allow_http: Option<bool>,
-}
-
-/// Requests per minute allowed to one client before 429. The limiters keep
-/// their state in each replica's memory, so behind a proxy with N replicas a
-/// client may get up to N times these numbers; they are a guard against
-/// floods, not a quota.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RateLimitSettings {
-    pub enabled: bool,
-    /// Publishes per token, and per client address.
-    pub publish_per_minute: NonZeroU32,
-    /// Account creations, token creations and sign-ins per client address.
-    pub credentials_per_minute: NonZeroU32,
-    /// Password checks per username tried (existing or not).
-    pub logins_per_username_per_minute: NonZeroU32,
-    /// Requests without a valid token per client address: API reads,
-    /// catalog pages, downloads.
-    pub anonymous_reads_per_minute: NonZeroU32,
-    /// Requests per token whose signature verifies.
-    pub authenticated_per_minute: NonZeroU32,
-    /// Resolutions and searches per token or client address, on top of the
-    /// budgets above.
-    pub expensive_per_minute: NonZeroU32,
-    /// Agent-protocol messages (`POST /clowl`, each MoltSpeak message, each
-    /// item of a batch) per client address.
-    pub agent_messages_per_minute: NonZeroU32,
-    /// Proxies whose `X-Forwarded-For` names the client: addresses or
-    /// networks (`10.0.0.0/8`). Empty (the default): the peer address is the
-    /// client, whatever the headers say.
-    #[serde(deserialize_with = "networks")]
-    pub trusted_proxies: Vec<IpNet>,
-}
-
-impl Default for RateLimitSettings {
-    fn default() -> Self {
-        let n = |n| NonZeroU32::new(n).expect("non-zero");
-        Self {
-            enabled: true,
-            publish_per_minute: n(60),
-            credentials_per_minute: n(30),
-            logins_per_username_per_minute: n(10),
-            anonymous_reads_per_minute: n(1200),
-            authenticated_per_minute: n(6000),
-            expensive_per_minute: n(120),
-            agent_messages_per_minute: n(600),
-            trusted_proxies: Vec::new(),
-        }
-    }
-}
-
-impl RateLimitSettings {
-    /// Every budget at `per_minute`, limits on: for tests and benchmarks
-    /// that want limits out of their way, or one number to hit.
-    pub fn all_at(per_minute: NonZeroU32) -> Self {
-        Self {
-            enabled: true,
-            publish_per_minute: per_minute,
-            credentials_per_minute: per_minute,
-            logins_per_username_per_minute: per_minute,
-            anonymous_reads_per_minute: per_minute,
-            authenticated_per_minute: per_minute,
-            expensive_per_minute: per_minute,
-            agent_messages_per_minute: per_minute,
-            trusted_proxies: Vec::new(),
-        }
-    }
-}
-
-/// An address (`127.0.0.1`, `::1`) or a network (`10.0.0.0/8`).
-pub fn parse_network(text: &str) -> Result<IpNet, String> {
-    let text = text.trim();
-    text.parse::<IpNet>()
-        .or_else(|_| text.parse::<std::net::IpAddr>().map(IpNet::from))
-        .map_err(|_| format!("{text:?} is not an IP address or network"))
-}
-
-fn networks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
-    Vec::<String>::deserialize(d)?
-        .iter()
-        .map(|s| parse_network(s).map_err(serde::de::Error::custom))
-        .collect()
-}
-
-/// How long a request may take and how much work the registry takes on at
-/// once: what one slow or hostile client can hold.
-#[derive(Debug, Clone)]
-pub struct RequestLimits {
-    /// A request body that sends nothing for this long is cut off (408).
-    pub body_idle_timeout: Duration,
-    /// The whole body of an upload must arrive within this (408).
-    pub upload_timeout: Duration,
-    /// Every request but an upload, its body included, is answered within
-    /// this (a slow body 408, slow work 503).
-    pub request_timeout: Duration,
-    /// Uploads verified at once by this process; more get 503.
-    pub max_concurrent_uploads: usize,
-    /// Uploads one account may have in flight at once; more get 429.
-    pub max_concurrent_uploads_per_account: usize,
-    /// How long a request waits for a database connection before 503.
-    pub database_timeout: Duration,
-    /// How long one object-storage call may take (retries included).
-    pub storage_timeout: Duration,
-}
-
-impl Default for RequestLimits {
-    fn default() -> Self {
-        Self {
-            body_idle_timeout: Duration::from_secs(30),
-            upload_timeout: Duration::from_secs(600),
-            request_timeout: Duration::from_secs(30),
-            max_concurrent_uploads: 32,
-            max_concurrent_uploads_per_account: 4,
-            database_timeout: Duration::from_secs(5),
-            storage_timeout: Duration::from_secs(30),
-        }
-    }
-}
-
-/// The registry's own agent identity for CLowl and MoltSpeak: its agent id,
-/// organization and Ed25519 signing key. Every replica must present the same
-/// identity, so the key can be given (inline PEM or a file) instead of being
-/// generated into the data folder.
-#[derive(Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct IdentitySettings {
-    /// `from.agent` / `from` of every protocol answer.
-    pub agent_id: String,
-    /// `from.org` of MoltSpeak answers.
-    pub org: String,
-    /// A PKCS#8 PEM Ed25519 private key (`BEGIN PRIVATE KEY`).
-    pub key_pem: Option<String>,
-    /// A file holding such a key. Without `key_pem` or `key_file`, the key
-    /// is `<data_dir>/moltspeak-identity.pem`, generated on first start
-    /// (mode 0600).
-    pub key_file: Option<PathBuf>,
-}
-
-impl std::fmt::Debug for IdentitySettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The private key never reaches a log line.
-        f.debug_struct("IdentitySettings")
-            .field("agent_id", &self.agent_id)
-            .field("org", &self.org)
-            .field("key_pem", &self.key_pem.as_ref().map(|_| "<redacted>"))
-            .field("key_file", &self.key_file)
-            .finish()
-    }
-}
-
-impl Default for IdentitySettings {
-    fn default() -> Self {
-        Self {
-            agent_id: "agentlang-registry".to_owned(),
-            org: "agentlang".to_owned(),
-            key_pem: None,
-            key_file: None,
-        }
-    }
-}
-
-/// The transparency log's signing key, name and witnesses. Every replica
-/// must sign with the same key (a replica whose key did not sign the
-/// stored checkpoints refuses to start); without one configured, the key is
-/// generated once and kept in the database, like the JWT secret.
-#[derive(Clone, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LogSettings {
-    /// A PKCS#8 PEM Ed25519 private key (`BEGIN PRIVATE KEY`).
-    pub key_pem: Option<String>,
-    /// A file holding such a key.
-    pub key_file: Option<PathBuf>,
-    /// The checkpoints' origin line (and the key's name); defaults to the
-    /// public URL's `host[:port]` followed by `/log`.
-    pub origin: Option<String>,
-    /// Witnesses whose cosignatures `POST /log/witness` accepts: verifier
-    /// keys in the signed-note form `<name>+<id>+<base64(0x04 || key)>`.
-    pub witnesses: Vec<String>,
-}
-
-impl std::fmt::Debug for LogSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LogSettings")
-            .field("key_pem", &self.key_pem.as_ref().map(|_| "<redacted>"))
-            .field("key_file", &self.key_file)
-            .field("origin", &self.origin)
-            .field("witnesses", &self.witnesses)
-            .finish()
-    }
 }
 
 /// The registry's settings, resolved.
@@ -715,8 +448,7 @@ impl Config {
         }
         self.check_limits().map_err(|(name, m)| invalid(name, m))?;
         if let Some(secret) = &self.jwt_secret {
-            crate::common::secrets::check_secret_strength(secret)
-                .map_err(|m| invalid("JWT_SECRET", m))?;
+            app::secrets::check_secret_strength(secret).map_err(|m| invalid("JWT_SECRET", m))?;
         }
         Ok(())
     }
@@ -733,6 +465,34 @@ impl Config {
         self.storage_url
             .clone()
             .unwrap_or_else(|| StorageUrl::File(self.data_dir.clone()))
+    }
+
+    /// What the registry's rules are opened with: this configuration, with
+    /// the public URL the server settled on and the number of runtimes
+    /// that will query the database.
+    pub fn settings(&self, public_url: String, runtimes: usize) -> Settings {
+        Settings {
+            public_url,
+            data_dir: self.data_dir.clone(),
+            database_url: self.effective_database_url(),
+            storage_url: self.effective_storage_url(),
+            s3: self.s3.clone(),
+            runtimes,
+            max_upload_bytes: self.max_upload_bytes,
+            registration: self.registration,
+            rate_limits: self.rate_limits.clone(),
+            jwt_secret: self.jwt_secret.clone(),
+            admins: self.admins.clone(),
+            identity: self.identity.clone(),
+            log: self.log.clone(),
+            sweep_interval: self.sweep_interval,
+            sweep_grace: self.sweep_grace,
+            resolve_timeout: self.resolve_timeout,
+            download_redirect: self.download_redirect,
+            blob_cache_mib: self.blob_cache_mib,
+            freshness_window: self.freshness_window,
+            limits: self.limits.clone(),
+        }
     }
 }
 

@@ -27,6 +27,7 @@ use futures_util::Stream;
 use tokio::time::{Instant, Sleep, sleep_until};
 
 use crate::{error::ApiError, request_id::RequestId, state::AppState};
+use app::ServiceError;
 
 /// The one route whose body may take minutes (an upload of tens of MiB) and
 /// whose work after the body has its own deadlines (database and storage
@@ -164,10 +165,10 @@ pub async fn bound_request(
         }
         (Ok(response), None) => Ok(response?.map_into_left_body()),
         (Err(_elapsed), _) => {
-            let refusal = ApiError::Unavailable(format!(
+            let refusal = ApiError::from(ServiceError::Unavailable(format!(
                 "the request was not answered within {} s",
                 limits.request_timeout.as_secs()
-            ));
+            )));
             let response = refusal.complete_response(&instance, request_id.as_deref());
             // Without the request, only an error can carry the answer out.
             Err(InternalError::from_response(refusal, response).into())

@@ -20,88 +20,30 @@ use actix_web::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use app::{FieldError, ServiceError, error::LockProblemKind};
+
 use crate::request_id::RequestId;
-pub use agentlang_core::lockcheck::ProblemKind as LockProblemKind;
 
 /// The path under which every problem type has its page: a problem's
 /// `type` is this path under the registry's public URL.
 pub const PROBLEMS_PATH: &str = "/problems/";
 
-/// One invalid input, named by its JSON field path (`scopes[1]`). A
-/// problem inside an uploaded package also names the package file and the
-/// path in it, exactly as `agentlang validate` prints them; `field` is then
-/// `file:path`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-pub struct FieldError {
-    pub field: String,
-    pub message: String,
-    /// The package member the problem is in (`specialists/x.yaml`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// The path inside that file (`tools[0].version`); empty for the
-    /// document as a whole.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-}
-
-impl FieldError {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            message: message.into(),
-            file: None,
-            path: None,
-        }
-    }
-
-    /// A problem at `path` inside the package member `file`.
-    pub fn in_file(file: &str, path: &str, message: impl Into<String>) -> Self {
-        Self {
-            field: if path.is_empty() {
-                file.to_owned()
-            } else {
-                format!("{file}:{path}")
-            },
-            message: message.into(),
-            file: Some(file.to_owned()),
-            path: Some(path.to_owned()),
-        }
-    }
-}
-
+/// Every error a route answers: what a rule refused ([`ServiceError`]), or
+/// what only HTTP can say about a request (its media type, method, body
+/// speed, `Accept`). Each maps to one [`ProblemType`].
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    #[error("the request failed validation")]
-    Validation(Vec<FieldError>),
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    /// The request itself cannot be read (path, query, JSON body).
     #[error("malformed request: {0}")]
     BadRequest(String),
     #[error("the request body must be {expected}")]
     UnsupportedMediaType { expected: &'static str },
-    #[error("the request body is larger than {limit} bytes")]
-    PayloadTooLarge { limit: usize },
     /// The body went silent, or took too long in all; the number is the
     /// limit passed, in seconds.
     #[error("the request body took too long (limit: {0} s); send it again without pauses")]
     RequestTimeout(u64),
-    #[error("authentication required: {0}")]
-    Unauthenticated(String),
-    #[error("wrong username or password")]
-    InvalidCredentials,
-    /// The token does not carry the scope the route needs.
-    #[error("the token lacks the {:?} scope", .0.as_str())]
-    MissingScope(crate::common::names::Scope),
-    /// The token is restricted to packages this one is not among.
-    #[error("the token is not valid for the package {0}")]
-    TokenNotForPackage(String),
-    #[error("only an admin may do this")]
-    AdminRequired,
-    /// An owner tried to remove one who has been an owner longer.
-    #[error("{0}")]
-    SeniorOwner(String),
-    #[error("registration of new accounts is closed on this registry")]
-    RegistrationClosed,
-    #[error("{0} not found")]
-    NotFound(String),
     /// The path exists, not with this method; `allow` lists the methods it
     /// answers (the `Allow` header).
     #[error("{method} is not allowed here; use {}", .allow.join(", "))]
@@ -109,64 +51,14 @@ pub enum ApiError {
         method: String,
         allow: Vec<&'static str>,
     },
-    /// A `Range` none of whose bytes the resource has; `size` is its
-    /// length (`Content-Range: bytes */size`).
-    #[error("the range asked for is outside the {size} bytes there are")]
-    RangeNotSatisfiable { size: u64 },
     /// `Accept` admits none of the forms the route answers in.
     #[error("this route answers in {available}; ask for one of them in Accept")]
     NotAcceptable { available: &'static str },
-    #[error("{0}")]
-    Conflict(String),
-    #[error("too many requests; retry in {retry_after_secs} s")]
-    RateLimited { retry_after_secs: u64 },
-    #[error("not ready: {0}")]
-    Unavailable(String),
-    /// The upload is not a valid container; the core error's text.
-    #[error("{0}")]
-    ContainerInvalid(String),
-    #[error("{0}")]
-    SignatureInvalid(String),
-    #[error("{0}")]
-    KeyRevoked(String),
-    #[error("{0}")]
-    UnknownKey(String),
-    /// `POST /log/witness`: a signature in the note does not verify.
-    #[error("{0}")]
-    CosignatureInvalid(String),
-    /// `POST /log/witness`: no signature by a configured witness.
-    #[error("{0}")]
-    UnknownWitness(String),
-    #[error("{0}")]
-    NotOwner(String),
-    /// A look-alike of an existing name; the message names its spelling.
-    #[error("{0}")]
-    NameTaken(String),
-    #[error("{0}")]
-    VersionExists(String),
-    /// agent.lock does not tell the truth about the package or the
-    /// registry: one problem type per kind of failure, one field error per
-    /// tool or file (`tools.<name>`, `files.<path>`, `agents.<name>`,
-    /// `models.<id>`).
-    #[error("{}", lock_detail(*.0))]
-    Lock(LockProblemKind, Vec<FieldError>),
-    /// No versions meet the requirements: the explanation, and the facts
-    /// behind it as the `conflicts` extension member.
-    #[error("{explanation}")]
-    Unsatisfiable {
-        explanation: String,
-        conflicts: serde_json::Value,
-    },
-    #[error("resolution did not finish within {0} ms")]
-    ResolveTimeout(u64),
-    /// Anything the client cannot fix. Its cause is logged, never sent.
-    #[error("internal error")]
-    Internal(#[source] anyhow::Error),
 }
 
 impl ApiError {
     pub fn internal(err: impl Into<anyhow::Error>) -> Self {
-        Self::Internal(err.into())
+        Self::Service(ServiceError::internal(err))
     }
 
     /// A failure reading the request body: a timeout (the deadline
@@ -183,38 +75,12 @@ impl ApiError {
     /// The kind of problem this is: one per fact a client can act on.
     pub fn problem_type(&self) -> ProblemType {
         match self {
-            Self::Validation(_) => ProblemType::ValidationFailed,
+            Self::Service(err) => service_problem(err),
             Self::BadRequest(_) => ProblemType::MalformedRequest,
             Self::UnsupportedMediaType { .. } => ProblemType::UnsupportedMediaType,
-            Self::PayloadTooLarge { .. } => ProblemType::PayloadTooLarge,
             Self::RequestTimeout(_) => ProblemType::RequestTimeout,
-            Self::Unauthenticated(_) => ProblemType::Unauthenticated,
-            Self::InvalidCredentials => ProblemType::InvalidCredentials,
-            Self::MissingScope(_) => ProblemType::MissingScope,
-            Self::TokenNotForPackage(_) => ProblemType::TokenNotForPackage,
-            Self::AdminRequired => ProblemType::AdminRequired,
-            Self::SeniorOwner(_) => ProblemType::SeniorOwner,
-            Self::RegistrationClosed => ProblemType::RegistrationClosed,
-            Self::NotFound(_) => ProblemType::NotFound,
             Self::MethodNotAllowed { .. } => ProblemType::MethodNotAllowed,
             Self::NotAcceptable { .. } => ProblemType::NotAcceptable,
-            Self::RangeNotSatisfiable { .. } => ProblemType::RangeNotSatisfiable,
-            Self::Conflict(_) => ProblemType::Conflict,
-            Self::RateLimited { .. } => ProblemType::RateLimited,
-            Self::Unavailable(_) => ProblemType::Unavailable,
-            Self::ContainerInvalid(_) => ProblemType::ContainerInvalid,
-            Self::SignatureInvalid(_) => ProblemType::SignatureInvalid,
-            Self::KeyRevoked(_) => ProblemType::KeyRevoked,
-            Self::UnknownKey(_) => ProblemType::UnknownKey,
-            Self::CosignatureInvalid(_) => ProblemType::CosignatureInvalid,
-            Self::UnknownWitness(_) => ProblemType::UnknownWitness,
-            Self::NotOwner(_) => ProblemType::NotOwner,
-            Self::NameTaken(_) => ProblemType::NameTaken,
-            Self::VersionExists(_) => ProblemType::VersionExists,
-            Self::Lock(kind, _) => ProblemType::from(*kind),
-            Self::Unsatisfiable { .. } => ProblemType::Unsatisfiable,
-            Self::ResolveTimeout(_) => ProblemType::ResolveTimeout,
-            Self::Internal(_) => ProblemType::Internal,
         }
     }
 
@@ -226,19 +92,24 @@ impl ApiError {
     fn problem(&self) -> Problem {
         let status = self.status_code();
         let detail = match self {
-            Self::Validation(errors) if errors.len() == 1 => {
+            Self::Service(ServiceError::Validation(errors)) if errors.len() == 1 => {
                 format!("{}: {}", errors[0].field, errors[0].message)
             }
-            Self::Validation(errors) => format!("{} fields are invalid", errors.len()),
+            Self::Service(ServiceError::Validation(errors)) => {
+                format!("{} fields are invalid", errors.len())
+            }
             // The cause may hold SQL, paths or hostnames: it goes to the log.
-            Self::Internal(_) => {
+            Self::Service(ServiceError::Internal(_)) => {
                 "the registry failed to handle this request; it has been logged".to_owned()
             }
             // The title already says what kind of failure it is; the detail
             // says which.
             Self::BadRequest(detail)
-            | Self::Unauthenticated(detail)
-            | Self::Unavailable(detail) => detail.clone(),
+            | Self::Service(
+                ServiceError::Malformed(detail)
+                | ServiceError::Unauthenticated(detail)
+                | ServiceError::Unavailable(detail),
+            ) => detail.clone(),
             other => other.to_string(),
         };
         Problem {
@@ -251,14 +122,53 @@ impl ApiError {
             instance: None,
             request_id: None,
             errors: match self {
-                Self::Validation(errors) | Self::Lock(_, errors) => errors.clone(),
+                Self::Service(ServiceError::Validation(errors) | ServiceError::Lock(_, errors)) => {
+                    errors.clone()
+                }
                 _ => Vec::new(),
             },
             conflicts: match self {
-                Self::Unsatisfiable { conflicts, .. } => Some(conflicts.clone()),
+                Self::Service(ServiceError::Unsatisfiable { conflicts, .. }) => {
+                    Some(conflicts.clone())
+                }
                 _ => None,
             },
         }
+    }
+}
+
+/// The one problem type of each refusal of a rule.
+fn service_problem(err: &ServiceError) -> ProblemType {
+    use ServiceError as E;
+    match err {
+        E::Validation(_) => ProblemType::ValidationFailed,
+        E::Malformed(_) => ProblemType::MalformedRequest,
+        E::PayloadTooLarge { .. } => ProblemType::PayloadTooLarge,
+        E::Unauthenticated(_) => ProblemType::Unauthenticated,
+        E::InvalidCredentials => ProblemType::InvalidCredentials,
+        E::MissingScope(_) => ProblemType::MissingScope,
+        E::TokenNotForPackage(_) => ProblemType::TokenNotForPackage,
+        E::AdminRequired => ProblemType::AdminRequired,
+        E::SeniorOwner(_) => ProblemType::SeniorOwner,
+        E::RegistrationClosed => ProblemType::RegistrationClosed,
+        E::NotFound(_) => ProblemType::NotFound,
+        E::RangeNotSatisfiable { .. } => ProblemType::RangeNotSatisfiable,
+        E::Conflict(_) => ProblemType::Conflict,
+        E::RateLimited { .. } => ProblemType::RateLimited,
+        E::Unavailable(_) => ProblemType::Unavailable,
+        E::ContainerInvalid(_) => ProblemType::ContainerInvalid,
+        E::SignatureInvalid(_) => ProblemType::SignatureInvalid,
+        E::KeyRevoked(_) => ProblemType::KeyRevoked,
+        E::UnknownKey(_) => ProblemType::UnknownKey,
+        E::CosignatureInvalid(_) => ProblemType::CosignatureInvalid,
+        E::UnknownWitness(_) => ProblemType::UnknownWitness,
+        E::NotOwner(_) => ProblemType::NotOwner,
+        E::NameTaken(_) => ProblemType::NameTaken,
+        E::VersionExists(_) => ProblemType::VersionExists,
+        E::Lock(kind, _) => ProblemType::from(*kind),
+        E::Unsatisfiable { .. } => ProblemType::Unsatisfiable,
+        E::ResolveTimeout(_) => ProblemType::ResolveTimeout,
+        E::Internal(_) => ProblemType::Internal,
     }
 }
 
@@ -268,13 +178,13 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        if let Self::Internal(cause) = self {
+        if let Self::Service(ServiceError::Internal(cause)) = self {
             tracing::error!(error = format!("{cause:#}"), "request failed");
         }
         let problem = self.problem();
         let mut response = HttpResponse::build(self.status_code());
         match self {
-            Self::Unauthenticated(reason) => {
+            Self::Service(ServiceError::Unauthenticated(reason)) => {
                 response.insert_header((
                     header::WWW_AUTHENTICATE,
                     format!(
@@ -283,16 +193,16 @@ impl ResponseError for ApiError {
                     ),
                 ));
             }
-            Self::RateLimited { retry_after_secs } => {
+            Self::Service(ServiceError::RateLimited { retry_after_secs }) => {
                 response.insert_header((header::RETRY_AFTER, retry_after_secs.to_string()));
             }
             Self::MethodNotAllowed { allow, .. } => {
                 response.insert_header((header::ALLOW, allow.join(", ")));
             }
-            Self::RangeNotSatisfiable { size } => {
+            Self::Service(ServiceError::RangeNotSatisfiable { size }) => {
                 response.insert_header((header::CONTENT_RANGE, format!("bytes */{size}")));
             }
-            Self::Unavailable(_) | Self::ResolveTimeout(_) => {
+            Self::Service(ServiceError::Unavailable(_) | ServiceError::ResolveTimeout(_)) => {
                 response.insert_header((header::RETRY_AFTER, "5"));
             }
             _ => {}
@@ -328,35 +238,6 @@ impl ApiError {
 }
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
-
-/// The problem type of each kind of lock failure.
-fn lock_detail(kind: LockProblemKind) -> &'static str {
-    match kind {
-        LockProblemKind::Missing => {
-            "an agent that requires registry tools must carry an agent.lock"
-        }
-        LockProblemKind::Files => "agent.lock's files section does not match the package's members",
-        LockProblemKind::Agents => {
-            "agent.lock's agents section does not pin the co-located subagents by hash"
-        }
-        LockProblemKind::Models => {
-            "agent.lock's models section names models the agent does not declare"
-        }
-        LockProblemKind::NotInRegistry => {
-            "agent.lock pins tool versions this registry does not hold"
-        }
-        LockProblemKind::Unpinned => {
-            "a tool requirement of the agent or of a pinned tool has no pin in agent.lock"
-        }
-        LockProblemKind::Unsatisfied => {
-            "a pin in agent.lock does not satisfy the requirement it answers"
-        }
-        LockProblemKind::Unrelated => "agent.lock pins tools no requirement leads to",
-        LockProblemKind::Yanked => {
-            "agent.lock pins yanked versions the previous version did not pin"
-        }
-    }
-}
 
 /// An RFC 9457 problem document.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -394,7 +275,7 @@ pub async fn problem_details(
     if let Some(state) = req.app_data::<actix_web::web::Data<crate::state::AppState>>() {
         problem.problem_type = format!(
             "{}{}",
-            state.public_url.trim_end_matches('/'),
+            state.public_url().trim_end_matches('/'),
             problem.problem_type
         );
     }
@@ -411,7 +292,7 @@ pub fn json_error(err: JsonPayloadError, _req: &HttpRequest) -> actix_web::Error
         },
         JsonPayloadError::Overflow { limit }
         | JsonPayloadError::OverflowKnownLength { limit, .. } => {
-            ApiError::PayloadTooLarge { limit }
+            ServiceError::PayloadTooLarge { limit }.into()
         }
         JsonPayloadError::Deserialize(e) => ApiError::BadRequest(format!("invalid JSON body: {e}")),
         JsonPayloadError::Payload(e) => ApiError::from_payload(&e),
@@ -436,80 +317,55 @@ pub fn query_error(err: QueryPayloadError, _req: &HttpRequest) -> actix_web::Err
     ApiError::BadRequest(format!("invalid query string: {err}")).into()
 }
 
-impl From<sqlx::Error> for ApiError {
-    /// A database that cannot be reached (no connection within the
-    /// configured timeout, a refused or broken connection) is 503: the
-    /// client may retry, and nothing was written. Anything else is a bug.
-    fn from(err: sqlx::Error) -> Self {
-        if is_unreachable(&err) {
-            tracing::warn!(error = %err, "the database is unreachable");
-            Self::Unavailable("the database is unavailable; retry shortly".to_owned())
-        } else {
-            Self::Internal(err.into())
-        }
-    }
-}
-
-impl From<crate::blobs::BlobError> for ApiError {
-    /// Object storage failing (unreachable, timing out, answering 5xx) is
-    /// 503: nothing was written that a retry would not write again. A blob
-    /// whose bytes no longer match its key is a bug, 500.
-    fn from(err: crate::blobs::BlobError) -> Self {
-        match err {
-            crate::blobs::BlobError::Corrupt(_) => Self::internal(err),
-            other => {
-                tracing::warn!(error = %other, "object storage failed");
-                Self::Unavailable("blob storage is unavailable; retry shortly".to_owned())
-            }
-        }
-    }
-}
-
-/// Whether a database error says the database is out of reach rather than
-/// that a query is wrong.
-pub fn is_unreachable(err: &sqlx::Error) -> bool {
-    matches!(
-        err,
-        sqlx::Error::PoolTimedOut
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::Io(_)
-            | sqlx::Error::Tls(_)
-            | sqlx::Error::WorkerCrashed
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn statuses_and_slugs_are_stable() {
-        let cases = [
-            (ApiError::Validation(vec![]), 422, "validation-failed"),
+        let cases: [(ApiError, u16, &str); 11] = [
             (
-                ApiError::Unauthenticated("x".into()),
+                ServiceError::Validation(vec![]).into(),
+                422,
+                "validation-failed",
+            ),
+            (
+                ServiceError::Unauthenticated("x".into()).into(),
                 401,
                 "unauthenticated",
             ),
-            (ApiError::InvalidCredentials, 401, "invalid-credentials"),
             (
-                ApiError::MissingScope(crate::common::names::Scope::Keys),
+                ServiceError::InvalidCredentials.into(),
+                401,
+                "invalid-credentials",
+            ),
+            (
+                ServiceError::MissingScope(app::tokens::Scope::Keys).into(),
                 403,
                 "missing-scope",
             ),
-            (ApiError::AdminRequired, 403, "admin-required"),
-            (ApiError::SeniorOwner("x".into()), 403, "senior-owner"),
-            (ApiError::RegistrationClosed, 403, "registration-closed"),
-            (ApiError::Conflict("x".into()), 409, "conflict"),
+            (ServiceError::AdminRequired.into(), 403, "admin-required"),
+            (
+                ServiceError::SeniorOwner("x".into()).into(),
+                403,
+                "senior-owner",
+            ),
+            (
+                ServiceError::RegistrationClosed.into(),
+                403,
+                "registration-closed",
+            ),
+            (ServiceError::Conflict("x".into()).into(), 409, "conflict"),
             (
                 ApiError::NotAcceptable { available: "x" },
                 406,
                 "not-acceptable",
             ),
             (
-                ApiError::RateLimited {
+                ServiceError::RateLimited {
                     retry_after_secs: 3,
-                },
+                }
+                .into(),
                 429,
                 "rate-limited",
             ),

@@ -4,14 +4,12 @@
 
 use std::{io::IsTerminal, process::ExitCode};
 
+use agentlang_core::Username;
 use agentlang_registry::{
-    blobs::Blobs,
-    common::names::Username,
     config::{self, Config},
-    db::Db,
-    service::{accounts, sweep},
     startup::Application,
 };
+use app::operations::Storage;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::{EnvFilter, fmt::format::FmtSpan};
 
@@ -167,12 +165,10 @@ async fn main() -> ExitCode {
 }
 
 /// Opens (and so migrates) the configured database.
-async fn open_db(config: &Config) -> Result<Db, ExitCode> {
-    // An operator's command runs on the main thread alone.
-    Db::connect(
+async fn open_storage(config: &Config) -> Result<Storage, ExitCode> {
+    Storage::open(
         &config.effective_database_url(),
         config.limits.database_timeout,
-        1,
     )
     .await
     .map_err(|e| {
@@ -183,7 +179,7 @@ async fn open_db(config: &Config) -> Result<Db, ExitCode> {
 
 /// `migrate`: opening the database applies what is pending.
 async fn migrate(config: &Config) -> ExitCode {
-    match open_db(config).await {
+    match open_storage(config).await {
         Ok(_) => {
             println!(
                 "the database at {} is migrated",
@@ -197,22 +193,19 @@ async fn migrate(config: &Config) -> ExitCode {
 
 /// `sweep`: one sweep of unreferenced blobs with the configured grace.
 async fn sweep_now(config: &Config) -> ExitCode {
-    let db = match open_db(config).await {
-        Ok(db) => db,
+    let storage = match open_storage(config).await {
+        Ok(storage) => storage,
         Err(code) => return code,
     };
-    let blobs = match Blobs::open(
-        &config.effective_storage_url(),
-        &config.s3,
-        config.limits.storage_timeout,
-    ) {
-        Ok(blobs) => blobs,
-        Err(e) => {
-            eprintln!("error: cannot open the blob store: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match sweep::sweep_unreferenced(&db, &blobs, config.sweep_grace).await {
+    match storage
+        .sweep(
+            &config.effective_storage_url(),
+            &config.s3,
+            config.limits.storage_timeout,
+            config.sweep_grace,
+        )
+        .await
+    {
         Ok(report) => {
             println!(
                 "deleted {} unreferenced blob(s); kept {} referenced and {} younger than {} s",
@@ -243,11 +236,11 @@ async fn admin(config: &Config, action: AdminAction) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let db = match open_db(config).await {
-        Ok(db) => db,
+    let storage = match open_storage(config).await {
+        Ok(storage) => storage,
         Err(code) => return code,
     };
-    match accounts::set_admin(&db, &username, grant).await {
+    match storage.set_admin(&username, grant).await {
         Ok(account) if grant => {
             println!("{} is now an admin", account.username);
             ExitCode::SUCCESS

@@ -1,5 +1,5 @@
-//! Prometheus metrics: requests by route pattern and status, latency, and
-//! the registry's own events (publishes, resolves). Served at `/metrics`.
+//! The metrics middleware: every request counted and timed under its route
+//! pattern in the registry's [`Metrics`].
 
 use std::time::Instant;
 
@@ -9,72 +9,7 @@ use actix_web::{
     middleware::Next,
     web,
 };
-use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
-};
-
-#[derive(Debug, Clone)]
-pub struct Metrics {
-    registry: Registry,
-    requests: IntCounterVec,
-    latency: HistogramVec,
-    /// Versions published.
-    pub publishes: IntCounter,
-    /// Resolutions answered.
-    pub resolves: IntCounter,
-    /// Batched index reads resolutions made (one per level of a dependency
-    /// graph the cache did not hold).
-    pub index_reads: IntCounter,
-}
-
-impl Metrics {
-    pub fn new() -> Result<Self, prometheus::Error> {
-        let registry = Registry::new_custom(Some("agentlang_registry".to_owned()), None)?;
-        let requests = IntCounterVec::new(
-            Opts::new(
-                "http_requests_total",
-                "HTTP requests by route pattern and status",
-            ),
-            &["method", "route", "status"],
-        )?;
-        let latency = HistogramVec::new(
-            HistogramOpts::new(
-                "http_request_duration_seconds",
-                "HTTP request latency by route pattern",
-            )
-            .buckets(vec![
-                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-            ]),
-            &["method", "route"],
-        )?;
-        let publishes = IntCounter::new("publishes_total", "Versions published")?;
-        let resolves = IntCounter::new("resolves_total", "Resolutions answered")?;
-        let index_reads = IntCounter::new(
-            "resolve_index_reads_total",
-            "Batched index reads by resolutions, one per dependency level not cached",
-        )?;
-        registry.register(Box::new(requests.clone()))?;
-        registry.register(Box::new(latency.clone()))?;
-        registry.register(Box::new(publishes.clone()))?;
-        registry.register(Box::new(resolves.clone()))?;
-        registry.register(Box::new(index_reads.clone()))?;
-        Ok(Self {
-            registry,
-            requests,
-            latency,
-            publishes,
-            resolves,
-            index_reads,
-        })
-    }
-
-    /// The text exposition format.
-    pub fn render(&self) -> Result<String, prometheus::Error> {
-        let mut out = Vec::new();
-        TextEncoder::new().encode(&self.registry.gather(), &mut out)?;
-        String::from_utf8(out).map_err(|e| prometheus::Error::Msg(e.to_string()))
-    }
-}
+use app::metrics::Metrics;
 
 /// Middleware: counts and times every request under its route pattern
 /// (`/api/v1/models/{name}`, not the concrete path, so the label set stays
@@ -95,15 +30,12 @@ pub async fn record_requests(
             .unwrap_or_else(|| "unmatched".to_owned());
         // The request's log span (tracing-actix-web's, current here).
         tracing::Span::current().record("http.route", route.as_str());
-        let status = response.status().as_u16().to_string();
-        metrics
-            .requests
-            .with_label_values(&[method.as_str(), route.as_str(), status.as_str()])
-            .inc();
-        metrics
-            .latency
-            .with_label_values(&[method.as_str(), route.as_str()])
-            .observe(started.elapsed().as_secs_f64());
+        metrics.observe_request(
+            &method,
+            &route,
+            response.status().as_u16(),
+            started.elapsed().as_secs_f64(),
+        );
     }
     Ok(response)
 }

@@ -15,7 +15,13 @@ use utoipa::{
     },
 };
 
-use crate::{common, error, routes};
+use actix_web::{HttpRequest, HttpResponse};
+use app::ServiceError;
+
+use crate::{
+    error::{self, ApiError},
+    routes,
+};
 
 #[derive(Debug, OpenApi)]
 #[openapi(
@@ -76,8 +82,8 @@ use crate::{common, error, routes};
     ),
     components(schemas(
         error::Problem,
-        error::FieldError,
-        common::names::Scope,
+        app::FieldError,
+        app::tokens::Scope,
         routes::owners::KindSegment,
         routes::packages::RecordKindSegment,
         routes::clowl::ClowlMessage,
@@ -636,4 +642,19 @@ pub fn allowed_methods(path: &str) -> Option<Vec<&'static str>> {
     });
     allow.dedup();
     Some(allow)
+}
+
+/// What no route matched (the catalog takes every other path): 405 with
+/// `Allow` for a path the OpenAPI document lists with other methods, else
+/// 404, both as problems.
+pub async fn unmatched(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let path = req.path();
+    let method = req.method().as_str();
+    match allowed_methods(path).filter(|allow| !allow.contains(&method)) {
+        Some(allow) => Err(ApiError::MethodNotAllowed {
+            method: method.to_owned(),
+            allow,
+        }),
+        None => Err(ServiceError::NotFound(format!("route {path}")).into()),
+    }
 }

@@ -8,7 +8,7 @@
 //! they catch a hang or a quadratic blow-up, not a slow second. The figures
 //! at load are `deploy/bench/attacks.py`'s.
 
-mod support;
+use agentlang_registry_testing as support;
 
 use std::{
     io::{Read, Write},
@@ -20,7 +20,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use agentlang_registry::config::parse_network;
+use app::settings::parse_network;
 use futures_util::StreamExt;
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};

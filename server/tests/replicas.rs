@@ -9,15 +9,16 @@
 //! them these tests print a skip line, except under `CI=true`, where they
 //! fail. Each test gets its own database and key prefix.
 
-mod support;
+use agentlang_registry_testing as support;
 
 use std::{collections::HashMap, path::Path};
 
 use agentlang_core::signing::SecretKey;
-use agentlang_registry::config::{Config, DatabaseUrl, StorageUrl};
+use agentlang_registry::config::Config;
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use store::{DatabaseUrl, StorageUrl};
 use support::{Backend, TestApp, expect_status, problem, seed::tool_container};
 
 /// The issuer of every token: the proxy's address in a real deployment.

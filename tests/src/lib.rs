@@ -1,7 +1,7 @@
 //! Harness for the end-to-end tests in `tests/`: they drive the real
 //! `agentlang` and `agentlang-registry` binaries as a new user would, each
 //! test with its own registry (started by the registry's own test harness,
-//! `server/tests/support`, as a process) and its own config folder.
+//! `agentlang-registry-testing`, as a process) and its own config folder.
 //!
 //! Finding the binaries: `env!("CARGO_BIN_EXE_...")` only names binaries of
 //! the package under test, and these live in two other packages. So the
@@ -22,11 +22,9 @@ use std::{
 use tempfile::TempDir;
 
 pub mod mock;
-#[path = "../../server/tests/support/mod.rs"]
-pub mod support;
 
+pub use agentlang_registry_testing::{self as support, TestApp};
 use support::Backend;
-pub use support::TestApp;
 
 /// Paths of the two binaries under test.
 #[derive(Debug)]

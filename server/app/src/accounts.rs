@@ -4,28 +4,27 @@
 //! created) or made with `agentlang-registry admin grant USER`.
 
 use crate::{
-    common::names::{Password, Username, normalize},
-    config::RegistrationMode,
-    db::accounts::{AccountRecord, CreateAccountError},
-    error::ApiError,
-    rate_limit::ClientAddr,
-    service::{audit, credentials},
-    state::AppState,
+    Registry, ServiceError, audit, credentials, credentials::Password, rate_limits::ClientAddr,
+    settings::RegistrationMode,
 };
+use agentlang_core::{Username, names::normalize};
+use store::accounts::CreateAccountError;
+
+pub use store::accounts::AccountRecord;
 
 /// Who acts: the account behind a token or a catalog session.
 #[derive(Debug, Clone, Copy)]
 pub struct Actor<'a> {
     pub account_id: i64,
-    pub username: &'a str,
+    pub username: &'a Username,
     pub is_admin: bool,
 }
 
 /// Whether the configuration names `username` an admin.
-fn configured_admin(state: &AppState, username: &Username) -> bool {
+fn configured_admin(registry: &Registry, username: &Username) -> bool {
     let wanted = normalize(username.as_str());
-    state
-        .config
+    registry
+        .settings
         .admins
         .iter()
         .any(|admin| normalize(admin) == wanted)
@@ -33,42 +32,42 @@ fn configured_admin(state: &AppState, username: &Username) -> bool {
 
 /// Creates an account while registration is open.
 pub async fn register(
-    state: &AppState,
+    registry: &Registry,
     client: &ClientAddr,
     username: &Username,
     password: Password,
-) -> Result<AccountRecord, ApiError> {
-    if state.config.registration == RegistrationMode::Closed {
-        return Err(ApiError::RegistrationClosed);
+) -> Result<AccountRecord, ServiceError> {
+    if registry.settings.registration == RegistrationMode::Closed {
+        return Err(ServiceError::RegistrationClosed);
     }
-    let hash = credentials::hash_new_password(state, client, password).await?;
-    let account = state
+    let hash = credentials::hash_new_password(registry, client, password).await?;
+    let account = registry
         .db
-        .create_account(username, &hash, configured_admin(state, username))
+        .create_account(username, &hash, configured_admin(registry, username))
         .await
         .map_err(|e| match e {
-            CreateAccountError::UsernameTaken => ApiError::Conflict(format!(
+            CreateAccountError::UsernameTaken => ServiceError::Conflict(format!(
                 "the username {username} (or one differing only in case or -/_) is taken"
             )),
             CreateAccountError::Db(e) => e.into(),
         })?;
-    audit::record(state, account.id, "account_created", "").await;
+    audit::record(registry, account.id, "account_created", "").await;
     tracing::info!(username = %account.username, is_admin = account.is_admin, "account created");
     Ok(account)
 }
 
 /// Makes the configured admins that exist admins (at start-up); says how
 /// to make one when there is none.
-pub async fn apply_configured_admins(state: &AppState) -> Result<(), ApiError> {
-    for name in &state.config.admins {
+pub async fn apply_configured_admins(registry: &Registry) -> Result<(), ServiceError> {
+    for name in &registry.settings.admins {
         let Ok(username) = Username::parse(name) else {
             continue;
         };
-        if let Some(account) = state.db.set_admin(&username, true).await? {
+        if let Some(account) = registry.db.set_admin(&username, true).await? {
             tracing::info!(username = %account.username, "admin (AGENTLANG_REGISTRY_ADMINS)");
         }
     }
-    if !state.db.any_admin().await? {
+    if !registry.db.any_admin().await? {
         tracing::info!(
             "no account is an admin: name them with AGENTLANG_REGISTRY_ADMINS=alice,bob \
              (applied when the account exists or registers) or run \
@@ -81,14 +80,14 @@ pub async fn apply_configured_admins(state: &AppState) -> Result<(), ApiError> {
 /// Grants or withdraws admin rights (the operator's command); 404 for an
 /// unknown account.
 pub async fn set_admin(
-    db: &crate::db::Db,
+    db: &store::Db,
     username: &Username,
     is_admin: bool,
-) -> Result<AccountRecord, ApiError> {
+) -> Result<AccountRecord, ServiceError> {
     let account = db
         .set_admin(username, is_admin)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("account {username}")))?;
+        .ok_or_else(|| ServiceError::NotFound(format!("account {username}")))?;
     let action = if is_admin {
         "admin_granted"
     } else {
@@ -114,27 +113,27 @@ pub struct PasswordChange<'a> {
 /// sign-in); ends the account's other sessions and, on request, revokes
 /// its tokens. Returns the account.
 pub async fn change_password(
-    state: &AppState,
+    registry: &Registry,
     client: &ClientAddr,
     username: &str,
     current: &str,
     new: Password,
     change: PasswordChange<'_>,
-) -> Result<AccountRecord, ApiError> {
-    let account = credentials::check_password(state, client, username, current).await?;
-    let hash = credentials::hash_new_password(state, client, new).await?;
-    state.db.set_password_hash(account.id, &hash).await?;
-    let sessions = state
+) -> Result<AccountRecord, ServiceError> {
+    let account = credentials::check_password(registry, client, username, current).await?;
+    let hash = credentials::hash_new_password(registry, client, new).await?;
+    registry.db.set_password_hash(account.id, &hash).await?;
+    let sessions = registry
         .db
         .delete_account_sessions(account.id, change.keep_session)
         .await?;
     let tokens = if change.revoke_tokens {
-        state.db.revoke_all_tokens(account.id).await?
+        registry.db.revoke_all_tokens(account.id).await?
     } else {
         0
     };
     audit::record(
-        state,
+        registry,
         account.id,
         "password_changed",
         &format!("{sessions} other sessions ended, {tokens} tokens revoked"),
@@ -142,4 +141,13 @@ pub async fn change_password(
     .await;
     tracing::info!(username = %account.username, sessions, tokens, "password changed");
     Ok(account)
+}
+
+/// The account a token or session belongs to.
+pub async fn account(registry: &Registry, account_id: i64) -> Result<AccountRecord, ServiceError> {
+    registry
+        .db
+        .find_account_by_id(account_id)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("the token's account".to_owned()))
 }

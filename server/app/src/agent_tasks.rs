@@ -3,7 +3,8 @@
 //! the CAPS list of a published agent. Both protocol endpoints call these,
 //! so the two protocols answer the same data; each maps [`TaskError`] to its
 //! own error codes. The work itself is the service layer's
-//! ([`crate::service`]), so HTTP and protocol answers are the same records.
+//! (the rest of this crate), so HTTP and protocol answers are the same
+//! records.
 //!
 //! Task data arrives as a JSON object (CLowl `body.d`, MoltSpeak
 //! `p.params`) and is checked field by field, unknown keys refused, so an
@@ -16,14 +17,10 @@ use semver::VersionReq;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    db::models::ModelName,
-    error::ApiError,
-    service::{
-        self,
-        resolve::{MAX_RESOLVE_MODELS, MAX_RESOLVE_TOOLS, ResolveInput},
-        search::SearchQuery,
-    },
-    state::AppState,
+    Registry, ServiceError,
+    models::ModelName,
+    resolve::{MAX_RESOLVE_MODELS, MAX_RESOLVE_TOOLS, ResolveInput},
+    search::SearchQuery,
 };
 
 /// Search results per page.
@@ -86,7 +83,7 @@ impl TaskError {
 
 impl TaskError {
     /// A service error, its fields placed under `prefix` (`body.d`).
-    pub fn from_service(e: ApiError, prefix: &str) -> Self {
+    pub fn from_service(e: ServiceError, prefix: &str) -> Self {
         let under = |field: &str| {
             if field.is_empty() {
                 prefix.to_owned()
@@ -95,8 +92,8 @@ impl TaskError {
             }
         };
         match e {
-            ApiError::NotFound(what) => Self::NotFound(what),
-            ApiError::Validation(errors) => match errors.as_slice() {
+            ServiceError::NotFound(what) => Self::NotFound(what),
+            ServiceError::Validation(errors) => match errors.as_slice() {
                 [] => Self::invalid(prefix, "invalid task data"),
                 [only] => Self::invalid(under(&only.field), only.message.clone()),
                 [first, ..] => Self::invalid(
@@ -108,14 +105,14 @@ impl TaskError {
                         .join("; "),
                 ),
             },
-            ApiError::BadRequest(message) => Self::invalid(prefix, message),
-            ApiError::Unsatisfiable { explanation, .. } => {
+            ServiceError::Malformed(message) => Self::invalid(prefix, message),
+            ServiceError::Unsatisfiable { explanation, .. } => {
                 Self::Unresolvable(explanation.replace('\n', " "))
             }
-            ApiError::ResolveTimeout(ms) => {
+            ServiceError::ResolveTimeout(ms) => {
                 Self::TimedOut(format!("the resolution took longer than {ms} ms"))
             }
-            ApiError::Internal(cause) => Self::Internal(cause),
+            ServiceError::Internal(cause) => Self::Internal(cause),
             other => Self::Internal(anyhow::anyhow!("{other}")),
         }
     }
@@ -233,7 +230,11 @@ impl SearchTask {
 
 /// `{results: [{kind, name, version, title, description, category,
 /// downloads}], total, page, per_page}`, as `GET /api/v1/search` answers.
-pub async fn search(state: &AppState, task: &SearchTask, prefix: &str) -> Result<Value, TaskError> {
+pub async fn search(
+    registry: &Registry,
+    task: &SearchTask,
+    prefix: &str,
+) -> Result<Value, TaskError> {
     let query = SearchQuery {
         q: task.q.clone(),
         kind: task.kind,
@@ -241,7 +242,7 @@ pub async fn search(state: &AppState, task: &SearchTask, prefix: &str) -> Result
         page: task.page,
         per_page: PAGE_SIZE,
     };
-    let page = service::search::search_packages(&state.db, &query)
+    let page = crate::search::search_packages(registry, &query)
         .await
         .map_err(|e| TaskError::from_service(e, prefix))?;
     to_json(&page)
@@ -287,16 +288,16 @@ impl ReadTask {
 
 /// A version record, or a package with its versions, as `GET
 /// /api/v1/{kind}/{name}[/{version}]` answers.
-pub async fn read(state: &AppState, task: &ReadTask, prefix: &str) -> Result<Value, TaskError> {
+pub async fn read(registry: &Registry, task: &ReadTask, prefix: &str) -> Result<Value, TaskError> {
     let from_service = |e| TaskError::from_service(e, prefix);
     match &task.version {
         Some(version) => to_json(
-            &service::packages::get_version(state, task.kind, &task.name, version)
+            &crate::packages::get_version(registry, task.kind, &task.name, version)
                 .await
                 .map_err(from_service)?,
         ),
         None => to_json(
-            &service::packages::get_package(state, task.kind, &task.name)
+            &crate::packages::get_package(registry, task.kind, &task.name)
                 .await
                 .map_err(from_service)?,
         ),
@@ -428,11 +429,11 @@ impl ResolveTask {
 /// Resolves into an agent.lock: `{"lockfile": <YAML text>, "lock": <the
 /// same as JSON>}`, by the resolver `POST /api/v1/resolve` uses.
 pub async fn resolve(
-    state: &AppState,
+    registry: &Registry,
     task: &ResolveTask,
     prefix: &str,
 ) -> Result<Value, TaskError> {
-    let lock = service::resolve::resolve_lock(state, task.input.clone())
+    let lock = crate::resolve::resolve_lock(registry, task.input.clone())
         .await
         .map_err(|e| TaskError::from_service(e, prefix))?;
     let yaml = lock.to_yaml().map_err(|e| TaskError::Internal(e.into()))?;

@@ -19,10 +19,14 @@ use std::{
 
 use bytes::Bytes;
 
-use crate::{error::ApiError, service::packages::DOWNLOAD_FLUSH_INTERVAL, state::AppState};
+use crate::{ServiceError, search::query::SearchQuery};
 
 /// Bytes of rendered answers one process keeps.
 const RENDERED_BYTES: u64 = 32 * 1024 * 1024;
+
+/// How often counted downloads are written
+/// ([`crate::packages::DownloadCounter`]).
+pub const DOWNLOAD_FLUSH_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How long an answer that shows download counts is served: as long as
 /// counts wait in memory before they are written.
@@ -37,14 +41,14 @@ pub struct Rendered {
 
 impl Rendered {
     pub fn new(body: Bytes) -> Self {
-        let etag = crate::common::conditional::etag_of(&body);
+        let etag = etag_of(&body);
         Self { body, etag }
     }
 
     /// A value serialized as JSON.
-    pub fn json(value: &impl serde::Serialize) -> Result<Self, ApiError> {
+    pub fn json(value: &impl serde::Serialize) -> Result<Self, ServiceError> {
         Ok(Self::new(Bytes::from(
-            serde_json::to_vec(value).map_err(ApiError::internal)?,
+            serde_json::to_vec(value).map_err(ServiceError::internal)?,
         )))
     }
 }
@@ -60,7 +64,7 @@ pub enum RenderedKey {
     /// A catalog page as an anonymous visitor sees it, by its path.
     Page(String),
     /// `GET /api/v1/search`.
-    Search(crate::service::search::SearchQuery),
+    Search(SearchQuery),
 }
 
 #[derive(Clone)]
@@ -222,19 +226,10 @@ pub fn rendered_cache() -> RenderedCache {
     GenerationCache::new(4_096, RENDERED_BYTES, Some(RENDERED_MAX_AGE))
 }
 
-/// The answer for `key` at the registry's current generation: from the
-/// cache, or rendered by `render` and kept.
-pub async fn rendered<F, E>(
-    state: &AppState,
-    key: RenderedKey,
-    render: impl FnOnce() -> F,
-) -> Result<Rendered, E>
-where
-    F: Future<Output = Result<Rendered, E>>,
-    E: From<ApiError>,
-{
-    let generation = state.index_cache.current_generation(&state.db).await?;
-    state.rendered.get_or_compute(generation, key, render).await
+/// The strong `ETag` of a body: its quoted SHA-256.
+pub fn etag_of(body: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!("\"{}\"", hex::encode(Sha256::digest(body)))
 }
 
 #[cfg(test)]

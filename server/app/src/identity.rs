@@ -21,7 +21,7 @@ use agentlang_core::{
 };
 use ed25519_dalek::{SigningKey, pkcs8::DecodePrivateKey};
 
-use crate::config::IdentitySettings;
+use crate::settings::IdentitySettings;
 
 /// The file the generated key is kept in, under the data folder.
 pub const IDENTITY_FILE: &str = "moltspeak-identity.pem";
@@ -161,7 +161,7 @@ fn load_or_create_key(path: &Path) -> Result<String, IdentityError> {
         source,
     };
     if let Some(parent) = path.parent() {
-        crate::common::files::create_private_dir(parent).map_err(create_error)?;
+        store::files::create_private_dir(parent).map_err(create_error)?;
     }
     let key = SecretKey::generate().map_err(|e| IdentityError::Generate(e.to_string()))?;
     let pem = key.to_pkcs8_pem();

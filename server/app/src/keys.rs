@@ -7,87 +7,36 @@
 //! someone who only saw the public key cannot claim it (and then publish
 //! its holder's signed containers as their own).
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Instant};
 
 use agentlang_core::{
+    Username,
     signing::{KeyId, PublicKey, SigningError},
     tlog::LogOp,
 };
 use base64::Engine;
 
-use crate::{
-    db::keys::{InsertKeyError, SigningKeyRecord, SigningKeyWithOwner},
-    error::{ApiError, FieldError},
-    service::{audit, tlog},
-    state::AppState,
-};
+use crate::{FieldError, Registry, ServiceError, audit, tlog};
+use store::keys::{InsertKeyError, SigningKeyWithOwner};
 
-/// How long a publish may use an account's keys as read before.
-const KEYS_KEPT: Duration = Duration::from_secs(30);
+pub use store::keys::SigningKeyRecord;
 
-/// Accounts whose keys are kept; past it the map is cleared.
-const KEYS_ACCOUNTS: usize = 10_000;
-
-/// Accounts' signing keys as publishes check them, kept for
-/// [`KEYS_KEPT`]: a burst of publishes by one account reads them once, not
-/// once each. A kept list can be stale in two ways, and neither lets a
-/// revoked key publish: a key registered since (on another replica) is
-/// missing, so a publish signed with it reads the list again
-/// ([`publishing_keys`]); a key revoked since on another replica still
-/// looks usable, and the publish's transaction, which reads the key again,
-/// refuses it. A change on this replica forgets the account's list at once.
-#[derive(Debug, Default)]
-pub struct PublishingKeys {
-    accounts: Mutex<HashMap<i64, KeptKeys>>,
-}
-
-/// When an account's keys were read, and what they were.
-type KeptKeys = (Instant, Arc<Vec<SigningKeyRecord>>);
-
-impl PublishingKeys {
-    fn accounts(&self) -> std::sync::MutexGuard<'_, HashMap<i64, KeptKeys>> {
-        self.accounts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn kept(&self, account_id: i64) -> Option<Arc<Vec<SigningKeyRecord>>> {
-        let accounts = self.accounts();
-        let (read, keys) = accounts.get(&account_id)?;
-        (read.elapsed() < KEYS_KEPT).then(|| Arc::clone(keys))
-    }
-
-    fn keep(&self, account_id: i64, read: Instant, keys: Arc<Vec<SigningKeyRecord>>) {
-        let mut accounts = self.accounts();
-        if accounts.len() >= KEYS_ACCOUNTS {
-            accounts.clear();
-        }
-        accounts.insert(account_id, (read, keys));
-    }
-
-    fn forget(&self, account_id: i64) {
-        self.accounts().remove(&account_id);
-    }
-}
+pub use crate::kept_keys::PublishingKeys;
 
 /// The account's keys, revoked ones included, for a publish's checks, and
 /// whether they were kept from an earlier read ([`PublishingKeys`]);
 /// `fresh` reads them from the database whatever is kept.
 pub async fn publishing_keys(
-    state: &AppState,
+    registry: &Registry,
     account_id: i64,
     fresh: bool,
-) -> Result<(Arc<Vec<SigningKeyRecord>>, bool), ApiError> {
-    if !fresh && let Some(keys) = state.publishing_keys.kept(account_id) {
+) -> Result<(Arc<Vec<SigningKeyRecord>>, bool), ServiceError> {
+    if !fresh && let Some(keys) = registry.publishing_keys.kept(account_id) {
         return Ok((keys, true));
     }
     let read = Instant::now();
-    let keys = Arc::new(state.db.list_signing_keys(account_id).await?);
-    state
+    let keys = Arc::new(registry.db.list_signing_keys(account_id).await?);
+    registry
         .publishing_keys
         .keep(account_id, read, Arc::clone(&keys));
     Ok((keys, false))
@@ -104,16 +53,16 @@ pub fn check_key_and_proof(
     username: &str,
     public_key_pem: &str,
     proof: &str,
-) -> Result<PublicKey, ApiError> {
+) -> Result<PublicKey, ServiceError> {
     let key = PublicKey::from_spki_pem(public_key_pem.trim()).map_err(|e| {
         let message = match e {
             SigningError::WeakKey => "the key is weak (a small-order point) and is refused".into(),
             other => other.to_string(),
         };
-        ApiError::Validation(vec![FieldError::new("public_key_pem", message)])
+        ServiceError::Validation(vec![FieldError::new("public_key_pem", message)])
     })?;
     let refused = |why: &str| {
-        ApiError::Validation(vec![FieldError::new(
+        ServiceError::Validation(vec![FieldError::new(
             "proof",
             format!(
                 "{why}: sign the text {:?} with the private key and send the signature in base64 \
@@ -136,74 +85,77 @@ pub fn check_key_and_proof(
 /// Registers a key to the account after checking its proof; 409 when the
 /// key is registered already (to anyone).
 pub async fn register_key(
-    state: &AppState,
+    registry: &Registry,
     account_id: i64,
-    username: &str,
+    username: &Username,
     public_key_pem: &str,
     proof: &str,
-) -> Result<SigningKeyRecord, ApiError> {
-    let key = check_key_and_proof(username, public_key_pem, proof)?;
+) -> Result<SigningKeyRecord, ServiceError> {
+    let key = check_key_and_proof(username.as_str(), public_key_pem, proof)?;
     let key_id = key.key_id();
-    let record = state
+    let record = registry
         .db
         .insert_signing_key(
             &key_id,
             account_id,
             &key.to_spki_pem(),
-            &tlog::key_entry(LogOp::KeyAdd, &key_id, username),
+            &tlog::key_entry(LogOp::KeyAdd, &key_id, username.as_str()),
         )
         .await
         .map_err(|e| match e {
             InsertKeyError::AlreadyRegistered => {
-                ApiError::Conflict(format!("the key {key_id} is already registered"))
+                ServiceError::Conflict(format!("the key {key_id} is already registered"))
             }
             InsertKeyError::Db(e) => e.into(),
         })?;
-    state.publishing_keys.forget(account_id);
-    state.tlog.appended();
-    audit::record(state, account_id, "key_registered", key_id.as_str()).await;
+    registry.publishing_keys.forget(account_id);
+    registry.tlog.appended();
+    audit::record(registry, account_id, "key_registered", key_id.as_str()).await;
     tracing::info!(key_id = %key_id, by = %username, "signing key registered");
     Ok(record)
 }
 
 /// Revokes one of the account's keys; 404 when it has no such key.
 pub async fn revoke_key(
-    state: &AppState,
+    registry: &Registry,
     account_id: i64,
-    username: &str,
+    username: &Username,
     key_id: &str,
-) -> Result<SigningKeyRecord, ApiError> {
-    let not_found = || ApiError::NotFound(format!("key {key_id}"));
+) -> Result<SigningKeyRecord, ServiceError> {
+    let not_found = || ServiceError::NotFound(format!("key {key_id}"));
     let key_id = KeyId::new(key_id).map_err(|_| not_found())?;
-    let key = state
+    let key = registry
         .db
         .revoke_signing_key(
             account_id,
             &key_id,
-            &tlog::key_entry(LogOp::KeyRevoke, &key_id, username),
+            &tlog::key_entry(LogOp::KeyRevoke, &key_id, username.as_str()),
         )
         .await?
         .ok_or_else(not_found)?;
-    state.publishing_keys.forget(account_id);
-    state.tlog.appended();
-    audit::record(state, account_id, "key_revoked", key_id.as_str()).await;
+    registry.publishing_keys.forget(account_id);
+    registry.tlog.appended();
+    audit::record(registry, account_id, "key_revoked", key_id.as_str()).await;
     tracing::info!(key_id = %key_id, by = %username, "signing key revoked");
     Ok(key)
 }
 
 /// The account's keys, oldest first, revoked ones included.
 pub async fn list_keys(
-    state: &AppState,
+    registry: &Registry,
     account_id: i64,
-) -> Result<Vec<SigningKeyRecord>, ApiError> {
-    Ok(state.db.list_signing_keys(account_id).await?)
+) -> Result<Vec<SigningKeyRecord>, ServiceError> {
+    Ok(registry.db.list_signing_keys(account_id).await?)
 }
 
 /// A key and who holds it; 404 for an id that is not a key's.
-pub async fn find_key(state: &AppState, key_id: &str) -> Result<SigningKeyWithOwner, ApiError> {
-    let not_found = || ApiError::NotFound(format!("key {key_id}"));
+pub async fn find_key(
+    registry: &Registry,
+    key_id: &str,
+) -> Result<SigningKeyWithOwner, ServiceError> {
+    let not_found = || ServiceError::NotFound(format!("key {key_id}"));
     let id = KeyId::new(key_id).map_err(|_| not_found())?;
-    state
+    registry
         .db
         .find_signing_key_with_owner(&id)
         .await?
@@ -235,7 +187,7 @@ mod tests {
             "%%".into(),
         ] {
             let err = check_key_and_proof("alice", &pem, &bad).unwrap_err();
-            let ApiError::Validation(fields) = err else {
+            let ServiceError::Validation(fields) = err else {
                 panic!("{err:?}")
             };
             assert_eq!(fields[0].field, "proof");

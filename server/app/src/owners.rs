@@ -10,16 +10,14 @@ use std::collections::BTreeMap;
 
 use agentlang_core::{Kind, PackageName, tlog::LogOp};
 
-use crate::{
-    common::names::Username,
-    db::{
-        owners::{InvitationRecord, OwnerError, OwnerRecord, Remover},
-        packages::PackageRecord,
-    },
-    error::{ApiError, FieldError},
-    service::{accounts::Actor, audit, tlog},
-    state::AppState,
+use crate::{FieldError, Registry, ServiceError, accounts::Actor, audit, tlog};
+use agentlang_core::Username;
+use store::{
+    owners::{OwnerError, Remover},
+    packages::PackageRecord,
 };
+
+pub use store::owners::{InvitationRecord, OwnerRecord};
 
 /// Accounts one request may invite or remove.
 pub const MAX_OWNER_CHANGES: usize = 32;
@@ -33,13 +31,13 @@ pub const INVITATION_LIFETIME_SECS: i64 = 30 * 24 * 3600;
 /// The package `kind`/`name` names; 404 when there is none (or the name
 /// cannot be one).
 pub async fn find_package(
-    state: &AppState,
+    registry: &Registry,
     kind: Kind,
     name: &str,
-) -> Result<PackageRecord, ApiError> {
-    let not_found = || ApiError::NotFound(format!("{kind} {name:?}"));
+) -> Result<PackageRecord, ServiceError> {
+    let not_found = || ServiceError::NotFound(format!("{kind} {name:?}"));
     let name = PackageName::new(name).map_err(|_| not_found())?;
-    state
+    registry
         .db
         .find_package(kind, &name)
         .await?
@@ -73,23 +71,23 @@ impl OwnerRole {
 
 /// Whether the account owns the package (pages show owner controls).
 pub async fn is_owner(
-    state: &AppState,
+    registry: &Registry,
     account_id: i64,
     package_id: i64,
-) -> Result<bool, ApiError> {
-    Ok(state.db.is_owner(package_id, account_id).await?)
+) -> Result<bool, ServiceError> {
+    Ok(registry.db.is_owner(package_id, account_id).await?)
 }
 
 /// 403 `not-owner` unless the account owns the package.
 pub async fn require_owner(
-    state: &AppState,
+    registry: &Registry,
     account_id: i64,
     package: &PackageRecord,
-) -> Result<(), ApiError> {
-    if is_owner(state, account_id, package.id).await? {
+) -> Result<(), ServiceError> {
+    if is_owner(registry, account_id, package.id).await? {
         Ok(())
     } else {
-        Err(ApiError::NotOwner(format!(
+        Err(ServiceError::NotOwner(format!(
             "you are not an owner of {}",
             package.name
         )))
@@ -103,10 +101,13 @@ pub struct Owners {
     pub invitations: Vec<InvitationRecord>,
 }
 
-pub async fn list_owners(state: &AppState, package: &PackageRecord) -> Result<Owners, ApiError> {
+pub async fn list_owners(
+    registry: &Registry,
+    package: &PackageRecord,
+) -> Result<Owners, ServiceError> {
     Ok(Owners {
-        owners: current_owners(state, package.id).await?,
-        invitations: state
+        owners: current_owners(registry, package.id).await?,
+        invitations: registry
             .db
             .invitations_of(package.id, MAX_INVITATIONS_LISTED)
             .await?,
@@ -115,10 +116,10 @@ pub async fn list_owners(state: &AppState, package: &PackageRecord) -> Result<Ow
 
 /// A package's owners, in the order they joined.
 pub async fn current_owners(
-    state: &AppState,
+    registry: &Registry,
     package_id: i64,
-) -> Result<Vec<OwnerRecord>, ApiError> {
-    Ok(state.db.list_owners(package_id).await?)
+) -> Result<Vec<OwnerRecord>, ServiceError> {
+    Ok(registry.db.list_owners(package_id).await?)
 }
 
 /// A package an account owns, with its owners and pending invitees.
@@ -127,35 +128,36 @@ pub struct OwnedPackage {
     pub kind: Kind,
     pub name: PackageName,
     pub owners: Vec<OwnerRecord>,
-    pub invited: Vec<String>,
+    pub invited: Vec<Username>,
 }
 
 /// The packages an account owns (at most `limit`), each with its owners
 /// and pending invitees: three queries however many packages.
 pub async fn owned_packages(
-    state: &AppState,
+    registry: &Registry,
     account_id: i64,
     limit: i64,
-) -> Result<Vec<OwnedPackage>, ApiError> {
-    let listings = state.db.owned_package_listings(account_id, limit).await?;
+) -> Result<Vec<OwnedPackage>, ServiceError> {
+    let listings = registry
+        .db
+        .owned_package_listings(account_id, limit)
+        .await?;
     let ids: Vec<i64> = listings.iter().map(|l| l.id).collect();
     let mut owners: BTreeMap<i64, Vec<OwnerRecord>> = BTreeMap::new();
-    for (package_id, owner) in state.db.owners_of(&ids).await? {
+    for (package_id, owner) in registry.db.owners_of(&ids).await? {
         owners.entry(package_id).or_default().push(owner);
     }
-    let mut invited: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-    for (package_id, username) in state.db.invitees_of(&ids).await? {
+    let mut invited: BTreeMap<i64, Vec<Username>> = BTreeMap::new();
+    for (package_id, username) in registry.db.invitees_of(&ids).await? {
         invited.entry(package_id).or_default().push(username);
     }
     Ok(listings
         .into_iter()
-        .filter_map(|listing| {
-            Some(OwnedPackage {
-                kind: listing.kind.parse().ok()?,
-                name: PackageName::new(listing.name.as_str()).ok()?,
-                owners: owners.remove(&listing.id).unwrap_or_default(),
-                invited: invited.remove(&listing.id).unwrap_or_default(),
-            })
+        .map(|listing| OwnedPackage {
+            kind: listing.kind,
+            name: listing.name,
+            owners: owners.remove(&listing.id).unwrap_or_default(),
+            invited: invited.remove(&listing.id).unwrap_or_default(),
         })
         .collect())
 }
@@ -163,21 +165,21 @@ pub async fn owned_packages(
 /// Resolves usernames to accounts, listing every unknown one as a field
 /// error; duplicates (in any spelling) collapse.
 async fn resolve_accounts(
-    state: &AppState,
+    registry: &Registry,
     usernames: &[String],
-) -> Result<Vec<(i64, String)>, ApiError> {
+) -> Result<Vec<(i64, Username)>, ServiceError> {
     if usernames.is_empty() {
-        return Err(ApiError::Validation(vec![FieldError::new(
+        return Err(ServiceError::Validation(vec![FieldError::new(
             "usernames",
             "must name at least one account",
         )]));
     }
-    crate::service::resolve::check_count("usernames", usernames.len(), MAX_OWNER_CHANGES)?;
+    crate::resolve::check_count("usernames", usernames.len(), MAX_OWNER_CHANGES)?;
     let mut found = BTreeMap::new();
     let mut errors = Vec::new();
     for (i, raw) in usernames.iter().enumerate() {
         let account = match Username::parse(raw.trim()) {
-            Ok(username) => state.db.find_account(&username).await?,
+            Ok(username) => registry.db.find_account(&username).await?,
             Err(_) => None,
         };
         match account {
@@ -193,7 +195,7 @@ async fn resolve_accounts(
     if errors.is_empty() {
         Ok(found.into_iter().collect())
     } else {
-        Err(ApiError::Validation(errors))
+        Err(ServiceError::Validation(errors))
     }
 }
 
@@ -201,30 +203,30 @@ async fn resolve_accounts(
 /// is not an error; inviting again renews the invitation. Returns the
 /// usernames invited now.
 pub async fn invite_owners(
-    state: &AppState,
+    registry: &Registry,
     actor: Actor<'_>,
     package: &PackageRecord,
     usernames: &[String],
-) -> Result<Vec<String>, ApiError> {
-    require_owner(state, actor.account_id, package).await?;
+) -> Result<Vec<Username>, ServiceError> {
+    require_owner(registry, actor.account_id, package).await?;
     let mut invited = Vec::new();
-    let expires_at = crate::common::now() + INVITATION_LIFETIME_SECS;
-    for (account_id, username) in resolve_accounts(state, usernames).await? {
-        if state
+    let expires_at = store::now() + INVITATION_LIFETIME_SECS;
+    for (account_id, username) in resolve_accounts(registry, usernames).await? {
+        if registry
             .db
             .invite_owner(package.id, account_id, actor.account_id, expires_at)
             .await?
         {
             let what = format!("{} {}", package.kind, package.name);
             audit::record(
-                state,
+                registry,
                 actor.account_id,
                 "owner_invited",
                 &format!("{username} to {what}"),
             )
             .await;
             audit::record(
-                state,
+                registry,
                 account_id,
                 "invited",
                 &format!("to {what} by {}", actor.username),
@@ -239,10 +241,10 @@ pub async fn invite_owners(
 
 /// The account's pending invitations.
 pub async fn invitations_for(
-    state: &AppState,
+    registry: &Registry,
     account_id: i64,
-) -> Result<Vec<InvitationRecord>, ApiError> {
-    Ok(state
+) -> Result<Vec<InvitationRecord>, ServiceError> {
+    Ok(registry
         .db
         .invitations_for(account_id, MAX_INVITATIONS_LISTED)
         .await?)
@@ -259,23 +261,23 @@ pub enum Answer {
 
 /// Answers the account's invitation; 404 when it has no (unexpired) one.
 pub async fn answer_invitation(
-    state: &AppState,
+    registry: &Registry,
     actor: Actor<'_>,
     package: &PackageRecord,
     answer: Answer,
-) -> Result<(), ApiError> {
+) -> Result<(), ServiceError> {
     let (found, action, detail) = match answer {
         Answer::Accept => (
-            state
+            registry
                 .db
                 .accept_invitation(
                     package.id,
                     actor.account_id,
                     &tlog::owner_entry(
                         LogOp::OwnerAdd,
-                        &package.kind,
+                        package.kind,
                         &package.name,
-                        actor.username,
+                        actor.username.as_str(),
                     ),
                 )
                 .await?,
@@ -283,7 +285,7 @@ pub async fn answer_invitation(
             " (accepted)",
         ),
         Answer::Decline => (
-            state
+            registry
                 .db
                 .delete_invitation(package.id, actor.account_id)
                 .await?,
@@ -292,17 +294,17 @@ pub async fn answer_invitation(
         ),
     };
     if !found {
-        return Err(ApiError::NotFound(format!(
+        return Err(ServiceError::NotFound(format!(
             "an invitation to own {} {}",
             package.kind, package.name
         )));
     }
     if answer == Answer::Accept {
-        state.tlog.appended();
+        registry.tlog.appended();
     }
     let package_name = format!("{} {}", package.kind, package.name);
     audit::record(
-        state,
+        registry,
         actor.account_id,
         action,
         &format!("{package_name}{detail}"),
@@ -315,49 +317,54 @@ pub async fn answer_invitation(
 /// Removes owners: an owner may leave and remove owners who joined after
 /// them; an admin may remove anyone. Never the last owner (409).
 pub async fn remove_owners(
-    state: &AppState,
+    registry: &Registry,
     actor: Actor<'_>,
     package: &PackageRecord,
     usernames: &[String],
-) -> Result<(), ApiError> {
-    let is_owner = state.db.is_owner(package.id, actor.account_id).await?;
+) -> Result<(), ServiceError> {
+    let is_owner = registry.db.is_owner(package.id, actor.account_id).await?;
     let remover = match (is_owner, actor.is_admin) {
         (true, _) => Remover::Owner(actor.account_id),
         (false, true) => Remover::Admin,
-        (false, false) => require_owner(state, actor.account_id, package)
+        (false, false) => require_owner(registry, actor.account_id, package)
             .await
             .map(|()| Remover::Admin)?,
     };
-    let accounts = resolve_accounts(state, usernames).await?;
+    let accounts = resolve_accounts(registry, usernames).await?;
     let entries: Vec<_> = accounts
         .iter()
         .map(|(_, username)| {
-            tlog::owner_entry(LogOp::OwnerRemove, &package.kind, &package.name, username)
+            tlog::owner_entry(
+                LogOp::OwnerRemove,
+                package.kind,
+                &package.name,
+                username.as_str(),
+            )
         })
         .collect();
-    state
+    registry
         .db
         .remove_owners(package.id, remover, &accounts, &entries)
         .await
         .map_err(|e| match e {
-            OwnerError::NotAnOwner(username) => ApiError::Validation(vec![FieldError::new(
+            OwnerError::NotAnOwner(username) => ServiceError::Validation(vec![FieldError::new(
                 "usernames",
                 format!("{username} is not an owner"),
             )]),
             OwnerError::LastOwner => {
-                ApiError::Conflict("a package must keep at least one owner".to_owned())
+                ServiceError::Conflict("a package must keep at least one owner".to_owned())
             }
-            OwnerError::Senior(username) => ApiError::SeniorOwner(format!(
+            OwnerError::Senior(username) => ServiceError::SeniorOwner(format!(
                 "{username} has been an owner of {} longer than you; only an earlier owner or an admin may remove them",
                 package.name
             )),
             OwnerError::Db(e) => e.into(),
         })?;
-    state.tlog.appended();
+    registry.tlog.appended();
     let what = format!("{} {}", package.kind, package.name);
     for (account_id, username) in &accounts {
         audit::record(
-            state,
+            registry,
             *account_id,
             "owner_removed",
             &format!("from {what} by {}", actor.username),

@@ -1,71 +1,70 @@
 //! Reading packages and versions, the index, yanking: the records every
 //! interface (HTTP API, catalog, agent protocols) shows.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::Mutex,
-    time::Duration,
-};
+use std::collections::{BTreeMap, HashMap};
 
 use agentlang_core::{
-    Kind, MemberPath, PackageName, Version,
+    Kind, MemberPath, PackageName, Username, Version,
     container::{self, Container, Limits},
     package::Members,
+    signing::KeyId,
     trust::AgentTrust,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
 
 use crate::{
-    blobs::Sha256Digest,
-    common::names::Scope,
-    common::rfc3339,
-    db::{
-        Db,
-        packages::{PackageRecord, VersionRecord, YankChange},
-    },
-    error::{ApiError, FieldError},
-    service::{
-        accounts::Actor,
-        cache::{self, Rendered, RenderedKey},
-        tlog,
-        tokens::Authenticated,
-    },
-    state::AppState,
+    FieldError, Registry, ServiceError,
+    accounts::Actor,
+    cache::{self, Rendered, RenderedKey},
+    tlog,
+    tokens::Authenticated,
+};
+use store::{blobs::Sha256Digest, names::Scope, packages::YankChange, time::rfc3339};
+
+pub use crate::downloads::{Download, DownloadCounter, DownloadTargets};
+pub use store::{
+    blobs::BlobBody,
+    packages::{PackageRecord, VersionRecord},
 };
 
 /// Who signed a version, and whether that key has since been revoked
 /// (versions signed before a revocation stay valid).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Signer {
-    pub key_id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub key_id: KeyId,
     /// RFC 3339; `null` while the key is in force.
     pub revoked_at: Option<String>,
 }
 
 /// One published version.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VersionView {
-    #[schema(value_type = String, example = "tool")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "tool"))]
     pub kind: Kind,
     /// The package's name as first published.
-    pub name: String,
-    pub version: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub name: PackageName,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub version: Version,
     /// Hex SHA-256 of the container.
-    pub sha256: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub sha256: Sha256Digest,
     /// The same digest as the index and lockfiles spell it: `sha256:<hex>`.
     pub hash: String,
     /// Bytes of the container.
     pub size: i64,
     /// The container's manifest.json.
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub manifest: Value,
     /// The parsed agent.yaml or tool.yaml.
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub spec: Value,
     /// The agent's agent.lock, parsed; agents only.
-    #[schema(value_type = Option<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub lockfile: Option<Value>,
     /// Tool name to requirement.
     pub dependencies: BTreeMap<String, String>,
@@ -73,7 +72,8 @@ pub struct VersionView {
     pub yanked: bool,
     pub yank_reason: Option<String>,
     /// Username of the account that published it.
-    pub publisher: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub publisher: Option<Username>,
     /// RFC 3339.
     pub published_at: String,
     pub downloads: i64,
@@ -92,18 +92,21 @@ pub struct VersionView {
 }
 
 /// Where a change is in the transparency log (`GET /log/tile/entries/...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogRef {
     /// The entry's index: the leaf's position in the Merkle tree.
     pub index: i64,
 }
 
 /// A package with its versions, newest first.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PackageView {
-    #[schema(value_type = String, example = "tool")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "tool"))]
     pub kind: Kind,
-    pub name: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub name: PackageName,
     pub description: String,
     /// RFC 3339.
     pub created_at: String,
@@ -115,9 +118,11 @@ pub struct PackageView {
 }
 
 /// One version in the index.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IndexEntry {
-    pub version: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub version: Version,
     /// `sha256:<hex>` of the container.
     pub hash: String,
     pub yanked: bool,
@@ -127,51 +132,55 @@ pub struct IndexEntry {
 
 /// Every live version of a package, oldest first, for client-side
 /// resolution.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PackageIndexView {
-    pub name: String,
-    #[schema(value_type = String, example = "tool")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub name: PackageName,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "tool"))]
     pub kind: Kind,
     pub versions: Vec<IndexEntry>,
 }
 
 pub async fn find_package(
-    state: &AppState,
+    registry: &Registry,
     kind: Kind,
     name: &PackageName,
-) -> Result<PackageRecord, ApiError> {
-    state
+) -> Result<PackageRecord, ServiceError> {
+    registry
         .db
         .find_package(kind, name)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("{kind} {name}")))
+        .ok_or_else(|| ServiceError::NotFound(format!("{kind} {name}")))
 }
 
 /// A live version of a package, or 404.
 pub async fn find_version(
-    state: &AppState,
+    registry: &Registry,
     package: &PackageRecord,
     version: &Version,
-) -> Result<VersionRecord, ApiError> {
-    state
+) -> Result<VersionRecord, ServiceError> {
+    registry
         .db
         .find_version(package.id, version)
         .await?
         .filter(|v| v.deleted_at.is_none())
-        .ok_or_else(|| ApiError::NotFound(format!("{} {} {version}", package.kind, package.name)))
+        .ok_or_else(|| {
+            ServiceError::NotFound(format!("{} {} {version}", package.kind, package.name))
+        })
 }
 
 /// Signers and publishers of a set of versions, read in two queries
 /// however many versions there are.
 #[derive(Default)]
 struct Lookups {
-    signers: HashMap<String, Signer>,
-    publishers: HashMap<i64, String>,
+    signers: HashMap<KeyId, Signer>,
+    publishers: HashMap<i64, Username>,
 }
 
 impl Lookups {
-    async fn of(state: &AppState, records: &[VersionRecord]) -> Result<Self, ApiError> {
-        let mut key_ids: Vec<String> = records
+    async fn of(registry: &Registry, records: &[VersionRecord]) -> Result<Self, ServiceError> {
+        let mut key_ids: Vec<KeyId> = records
             .iter()
             .filter_map(|r| r.signer_key_id.clone())
             .collect();
@@ -180,7 +189,7 @@ impl Lookups {
         let mut account_ids: Vec<i64> = records.iter().map(|r| r.published_by).collect();
         account_ids.sort_unstable();
         account_ids.dedup();
-        let signers = state
+        let signers = registry
             .db
             .signing_keys_by_ids(&key_ids)
             .await?
@@ -193,7 +202,7 @@ impl Lookups {
                 (k.key_id, signer)
             })
             .collect();
-        let publishers = state
+        let publishers = registry
             .db
             .usernames_by_ids(&account_ids)
             .await?
@@ -239,20 +248,13 @@ impl Lookups {
     }
 }
 
-fn kind_of(package: &PackageRecord) -> Result<Kind, ApiError> {
-    package
-        .kind
-        .parse()
-        .map_err(|e| ApiError::internal(anyhow::anyhow!("packages.kind: {e}")))
-}
-
 /// The record of one version of a known package.
 pub async fn version_view(
-    state: &AppState,
+    registry: &Registry,
     package: &PackageRecord,
     record: VersionRecord,
-) -> Result<VersionView, ApiError> {
-    let dependencies = state
+) -> Result<VersionView, ServiceError> {
+    let dependencies = registry
         .db
         .list_dependencies(record.id)
         .await?
@@ -260,65 +262,67 @@ pub async fn version_view(
         .filter(|d| d.kind == Kind::Tool)
         .map(|d| (d.name.to_string(), d.requirement.to_string()))
         .collect();
-    let lookups = Lookups::of(state, std::slice::from_ref(&record)).await?;
+    let lookups = Lookups::of(registry, std::slice::from_ref(&record)).await?;
     let trust = ContainerExtras::stored_trust(record.extras.as_ref().map(|e| &e.0));
-    let mut view = lookups.view(kind_of(package)?, package, record, dependencies);
+    let mut view = lookups.view(package.kind, package, record, dependencies);
     view.trust = trust;
     Ok(view)
 }
 
 /// `GET /api/v1/{kind}/{name}/{version}`.
 pub async fn get_version(
-    state: &AppState,
+    registry: &Registry,
     kind: Kind,
     name: &PackageName,
     version: &Version,
-) -> Result<VersionView, ApiError> {
-    let package = find_package(state, kind, name).await?;
-    let record = find_version(state, &package, version).await?;
-    version_view(state, &package, record).await
+) -> Result<VersionView, ServiceError> {
+    let package = find_package(registry, kind, name).await?;
+    let record = find_version(registry, &package, version).await?;
+    version_view(registry, &package, record).await
 }
 
 /// `GET /api/v1/{kind}/{name}/{version}` as sent, rendered once per
 /// generation (and download-count interval).
 pub async fn version_record(
-    state: &AppState,
+    registry: &Registry,
     kind: Kind,
     name: &PackageName,
     version: &Version,
-) -> Result<Rendered, ApiError> {
+) -> Result<Rendered, ServiceError> {
     let key = RenderedKey::VersionRecord(kind, name.normalized(), version.clone());
-    cache::rendered(state, key, || async {
-        Rendered::json(&get_version(state, kind, name, version).await?)
-    })
-    .await
+    registry
+        .rendered(key, || async {
+            Rendered::json(&get_version(registry, kind, name, version).await?)
+        })
+        .await
 }
 
 /// `GET /api/v1/{kind}/{name}` as sent, rendered once per generation (and
 /// download-count interval).
 pub async fn package_record(
-    state: &AppState,
+    registry: &Registry,
     kind: Kind,
     name: &PackageName,
-) -> Result<Rendered, ApiError> {
+) -> Result<Rendered, ServiceError> {
     let key = RenderedKey::PackageRecord(kind, name.normalized());
-    cache::rendered(state, key, || async {
-        Rendered::json(&get_package(state, kind, name).await?)
-    })
-    .await
+    registry
+        .rendered(key, || async {
+            Rendered::json(&get_package(registry, kind, name).await?)
+        })
+        .await
 }
 
 /// `GET /api/v1/{kind}/{name}`: the package and its live versions, newest
 /// first.
 pub async fn get_package(
-    state: &AppState,
+    registry: &Registry,
     kind: Kind,
     name: &PackageName,
-) -> Result<PackageView, ApiError> {
-    let package = find_package(state, kind, name).await?;
-    let records = state.db.list_versions(package.id).await?;
+) -> Result<PackageView, ServiceError> {
+    let package = find_package(registry, kind, name).await?;
+    let records = registry.db.list_versions(package.id).await?;
     // One query for every version's dependency edges.
-    let mut edges: HashMap<i64, BTreeMap<String, String>> = state
+    let mut edges: HashMap<i64, BTreeMap<String, String>> = registry
         .db
         .package_index(kind, name)
         .await?
@@ -330,7 +334,7 @@ pub async fn get_package(
                 .collect()
         })
         .unwrap_or_default();
-    let lookups = Lookups::of(state, &records).await?;
+    let lookups = Lookups::of(registry, &records).await?;
     let versions: Vec<VersionView> = records
         .into_iter()
         .map(|record| {
@@ -351,15 +355,15 @@ pub async fn get_package(
 
 /// `GET /api/v1/index/{kind}/{name}`.
 pub async fn get_index(
-    state: &AppState,
+    registry: &Registry,
     kind: Kind,
     name: &PackageName,
-) -> Result<PackageIndexView, ApiError> {
-    let index = state
+) -> Result<PackageIndexView, ServiceError> {
+    let index = registry
         .db
         .package_index(kind, name)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("{kind} {name}")))?;
+        .ok_or_else(|| ServiceError::NotFound(format!("{kind} {name}")))?;
     Ok(PackageIndexView {
         name: index.package.name,
         kind,
@@ -382,19 +386,19 @@ pub const MAX_YANK_REASON_CHARS: usize = 500;
 /// Yanks (`Some(reason)`, which may be empty) or unyanks (`None`) a version:
 /// owners only, with a token carrying the `yank` scope for the package.
 pub async fn set_yanked(
-    state: &AppState,
+    registry: &Registry,
     auth: &Authenticated,
     kind: Kind,
     name: &PackageName,
     version: &Version,
     yank: Option<&str>,
-) -> Result<VersionView, ApiError> {
+) -> Result<VersionView, ServiceError> {
     auth.require(Scope::Yank)?;
     auth.require_package(name)?;
-    let package = find_package(state, kind, name).await?;
+    let package = find_package(registry, kind, name).await?;
     let reason = yank.map(str::trim).filter(|r| !r.is_empty());
     let log_index = set_yanked_by_owner(
-        state,
+        registry,
         auth.actor(),
         &package,
         version,
@@ -402,8 +406,8 @@ pub async fn set_yanked(
         reason,
     )
     .await?;
-    let record = find_version(state, &package, version).await?;
-    let mut view = version_view(state, &package, record).await?;
+    let record = find_version(registry, &package, version).await?;
+    let mut view = version_view(registry, &package, record).await?;
     view.log = Some(LogRef { index: log_index });
     Ok(view)
 }
@@ -412,71 +416,42 @@ pub async fn set_yanked(
 /// the package, and a reason is at most 500 characters. The change and its
 /// log entry are one write; returns the entry's index.
 pub async fn set_yanked_by_owner(
-    state: &AppState,
+    registry: &Registry,
     actor: Actor<'_>,
     package: &PackageRecord,
     version: &Version,
     yanked: bool,
     reason: Option<&str>,
-) -> Result<i64, ApiError> {
-    crate::service::owners::require_owner(state, actor.account_id, package).await?;
+) -> Result<i64, ServiceError> {
+    crate::owners::require_owner(registry, actor.account_id, package).await?;
     if reason.is_some_and(|r| r.chars().count() > MAX_YANK_REASON_CHARS) {
-        return Err(ApiError::Validation(vec![FieldError::new(
+        return Err(ServiceError::Validation(vec![FieldError::new(
             "reason",
             format!("must be at most {MAX_YANK_REASON_CHARS} characters"),
         )]));
     }
     let entry = tlog::yank_entry(
-        &package.kind,
+        package.kind,
         &package.name,
         version,
         yanked,
         reason,
-        actor.username,
+        actor.username.as_str(),
     );
     let change = YankChange {
         yanked,
         reason,
         log_entry: &entry,
     };
-    let Some(log_index) = state.db.set_yanked(package.id, version, &change).await? else {
-        return Err(ApiError::NotFound(format!(
+    let Some(log_index) = registry.db.set_yanked(package.id, version, &change).await? else {
+        return Err(ServiceError::NotFound(format!(
             "{} {} {version}",
             package.kind, package.name
         )));
     };
-    state.tlog.appended();
+    registry.tlog.appended();
     tracing::info!(kind = %package.kind, package = %package.name, %version, yanked, account = %actor.username, log_index, "yank changed");
     Ok(log_index)
-}
-
-/// What a download serves: where the blob is and what to call it.
-#[derive(Debug, Clone)]
-pub struct Download {
-    pub version_id: i64,
-    pub digest: Sha256Digest,
-    /// Bytes of the container, as recorded at publish.
-    pub size: u64,
-    /// `attachment; filename="name@version.agent"` (or `.tool`).
-    pub disposition: String,
-    /// `"<sha256 hex>"`, the `ETag` of every answer: written once.
-    pub etag: String,
-}
-
-impl crate::service::cache::Weight for Download {
-    fn weight(&self) -> u64 {
-        (self.disposition.len() + self.etag.len() + 128) as u64
-    }
-}
-
-/// Where versions' containers are: (kind, normalized name, version) to its
-/// [`Download`], at a registry generation.
-pub type DownloadTargets =
-    crate::service::cache::GenerationCache<(Kind, String, Version), Download>;
-
-pub fn download_targets() -> DownloadTargets {
-    // About 100,000 versions' worth.
-    crate::service::cache::GenerationCache::new(100_000, 16 * 1024 * 1024, None)
 }
 
 /// Finds the container of a version (yanked ones too: existing lockfiles
@@ -487,36 +462,36 @@ pub fn download_targets() -> DownloadTargets {
 /// few seconds (the download-count flush reads it), so a deleted version
 /// stops downloading within that. A version not found is always looked up.
 pub async fn find_download(
-    state: &AppState,
+    registry: &Registry,
     kind: Kind,
     name: &PackageName,
     version: &Version,
-) -> Result<Download, ApiError> {
+) -> Result<Download, ServiceError> {
     let key = (kind, name.normalized(), version.clone());
-    let newest = state.index_cache.newest_generation();
-    if let Some(hit) = state.download_targets.get(newest, &key) {
+    let newest = registry.index_cache.newest_generation();
+    if let Some(hit) = registry.download_targets.get(newest, &key) {
         return Ok(hit);
     }
     // Boxed: the database reads' futures are kilobytes, and unboxed they
     // would size (and be copied with) every download's future, hit or not.
-    Box::pin(read_download(state, kind, name, version, key)).await
+    Box::pin(read_download(registry, kind, name, version, key)).await
 }
 
 /// [`find_download`]'s miss: the target read from the database and cached.
 async fn read_download(
-    state: &AppState,
+    registry: &Registry,
     kind: Kind,
     name: &PackageName,
     version: &Version,
     key: (Kind, String, Version),
-) -> Result<Download, ApiError> {
-    let generation = state.index_cache.current_generation(&state.db).await?;
-    let package = find_package(state, kind, name).await?;
-    let record = find_version(state, &package, version).await?;
-    let digest = record
-        .sha256
-        .parse()
-        .map_err(|e| ApiError::internal(anyhow::anyhow!("versions.sha256: {e}")))?;
+) -> Result<Download, ServiceError> {
+    let generation = registry
+        .index_cache
+        .current_generation(&registry.db)
+        .await?;
+    let package = find_package(registry, kind, name).await?;
+    let record = find_version(registry, &package, version).await?;
+    let digest = record.sha256;
     let download = Download {
         version_id: record.id,
         etag: format!("\"{digest}\""),
@@ -529,91 +504,35 @@ async fn read_download(
             kind.extension()
         ),
     };
-    state
+    registry
         .download_targets
         .put(generation, key, download.clone());
     Ok(download)
 }
 
-/// Downloads counted in memory and written in one transaction every few
-/// seconds, so a download is a map increment, not a write: under a flood
-/// of downloads the database sees one small transaction per interval. Each
-/// replica counts its own; the totals add up in the database. Counts not
-/// yet flushed are lost if the process is killed (at most one interval's).
-#[derive(Debug, Default)]
-pub struct DownloadCounter {
-    pending: Mutex<HashMap<i64, i64>>,
-}
-
-/// How often counted downloads are written.
-pub const DOWNLOAD_FLUSH_INTERVAL: Duration = Duration::from_secs(5);
-
-/// Distinct versions counted before a flush is due anyway: bounds the map.
-const MAX_PENDING_VERSIONS: usize = 100_000;
-
-impl DownloadCounter {
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, i64>> {
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Counts one download of a version. Past the map's bound the count is
-    /// dropped (and logged): a count is not worth unbounded memory.
-    pub fn record(&self, version_id: i64) {
-        let mut pending = self.pending();
-        if pending.len() >= MAX_PENDING_VERSIONS && !pending.contains_key(&version_id) {
-            tracing::warn!(
-                version_id,
-                "download not counted: too many versions pending"
-            );
-            return;
-        }
-        *pending.entry(version_id).or_default() += 1;
-    }
-
-    /// Writes every pending count and says how many versions had some. On
-    /// failure the counts are kept for the next flush.
-    pub async fn flush(&self, db: &Db) -> Result<usize, sqlx::Error> {
-        let counts: Vec<(i64, i64)> = self.pending().drain().collect();
-        if counts.is_empty() {
-            return Ok(0);
-        }
-        let day = time::OffsetDateTime::now_utc().date().to_string();
-        if let Err(e) = db.record_downloads(&counts, &day).await {
-            let mut pending = self.pending();
-            for (version_id, count) in counts {
-                *pending.entry(version_id).or_default() += count;
-            }
-            return Err(e);
-        }
-        Ok(counts.len())
-    }
-}
-
 /// Writes the downloads this replica counted; when there were some, its
 /// rendered records and pages are rendered again, so they show the new
 /// counts at once (other replicas' within [`cache::RENDERED_MAX_AGE`]).
-pub async fn flush_downloads(state: &AppState) -> Result<(), sqlx::Error> {
-    if state.downloads.flush(&state.db).await? > 0 {
-        state.rendered.clear();
+pub async fn flush_downloads(registry: &Registry) -> Result<(), store::Error> {
+    if registry.downloads.flush(&registry.db).await? > 0 {
+        registry.rendered.clear();
     }
     Ok(())
 }
 
-/// Flushes counted downloads every [`DOWNLOAD_FLUSH_INTERVAL`] until the
+/// Flushes counted downloads every [`cache::DOWNLOAD_FLUSH_INTERVAL`] until the
 /// task is stopped.
-pub async fn flush_downloads_periodically(state: actix_web::web::Data<AppState>) {
-    let mut ticks = tokio::time::interval(DOWNLOAD_FLUSH_INTERVAL);
+pub async fn flush_downloads_periodically(registry: std::sync::Arc<Registry>) {
+    let mut ticks = tokio::time::interval(cache::DOWNLOAD_FLUSH_INTERVAL);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        if let Err(e) = flush_downloads(&state).await {
+        if let Err(e) = flush_downloads(&registry).await {
             tracing::warn!(error = %e, "cannot write download counts; kept for the next flush");
         }
         // Keeps what downloads check their cache against no older than
         // this interval, even when only downloads arrive.
-        if let Err(e) = state.index_cache.current_generation(&state.db).await {
+        if let Err(e) = registry.index_cache.current_generation(&registry.db).await {
             tracing::warn!(error = %e, "cannot read the registry generation");
         }
     }
@@ -731,10 +650,10 @@ fn is_subagent_path(path: &MemberPath) -> bool {
 /// blob is read once, in the background after start-up, one at a time, so
 /// no request ever waits for it. Replicas may overlap; the result is the
 /// same.
-pub async fn backfill_extras(state: actix_web::web::Data<AppState>) {
+pub async fn backfill_extras(registry: std::sync::Arc<Registry>) {
     const BATCH: i64 = 50;
     loop {
-        let pending = match state.db.versions_without_extras(BATCH).await {
+        let pending = match registry.db.versions_without_extras(BATCH).await {
             Ok(pending) => pending,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot list versions without extras");
@@ -746,9 +665,9 @@ pub async fn backfill_extras(state: actix_web::web::Data<AppState>) {
         }
         for (id, kind, sha256) in pending {
             let extras = match (kind.parse::<Kind>(), sha256.parse::<Sha256Digest>()) {
-                (Ok(kind), Ok(digest)) => match state.blobs.get(&digest).await {
+                (Ok(kind), Ok(digest)) => match registry.blobs.get(&digest).await {
                     Ok(Some(bytes)) => {
-                        let read = actix_web::web::block(move || {
+                        let read = tokio::task::spawn_blocking(move || {
                             let c = container::read(bytes.as_ref(), &Limits::default()).ok()?;
                             let extras = ContainerExtras::of(kind, &c);
                             let pkg = (kind == Kind::Agent)
@@ -764,7 +683,7 @@ pub async fn backfill_extras(state: actix_web::web::Data<AppState>) {
                         .flatten();
                         match read {
                             Some((extras, Some(pkg), signer)) => {
-                                match super::trust::agent_trust(&state.db, &pkg, &signer).await {
+                                match super::trust::agent_trust(&registry.db, &pkg, &signer).await {
                                     Ok(trust) => extras.with_trust(trust),
                                     Err(e) => {
                                         tracing::warn!(error = %e, "cannot read locked tools for a version's trust");
@@ -786,7 +705,7 @@ pub async fn backfill_extras(state: actix_web::web::Data<AppState>) {
                 _ => ContainerExtras::default(),
             };
             let stored = extras.to_stored();
-            if let Err(e) = state
+            if let Err(e) = registry
                 .db
                 .set_version_extras(id, &stored, extras.max_risk())
                 .await
@@ -796,4 +715,89 @@ pub async fn backfill_extras(state: actix_web::web::Data<AppState>) {
             }
         }
     }
+}
+
+/// `GET /api/v1/index/{kind}/{name}` as sent. The document changes only
+/// with the registry generation (a publish, yank or deletion), so it is
+/// rendered once per generation.
+pub async fn index_answer(
+    registry: &Registry,
+    kind: Kind,
+    name: &PackageName,
+) -> Result<Rendered, ServiceError> {
+    let cache = &registry.index_cache;
+    let generation = cache.current_generation(&registry.db).await?;
+    let normalized = name.normalized();
+    if let Some((body, etag)) = cache.index_body(generation, kind, &normalized) {
+        return Ok(Rendered { body, etag });
+    }
+    let index = get_index(registry, kind, name).await?;
+    let rendered = Rendered::json(&index)?;
+    cache.put_index_body(
+        generation,
+        kind,
+        normalized,
+        rendered.body.clone(),
+        rendered.etag.clone(),
+    );
+    Ok(rendered)
+}
+
+/// Where a download's bytes are fetched when the registry hands them to
+/// the bucket: with S3 storage and a configured redirect lifetime, a
+/// presigned URL of the blob (the bucket, or a CDN in front of it, serves
+/// the bytes; the client sends its `Range` there again). `None`: the
+/// registry serves them itself ([`open_download`]). A redirect counts as
+/// a download unless it resumes one (`resumed`).
+pub async fn download_redirect(
+    registry: &Registry,
+    download: &Download,
+    resumed: bool,
+) -> Result<Option<String>, ServiceError> {
+    let lifetime = registry.settings.download_redirect;
+    if lifetime.is_zero() {
+        return Ok(None);
+    }
+    let url = registry
+        .blobs
+        .presigned_url(&download.digest, lifetime)
+        .await?;
+    if url.is_some() && !resumed {
+        registry.downloads.record(download.version_id);
+    }
+    Ok(url.map(|u| u.to_string()))
+}
+
+/// The bytes of a download: all of them, or the half-open `range`. Counted
+/// as a download unless the range starts past byte 0 (a resumption).
+pub async fn open_download(
+    registry: &Registry,
+    download: &Download,
+    range: Option<std::ops::Range<u64>>,
+) -> Result<BlobBody, ServiceError> {
+    let resumed = range.as_ref().is_some_and(|bytes| bytes.start > 0);
+    let len = range
+        .as_ref()
+        .map_or(download.size, |bytes| bytes.end - bytes.start);
+    let (sent, body) = registry
+        .blobs
+        .download(&download.digest, download.size, range)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::internal(anyhow::anyhow!(
+                "blob {} of version row {} is missing",
+                download.digest,
+                download.version_id
+            ))
+        })?;
+    if sent != len {
+        return Err(ServiceError::internal(anyhow::anyhow!(
+            "blob {} holds {sent} bytes where {len} were expected",
+            download.digest
+        )));
+    }
+    if !resumed {
+        registry.downloads.record(download.version_id);
+    }
+    Ok(body)
 }

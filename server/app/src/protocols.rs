@@ -15,28 +15,25 @@ use agentlang_core::{
     },
 };
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
-use crate::{
-    common::rfc3339,
-    db::{Db, protocols::ProtocolRecord},
-    error::{ApiError, FieldError, LockProblemKind},
-};
+use crate::{FieldError, Registry, ServiceError, error::LockProblemKind, tokens::Authenticated};
+use store::{Db, protocols::ProtocolRecord, time::rfc3339};
 
 /// Most protocols one agent may declare: each costs a lookup at publish.
 pub const MAX_DECLARED_PROTOCOLS: usize = 64;
 
 /// One version of a protocol and where it stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProtocolVersionInfo {
-    #[schema(value_type = String, example = "2.0.0")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "2.0.0"))]
     pub version: Version,
     /// `stable`, `deprecated` or `removed`.
-    #[schema(example = "deprecated")]
+    #[cfg_attr(feature = "openapi", schema(example = "deprecated"))]
     pub status: String,
     /// The version to migrate to (deprecated, and optionally removed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub successor: Option<Version>,
     /// What to do (deprecated, and optionally removed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,13 +44,14 @@ pub struct ProtocolVersionInfo {
 }
 
 /// A protocol with every version it has had, oldest first.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProtocolInfo {
-    #[schema(example = "a2a")]
+    #[cfg_attr(feature = "openapi", schema(example = "a2a"))]
     pub name: String,
     /// `catalog` (kept by the registry's admins) or `package` (a published
     /// protocol package, which agents name `custom/<name>`).
-    #[schema(value_type = String, example = "catalog")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "catalog"))]
     pub source: ProtocolSource,
     pub description: String,
     pub versions: Vec<ProtocolVersionInfo>,
@@ -61,7 +59,8 @@ pub struct ProtocolInfo {
     pub updated_at: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProtocolList {
     pub protocols: Vec<ProtocolInfo>,
 }
@@ -83,18 +82,18 @@ fn version_info(p: &ProtocolVersion, sha256: Option<String>) -> ProtocolVersionI
     }
 }
 
-fn entry_of(record: &ProtocolRecord) -> Result<ProtocolEntry, ApiError> {
+fn entry_of(record: &ProtocolRecord) -> Result<ProtocolEntry, ServiceError> {
     let versions: Vec<ProtocolVersion> =
-        serde_json::from_value(record.versions.0.clone()).map_err(ApiError::internal)?;
+        serde_json::from_value(record.versions.0.clone()).map_err(ServiceError::internal)?;
     ProtocolEntry::new(record.description.clone(), versions).map_err(|errors| {
-        ApiError::internal(anyhow::anyhow!(
+        ServiceError::internal(anyhow::anyhow!(
             "stored protocol {} is invalid: {errors:?}",
             record.name
         ))
     })
 }
 
-fn catalog_info(record: &ProtocolRecord) -> Result<ProtocolInfo, ApiError> {
+fn catalog_info(record: &ProtocolRecord) -> Result<ProtocolInfo, ServiceError> {
     let entry = entry_of(record)?;
     Ok(ProtocolInfo {
         name: record.name.clone(),
@@ -114,7 +113,7 @@ fn catalog_info(record: &ProtocolRecord) -> Result<ProtocolInfo, ApiError> {
 async fn package_info(
     db: &Db,
     name: &PackageName,
-) -> Result<Option<(ProtocolInfo, KnownProtocol)>, ApiError> {
+) -> Result<Option<(ProtocolInfo, KnownProtocol)>, ServiceError> {
     let Some(package) = db.find_package(Kind::Protocol, name).await? else {
         return Ok(None);
     };
@@ -122,20 +121,18 @@ async fn package_info(
     let mut releases = Vec::with_capacity(versions.len());
     let mut hashes = BTreeMap::new();
     for v in &versions {
-        let Ok(version) = Version::parse(&v.version) else {
-            continue;
-        };
-        if let Ok(hash) = Sha256Hash::parse(&format!("sha256:{}", v.sha256)) {
-            hashes.insert(version.clone(), hash);
-        }
+        hashes.insert(
+            v.version.clone(),
+            Sha256Hash::from_bytes(*v.sha256.as_bytes()),
+        );
         let yanked = v.yanked.then(|| v.yank_reason.clone().unwrap_or_default());
-        releases.push((version, yanked));
+        releases.push((v.version.clone(), yanked));
     }
     let Some(entry) = protocols::entry_from_releases(package.description.clone(), &releases) else {
         return Ok(None);
     };
     let info = ProtocolInfo {
-        name: package.name.clone(),
+        name: package.name.to_string(),
         source: ProtocolSource::Package,
         description: entry.description().to_owned(),
         versions: entry
@@ -156,7 +153,8 @@ async fn package_info(
 }
 
 /// The catalog's entries, by name.
-pub async fn list_protocols(db: &Db) -> Result<ProtocolList, ApiError> {
+pub async fn list_protocols(registry: &Registry) -> Result<ProtocolList, ServiceError> {
+    let db = &registry.db;
     let protocols = db
         .list_protocols()
         .await?
@@ -167,8 +165,9 @@ pub async fn list_protocols(db: &Db) -> Result<ProtocolList, ApiError> {
 }
 
 /// A catalog entry, else a published protocol package of that name.
-pub async fn get_protocol(db: &Db, name: &str) -> Result<ProtocolInfo, ApiError> {
-    let not_found = || ApiError::NotFound(format!("protocol {name:?}"));
+pub async fn get_protocol(registry: &Registry, name: &str) -> Result<ProtocolInfo, ServiceError> {
+    let db = &registry.db;
+    let not_found = || ServiceError::NotFound(format!("protocol {name:?}"));
     if let Some(record) = db.find_protocol(name).await? {
         return catalog_info(&record);
     }
@@ -248,11 +247,13 @@ fn version_from_info(
 /// holds is refused: `custom/<name>` and the catalog must never disagree
 /// about what a name means.
 pub async fn put_protocol(
-    db: &Db,
+    registry: &Registry,
+    auth: &Authenticated,
     name: &str,
     description: String,
     infos: Vec<ProtocolVersionInfo>,
-) -> Result<(ProtocolInfo, bool), ApiError> {
+) -> Result<(ProtocolInfo, bool), ServiceError> {
+    auth.require_admin()?;
     let mut errors = Vec::new();
     if infos.len() > protocols::MAX_VERSIONS {
         errors.push(FieldError::new(
@@ -271,25 +272,32 @@ pub async fn put_protocol(
         }
     }
     let Some(package) = package.filter(|_| errors.is_empty()) else {
-        return Err(ApiError::Validation(errors));
+        return Err(ServiceError::Validation(errors));
     };
-    if db.find_package(Kind::Protocol, &package).await?.is_some() {
-        return Err(ApiError::NameTaken(format!(
+    if registry
+        .db
+        .find_package(Kind::Protocol, &package)
+        .await?
+        .is_some()
+    {
+        return Err(ServiceError::NameTaken(format!(
             "{name} is a published protocol package; catalog names and package names are kept apart"
         )));
     }
     let entry = ProtocolEntry::new(description, versions).map_err(|errors| {
-        ApiError::Validation(
+        ServiceError::Validation(
             errors
                 .iter()
                 .map(|e| FieldError::new("versions", e.to_string()))
                 .collect(),
         )
     })?;
-    let json = serde_json::to_value(entry.versions()).map_err(ApiError::internal)?;
-    let (record, created) = db
+    let json = serde_json::to_value(entry.versions()).map_err(ServiceError::internal)?;
+    let (record, created) = registry
+        .db
         .upsert_protocol(package.as_str(), entry.description(), &json)
         .await?;
+    tracing::info!(protocol = %package, by = %auth.username, created, "protocol written");
     Ok((catalog_info(&record)?, created))
 }
 
@@ -297,7 +305,7 @@ pub async fn put_protocol(
 pub async fn known_protocol(
     db: &Db,
     name: &ProtocolName,
-) -> Result<Option<KnownProtocol>, ApiError> {
+) -> Result<Option<KnownProtocol>, ServiceError> {
     if let Some(package) = name.custom_package() {
         return Ok(package_info(db, &package).await?.map(|(_, known)| known));
     }
@@ -317,9 +325,9 @@ pub async fn check_agent_protocols(
     db: &Db,
     spec: &AgentSpec,
     lock: Option<&Lockfile>,
-) -> Result<ProtocolReport, ApiError> {
+) -> Result<ProtocolReport, ServiceError> {
     if spec.protocols.len() > MAX_DECLARED_PROTOCOLS {
-        return Err(ApiError::Validation(vec![FieldError::new(
+        return Err(ServiceError::Validation(vec![FieldError::new(
             "agent.yaml:protocols",
             format!(
                 "declares {} protocols; at most {MAX_DECLARED_PROTOCOLS} are accepted",
@@ -356,9 +364,9 @@ pub async fn check_agent_protocols(
 pub fn require_publishable(
     report: &ProtocolReport,
     lock: Option<&Lockfile>,
-) -> Result<(), ApiError> {
+) -> Result<(), ServiceError> {
     if !report.errors.is_empty() {
-        return Err(ApiError::Validation(
+        return Err(ServiceError::Validation(
             report
                 .errors
                 .iter()
@@ -401,7 +409,7 @@ pub fn require_publishable(
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(ApiError::Lock(LockProblemKind::NotInRegistry, errors))
+        Err(ServiceError::Lock(LockProblemKind::NotInRegistry, errors))
     }
 }
 
@@ -421,10 +429,10 @@ pub struct ProtocolStatusNote {
 /// keeping the versions its lock pins. `spec` and `lock` are the stored
 /// JSON documents.
 pub async fn agent_protocol_status(
-    db: &Db,
+    registry: &Registry,
     spec: &serde_json::Value,
     lock: Option<&serde_json::Value>,
-) -> Result<Vec<ProtocolStatusNote>, ApiError> {
+) -> Result<Vec<ProtocolStatusNote>, ServiceError> {
     if spec
         .get("protocols")
         .and_then(serde_json::Value::as_array)
@@ -433,12 +441,12 @@ pub async fn agent_protocol_status(
         return Ok(Vec::new());
     }
     // The stored spec is the serialized model, which reads back as YAML.
-    let bytes = serde_json::to_vec(spec).map_err(ApiError::internal)?;
+    let bytes = serde_json::to_vec(spec).map_err(ServiceError::internal)?;
     let Ok(agent) = agentlang_core::agent::parse_agent(&bytes) else {
         return Ok(Vec::new());
     };
     let lock: Option<Lockfile> = lock.and_then(|l| serde_json::from_value(l.clone()).ok());
-    let report = check_agent_protocols(db, &agent, lock.as_ref()).await?;
+    let report = check_agent_protocols(&registry.db, &agent, lock.as_ref()).await?;
     let index_of = |path: &str| {
         path.strip_prefix("protocols[")
             .and_then(|rest| rest.split_once(']'))

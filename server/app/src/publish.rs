@@ -9,10 +9,9 @@
 //! between the last two leaves an unreferenced blob, which the sweep removes.
 
 use std::{
-    collections::HashMap,
     io::{Read, Write},
     path::{Path, PathBuf},
-    sync::{Arc, Mutex},
+    sync::Arc,
 };
 
 use bytes::{Buf, Bytes};
@@ -26,32 +25,29 @@ use agentlang_core::{
     },
     lockfile::{Lockfile, Sha256Hash},
     package::{AgentPackage, Members, Package, validate_package},
-    signing::PublicKey,
+    signing::{KeyId, PublicKey},
 };
 use semver::VersionReq;
 use serde_json::Value;
 
 use crate::{
-    blobs::Sha256Digest,
-    common::{
-        names::{NamePattern, Scope},
-        rfc3339,
-    },
-    db::{
-        keys::SigningKeyRecord,
-        packages::{DependencyEdge, NewVersion, PublishError},
-    },
-    error::{ApiError, FieldError},
-    service::tokens::Authenticated,
-    service::{
-        keys,
-        packages::{ContainerExtras, LogRef, Signer, VersionView, version_view},
-        protocols::{check_agent_protocols, require_publishable},
-        quality::{QualitySource, model_facts},
-        tlog,
-    },
-    state::AppState,
+    FieldError, Registry, ServiceError, keys,
+    packages::{ContainerExtras, LogRef, Signer, VersionView, version_view},
+    protocols::{check_agent_protocols, require_publishable},
+    quality::{QualitySource, model_facts},
+    rate_limits::{Bucket, ClientAddr},
+    tlog,
+    tokens::Authenticated,
 };
+use store::{
+    blobs::Sha256Digest,
+    keys::SigningKeyRecord,
+    names::{NamePattern, Scope},
+    packages::{DependencyEdge, NewVersion, PublishError},
+    time::rfc3339,
+};
+
+pub use crate::uploads::{UploadSlot, UploadSlots};
 
 /// Where uploads are spooled, under the data folder.
 pub const SPOOL_DIR: &str = "uploads";
@@ -85,7 +81,7 @@ pub struct Upload {
 
 /// What the verifying thread ends with.
 type Verified = (
-    Result<Container, ReadError<ApiError>>,
+    Result<Container, ReadError<ServiceError>>,
     std::io::Result<tempfile::TempPath>,
 );
 
@@ -108,8 +104,8 @@ pub struct ManifestCheck {
 }
 
 impl ManifestCheck {
-    pub async fn load(state: &AppState, auth: &Authenticated) -> Result<Self, ApiError> {
-        let (keys, kept) = keys::publishing_keys(state, auth.account_id, false).await?;
+    pub async fn load(registry: &Registry, auth: &Authenticated) -> Result<Self, ServiceError> {
+        let (keys, kept) = keys::publishing_keys(registry, auth.account_id, false).await?;
         Ok(Self {
             keys,
             kept,
@@ -122,22 +118,22 @@ impl ManifestCheck {
     fn signing_key<'k>(
         keys: &'k [SigningKeyRecord],
         key_id: &str,
-    ) -> Result<&'k SigningKeyRecord, ApiError> {
-        match keys.iter().find(|k| k.key_id == key_id) {
-            None => Err(ApiError::UnknownKey(format!(
+    ) -> Result<&'k SigningKeyRecord, ServiceError> {
+        match keys.iter().find(|k| k.key_id.as_str() == key_id) {
+            None => Err(ServiceError::UnknownKey(format!(
                 "the container is signed by key {key_id}, which is not registered to your account"
             ))),
-            Some(key) if key.revoked_at.is_some() => Err(ApiError::KeyRevoked(format!(
+            Some(key) if key.revoked_at.is_some() => Err(ServiceError::KeyRevoked(format!(
                 "the container is signed by key {key_id}, which has been revoked"
             ))),
             Some(key) => Ok(key),
         }
     }
 
-    fn check(&self, manifest: &Manifest) -> Result<(), ApiError> {
+    fn check(&self, manifest: &Manifest) -> Result<(), ServiceError> {
         match Self::signing_key(&self.keys, manifest.signer().as_str()) {
             // Looked up again after the body (`check_signer`).
-            Err(ApiError::UnknownKey(_)) if self.kept => {}
+            Err(ServiceError::UnknownKey(_)) if self.kept => {}
             checked => {
                 checked?;
             }
@@ -145,78 +141,10 @@ impl ManifestCheck {
         let name = manifest.name();
         match &self.patterns {
             Some(patterns) if !patterns.iter().any(|p| p.matches(name)) => {
-                Err(ApiError::TokenNotForPackage(name.to_string()))
+                Err(ServiceError::TokenNotForPackage(name.to_string()))
             }
             _ => Ok(()),
         }
-    }
-}
-
-/// Bounds on uploads in flight: so many per process (each holds a blocking
-/// thread, a spool file and the reader's memory) and so many per account.
-#[derive(Debug)]
-pub struct UploadSlots {
-    total: Arc<tokio::sync::Semaphore>,
-    per_account: Arc<Mutex<HashMap<i64, usize>>>,
-    per_account_max: usize,
-}
-
-/// A claimed upload slot, given back when dropped.
-#[derive(Debug)]
-pub struct UploadSlot {
-    _total: tokio::sync::OwnedSemaphorePermit,
-    account_id: i64,
-    per_account: Arc<Mutex<HashMap<i64, usize>>>,
-}
-
-impl Drop for UploadSlot {
-    fn drop(&mut self) {
-        let mut counts = self
-            .per_account
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(n) = counts.get_mut(&self.account_id) {
-            *n -= 1;
-            if *n == 0 {
-                counts.remove(&self.account_id);
-            }
-        }
-    }
-}
-
-impl UploadSlots {
-    pub fn new(total: usize, per_account: usize) -> Self {
-        Self {
-            total: Arc::new(tokio::sync::Semaphore::new(total)),
-            per_account: Arc::default(),
-            per_account_max: per_account,
-        }
-    }
-
-    /// A slot for an upload by `account_id`, at once or never: 429 when the
-    /// account has its share in flight, 503 when the process has.
-    pub fn claim(&self, account_id: i64) -> Result<UploadSlot, ApiError> {
-        let mut counts = self
-            .per_account
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mine = counts.get(&account_id).copied().unwrap_or(0);
-        if mine >= self.per_account_max {
-            return Err(ApiError::RateLimited {
-                retry_after_secs: 5,
-            });
-        }
-        let permit = Arc::clone(&self.total).try_acquire_owned().map_err(|_| {
-            ApiError::Unavailable(
-                "the registry is verifying as many uploads as it can; retry shortly".to_owned(),
-            )
-        })?;
-        counts.insert(account_id, mine + 1);
-        Ok(UploadSlot {
-            _total: permit,
-            account_id,
-            per_account: Arc::clone(&self.per_account),
-        })
     }
 }
 
@@ -299,7 +227,7 @@ impl Upload {
             ..Limits::default()
         };
         let verifier = tokio::task::spawn_blocking(move || -> Verified {
-            let spool = crate::common::files::create_private_dir(&dir)
+            let spool = store::files::create_private_dir(&dir)
                 .and_then(|()| tempfile::NamedTempFile::new_in(&dir));
             let (file, path) = match spool {
                 Ok(spool) => spool.into_parts(),
@@ -332,7 +260,7 @@ impl Upload {
 
     /// Passes on one chunk of the body: 413 past the limit, or the
     /// container's refusal as soon as the verifier has one.
-    pub async fn write(&mut self, chunk: Bytes) -> Result<(), ApiError> {
+    pub async fn write(&mut self, chunk: Bytes) -> Result<(), ServiceError> {
         self.received += chunk.len() as u64;
         if self.received > self.limit {
             return Err(self.too_large());
@@ -348,7 +276,7 @@ impl Upload {
         Ok(())
     }
 
-    async fn send(&mut self, batch: Bytes) -> Result<(), ApiError> {
+    async fn send(&mut self, batch: Bytes) -> Result<(), ServiceError> {
         let Some(feed) = &self.feed else {
             return Ok(());
         };
@@ -356,27 +284,27 @@ impl Upload {
             // The verifier stopped before the body ended: it has refused it.
             self.feed = None;
             return Err(self.outcome().await.err().unwrap_or_else(|| {
-                ApiError::internal(anyhow::anyhow!("the container reader stopped early"))
+                ServiceError::internal(anyhow::anyhow!("the container reader stopped early"))
             }));
         }
         Ok(())
     }
 
-    pub fn too_large(&self) -> ApiError {
-        ApiError::PayloadTooLarge {
+    pub fn too_large(&self) -> ServiceError {
+        ServiceError::PayloadTooLarge {
             limit: usize::try_from(self.limit).unwrap_or(usize::MAX),
         }
     }
 
-    async fn outcome(&mut self) -> Result<(Container, tempfile::TempPath), ApiError> {
+    async fn outcome(&mut self) -> Result<(Container, tempfile::TempPath), ServiceError> {
         let verifier = self
             .verifier
             .take()
-            .ok_or_else(|| ApiError::internal(anyhow::anyhow!("the upload already ended")))?;
-        let (verified, spooled) = verifier.await.map_err(ApiError::internal)?;
-        let path = spooled.map_err(ApiError::internal)?;
+            .ok_or_else(|| ServiceError::internal(anyhow::anyhow!("the upload already ended")))?;
+        let (verified, spooled) = verifier.await.map_err(ServiceError::internal)?;
+        let path = spooled.map_err(ServiceError::internal)?;
         let container = verified.map_err(|e| match e {
-            ReadError::Container(e) => ApiError::ContainerInvalid(e.to_string()),
+            ReadError::Container(e) => ServiceError::ContainerInvalid(e.to_string()),
             ReadError::Refused(refusal) => refusal,
         })?;
         Ok((container, path))
@@ -392,7 +320,7 @@ impl Upload {
     }
 
     /// Ends the body and waits for the verdict on it.
-    pub async fn finish(mut self) -> Result<(SpooledUpload, Container), ApiError> {
+    pub async fn finish(mut self) -> Result<(SpooledUpload, Container), ServiceError> {
         if !self.batch.is_empty() {
             let batch = self.batch.split().freeze();
             self.send(batch).await?;
@@ -408,6 +336,61 @@ impl Upload {
     }
 }
 
+/// A publish under way: the caller's upload slot, what the manifest will
+/// be checked against, and the upload the body is handed to
+/// ([`Upload::write`]) as it arrives.
+#[derive(Debug)]
+pub struct Publishing {
+    _slot: UploadSlot,
+    check: Arc<ManifestCheck>,
+    pub upload: Upload,
+    /// The largest container accepted, in bytes.
+    pub limit: u64,
+}
+
+/// Everything a publish can refuse before its body: the token's `publish`
+/// scope, the publish budgets of the token and of the client's address, an
+/// upload slot (per process and per account), and the caller's signing
+/// keys, read once for the manifest check.
+pub async fn begin_publish(
+    registry: &Registry,
+    auth: &Authenticated,
+    client: &ClientAddr,
+) -> Result<Publishing, ServiceError> {
+    auth.require(Scope::Publish)?;
+    registry
+        .rate_limits
+        .check(Bucket::Publish, &format!("token:{}", auth.token_id))?;
+    registry
+        .rate_limits
+        .check(Bucket::Publish, client.as_str())?;
+    let slot = registry.uploads.claim(auth.account_id)?;
+    let check = Arc::new(ManifestCheck::load(registry, auth).await?);
+    let limit = registry.settings.max_upload_bytes as u64;
+    Ok(Publishing {
+        upload: Upload::start(&registry.settings.data_dir, limit, Arc::clone(&check)),
+        _slot: slot,
+        check,
+        limit,
+    })
+}
+
+/// Ends the body, waits for the verdict on the container, and publishes it.
+pub async fn complete_publish(
+    registry: &Registry,
+    auth: &Authenticated,
+    publishing: Publishing,
+) -> Result<PublishOutcome, ServiceError> {
+    let Publishing {
+        _slot,
+        check,
+        upload,
+        ..
+    } = publishing;
+    let (upload, container) = upload.finish().await?;
+    publish(registry, auth, &check, &upload, container).await
+}
+
 /// How a publish ended.
 #[derive(Debug)]
 pub enum PublishOutcome {
@@ -421,32 +404,32 @@ pub enum PublishOutcome {
 /// The signer must be a registered key of the caller, not revoked, and the
 /// signature must verify over the exact manifest bytes.
 async fn check_signer(
-    state: &AppState,
+    registry: &Registry,
     check: &ManifestCheck,
     container: &Container,
-) -> Result<String, ApiError> {
+) -> Result<KeyId, ServiceError> {
     let key_id = container.manifest().signer().as_str();
     let read;
     let key = match ManifestCheck::signing_key(&check.keys, key_id) {
-        Err(ApiError::UnknownKey(_)) if check.kept => {
-            read = keys::publishing_keys(state, check.account_id, true)
+        Err(ServiceError::UnknownKey(_)) if check.kept => {
+            read = keys::publishing_keys(registry, check.account_id, true)
                 .await?
                 .0;
             ManifestCheck::signing_key(&read, key_id)?
         }
         checked => checked?,
     };
-    let public = PublicKey::from_spki_pem(&key.public_key_pem).map_err(ApiError::internal)?;
+    let public = PublicKey::from_spki_pem(&key.public_key_pem).map_err(ServiceError::internal)?;
     container
         .verify_signature(&public)
-        .map_err(|e| ApiError::SignatureInvalid(e.to_string()))?;
-    Ok(key_id.to_owned())
+        .map_err(|e| ServiceError::SignatureInvalid(e.to_string()))?;
+    Ok(container.manifest().signer().clone())
 }
 
 /// Every problem of the package, each with its file and path, as
 /// `agentlang validate` lists them.
-fn validation_errors(diags: &Diagnostics) -> ApiError {
-    ApiError::Validation(
+fn validation_errors(diags: &Diagnostics) -> ServiceError {
+    ServiceError::Validation(
         diags
             .iter()
             .map(|d| {
@@ -472,14 +455,14 @@ struct Definition {
 /// function `agentlang validate` and `agentlang build` use, on a blocking
 /// thread (JSON Schema compilation and YAML parsing are CPU work). The
 /// container comes back with the verdict.
-async fn read_definition(container: Container) -> Result<(Container, Definition), ApiError> {
+async fn read_definition(container: Container) -> Result<(Container, Definition), ServiceError> {
     let (container, validated) = tokio::task::spawn_blocking(move || {
         let kind = container.manifest().kind();
         let validated = validate_package(kind, &Members::from_container(&container));
         (container, validated)
     })
     .await
-    .map_err(ApiError::internal)?;
+    .map_err(ServiceError::internal)?;
     let package = validated.map_err(|d| validation_errors(&d))?;
     let definition = match &package {
         Package::Agent(pkg) => {
@@ -503,7 +486,7 @@ async fn read_definition(container: Container) -> Result<(Container, Definition)
                 .collect();
             Definition {
                 description: spec.description.clone().unwrap_or_default(),
-                spec: serde_json::to_value(spec).map_err(ApiError::internal)?,
+                spec: serde_json::to_value(spec).map_err(ServiceError::internal)?,
                 keywords,
                 dependencies,
                 required_tools: Vec::new(),
@@ -519,7 +502,7 @@ async fn read_definition(container: Container) -> Result<(Container, Definition)
             ];
             Definition {
                 description: spec.description.clone(),
-                spec: serde_json::to_value(spec).map_err(ApiError::internal)?,
+                spec: serde_json::to_value(spec).map_err(ServiceError::internal)?,
                 keywords,
                 dependencies: Vec::new(),
                 required_tools: Vec::new(),
@@ -531,7 +514,7 @@ async fn read_definition(container: Container) -> Result<(Container, Definition)
             let deps = spec.dependency_requirements();
             Definition {
                 description: spec.description().to_owned(),
-                spec: serde_json::to_value(spec).map_err(ApiError::internal)?,
+                spec: serde_json::to_value(spec).map_err(ServiceError::internal)?,
                 keywords: Vec::new(),
                 required_tools: deps.keys().cloned().collect(),
                 dependencies: deps
@@ -552,10 +535,10 @@ async fn read_definition(container: Container) -> Result<(Container, Definition)
 /// A tool's dependencies must name tools that exist: the resolver treats an
 /// unknown name as fatal, so such a version could never be resolved.
 async fn check_dependencies_exist(
-    state: &AppState,
+    registry: &Registry,
     name: &PackageName,
     required: &[PackageName],
-) -> Result<(), ApiError> {
+) -> Result<(), ServiceError> {
     let mut errors = Vec::new();
     for dep in required {
         if dep.normalized() == name.normalized() {
@@ -563,7 +546,7 @@ async fn check_dependencies_exist(
                 format!("dependencies.{dep}"),
                 "a tool cannot depend on itself",
             ));
-        } else if state.db.find_package(Kind::Tool, dep).await?.is_none() {
+        } else if registry.db.find_package(Kind::Tool, dep).await?.is_none() {
             errors.push(FieldError::new(
                 format!("dependencies.{dep}"),
                 format!("no tool named {dep} is published on this registry"),
@@ -573,23 +556,26 @@ async fn check_dependencies_exist(
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(ApiError::Validation(errors))
+        Err(ServiceError::Validation(errors))
     }
 }
 
 /// Every live version of each tool the lock pins, as the lock checks need
 /// them. The lock pins at most `lockcheck::MAX_LOCKED_TOOLS` tools
 /// (validation refuses more), which bounds the reads.
-async fn published_tools(state: &AppState, lock: &Lockfile) -> Result<PublishedTools, ApiError> {
+async fn published_tools(
+    registry: &Registry,
+    lock: &Lockfile,
+) -> Result<PublishedTools, ServiceError> {
     let mut published = PublishedTools::new();
     for name in lock.tools.keys() {
-        let Some(index) = state.db.package_index(Kind::Tool, name).await? else {
+        let Some(index) = registry.db.package_index(Kind::Tool, name).await? else {
             continue;
         };
         let mut versions = Vec::with_capacity(index.versions.len());
         for v in index.versions {
             let bad = |what: &str, e: &dyn std::fmt::Display| {
-                ApiError::internal(anyhow::anyhow!("stored {what} of tool {name}: {e}"))
+                ServiceError::internal(anyhow::anyhow!("stored {what} of tool {name}: {e}"))
             };
             let mut dependencies = std::collections::BTreeMap::new();
             for (dep, req) in &v.dependencies {
@@ -599,9 +585,8 @@ async fn published_tools(state: &AppState, lock: &Lockfile) -> Result<PublishedT
                 );
             }
             versions.push(PublishedTool {
-                version: Version::parse(&v.version).map_err(|e| bad("version", &e))?,
-                hash: Sha256Hash::parse(&format!("sha256:{}", v.sha256))
-                    .map_err(|e| bad("hash", &e))?,
+                version: v.version,
+                hash: Sha256Hash::from_bytes(*v.sha256.as_bytes()),
                 yanked: v.yanked,
                 dependencies,
             });
@@ -614,17 +599,15 @@ async fn published_tools(state: &AppState, lock: &Lockfile) -> Result<PublishedT
 /// The lock of the agent's previous version: the newest live version below
 /// the one being published.
 async fn previous_lock(
-    state: &AppState,
+    registry: &Registry,
     name: &PackageName,
     version: &Version,
-) -> Result<Option<Lockfile>, ApiError> {
-    let Some(package) = state.db.find_package(Kind::Agent, name).await? else {
+) -> Result<Option<Lockfile>, ServiceError> {
+    let Some(package) = registry.db.find_package(Kind::Agent, name).await? else {
         return Ok(None);
     };
-    let versions = state.db.list_versions(package.id).await?;
-    let previous = versions
-        .into_iter()
-        .find(|v| semver::Version::parse(&v.version).is_ok_and(|v| v < *version.semver()));
+    let versions = registry.db.list_versions(package.id).await?;
+    let previous = versions.into_iter().find(|v| v.version < *version);
     Ok(previous
         .and_then(|v| v.lockfile)
         .and_then(|json| serde_json::from_value::<Lockfile>(json.0).ok()))
@@ -637,15 +620,15 @@ async fn previous_lock(
 /// found is the answer, with one field error per tool or file. Returns the
 /// lock as JSON for storage.
 async fn check_lock(
-    state: &AppState,
+    registry: &Registry,
     container: &Container,
     pkg: &AgentPackage,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Value>, ServiceError> {
     let manifest = container.manifest();
     let mut problems = check_local(pkg, &MemberHashes::from_manifest(manifest));
     if let Some(lock) = &pkg.lock {
-        let published = published_tools(state, lock).await?;
-        let previous = previous_lock(state, manifest.name(), manifest.version()).await?;
+        let published = published_tools(registry, lock).await?;
+        let previous = previous_lock(registry, manifest.name(), manifest.version()).await?;
         problems.extend(check_tools(
             &pkg.tool_requirements(),
             lock,
@@ -654,7 +637,7 @@ async fn check_lock(
         ));
     }
     if let Some((kind, of_kind)) = first_kind(&problems) {
-        return Err(ApiError::Lock(
+        return Err(ServiceError::Lock(
             kind,
             of_kind
                 .into_iter()
@@ -666,42 +649,42 @@ async fn check_lock(
         .as_ref()
         .map(serde_json::to_value)
         .transpose()
-        .map_err(ApiError::internal)
+        .map_err(ServiceError::internal)
 }
 
 /// An agent's protocols against the catalog and its lock (errors refuse
 /// the version), then its deterministic quality report, computed on a
 /// blocking thread, to be stored with the version.
 async fn check_agent_protocols_and_quality(
-    state: &AppState,
+    registry: &Registry,
     container: &Container,
     pkg: &AgentPackage,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Value>, ServiceError> {
     let lock = pkg.lock.as_ref();
-    let report = check_agent_protocols(&state.db, &pkg.agent, lock).await?;
+    let report = check_agent_protocols(&registry.db, &pkg.agent, lock).await?;
     require_publishable(&report, lock)?;
-    let models = model_facts(&state.db).await?;
+    let models = model_facts(&registry.db).await?;
     let source = QualitySource::of(container, pkg);
     let report = tokio::task::spawn_blocking(move || source.report(&models))
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(ServiceError::internal)?;
     serde_json::to_value(&report)
         .map(Some)
-        .map_err(ApiError::internal)
+        .map_err(ServiceError::internal)
 }
 
 /// A protocol package may not take a name the protocol catalog holds:
 /// `custom/<name>` and the catalog's `<name>` must not be confused.
-async fn check_protocol_name(state: &AppState, name: &PackageName) -> Result<(), ApiError> {
-    let clash = state.db.find_protocol(name.as_str()).await?.is_some()
-        || state
+async fn check_protocol_name(registry: &Registry, name: &PackageName) -> Result<(), ServiceError> {
+    let clash = registry.db.find_protocol(name.as_str()).await?.is_some()
+        || registry
             .db
             .list_protocols()
             .await?
             .iter()
-            .any(|p| crate::common::normalize(&p.name) == name.normalized());
+            .any(|p| agentlang_core::names::normalize(&p.name) == name.normalized());
     if clash {
-        return Err(ApiError::NameTaken(format!(
+        return Err(ServiceError::NameTaken(format!(
             "{name} is a protocol of this registry's catalog; publish custom protocols under another name"
         )));
     }
@@ -711,14 +694,14 @@ async fn check_protocol_name(state: &AppState, name: &PackageName) -> Result<(),
 /// Refusals that need no write: ownership, spelling, an existing version.
 /// `Ok(Some(view))` is an idempotent retry of identical bytes.
 async fn check_package(
-    state: &AppState,
+    registry: &Registry,
     auth: &Authenticated,
     container: &Container,
     sha256: &Sha256Digest,
-) -> Result<Option<VersionView>, ApiError> {
+) -> Result<Option<VersionView>, ServiceError> {
     let manifest = container.manifest();
     let (kind, name, version) = (manifest.kind(), manifest.name(), manifest.version());
-    let Some(found) = state
+    let Some(found) = registry
         .db
         .publish_precheck(kind, name, auth.account_id, version)
         .await?
@@ -726,14 +709,14 @@ async fn check_package(
         return Ok(None);
     };
     let package = found.package;
-    if package.name != name.as_str() {
-        return Err(ApiError::NameTaken(format!(
+    if package.name != *name {
+        return Err(ServiceError::NameTaken(format!(
             "the {kind} {} exists; {name} is the same name spelled differently",
             package.name
         )));
     }
     if !found.is_owner {
-        return Err(ApiError::NotOwner(format!(
+        return Err(ServiceError::NotOwner(format!(
             "you are not an owner of the {kind} {}",
             package.name
         )));
@@ -741,10 +724,10 @@ async fn check_package(
     match found.existing_sha256 {
         None => Ok(None),
         // An identical retry: answered with the record as stored.
-        Some(existing) if existing == sha256.to_string() && found.existing_deleted_at.is_none() => {
-            existing_version(state, &package, container, sha256).await
+        Some(existing) if existing == *sha256 && found.existing_deleted_at.is_none() => {
+            existing_version(registry, &package, container, sha256).await
         }
-        Some(_) => Err(ApiError::VersionExists(format!(
+        Some(_) => Err(ServiceError::VersionExists(format!(
             "{} {} {version} already exists (or existed): versions are never reused",
             package.kind, package.name
         ))),
@@ -754,18 +737,18 @@ async fn check_package(
 /// `Ok(Some)` when this exact version was published with these bytes,
 /// `Err(VersionExists)` when with other bytes, `Ok(None)` when never.
 async fn existing_version(
-    state: &AppState,
-    package: &crate::db::packages::PackageRecord,
+    registry: &Registry,
+    package: &store::packages::PackageRecord,
     container: &Container,
     sha256: &Sha256Digest,
-) -> Result<Option<VersionView>, ApiError> {
+) -> Result<Option<VersionView>, ServiceError> {
     let version = container.manifest().version();
-    match state.db.find_version(package.id, version).await? {
+    match registry.db.find_version(package.id, version).await? {
         None => Ok(None),
-        Some(record) if record.sha256 == sha256.to_string() && record.deleted_at.is_none() => {
-            Ok(Some(version_view(state, package, record).await?))
+        Some(record) if record.sha256 == *sha256 && record.deleted_at.is_none() => {
+            Ok(Some(version_view(registry, package, record).await?))
         }
-        Some(_) => Err(ApiError::VersionExists(format!(
+        Some(_) => Err(ServiceError::VersionExists(format!(
             "{} {} {version} already exists (or existed): versions are never reused",
             package.kind, package.name
         ))),
@@ -774,10 +757,10 @@ async fn existing_version(
 
 /// Removes the blob a failed publish wrote, unless a version refers to it.
 /// Best effort: the sweep removes whatever this misses.
-async fn discard_blob(state: &AppState, sha256: &Sha256Digest) {
-    match state.db.blob_is_referenced(sha256).await {
+async fn discard_blob(registry: &Registry, sha256: &Sha256Digest) {
+    match registry.db.blob_is_referenced(sha256).await {
         Ok(false) => {
-            if let Err(e) = state.blobs.delete(sha256).await {
+            if let Err(e) = registry.blobs.delete(sha256).await {
                 tracing::warn!(error = %e, blob = %sha256, "cannot discard an unpublished blob");
             }
         }
@@ -789,52 +772,55 @@ async fn discard_blob(state: &AppState, sha256: &Sha256Digest) {
 /// Verifies and publishes a spooled container for `auth`. The upload limit
 /// bounds the compressed container.
 pub async fn publish(
-    state: &AppState,
+    registry: &Registry,
     auth: &Authenticated,
     check: &ManifestCheck,
     upload: &SpooledUpload,
     container: Container,
-) -> Result<PublishOutcome, ApiError> {
+) -> Result<PublishOutcome, ServiceError> {
     auth.require(Scope::Publish)?;
     auth.require_package(container.manifest().name())?;
-    let signer = check_signer(state, check, &container).await?;
+    let signer = check_signer(registry, check, &container).await?;
     let (container, definition) = read_definition(container).await?;
     let manifest = container.manifest();
     let (kind, name, version) = (manifest.kind(), manifest.name(), manifest.version());
-    if let Some(view) = check_package(state, auth, &container, &upload.sha256).await? {
+    if let Some(view) = check_package(registry, auth, &container, &upload.sha256).await? {
         return Ok(PublishOutcome::Unchanged(Box::new(view)));
     }
-    check_dependencies_exist(state, name, &definition.required_tools).await?;
+    check_dependencies_exist(registry, name, &definition.required_tools).await?;
     let lockfile = match &definition.package {
-        Package::Agent(pkg) => check_lock(state, &container, pkg).await?,
+        Package::Agent(pkg) => check_lock(registry, &container, pkg).await?,
         Package::Tool(_) | Package::Protocol(_) => None,
     };
     let quality_report = match &definition.package {
-        Package::Agent(pkg) => check_agent_protocols_and_quality(state, &container, pkg).await?,
+        Package::Agent(pkg) => check_agent_protocols_and_quality(registry, &container, pkg).await?,
         Package::Protocol(_) => {
-            check_protocol_name(state, name).await?;
+            check_protocol_name(registry, name).await?;
             None
         }
         Package::Tool(_) => None,
     };
-    let manifest_json: Value = serde_json::to_value(manifest).map_err(ApiError::internal)?;
+    let manifest_json: Value = serde_json::to_value(manifest).map_err(ServiceError::internal)?;
     let extras = match &definition.package {
         Package::Agent(pkg) => ContainerExtras::of(kind, &container)
-            .with_trust(super::trust::agent_trust(&state.db, pkg, &signer).await?),
+            .with_trust(super::trust::agent_trust(&registry.db, pkg, signer.as_str()).await?),
         Package::Tool(_) | Package::Protocol(_) => ContainerExtras::of(kind, &container),
     };
     let max_risk = extras.max_risk();
     let trust = extras.trust.clone();
     let extras = extras.to_stored();
 
-    state.blobs.put_file(upload.path(), &upload.sha256).await?;
+    registry
+        .blobs
+        .put_file(upload.path(), &upload.sha256)
+        .await?;
     let log_entry = tlog::publish_entry(
         kind,
         name,
         version,
         &upload.sha256.to_string(),
         Some(signer.as_str()),
-        &auth.username,
+        auth.username.as_str(),
     );
     let new = NewVersion {
         kind,
@@ -855,50 +841,50 @@ pub async fn publish(
         publisher: auth.account_id,
         log_entry,
     };
-    let (new, committed) = state.publish_queue.commit(new).await?;
+    let (new, committed) = registry.publish_queue.commit(new).await?;
     let published = match committed {
         Ok(published) => published,
         Err(err) => {
             let answer = match err {
                 PublishError::NameTaken { .. } | PublishError::SpelledDifferently { .. } => {
-                    ApiError::NameTaken(err.to_string())
+                    ServiceError::NameTaken(err.to_string())
                 }
-                PublishError::NotOwner { .. } => ApiError::NotOwner(err.to_string()),
-                PublishError::KeyRevoked { .. } => ApiError::KeyRevoked(err.to_string()),
+                PublishError::NotOwner { .. } => ServiceError::NotOwner(err.to_string()),
+                PublishError::KeyRevoked { .. } => ServiceError::KeyRevoked(err.to_string()),
                 PublishError::VersionExists { .. } => {
                     // Lost a race: identical bytes are still a retry.
-                    let package = state.db.find_package(kind, name).await?;
+                    let package = registry.db.find_package(kind, name).await?;
                     match package {
                         Some(package) => {
-                            match existing_version(state, &package, &container, &upload.sha256)
+                            match existing_version(registry, &package, &container, &upload.sha256)
                                 .await
                             {
                                 Ok(Some(view)) => {
                                     return Ok(PublishOutcome::Unchanged(Box::new(view)));
                                 }
-                                Ok(None) => ApiError::VersionExists(err.to_string()),
+                                Ok(None) => ServiceError::VersionExists(err.to_string()),
                                 Err(e) => e,
                             }
                         }
-                        None => ApiError::VersionExists(err.to_string()),
+                        None => ServiceError::VersionExists(err.to_string()),
                     }
                 }
-                PublishError::Db(e) => ApiError::internal(e),
+                PublishError::Db(e) => ServiceError::internal(e),
             };
-            discard_blob(state, &upload.sha256).await;
+            discard_blob(registry, &upload.sha256).await;
             return Err(answer);
         }
     };
-    state.tlog.appended();
-    state.metrics.publishes.inc();
+    registry.tlog.appended();
+    registry.metrics.publishes.inc();
     tracing::info!(%kind, %name, %version, sha256 = %upload.sha256, by = %auth.username, new_package = published.new_package, "published");
     // The record as `GET` will show it, from what was just written (the
     // transaction checked that the package's name is spelled this way).
     Ok(PublishOutcome::Created(Box::new(VersionView {
         kind,
-        name: name.to_string(),
-        version: version.to_string(),
-        sha256: upload.sha256.to_string(),
+        name: name.clone(),
+        version: version.clone(),
+        sha256: upload.sha256,
         hash: format!("sha256:{}", upload.sha256),
         size: i64::try_from(upload.size).unwrap_or(i64::MAX),
         manifest: new.manifest,

@@ -12,12 +12,10 @@
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{
-    db::{
-        Db,
-        packages::{NewVersion, PublishError, PublishedVersion},
-    },
-    error::ApiError,
+use crate::ServiceError;
+use store::{
+    Db,
+    packages::{NewVersion, PublishError, PublishedVersion},
 };
 
 /// Publishes in one transaction at most: bounds how long one batch holds
@@ -69,9 +67,9 @@ impl PublishQueue {
     }
 
     /// Commits `version` in the next batch; it comes back with the outcome.
-    pub async fn commit(&self, version: NewVersion) -> Result<Outcome, ApiError> {
+    pub async fn commit(&self, version: NewVersion) -> Result<Outcome, ServiceError> {
         let (reply, outcome) = oneshot::channel();
-        let stopped = || ApiError::internal(anyhow::anyhow!("the publish queue has stopped"));
+        let stopped = || ServiceError::internal(anyhow::anyhow!("the publish queue has stopped"));
         self.jobs
             .send(Job { version, reply })
             .await

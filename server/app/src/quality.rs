@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use agentlang_core::{
+    Kind, PackageName, Version,
     container::{Container, ENCRYPTED_PROMPT_PATH, PROMPT_PATH},
     crypt::MIN_ENVELOPE_LEN,
     package::AgentPackage,
@@ -18,10 +19,11 @@ use agentlang_core::{
     quality::{self, ModelFacts, PromptText, QualityInput, QualityReport},
 };
 
-use crate::{db::Db, error::ApiError};
+use crate::{Registry, ServiceError};
+use store::Db;
 
 /// The registry's models catalog as the rules read it.
-pub async fn model_facts(db: &Db) -> Result<BTreeMap<String, ModelFacts>, ApiError> {
+pub async fn model_facts(db: &Db) -> Result<BTreeMap<String, ModelFacts>, ServiceError> {
     Ok(db
         .list_models()
         .await?
@@ -81,11 +83,29 @@ impl QualitySource {
 }
 
 /// A version's stored report; `None` for versions without one.
-pub async fn stored_report(db: &Db, version_id: i64) -> Result<Option<QualityReport>, ApiError> {
-    match db.quality_report(version_id).await? {
+pub async fn stored_report(
+    registry: &Registry,
+    version_id: i64,
+) -> Result<Option<QualityReport>, ServiceError> {
+    match registry.db.quality_report(version_id).await? {
         Some(json) => serde_json::from_value(json)
             .map(Some)
-            .map_err(ApiError::internal),
+            .map_err(ServiceError::internal),
         None => Ok(None),
     }
+}
+
+/// The stored report of a published version: not found for an unknown
+/// version, or one published before reports were.
+pub async fn report_of(
+    registry: &Registry,
+    kind: Kind,
+    name: &PackageName,
+    version: &Version,
+) -> Result<QualityReport, ServiceError> {
+    let package = crate::packages::find_package(registry, kind, name).await?;
+    let record = crate::packages::find_version(registry, &package, version).await?;
+    stored_report(registry, record.id).await?.ok_or_else(|| {
+        ServiceError::NotFound(format!("a quality report of {kind} {name} {version}"))
+    })
 }

@@ -15,15 +15,14 @@ use aes_gcm::{
 use sha2::{Digest, Sha256};
 
 use crate::{
-    common::{
-        now,
-        secrets::{random_hex, secret_hash},
-    },
-    error::ApiError,
-    rate_limit::ClientAddr,
-    service::{accounts::Actor, audit, credentials},
-    state::AppState,
+    Registry, ServiceError,
+    accounts::Actor,
+    audit, credentials,
+    rate_limits::ClientAddr,
+    secrets::{random_hex, secret_hash},
 };
+use agentlang_core::Username;
+use store::now;
 
 /// Sessions end this long after sign-in, used or not.
 pub const SESSION_LIFETIME_SECS: i64 = 7 * 24 * 3600;
@@ -35,7 +34,7 @@ const TAG_LEN: usize = 16;
 pub struct Session {
     pub id_hash: String,
     pub account_id: i64,
-    pub username: String,
+    pub username: Username,
     pub is_admin: bool,
     pub csrf_token: String,
     /// Derived from the cookie secret; never stored.
@@ -65,11 +64,11 @@ impl Session {
 #[derive(Debug)]
 pub struct NewSession {
     pub cookie_secret: String,
-    pub username: String,
+    pub username: Username,
 }
 
-fn internal(e: impl std::fmt::Display) -> ApiError {
-    ApiError::internal(anyhow::anyhow!("{e}"))
+fn internal(e: impl std::fmt::Display) -> ServiceError {
+    ServiceError::internal(anyhow::anyhow!("{e}"))
 }
 
 fn flash_key(cookie_secret: &str) -> [u8; 32] {
@@ -82,15 +81,15 @@ fn flash_key(cookie_secret: &str) -> [u8; 32] {
 /// Signs in with a password (sign-in limits apply); the new session's
 /// cookie secret.
 pub async fn sign_in(
-    state: &AppState,
+    registry: &Registry,
     client: &ClientAddr,
     username: &str,
     password: &str,
-) -> Result<NewSession, ApiError> {
-    let account = credentials::check_password(state, client, username, password).await?;
+) -> Result<NewSession, ServiceError> {
+    let account = credentials::check_password(registry, client, username, password).await?;
     let cookie_secret = random_hex().map_err(internal)?;
     let csrf_token = random_hex().map_err(internal)?;
-    state
+    registry
         .db
         .create_web_session(
             &secret_hash(&cookie_secret),
@@ -100,7 +99,7 @@ pub async fn sign_in(
         )
         .await?;
     audit::record(
-        state,
+        registry,
         account.id,
         "signed_in",
         &format!("from {}", client.as_str()),
@@ -114,9 +113,12 @@ pub async fn sign_in(
 }
 
 /// The live session a cookie holds, if any.
-pub async fn load(state: &AppState, cookie_secret: &str) -> Result<Option<Session>, ApiError> {
+pub async fn load(
+    registry: &Registry,
+    cookie_secret: &str,
+) -> Result<Option<Session>, ServiceError> {
     let id_hash = secret_hash(cookie_secret);
-    let record = state.db.find_web_session(&id_hash).await?;
+    let record = registry.db.find_web_session(&id_hash).await?;
     Ok(record.map(|r| Session {
         id_hash,
         account_id: r.account_id,
@@ -128,18 +130,21 @@ pub async fn load(state: &AppState, cookie_secret: &str) -> Result<Option<Sessio
 }
 
 /// Ends this session.
-pub async fn sign_out(state: &AppState, session: &Session) -> Result<(), ApiError> {
-    Ok(state.db.delete_web_session(&session.id_hash).await?)
+pub async fn sign_out(registry: &Registry, session: &Session) -> Result<(), ServiceError> {
+    Ok(registry.db.delete_web_session(&session.id_hash).await?)
 }
 
 /// Ends every session of the account, this one included.
-pub async fn sign_out_everywhere(state: &AppState, session: &Session) -> Result<u64, ApiError> {
-    let ended = state
+pub async fn sign_out_everywhere(
+    registry: &Registry,
+    session: &Session,
+) -> Result<u64, ServiceError> {
+    let ended = registry
         .db
         .delete_account_sessions(session.account_id, None)
         .await?;
     audit::record(
-        state,
+        registry,
         session.account_id,
         "signed_out_everywhere",
         &format!("{ended} sessions ended"),
@@ -150,11 +155,11 @@ pub async fn sign_out_everywhere(state: &AppState, session: &Session) -> Result<
 
 /// Keeps a new token for the session's next page view, encrypted.
 pub async fn flash_token(
-    state: &AppState,
+    registry: &Registry,
     session: &Session,
     name: &str,
     token: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), ServiceError> {
     let mut nonce = [0u8; NONCE_LEN];
     getrandom::fill(&mut nonce).map_err(internal)?;
     let mut sealed = token.as_bytes().to_vec();
@@ -168,7 +173,7 @@ pub async fn flash_token(
     let mut stored = nonce.to_vec();
     stored.extend_from_slice(&sealed);
     stored.extend_from_slice(&tag);
-    Ok(state
+    Ok(registry
         .db
         .set_session_flash(&session.id_hash, name, &hex::encode(stored))
         .await?)
@@ -176,10 +181,10 @@ pub async fn flash_token(
 
 /// The flashed token (name, token), taken: a second view shows nothing.
 pub async fn take_flash(
-    state: &AppState,
+    registry: &Registry,
     session: &Session,
-) -> Result<Option<(String, String)>, ApiError> {
-    let Some((name, stored)) = state.db.take_session_flash(&session.id_hash).await? else {
+) -> Result<Option<(String, String)>, ServiceError> {
+    let Some((name, stored)) = registry.db.take_session_flash(&session.id_hash).await? else {
         return Ok(None);
     };
     let opened = hex::decode(stored)

@@ -5,11 +5,10 @@
 
 use std::{collections::HashSet, time::Duration};
 
-use crate::{
-    blobs::{Blobs, Sha256Digest, SweepReport},
-    db::Db,
-    state::AppState,
-};
+use store::{Blobs, Db, blobs::Sha256Digest};
+
+use crate::Registry;
+pub use store::blobs::SweepReport;
 
 /// Deletes the blobs no live version refers to that are older than
 /// `grace`. The referenced set is read after listing would begin, so a
@@ -25,8 +24,9 @@ pub async fn sweep_unreferenced(
 }
 
 /// One sweep with the configured grace period.
-pub async fn sweep_once(state: &AppState) -> anyhow::Result<SweepReport> {
-    let report = sweep_unreferenced(&state.db, &state.blobs, state.config.sweep_grace).await?;
+pub async fn sweep_once(registry: &Registry) -> anyhow::Result<SweepReport> {
+    let report =
+        sweep_unreferenced(&registry.db, &registry.blobs, registry.settings.sweep_grace).await?;
     if !report.deleted.is_empty() {
         tracing::info!(
             deleted = report.deleted.len(),
@@ -40,14 +40,14 @@ pub async fn sweep_once(state: &AppState) -> anyhow::Result<SweepReport> {
 
 /// Sweeps every `interval` until the task is dropped; failures are logged
 /// and retried at the next tick.
-pub async fn sweep_periodically(state: actix_web::web::Data<AppState>, interval: Duration) {
+pub async fn sweep_periodically(registry: std::sync::Arc<Registry>, interval: Duration) {
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // The first tick is immediate; a starting replica need not sweep at once.
     ticks.tick().await;
     loop {
         ticks.tick().await;
-        if let Err(e) = sweep_once(&state).await {
+        if let Err(e) = sweep_once(&registry).await {
             tracing::warn!(error = format!("{e:#}"), "blob sweep failed");
         }
     }

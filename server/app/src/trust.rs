@@ -15,7 +15,7 @@ use agentlang_core::{
     trust::AgentTrust,
 };
 
-use crate::db::Db;
+use store::Db;
 
 /// What each tool pinned in `lock` asks for, from the tools' stored
 /// tool.yaml, in one query per chunk of names. A pin the registry no
@@ -23,18 +23,17 @@ use crate::db::Db;
 pub async fn locked_tool_capabilities(
     db: &Db,
     lock: &Lockfile,
-) -> Result<Vec<ToolCapabilities>, sqlx::Error> {
+) -> Result<Vec<ToolCapabilities>, store::Error> {
     let names: Vec<String> = lock.tools.keys().map(|n| n.normalized()).collect();
     let rows = db.tool_permissions(&names).await?;
     // Every live version of every pinned tool comes back: index them once.
     let by_pin: HashMap<(&str, Version), Option<&str>> = rows
         .iter()
-        .filter_map(|r| {
-            let version = Version::parse(&r.version).ok()?;
-            Some((
-                (r.normalized_name.as_str(), version),
+        .map(|r| {
+            (
+                (r.normalized_name.as_str(), r.version.clone()),
                 r.permissions.as_deref(),
-            ))
+            )
         })
         .collect();
     Ok(lock
@@ -64,7 +63,7 @@ pub async fn agent_trust(
     db: &Db,
     pkg: &AgentPackage,
     signer: &str,
-) -> Result<AgentTrust, sqlx::Error> {
+) -> Result<AgentTrust, store::Error> {
     let tools = match &pkg.lock {
         Some(lock) => locked_tool_capabilities(db, lock).await?,
         None => Vec::new(),

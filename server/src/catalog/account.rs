@@ -1,6 +1,6 @@
 //! Signed-in pages: API tokens, signing keys, package owners and
 //! invitations, password and sessions, activity, yank forms. Every rule is
-//! a service's ([`crate::service`]); these handlers turn forms into calls
+//! a service's ([`app`]); these handlers turn forms into calls
 //! and refusals into messages.
 //!
 //! Every POST checks the session's CSRF token first (403 page without it),
@@ -9,7 +9,7 @@
 //! 403).
 
 use actix_web::{HttpResponse, http::StatusCode, web};
-use agentlang_core::{Kind, PackageName, Version};
+use agentlang_core::{Kind, Version};
 use agentlang_web::{
     model::{
         ApiTokenView, AuditView, InvitationView, NewTokenView, OwnedPackage, PackageRef,
@@ -25,21 +25,19 @@ use super::{
     session::{SessionPage, SignedIn},
     views::{owner_view, timestamp},
 };
-use crate::{
-    common::{
-        names::{Password, Scope},
-        now,
-    },
-    db::packages::PackageRecord,
-    error::{ApiError, FieldError},
-    rate_limit::ClientAddr,
-    service::{
-        accounts::{self, PasswordChange},
-        audit, keys, owners, packages, sessions,
-        tokens::{self, TokenSpec},
-    },
-    state::AppState,
+use app::{FieldError, ServiceError};
+use app::{
+    accounts::{self, PasswordChange},
+    audit,
+    credentials::Password,
+    keys, owners, packages,
+    packages::PackageRecord,
+    sessions,
+    time::now,
+    tokens::{self, Scope, TokenSpec},
 };
+
+use crate::{rate_limit::Client, state::AppState};
 
 /// Packages the account page lists at most.
 const MAX_OWNED_SHOWN: i64 = 500;
@@ -71,7 +69,7 @@ async fn account_page(
         .collect();
     let keys = keys::list_keys(state, s.account_id)
         .await?
-        .into_iter()
+        .iter()
         .map(key_summary)
         .collect();
     let packages = owners::owned_packages(state, s.account_id, MAX_OWNED_SHOWN)
@@ -83,21 +81,19 @@ async fn account_page(
                 name: p.name,
             },
             owners: p.owners.iter().map(owner_view).collect(),
-            invited: p.invited,
+            invited: p.invited.iter().map(ToString::to_string).collect(),
         })
         .collect();
     let invitations = owners::invitations_for(state, s.account_id)
         .await?
         .into_iter()
-        .filter_map(|i| {
-            Some(InvitationView {
-                package: PackageRef {
-                    kind: i.kind.parse().ok()?,
-                    name: PackageName::new(i.name.as_str()).ok()?,
-                },
-                invited_by: i.invited_by,
-                expires_at: timestamp(i.expires_at),
-            })
+        .map(|i| InvitationView {
+            package: PackageRef {
+                kind: i.kind,
+                name: i.name,
+            },
+            invited_by: i.invited_by.map(|u| u.to_string()),
+            expires_at: timestamp(i.expires_at),
         })
         .collect();
     let audit = audit::list(state, s.account_id)
@@ -112,7 +108,7 @@ async fn account_page(
     Ok(AccountPage {
         chrome: s.chrome(),
         csrf_token: s.csrf_token.clone(),
-        username: s.username.clone(),
+        username: s.username.to_string(),
         new_token,
         tokens,
         scopes: Scope::ALL
@@ -147,7 +143,7 @@ async fn refused(
 async fn refusal(
     state: &AppState,
     session: &SignedIn,
-    err: ApiError,
+    err: ServiceError,
 ) -> Result<HttpResponse, CatalogError> {
     let fields = |errors: &[FieldError]| -> Vec<String> {
         errors
@@ -156,12 +152,12 @@ async fn refusal(
             .collect()
     };
     let (status, messages) = match &err {
-        ApiError::Validation(errors) => (StatusCode::UNPROCESSABLE_ENTITY, fields(errors)),
-        ApiError::Conflict(m) => (StatusCode::CONFLICT, vec![m.clone()]),
-        ApiError::NotOwner(m) | ApiError::SeniorOwner(m) => {
+        ServiceError::Validation(errors) => (StatusCode::UNPROCESSABLE_ENTITY, fields(errors)),
+        ServiceError::Conflict(m) => (StatusCode::CONFLICT, vec![m.clone()]),
+        ServiceError::NotOwner(m) | ServiceError::SeniorOwner(m) => {
             (StatusCode::FORBIDDEN, vec![m.clone()])
         }
-        ApiError::InvalidCredentials => (
+        ServiceError::InvalidCredentials => (
             StatusCode::UNAUTHORIZED,
             vec!["The current password is wrong.".to_owned()],
         ),
@@ -200,7 +196,7 @@ pub async fn create_token(
     let days = form.get("expires_in_days").parse::<i64>().ok();
     let spec = match TokenSpec::parse(form.get("name"), Some(&scopes), days, None) {
         Ok(spec) => spec,
-        Err(errors) => return refusal(&state, &session, ApiError::Validation(errors)).await,
+        Err(errors) => return refusal(&state, &session, ServiceError::Validation(errors)).await,
     };
     let created = match tokens::create_token(&state, session.0.actor(), spec).await {
         Ok(created) => created,
@@ -329,7 +325,7 @@ pub async fn answer_invitation(
 pub async fn change_password(
     state: web::Data<AppState>,
     session: SignedIn,
-    client: ClientAddr,
+    Client(client): Client,
     body: web::Bytes,
 ) -> Result<HttpResponse, CatalogError> {
     let form = FormFields::parse(&body);
@@ -337,7 +333,7 @@ pub async fn change_password(
     let new = match Password::parse(form.get("new_password")) {
         Ok(new) => new,
         Err(m) => {
-            let err = ApiError::Validation(vec![FieldError::new("new password", m)]);
+            let err = ServiceError::Validation(vec![FieldError::new("new password", m)]);
             return refusal(&state, &session, err).await;
         }
     };
@@ -349,7 +345,7 @@ pub async fn change_password(
     if let Err(err) = accounts::change_password(
         &state,
         &client,
-        &s.username,
+        s.username.as_str(),
         form.get("password"),
         new,
         change,

@@ -17,20 +17,18 @@ pub async fn home(
     state: web::Data<AppState>,
     session: MaybeSession,
 ) -> Result<HttpResponse, CatalogError> {
-    let counts = state.db.catalog_counts().await?;
+    let home = app::catalog::home(&state, HOME_LIST_LEN).await?;
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    let recent = state.db.recently_published(HOME_LIST_LEN).await?;
-    let popular = state.db.most_downloaded(HOME_LIST_LEN).await?;
     html(&HomePage {
         chrome: session.chrome(),
         stats: RegistryStats {
-            agents: count(counts.agents),
-            tools: count(counts.tools),
-            versions: count(counts.versions),
-            publishers: count(counts.publishers),
+            agents: count(home.counts.agents),
+            tools: count(home.counts.tools),
+            versions: count(home.counts.versions),
+            publishers: count(home.counts.publishers),
         },
-        recently_published: summaries(&state, recent).await?,
-        most_downloaded: summaries(&state, popular).await?,
+        recently_published: summaries(home.recently_published),
+        most_downloaded: summaries(home.most_downloaded),
     })
 }
 
@@ -42,7 +40,7 @@ pub async fn docs(
 ) -> Result<HttpResponse, CatalogError> {
     html(&DocsPage {
         chrome: session.chrome(),
-        registry_url: state.public_url.clone(),
+        registry_url: state.public_url().to_owned(),
         pages: super::docs::page_list(),
     })
 }

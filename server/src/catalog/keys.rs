@@ -1,7 +1,7 @@
 //! `/keys/{key_id}`: a signing key, its holder and what it signed.
 
 use actix_web::{HttpResponse, web};
-use agentlang_core::{PackageName, Version, signing::KeyId};
+use agentlang_core::signing::KeyId;
 use agentlang_web::{model::VersionRef, pages::KeyPage};
 
 use super::{CatalogError, html, publishers::key_summary, session::MaybeSession};
@@ -17,33 +17,21 @@ pub async fn key(
     path: web::Path<String>,
 ) -> Result<HttpResponse, CatalogError> {
     let key_id = KeyId::new(path.into_inner()).map_err(|_| CatalogError::NotFound)?;
-    let key = state
-        .db
-        .find_signing_key(&key_id)
+    let found = app::catalog::signed_by(&state, &key_id, MAX_SIGNED_SHOWN)
         .await?
         .ok_or(CatalogError::NotFound)?;
-    let owner = state
-        .db
-        .account_username(key.account_id)
-        .await?
-        .unwrap_or_default();
-    let signed = state
-        .db
-        .versions_signed_by(&key.key_id, MAX_SIGNED_SHOWN)
-        .await?
-        .into_iter()
-        .filter_map(|row| {
-            Some(VersionRef {
-                kind: row.kind.parse().ok()?,
-                name: PackageName::new(row.name.as_str()).ok()?,
-                version: Version::parse(&row.version).ok()?,
-            })
-        })
-        .collect();
     html(&KeyPage {
         chrome: session.chrome(),
-        key: key_summary(key),
-        owner,
-        signed,
+        key: key_summary(&found.key),
+        owner: found.holder.map(|u| u.to_string()).unwrap_or_default(),
+        signed: found
+            .signed
+            .into_iter()
+            .map(|row| VersionRef {
+                kind: row.kind,
+                name: row.name,
+                version: row.version,
+            })
+            .collect(),
     })
 }

@@ -24,17 +24,13 @@ pub async fn show_log(
     session: MaybeSession,
     query: web::Query<LogQuery>,
 ) -> Result<HttpResponse, CatalogError> {
-    let log = &state.tlog;
-    let checkpoint = log.checkpoint();
-    let (entries, size) = log
-        .window(&state.db, query.at, WINDOW)
-        .await
-        .map_err(|e| CatalogError::Internal(anyhow::Error::new(e)))?;
+    let window = app::tlog::window(&state, query.at, WINDOW).await?;
+    let (checkpoint, entries, size) = (window.checkpoint, window.entries, window.size);
     let newest = entries.first().map(|(i, _)| *i);
     let oldest = entries.last().map(|(i, _)| *i);
     html(&LogPage {
         chrome: session.chrome(),
-        origin: log.origin().to_owned(),
+        origin: window.origin,
         size,
         root: checkpoint
             .as_ref()
@@ -44,8 +40,8 @@ pub async fn show_log(
             .as_ref()
             .map(|c| String::from_utf8_lossy(&c.note).into_owned())
             .unwrap_or_default(),
-        key: log.verifier_key(),
-        witnesses: log.cosigners(),
+        key: window.verifier_key,
+        witnesses: window.cosigners,
         entries: entries.into_iter().map(|(i, e)| row(i, &e)).collect(),
         at: query.at.filter(|at| *at < size),
         newer: newest

@@ -19,6 +19,7 @@ pub mod home;
 pub mod keys;
 pub mod log;
 pub mod packages;
+pub mod page;
 pub mod problems;
 pub mod protocols;
 pub mod publishers;
@@ -27,8 +28,9 @@ pub mod search;
 pub mod session;
 pub mod views;
 
+use crate::request_id::RequestId;
 use actix_web::{
-    HttpMessage, HttpRequest, HttpResponse, ResponseError, Route,
+    HttpMessage, HttpRequest, HttpResponse, Route,
     body::{BoxBody, MessageBody},
     dev::{ResourceDef, ServiceRequest, ServiceResponse},
     http::{
@@ -38,23 +40,10 @@ use actix_web::{
     middleware::{Next, from_fn},
     web::{self, Bytes},
 };
-use agentlang_web::{
-    Template,
-    model::Chrome,
-    pages::{ErrorPage, NotFoundPage},
+pub use page::{
+    CONTENT_SECURITY_POLICY, CatalogError, FormFields, HTML, html, html_status, see_other,
 };
-
-use crate::{
-    error::ApiError,
-    request_id::RequestId,
-    service::cache::{self, Rendered, RenderedKey},
-    state::AppState,
-};
-
-/// The catalog's Content-Security-Policy: only this origin, no framing, and
-/// forms post only here.
-pub const CONTENT_SECURITY_POLICY: &str =
-    "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+use page::{FailedPage, error_page};
 
 /// Largest form body a catalog page accepts (a PEM key is about 120 bytes).
 const FORM_BODY_LIMIT: usize = 64 * 1024;
@@ -184,174 +173,6 @@ async fn fallback(req: HttpRequest) -> Result<HttpResponse, CatalogError> {
     }
 }
 
-/// Why a catalog page could not be shown. Each renders as an HTML page with
-/// a fixed message; internal causes are logged, never shown.
-#[derive(Debug, thiserror::Error)]
-pub enum CatalogError {
-    #[error("page not found")]
-    NotFound,
-    #[error("the request could not be understood: {0}")]
-    BadRequest(String),
-    #[error("forbidden: {0}")]
-    Forbidden(&'static str),
-    /// The page exists, not with this method; the methods it answers.
-    #[error("method not allowed")]
-    MethodNotAllowed(Vec<&'static str>),
-    #[error("too many requests")]
-    RateLimited,
-    #[error("the page needs a signed-in session")]
-    SignInRequired,
-    /// A backend is out of reach, or the registry is overloaded: retry.
-    #[error("temporarily unavailable")]
-    Unavailable,
-    #[error("internal error")]
-    Internal(#[source] anyhow::Error),
-}
-
-impl CatalogError {
-    pub fn internal(err: impl Into<anyhow::Error>) -> Self {
-        Self::Internal(err.into())
-    }
-}
-
-impl From<sqlx::Error> for CatalogError {
-    fn from(err: sqlx::Error) -> Self {
-        ApiError::from(err).into()
-    }
-}
-
-/// A service's refusal as the page it shows. Only refusals a page can meet
-/// through a service call are mapped; the rest are bugs.
-impl From<ApiError> for CatalogError {
-    fn from(err: ApiError) -> Self {
-        match err {
-            ApiError::NotFound(_) => Self::NotFound,
-            ApiError::RateLimited { .. } => Self::RateLimited,
-            ApiError::Unavailable(_) | ApiError::ResolveTimeout(_) => Self::Unavailable,
-            ApiError::Internal(cause) => Self::Internal(cause),
-            other => Self::internal(anyhow::anyhow!("{other}")),
-        }
-    }
-}
-
-impl From<askama::Error> for CatalogError {
-    fn from(err: askama::Error) -> Self {
-        Self::internal(err)
-    }
-}
-
-/// Left in a failed response's extensions so [`catalog_responses`] can add
-/// the request id, which `error_response` cannot see.
-#[derive(Debug, Clone, Copy)]
-struct FailedPage(StatusCode);
-
-impl ResponseError for CatalogError {
-    fn status_code(&self) -> StatusCode {
-        match self {
-            Self::NotFound => StatusCode::NOT_FOUND,
-            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
-            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
-            Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            Self::SignInRequired => StatusCode::SEE_OTHER,
-            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    fn error_response(&self) -> HttpResponse {
-        match self {
-            Self::Internal(cause) => {
-                tracing::error!(error = format!("{cause:#}"), "catalog page failed");
-            }
-            Self::Forbidden(why) => tracing::info!(reason = why, "catalog request refused"),
-            _ => {}
-        }
-        if let Self::SignInRequired = self {
-            return see_other("/login");
-        }
-        let status = self.status_code();
-        let mut response = error_page(status, None);
-        if let Self::MethodNotAllowed(allow) = self
-            && let Ok(value) = HeaderValue::from_str(&allow.join(", "))
-        {
-            response.headers_mut().insert(header::ALLOW, value);
-        }
-        response.extensions_mut().insert(FailedPage(status));
-        response
-    }
-}
-
-/// The HTML page for a failure status.
-fn error_page(status: StatusCode, request_id: Option<String>) -> HttpResponse {
-    let body = if status == StatusCode::NOT_FOUND {
-        NotFoundPage {
-            chrome: Chrome::default(),
-        }
-        .render()
-    } else {
-        ErrorPage::new(Chrome::default(), status.as_u16(), request_id).render()
-    };
-    // Both templates take only fixed text; rendering cannot fail on data.
-    HttpResponse::build(status)
-        .content_type(HTML)
-        .body(body.unwrap_or_else(|_| status.to_string()))
-}
-
-pub const HTML: &str = "text/html; charset=utf-8";
-
-/// Renders a page with status 200.
-pub fn html(page: &impl Template) -> Result<HttpResponse, CatalogError> {
-    html_status(StatusCode::OK, page)
-}
-
-/// A page that looks the same to every visitor without a session (a
-/// package's page): for them it is rendered once per registry generation,
-/// and at most every few seconds for its download counts
-/// (`service::cache`), and answered with its `ETag` or a 304. A signed-in
-/// visitor's page (their name, owner controls) is rendered for them.
-pub async fn shared_page<T: Template>(
-    req: &HttpRequest,
-    state: &AppState,
-    session: &session::MaybeSession,
-    key: String,
-    render: impl AsyncFnOnce() -> Result<T, CatalogError>,
-) -> Result<HttpResponse, CatalogError> {
-    if session.0.is_some() {
-        return html(&render().await?);
-    }
-    let page = cache::rendered(state, RenderedKey::Page(key), || async move {
-        Ok::<_, CatalogError>(Rendered::new(Bytes::from(render().await?.render()?)))
-    })
-    .await?;
-    let current = crate::common::conditional::if_none_match(req, &page.etag);
-    let mut response = if current {
-        HttpResponse::NotModified()
-    } else {
-        HttpResponse::Ok()
-    };
-    response.insert_header((header::ETAG, page.etag));
-    Ok(if current {
-        response.finish()
-    } else {
-        response.content_type(HTML).body(page.body)
-    })
-}
-
-pub fn html_status(status: StatusCode, page: &impl Template) -> Result<HttpResponse, CatalogError> {
-    Ok(HttpResponse::build(status)
-        .content_type(HTML)
-        .body(page.render()?))
-}
-
-/// 303 See Other: where a form POST sends the browser, so a reload does
-/// not post again.
-pub fn see_other(location: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, location))
-        .finish()
-}
-
 /// Middleware on every catalog response: security headers, and the request
 /// id on error pages.
 async fn catalog_responses(
@@ -419,8 +240,8 @@ async fn with_etag(
     let body = actix_web::body::to_bytes(body)
         .await
         .map_err(|_| actix_web::error::ErrorInternalServerError("page body"))?;
-    let etag = crate::common::conditional::etag_of(&body);
-    let current = crate::common::conditional::if_none_match(&req, &etag);
+    let etag = crate::conditional::etag_of(&body);
+    let current = crate::conditional::if_none_match(&req, &etag);
     // A 304 keeps the page's headers (Cache-Control, Vary) without its body.
     let mut response = head.set_body(BoxBody::new(if current { Bytes::new() } else { body }));
     if current {
@@ -430,49 +251,4 @@ async fn with_etag(
         response.headers_mut().insert(header::ETAG, value);
     }
     Ok(ServiceResponse::new(req, response))
-}
-
-/// A urlencoded form body: repeated fields (checkbox groups) keep every
-/// value, which `web::Form` cannot express.
-#[derive(Debug, Default)]
-pub struct FormFields(Vec<(String, String)>);
-
-impl FormFields {
-    pub fn parse(body: &[u8]) -> Self {
-        Self(
-            form_urlencoded::parse(body)
-                .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                .collect(),
-        )
-    }
-
-    /// The first value of `name`, or "".
-    pub fn get(&self, name: &str) -> &str {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map_or("", |(_, v)| v.as_str())
-    }
-
-    pub fn get_all(&self, name: &str) -> Vec<&str> {
-        self.0
-            .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-            .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn forms_keep_repeated_fields() {
-        let form = FormFields::parse(b"name=CI+publish&scopes=publish&scopes=yank&x=%2F");
-        assert_eq!(form.get("name"), "CI publish");
-        assert_eq!(form.get_all("scopes"), ["publish", "yank"]);
-        assert_eq!(form.get("x"), "/");
-        assert_eq!(form.get("missing"), "");
-    }
 }

@@ -2,76 +2,67 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{HttpRequest, HttpResponse, web};
-use agentlang_core::{Kind, PackageName, Version, signing::KeyId};
+use actix_web::{
+    HttpRequest, HttpResponse,
+    http::header,
+    web::{self, Bytes},
+};
+use agentlang_core::{Kind, PackageName, Version};
 use agentlang_web::{
+    Template,
     model::*,
     pages::{AgentDiffPage, AgentPage, ToolPage},
 };
 use serde::Deserialize;
 
 use super::{
-    CatalogError, html,
+    CatalogError, HTML, html,
     session::{MaybeSession, WebSession},
-    shared_page,
     views::{self, owner_view, timestamp},
 };
-use crate::{
-    db::packages::{PackageRecord, VersionRecord},
-    service::{owners, packages::ContainerExtras},
-    state::AppState,
+use crate::state::AppState;
+use app::{
+    cache::{Rendered, RenderedKey},
+    catalog::{self, PackagePage},
+    owners,
+    packages::{ContainerExtras, VersionRecord},
 };
 
 /// Most dependents listed on a tool page; the counts cover all of them.
 const MAX_DEPENDENTS_SHOWN: usize = 50;
 
-/// A package and every live version, newest first.
+/// A package's page data, with its name as first published.
 pub(super) struct Loaded {
-    pub package: PackageRecord,
+    pub page: PackagePage,
     pub name: PackageName,
-    pub versions: Vec<VersionRecord>,
 }
 
 impl Loaded {
-    /// `version`, or the newest unyanked release (else the newest of any).
+    /// `version`, or the version that represents the package.
     pub fn pick(&self, version: Option<&Version>) -> Result<&VersionRecord, CatalogError> {
-        match version {
-            Some(wanted) => self
-                .versions
-                .iter()
-                .find(|v| Version::parse(&v.version).is_ok_and(|p| p == *wanted))
-                .ok_or(CatalogError::NotFound),
-            None => {
-                let parsed = |v: &VersionRecord| Version::parse(&v.version).ok();
-                self.versions
-                    .iter()
-                    .find(|v| !v.yanked && parsed(v).is_some_and(|p| !p.is_prerelease()))
-                    .or_else(|| self.versions.first())
-                    .ok_or(CatalogError::NotFound)
-            }
-        }
+        self.page.pick(version).ok_or(CatalogError::NotFound)
     }
 
     pub fn summaries(&self) -> Vec<VersionSummary> {
-        self.versions
+        self.page
+            .versions
             .iter()
-            .filter_map(|v| {
-                Some(VersionSummary {
-                    version: Version::parse(&v.version).ok()?,
-                    published_at: timestamp(v.published_at),
-                    yanked: v.yanked.then(|| Yank {
-                        reason: v.yank_reason.clone(),
-                    }),
-                })
+            .map(|v| VersionSummary {
+                version: v.version.clone(),
+                published_at: timestamp(v.published_at),
+                yanked: v.yanked.then(|| Yank {
+                    reason: v.yank_reason.clone(),
+                }),
             })
             .collect()
     }
 
     pub fn total_downloads(&self) -> u64 {
-        self.versions
-            .iter()
-            .map(|v| u64::try_from(v.downloads).unwrap_or(0))
-            .sum()
+        u64::try_from(self.page.downloads()).unwrap_or(0)
+    }
+
+    fn owners(&self) -> Vec<OwnerView> {
+        self.page.owners.iter().map(owner_view).collect()
     }
 }
 
@@ -82,20 +73,12 @@ pub(super) async fn load(
     raw_name: &str,
 ) -> Result<Loaded, CatalogError> {
     let name = PackageName::new(raw_name).map_err(|_| CatalogError::NotFound)?;
-    let package = state
-        .db
-        .find_package(kind, &name)
+    let page = catalog::package_page(state, kind, &name)
         .await?
         .ok_or(CatalogError::NotFound)?;
-    let versions = state.db.list_versions(package.id).await?;
-    if versions.is_empty() {
-        return Err(CatalogError::NotFound);
-    }
-    let name = PackageName::new(package.name.as_str()).map_err(CatalogError::internal)?;
     Ok(Loaded {
-        package,
-        name,
-        versions,
+        name: page.package.name.clone(),
+        page,
     })
 }
 
@@ -105,26 +88,19 @@ fn parse_version(raw: &str) -> Result<Version, CatalogError> {
 
 async fn artifact(state: &AppState, v: &VersionRecord) -> Result<ArtifactView, CatalogError> {
     let (key_id, key_owner, key_revoked_at) = match &v.signer_key_id {
-        Some(key_id) => match match KeyId::new(key_id.as_str()) {
-            Ok(id) => state.db.find_signing_key(&id).await?,
-            Err(_) => None,
-        } {
-            Some(key) => (
-                key.key_id,
-                state
-                    .db
-                    .account_username(key.account_id)
-                    .await?
-                    .unwrap_or_default(),
+        Some(key_id) => match catalog::signer(state, key_id).await? {
+            Some((key, holder)) => (
+                key.key_id.to_string(),
+                holder.map(|u| u.to_string()).unwrap_or_default(),
                 key.revoked_at.map(timestamp),
             ),
-            None => (key_id.clone(), String::new(), None),
+            None => (key_id.to_string(), String::new(), None),
         },
         // Only seeded or legacy rows lack a signer; publish requires one.
         None => (String::new(), String::new(), None),
     };
     Ok(ArtifactView {
-        sha256: v.sha256.clone(),
+        sha256: v.sha256.to_string(),
         size_bytes: u64::try_from(v.size).unwrap_or(0),
         downloads: u64::try_from(v.downloads).unwrap_or(0),
         published_at: timestamp(v.published_at),
@@ -140,14 +116,6 @@ async fn artifact(state: &AppState, v: &VersionRecord) -> Result<ArtifactView, C
 /// Skills, subagents, ux hints or README, as stored at publish.
 fn extras(v: &VersionRecord) -> ContainerExtras {
     ContainerExtras::from_stored(v.extras.as_ref().map(|e| &e.0))
-}
-
-async fn owners(state: &AppState, package_id: i64) -> Result<Vec<OwnerView>, CatalogError> {
-    Ok(owners::current_owners(state, package_id)
-        .await?
-        .iter()
-        .map(owner_view)
-        .collect())
 }
 
 async fn owner_controls(
@@ -169,11 +137,10 @@ pub(super) fn agent_version_view(
     loaded: &Loaded,
     v: &VersionRecord,
 ) -> Result<AgentVersionView, CatalogError> {
-    let version = parse_version(&v.version)?;
     let extras = extras(v);
     Ok(views::agent_view(
         &loaded.name,
-        &version,
+        &v.version,
         &v.spec.0,
         v.lockfile.as_ref().map(|l| &l.0),
         &extras,
@@ -189,24 +156,19 @@ pub async fn agent_page(
 ) -> Result<AgentPage, CatalogError> {
     let loaded = load(state, Kind::Agent, name).await?;
     let v = loaded.pick(version)?;
-    let quality = crate::service::quality::stored_report(&state.db, v.id)
-        .await
-        .map_err(CatalogError::internal)?;
-    let protocol_notices = crate::service::protocols::agent_protocol_status(
-        &state.db,
-        &v.spec.0,
-        v.lockfile.as_ref().map(|l| &l.0),
-    )
-    .await
-    .map_err(CatalogError::internal)?
-    .into_iter()
-    .map(|n| ProtocolNotice {
-        name: n.name,
-        version: n.version.map(|v| v.to_string()),
-        message: n.message,
-        is_error: n.is_error,
-    })
-    .collect();
+    let quality = app::quality::stored_report(state, v.id).await?;
+    let protocol_notices =
+        app::protocols::agent_protocol_status(state, &v.spec.0, v.lockfile.as_ref().map(|l| &l.0))
+            .await
+            .map_err(CatalogError::internal)?
+            .into_iter()
+            .map(|n| ProtocolNotice {
+                name: n.name,
+                version: n.version.map(|v| v.to_string()),
+                message: n.message,
+                is_error: n.is_error,
+            })
+            .collect();
     let trust = ContainerExtras::stored_trust(v.extras.as_ref().map(|e| &e.0));
     let requests = trust.as_ref().map(|t| t.requests());
     Ok(AgentPage {
@@ -225,9 +187,9 @@ pub async fn agent_page(
         agent: agent_version_view(&loaded, v)?,
         versions: loaded.summaries(),
         artifact: artifact(state, v).await?,
-        owners: owners(state, loaded.package.id).await?,
+        owners: loaded.owners(),
         total_downloads: loaded.total_downloads(),
-        owner_controls: owner_controls(state, session.0.as_ref(), loaded.package.id).await?,
+        owner_controls: owner_controls(state, session.0.as_ref(), loaded.page.package.id).await?,
     })
 }
 
@@ -298,14 +260,14 @@ pub async fn agent_diff(
             .transpose()
     };
     let to = loaded.pick(optional(&query.to)?.as_ref())?;
-    let to_version = parse_version(&to.version)?;
     let from = match optional(&query.from)? {
         Some(v) => loaded.pick(Some(&v))?,
         None => loaded
+            .page
             .versions
             .iter()
-            .filter(|v| Version::parse(&v.version).is_ok_and(|p| p < to_version))
-            .max_by_key(|v| Version::parse(&v.version).ok())
+            .filter(|v| v.version < to.version)
+            .max_by(|a, b| a.version.cmp(&b.version))
             .unwrap_or(to),
     };
     let from_view = agent_version_view(&loaded, from)?;
@@ -315,9 +277,10 @@ pub async fn agent_diff(
         .zip(stored(to))
         .map(|(a, b)| agentlang_core::trust::diff(&a, &b));
     let versions = loaded
+        .page
         .versions
         .iter()
-        .filter_map(|v| Version::parse(&v.version).ok())
+        .map(|v| v.version.clone())
         .collect();
     html(&AgentDiffPage::new(
         session.chrome(),
@@ -332,23 +295,16 @@ async fn reverse_dependencies(
     state: &AppState,
     tool: &PackageName,
 ) -> Result<ReverseDependencies, CatalogError> {
-    let rows = state.db.tool_dependents(&tool.normalized()).await?;
+    let rows = catalog::dependents(state, tool).await?;
     // One entry per dependent package: its newest version that uses the tool.
-    let mut newest: BTreeMap<(String, String), DependentView> = BTreeMap::new();
+    let mut newest: BTreeMap<(Kind, String), DependentView> = BTreeMap::new();
     for row in rows {
-        let (Ok(kind), Ok(name), Ok(version)) = (
-            row.kind.parse::<Kind>(),
-            PackageName::new(row.name.as_str()),
-            Version::parse(&row.version),
-        ) else {
-            continue;
-        };
-        let key = (row.kind.clone(), name.normalized());
+        let key = (row.kind, row.name.normalized());
         let candidate = DependentView {
             package: VersionRef {
-                kind,
-                name,
-                version,
+                kind: row.kind,
+                name: row.name,
+                version: row.version,
             },
             requirement: row.requirement.unwrap_or_else(|| "locked".to_owned()),
         };
@@ -383,17 +339,16 @@ async fn tool_page(
 ) -> Result<ToolPage, CatalogError> {
     let loaded = load(state, Kind::Tool, name).await?;
     let v = loaded.pick(version)?;
-    let parsed = parse_version(&v.version)?;
     let extras = extras(v);
     Ok(ToolPage {
         chrome: session.chrome(),
-        tool: views::tool_view(&loaded.name, &parsed, &v.spec.0, &extras),
+        tool: views::tool_view(&loaded.name, &v.version, &v.spec.0, &extras),
         versions: loaded.summaries(),
         artifact: artifact(state, v).await?,
-        owners: owners(state, loaded.package.id).await?,
+        owners: loaded.owners(),
         total_downloads: loaded.total_downloads(),
         used_by: reverse_dependencies(state, &loaded.name).await?,
-        owner_controls: owner_controls(state, session.0.as_ref(), loaded.package.id).await?,
+        owner_controls: owner_controls(state, session.0.as_ref(), loaded.page.package.id).await?,
     })
 }
 
@@ -425,4 +380,38 @@ pub async fn tool_version(
         tool_page(&state, &session, &name, Some(&version)).await
     })
     .await
+}
+
+/// A page that looks the same to every visitor without a session (a
+/// package's page): for them it is rendered once per registry generation,
+/// and at most every few seconds for its download counts
+/// (`service::cache`), and answered with its `ETag` or a 304. A signed-in
+/// visitor's page (their name, owner controls) is rendered for them.
+pub async fn shared_page<T: Template>(
+    req: &HttpRequest,
+    state: &AppState,
+    session: &MaybeSession,
+    key: String,
+    render: impl AsyncFnOnce() -> Result<T, CatalogError>,
+) -> Result<HttpResponse, CatalogError> {
+    if session.0.is_some() {
+        return html(&render().await?);
+    }
+    let page = state
+        .rendered(RenderedKey::Page(key), || async move {
+            Ok::<_, CatalogError>(Rendered::new(Bytes::from(render().await?.render()?)))
+        })
+        .await?;
+    let current = crate::conditional::if_none_match(req, &page.etag);
+    let mut response = if current {
+        HttpResponse::NotModified()
+    } else {
+        HttpResponse::Ok()
+    };
+    response.insert_header((header::ETAG, page.etag));
+    Ok(if current {
+        response.finish()
+    } else {
+        response.content_type(HTML).body(page.body)
+    })
 }

@@ -23,7 +23,7 @@ pub async fn list_problems(
 ) -> Result<HttpResponse, CatalogError> {
     html(&ProblemsPage {
         chrome: session.chrome(),
-        registry_url: state.public_url.clone(),
+        registry_url: state.public_url().to_owned(),
         problem: None,
         problems: ProblemType::all().map(view).collect(),
     })
@@ -38,7 +38,7 @@ pub async fn show_problem(
     let problem = ProblemType::from_slug(&slug).ok_or(CatalogError::NotFound)?;
     html(&ProblemsPage {
         chrome: session.chrome(),
-        registry_url: state.public_url.clone(),
+        registry_url: state.public_url().to_owned(),
         problem: Some(view(problem)),
         problems: ProblemType::all()
             .filter(|p| *p != problem)

@@ -7,11 +7,9 @@ use agentlang_web::pages::{ProtocolDefinitionView, ProtocolPage, ProtocolVersion
 use serde_json::Value;
 
 use super::{CatalogError, html, packages::load, session::MaybeSession, views::owner_view};
-use crate::{
-    error::ApiError,
-    service::{owners, protocols},
-    state::AppState,
-};
+use app::{ServiceError, protocols};
+
+use crate::state::AppState;
 
 fn definition(version: Version, spec: &Value) -> Option<ProtocolDefinitionView> {
     let schema = spec.get("schema")?;
@@ -30,9 +28,9 @@ async fn page(
     name: &str,
     version: Option<&Version>,
 ) -> Result<ProtocolPage, CatalogError> {
-    let info = match protocols::get_protocol(&state.db, name).await {
+    let info = match protocols::get_protocol(state, name).await {
         Ok(info) => info,
-        Err(ApiError::NotFound(_)) => return Err(CatalogError::NotFound),
+        Err(ServiceError::NotFound(_)) => return Err(CatalogError::NotFound),
         Err(e) => return Err(CatalogError::internal(e)),
     };
     let is_package = info.source == ProtocolSource::Package;
@@ -43,13 +41,8 @@ async fn page(
     let (definition, owners) = if is_package {
         let loaded = load(state, Kind::Protocol, name).await?;
         let v = loaded.pick(version)?;
-        let parsed = Version::parse(&v.version).map_err(|_| CatalogError::NotFound)?;
-        let owners = owners::current_owners(state, loaded.package.id)
-            .await?
-            .iter()
-            .map(owner_view)
-            .collect();
-        (definition(parsed, &v.spec.0), owners)
+        let owners = loaded.page.owners.iter().map(owner_view).collect();
+        (definition(v.version.clone(), &v.spec.0), owners)
     } else {
         (None, Vec::new())
     };

@@ -7,15 +7,17 @@ use agentlang_web::{
 };
 
 use super::{CatalogError, html, search::summaries, session::MaybeSession, views::timestamp};
-use crate::{common::names::Username, db::keys::SigningKeyRecord, state::AppState};
+use crate::state::AppState;
+use agentlang_core::Username;
+use app::keys::SigningKeyRecord;
 
 /// Packages a publisher page lists at most: the page's cost is bounded
 /// whatever one account owns.
 const MAX_PACKAGES_SHOWN: i64 = 500;
 
-pub fn key_summary(key: SigningKeyRecord) -> KeySummary {
+pub fn key_summary(key: &SigningKeyRecord) -> KeySummary {
     KeySummary {
-        key_id: key.key_id,
+        key_id: key.key_id.to_string(),
         created_at: timestamp(key.created_at),
         revoked_at: key.revoked_at.map(timestamp),
     }
@@ -28,23 +30,16 @@ pub async fn publisher(
     path: web::Path<String>,
 ) -> Result<HttpResponse, CatalogError> {
     let username = Username::parse(&path).map_err(|_| CatalogError::NotFound)?;
-    let account = state
-        .db
-        .find_account(&username)
+    let found = app::catalog::publisher(&state, &username, MAX_PACKAGES_SHOWN)
         .await?
         .ok_or(CatalogError::NotFound)?;
-    let packages = state
-        .db
-        .owned_package_listings(account.id, MAX_PACKAGES_SHOWN)
-        .await?;
-    let keys = state.db.account_signing_keys(account.id).await?;
     html(&PublisherPage {
         chrome: session.chrome(),
         publisher: PublisherView {
-            name: account.username,
-            joined_at: timestamp(account.created_at),
+            name: found.account.username.to_string(),
+            joined_at: timestamp(found.account.created_at),
         },
-        packages: summaries(&state, packages).await?,
-        keys: keys.into_iter().map(key_summary).collect(),
+        packages: summaries(found.packages),
+        keys: found.keys.iter().map(key_summary).collect(),
     })
 }

@@ -22,7 +22,8 @@ use agentlang_web::{
 use futures_util::TryStreamExt;
 
 use super::{CatalogError, HTML, html, session::MaybeSession};
-use crate::{rate_limit::Bucket, state::AppState};
+use crate::state::AppState;
+use app::rate_limits::Bucket;
 
 /// Largest events file the viewer accepts.
 pub const MAX_REPLAY_BYTES: usize = 1024 * 1024;
@@ -126,9 +127,9 @@ pub async fn replay(
     form: Multipart,
 ) -> Result<HttpResponse, CatalogError> {
     let chrome = session.chrome();
-    let client = state.rate_limits.client_addr(&req);
+    let client = crate::rate_limit::client_addr(state.rate_limits(), &req);
     if state
-        .rate_limits
+        .rate_limits()
         .check(Bucket::Expensive, client.as_str())
         .is_err()
     {

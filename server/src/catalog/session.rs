@@ -1,6 +1,6 @@
 //! The HTTP side of catalog sessions: the cookie, its CSRF token and the
 //! sign-in form. What a session is and who may sign in is
-//! [`crate::service::sessions`]'.
+//! [`app::sessions`]'.
 //!
 //! The session cookie (`agentlang_session`) holds the session's random
 //! secret. The cookie is always `HttpOnly` and
@@ -14,13 +14,13 @@
 use std::{future::Future, pin::Pin};
 
 use super::{CatalogError, FormFields, html_status, see_other};
-use crate::{
-    common::secrets::{constant_time_eq, random_hex},
-    error::ApiError,
-    rate_limit::ClientAddr,
-    service::sessions::{self, SESSION_LIFETIME_SECS, Session},
-    state::AppState,
+use app::ServiceError;
+use app::{
+    secrets::{constant_time_eq, random_hex},
+    sessions::{self, SESSION_LIFETIME_SECS, Session},
 };
+
+use crate::{rate_limit::Client, state::AppState};
 use actix_web::{
     FromRequest, HttpRequest, HttpResponse,
     cookie::{Cookie, SameSite},
@@ -45,7 +45,7 @@ fn random_token() -> Result<String, CatalogError> {
 /// Whether cookies get `Secure`: only when the public URL is https, so a
 /// registry on plain http (localhost, tests) still works.
 fn secure_cookies(state: &AppState) -> bool {
-    state.public_url.starts_with("https://")
+    state.public_url().starts_with("https://")
 }
 
 /// A signed-in session.
@@ -61,7 +61,7 @@ impl SessionPage for Session {
     fn chrome(&self) -> Chrome {
         Chrome {
             user: Some(SessionUser {
-                username: self.username.clone(),
+                username: self.username.to_string(),
                 csrf_token: self.csrf_token.clone(),
             }),
             search_query: String::new(),
@@ -177,7 +177,7 @@ pub async fn login_form(
 pub async fn login(
     state: web::Data<AppState>,
     req: HttpRequest,
-    client: ClientAddr,
+    Client(client): Client,
     body: web::Bytes,
 ) -> Result<HttpResponse, CatalogError> {
     let form = FormFields::parse(&body);
@@ -197,7 +197,7 @@ pub async fn login(
     }
     let new = match sessions::sign_in(&state, &client, &username, form.get("password")).await {
         Ok(new) => new,
-        Err(ApiError::RateLimited { .. }) => {
+        Err(ServiceError::RateLimited { .. }) => {
             return login_page(
                 &state,
                 StatusCode::TOO_MANY_REQUESTS,
@@ -205,7 +205,7 @@ pub async fn login(
                 Some(LoginError::TooManyAttempts),
             );
         }
-        Err(ApiError::InvalidCredentials) => {
+        Err(ServiceError::InvalidCredentials) => {
             return login_page(
                 &state,
                 StatusCode::UNAUTHORIZED,

@@ -17,9 +17,9 @@ use agentlang_web::model::*;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
-use crate::{
-    db::{catalog::VersionBrief, owners::OwnerRecord},
-    service::{owners::OwnerRole, packages::ContainerExtras},
+use app::{
+    owners::{OwnerRecord, OwnerRole},
+    packages::ContainerExtras,
 };
 
 pub fn timestamp(unix_seconds: i64) -> Timestamp {
@@ -30,7 +30,7 @@ pub fn timestamp(unix_seconds: i64) -> Timestamp {
 
 pub fn owner_view(owner: &OwnerRecord) -> OwnerView {
     OwnerView {
-        username: owner.username.clone(),
+        username: owner.username.to_string(),
         role: OwnerRole::of(owner).as_str(),
     }
 }
@@ -70,10 +70,10 @@ fn label(v: &Value) -> String {
 /// The `agent.lock` entry of `name` under `section` (`tools`, `agents`),
 /// matching names the way the registry does (case and `-`/`_` folded).
 fn lock_entry<'a>(lock: Option<&'a Value>, section: &str, name: &str) -> Option<&'a Value> {
-    let wanted = crate::common::normalize(name);
+    let wanted = agentlang_core::names::normalize(name);
     object_at(lock?, section)?
         .iter()
-        .find(|(k, _)| crate::common::normalize(k) == wanted)
+        .find(|(k, _)| agentlang_core::names::normalize(k) == wanted)
         .map(|(_, v)| v)
 }
 
@@ -318,10 +318,10 @@ pub fn agent_view(
         .into_iter()
         .flatten()
     {
-        let folded = crate::common::normalize(locked_name);
+        let folded = agentlang_core::names::normalize(locked_name);
         if subagents
             .iter()
-            .all(|s| crate::common::normalize(&s.name) != folded)
+            .all(|s| agentlang_core::names::normalize(&s.name) != folded)
         {
             subagents.push(SubagentView {
                 name: locked_name.clone(),
@@ -450,20 +450,6 @@ pub fn tool_view(
     }
 }
 
-/// The newest version a listing names: the highest release that is not
-/// yanked, else the highest of any kind.
-pub fn newest(briefs: &[VersionBrief]) -> Option<(&VersionBrief, Version)> {
-    let parsed = || {
-        briefs
-            .iter()
-            .filter_map(|b| Version::parse(&b.version).ok().map(|v| (b, v)))
-    };
-    parsed()
-        .filter(|(b, v)| !b.yanked && !v.is_prerelease())
-        .max_by(|a, b| a.1.cmp(&b.1))
-        .or_else(|| parsed().max_by(|a, b| a.1.cmp(&b.1)))
-}
-
 /// The first sentence or two of a description, as plain text.
 pub fn summary_text(description: &str) -> String {
     let first = description.split("\n\n").next().unwrap_or_default();
@@ -555,27 +541,6 @@ mod tests {
         assert_eq!(view.ui_components[0].agent_actions, ["reply"]);
         assert_eq!(view.subagents[0].description.as_deref(), Some("Knows"));
         assert_eq!(view.subagents[0].hash.as_deref(), Some("sha256:22"));
-    }
-
-    #[test]
-    fn newest_prefers_unyanked_releases() {
-        let brief = |version: &str, yanked: bool| VersionBrief {
-            package_id: 1,
-            version: version.into(),
-            yanked,
-            published_at: 0,
-            title: None,
-            category: None,
-            max_risk: None,
-        };
-        let briefs = [
-            brief("1.0.0", false),
-            brief("1.1.0", true),
-            brief("2.0.0-rc.1", false),
-        ];
-        assert_eq!(newest(&briefs).unwrap().1, v("1.0.0"));
-        assert_eq!(newest(&briefs[1..]).unwrap().1, v("2.0.0-rc.1"));
-        assert!(newest(&[]).is_none());
     }
 
     #[test]

@@ -5,20 +5,15 @@ use actix_web::{HttpResponse, get, post, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::{
-    auth::Authenticated,
-    common::{
-        names::{Password, Username},
-        rfc3339,
-    },
-    db::accounts::AccountRecord,
-    error::{ApiError, FieldError},
-    rate_limit::ClientAddr,
-    service::{
-        accounts::{self, PasswordChange},
-        audit,
-    },
-    state::AppState,
+use app::{FieldError, ServiceError};
+
+use crate::{auth::Caller, error::ApiError, rate_limit::Client, state::AppState};
+use agentlang_core::Username;
+use app::{
+    accounts::{self, AccountRecord, PasswordChange},
+    audit,
+    credentials::Password,
+    time::rfc3339,
 };
 
 /// Fields are optional in the wire type so that a missing one is reported
@@ -78,7 +73,8 @@ impl TryFrom<CreateAccountRequest> for NewAccount {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AccountResponse {
-    pub username: String,
+    #[schema(value_type = String)]
+    pub username: Username,
     /// Admins may edit the models catalog.
     pub is_admin: bool,
     /// RFC 3339.
@@ -112,10 +108,10 @@ impl From<AccountRecord> for AccountResponse {
 #[post("/api/v1/accounts")]
 pub async fn create_account(
     state: web::Data<AppState>,
-    client: ClientAddr,
+    Client(client): Client,
     body: web::Json<CreateAccountRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let new = NewAccount::try_from(body.into_inner()).map_err(ApiError::Validation)?;
+    let new = NewAccount::try_from(body.into_inner()).map_err(ServiceError::Validation)?;
     let account = accounts::register(&state, &client, &new.username, new.password).await?;
     Ok(HttpResponse::Created().json(AccountResponse::from(account)))
 }
@@ -132,13 +128,9 @@ pub async fn create_account(
 #[get("/api/v1/account")]
 pub async fn get_account(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
 ) -> Result<HttpResponse, ApiError> {
-    let account = state
-        .db
-        .find_account_by_id(auth.account_id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound("the token's account".to_owned()))?;
+    let account = accounts::account(&state, auth.account_id).await?;
     Ok(HttpResponse::Ok().json(AccountResponse::from(account)))
 }
 
@@ -172,11 +164,11 @@ pub struct ChangePasswordRequest {
 #[post("/api/v1/account/password")]
 pub async fn change_password(
     state: web::Data<AppState>,
-    client: ClientAddr,
+    Client(client): Client,
     body: web::Json<ChangePasswordRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let new = Password::parse(&body.new_password)
-        .map_err(|m| ApiError::Validation(vec![FieldError::new("new_password", m)]))?;
+        .map_err(|m| ServiceError::Validation(vec![FieldError::new("new_password", m)]))?;
     let account = accounts::change_password(
         &state,
         &client,
@@ -223,7 +215,7 @@ pub struct AuditList {
 #[get("/api/v1/account/audit")]
 pub async fn list_audit_events(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
 ) -> Result<HttpResponse, ApiError> {
     let events = audit::list(&state, auth.account_id)
         .await?

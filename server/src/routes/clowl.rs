@@ -1,55 +1,25 @@
-//! `POST /clowl`: agents ask the registry in CLowl 0.2, and
-//! `GET /api/v1/agents/{name}/{version}/caps`: the CAPS message of a
-//! published agent.
+//! `POST /clowl`: agents ask the registry in CLowl 0.2 (what it answers:
+//! `app::clowl`), and `GET /api/v1/agents/{name}/{version}/caps`: the CAPS
+//! message of a published agent.
 //!
-//! What the registry answers, and why:
-//! - `REQ` with `body.t` `search` (`d: {q, kind?, page?}`), `read`
-//!   (`d: {kind, name, version?}`), `resolve` (`d: {tools, models?, lock?}`)
-//!   or `capabilities`; `QRY` with the same tasks or `status`. None of these
-//!   tasks changes anything, so a QRY ("info without acting") may ask for
-//!   any of them; `status` (the registry's health and tasks) is the one task
-//!   meant for QRY, and is answered to REQ too.
-//! - Answers are `DONE` (result in `body.d`), `CAPS` for `capabilities`, or
-//!   `ERR`; every one has `pid` = the request's `mid`, the request's `cid`
-//!   and `tid`, and goes `to` the sender. `INF` is acknowledged with `ACK`;
-//!   a `CAPS` from an agent is answered with the registry's own CAPS;
-//!   anything else (`ACK`, `DONE`, `ERR`, `PROG`, `DLGT`, `CNCL`) is `ERR
-//!   E005`: the registry runs no task that could receive them.
 //! - Over plain HTTP one request has one response, so `DONE` is returned
 //!   directly: every task completes within the request (resolution is cut off
 //!   after ten seconds). `ACK` then `DONE` is for transports that can carry
 //!   several messages (a WebSocket), where long work would be acknowledged
 //!   first; this endpoint never needs it.
-//! - Errors: malformed message E001, unsupported version E014 (both from the
-//!   core's parser), unknown task E005, bad `body.d` E008, rate-limited E004
-//!   (`retry: true`), resolution past its deadline E006, unexpected failure
-//!   E009. A package, version, tool or model that does not exist is E008
-//!   too: it is a fact about `body.d` the sender can fix, like any other
-//!   invalid task data, and `DONE` always carries a record.
 //! - HTTP status: 200 for every CLowl answer, ERR included, since the
 //!   protocol carries the error; 413 only for a body over 1 MiB (the core's
 //!   message limit), as a problem document, because no CLowl message can be
 //!   read from it.
-//! - `auth` is not checked: every task reads public data.
 
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
-use agentlang_core::{
-    Kind, PackageName, Version,
-    protocol::clowl::{self, Body, ClowlError, ErrorCode, Id, Message, Performative},
-};
+use agentlang_core::protocol::clowl::MAX_MESSAGE_BYTES;
+use app::clowl;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::{
-    error::ApiError,
-    rate_limit::{Bucket, ClientAddr},
-    routes::agent_tasks::{self, ReadTask, ResolveTask, SearchTask, TaskError},
-    state::AppState,
-};
-
-/// The tasks a QRY or REQ may name.
-pub const TASKS: [&str; 5] = ["search", "read", "resolve", "capabilities", "status"];
+use crate::{error::ApiError, rate_limit::Client, state::AppState};
 
 /// A CLowl 0.2 message (documentation of the wire form; the core's parser is
 /// the judge).
@@ -135,155 +105,6 @@ pub struct ClowlErrorData {
     pub retry: bool,
 }
 
-fn now_secs() -> u64 {
-    u64::try_from(crate::common::now()).unwrap_or(0)
-}
-
-/// A fresh message id: UUIDv7, time-ordered.
-pub fn fresh_mid() -> Id {
-    // A UUID's text is never empty.
-    Id::new(uuid::Uuid::now_v7().to_string()).expect("a UUID is a non-empty id")
-}
-
-fn registry_id(state: &AppState) -> Id {
-    // The identity refuses an empty agent id at start-up.
-    Id::new(state.identity.agent_id()).expect("the agent id is checked at start-up")
-}
-
-fn into_map(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        other => Map::from_iter([("value".to_owned(), other)]),
-    }
-}
-
-impl From<&TaskError> for ClowlError {
-    fn from(e: &TaskError) -> Self {
-        let code = match e {
-            TaskError::Internal(_) => ErrorCode::E009,
-            TaskError::TimedOut(_) => ErrorCode::E006,
-            TaskError::Missing { .. }
-            | TaskError::Invalid { .. }
-            | TaskError::NotFound(_)
-            | TaskError::Unresolvable(_) => ErrorCode::E008,
-        };
-        match e {
-            TaskError::Missing { field } => {
-                ClowlError::new(code, "required field is missing", Some(field))
-            }
-            TaskError::Invalid { field, message } => ClowlError::new(code, message, Some(field)),
-            other => ClowlError::new(code, other.public_message(), None),
-        }
-    }
-}
-
-/// The ERR E004 answer to a message refused by the rate limit, built without
-/// parsing the message.
-fn rate_limited(state: &AppState, raw: &[u8], retry_after_secs: u64) -> Message {
-    let error = ClowlError::new(
-        ErrorCode::E004,
-        format!("rate limited; retry in {retry_after_secs} s"),
-        None,
-    );
-    Message::error_for_rejected(raw, &error, registry_id(state), fresh_mid(), now_secs())
-}
-
-/// Answers the bytes of one CLowl message, already counted against its
-/// sender's limit.
-pub async fn answer(state: &AppState, raw: &[u8]) -> Message {
-    let me = registry_id(state);
-    let request = match Message::from_slice(raw) {
-        Ok(message) => message,
-        Err(error) => {
-            return Message::error_for_rejected(raw, &error, me, fresh_mid(), now_secs());
-        }
-    };
-    let outcome = match request.performative() {
-        Performative::Req | Performative::Qry => run_task(state, &request).await,
-        Performative::Caps => Ok(caps_reply(&request, me.clone())),
-        Performative::Inf => Message::reply(
-            &request,
-            Performative::Ack,
-            me.clone(),
-            Body::new(request.body().t.clone(), Map::new()),
-            fresh_mid(),
-            now_secs(),
-        ),
-        other => Err(ClowlError::new(
-            ErrorCode::E005,
-            format!(
-                "the registry answers REQ, QRY, INF and CAPS; it runs no task that could receive {other}"
-            ),
-            Some("p"),
-        )),
-    };
-    outcome.unwrap_or_else(|error| {
-        let body = error.to_error_body();
-        Message::error(&request, me, body.code, body.msg, fresh_mid(), now_secs())
-    })
-}
-
-fn caps_reply(request: &Message, me: Id) -> Message {
-    let d = into_map(json!({"supports": TASKS, "clowl": clowl::VERSION}));
-    Message::reply(
-        request,
-        Performative::Caps,
-        me,
-        Body::new("capabilities", d),
-        fresh_mid(),
-        now_secs(),
-    )
-    // A CAPS body with a version and a list of strings is always valid.
-    .expect("the registry's CAPS body is valid")
-}
-
-async fn run_task(state: &AppState, request: &Message) -> Result<Message, ClowlError> {
-    let me = registry_id(state);
-    let task = request.body().t.as_str();
-    let d = &request.body().d;
-    let result = match task {
-        "capabilities" => return Ok(caps_reply(request, me)),
-        "status" => Ok(json!({
-            "status": "ok",
-            "agent": state.identity.agent_id(),
-            "registry": state.public_url,
-            "clowl": clowl::VERSION,
-            "tasks": TASKS,
-        })),
-        "search" => match SearchTask::parse(d, "body.d") {
-            Ok(t) => agent_tasks::search(state, &t, "body.d").await,
-            Err(e) => Err(e),
-        },
-        "read" => match ReadTask::parse(d, "body.d") {
-            Ok(t) => agent_tasks::read(state, &t, "body.d").await,
-            Err(e) => Err(e),
-        },
-        "resolve" => match ResolveTask::parse(d, "body.d") {
-            Ok(t) => agent_tasks::resolve(state, &t, "body.d").await,
-            Err(e) => Err(e),
-        },
-        other => {
-            return Err(ClowlError::new(
-                ErrorCode::E005,
-                format!(
-                    "unknown task {other:?}; the registry supports {}",
-                    TASKS.join(", ")
-                ),
-                Some("body.t"),
-            ));
-        }
-    };
-    let data = result.map_err(|e| ClowlError::from(&e))?;
-    Message::reply(
-        request,
-        Performative::Done,
-        me,
-        Body::new(task, into_map(data)),
-        fresh_mid(),
-        now_secs(),
-    )
-}
-
 /// Talk to the registry in CLowl 0.2.
 ///
 /// Every CLowl answer is HTTP 200, ERR included: the protocol carries the
@@ -320,23 +141,13 @@ async fn run_task(state: &AppState, request: &Message) -> Result<Message, ClowlE
 pub async fn post_clowl(
     req: HttpRequest,
     payload: web::Payload,
-    client: ClientAddr,
+    Client(client): Client,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let raw = super::read_body(&req, payload, clowl::MAX_MESSAGE_BYTES).await?;
-    if let Err(ApiError::RateLimited { retry_after_secs }) = state
-        .rate_limits
-        .check(Bucket::AgentMessage, client.as_str())
-    {
-        return Ok(HttpResponse::Ok().json(rate_limited(&state, &raw, retry_after_secs).to_value()));
-    }
-    // Parsing a message of up to 1 MiB is CPU work: off the HTTP workers,
-    // with the task's database reads run through the runtime's handle.
-    let runtime = tokio::runtime::Handle::current();
-    let answer = web::block(move || runtime.block_on(answer(&state, &raw)).to_value())
-        .await
-        .map_err(ApiError::internal)?;
-    Ok(HttpResponse::Ok().json(answer))
+    let raw = super::read_body(&req, payload, MAX_MESSAGE_BYTES).await?;
+    let registry = std::sync::Arc::clone(&state.registry);
+    let answer = clowl::answer_message(registry, &client, raw).await?;
+    Ok(HttpResponse::Ok().json(answer.to_value()))
 }
 
 /// The CLowl CAPS message of a published agent.
@@ -372,26 +183,6 @@ pub async fn get_agent_caps(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (name, version) = path.into_inner();
-    let not_found = || ApiError::NotFound(format!("agent {name} {version}"));
-    let package_name = PackageName::new(&name).map_err(|_| not_found())?;
-    let parsed_version = Version::parse(&version).map_err(|_| not_found())?;
-    let package = state
-        .db
-        .find_package(Kind::Agent, &package_name)
-        .await?
-        .ok_or_else(not_found)?;
-    let record = state
-        .db
-        .find_version(package.id, &parsed_version)
-        .await?
-        .filter(|v| v.deleted_at.is_none())
-        .ok_or_else(not_found)?;
-    let from = Id::new(package.name).map_err(ApiError::internal)?;
-    let caps = Message::caps(
-        from,
-        agent_tasks::agent_supports(&record.spec.0),
-        fresh_mid(),
-        now_secs(),
-    );
+    let caps = clowl::agent_caps(&state, &name, &version).await?;
     Ok(HttpResponse::Ok().json(caps.to_value()))
 }

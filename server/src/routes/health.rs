@@ -19,9 +19,6 @@ pub async fn get_healthz() -> HttpResponse {
     HttpResponse::Ok().json(Health { status: "ok" })
 }
 
-/// How long readiness waits for each backend.
-const READINESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// Readiness: the database and the blob store both answer, each within two
 /// seconds. The problem's detail names the backend that does not.
 #[utoipa::path(
@@ -34,39 +31,8 @@ const READINESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2)
 )]
 #[get("/readyz")]
 pub async fn get_readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let (database, storage) = futures_util::join!(
-        tokio::time::timeout(READINESS_TIMEOUT, state.db.ping()),
-        tokio::time::timeout(READINESS_TIMEOUT, state.blobs.check()),
-    );
-    let database_down = match database {
-        Ok(Ok(())) => false,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "readiness: database unreachable");
-            true
-        }
-        Err(_) => {
-            tracing::warn!("readiness: the database did not answer in time");
-            true
-        }
-    };
-    let storage_down = match storage {
-        Ok(Ok(())) => false,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "readiness: blob storage unreachable");
-            true
-        }
-        Err(_) => {
-            tracing::warn!("readiness: blob storage did not answer in time");
-            true
-        }
-    };
-    let detail = match (database_down, storage_down) {
-        (false, false) => return Ok(HttpResponse::Ok().json(Health { status: "ready" })),
-        (true, false) => "the database is unreachable",
-        (false, true) => "blob storage is unreachable",
-        (true, true) => "the database and blob storage are unreachable",
-    };
-    Err(ApiError::Unavailable(detail.to_owned()))
+    app::health::readiness(&state).await.check()?;
+    Ok(HttpResponse::Ok().json(Health { status: "ready" }))
 }
 
 /// Prometheus metrics in the text exposition format.
@@ -76,7 +42,7 @@ pub async fn get_readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiE
 )]
 #[get("/metrics")]
 pub async fn get_metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let text = state.metrics.render().map_err(ApiError::internal)?;
+    let text = state.metrics().render().map_err(ApiError::internal)?;
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(text))

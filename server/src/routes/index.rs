@@ -2,14 +2,10 @@
 //! and dependency edges, for client-side resolution. Cacheable: a strong
 //! `ETag` over the body, and `If-None-Match` answers 304.
 
-use actix_web::{HttpRequest, HttpResponse, get, web, web::Bytes};
+use actix_web::{HttpRequest, HttpResponse, get, web};
 
-use crate::{
-    error::ApiError,
-    routes::owners::PackagePath,
-    service::packages::{self, PackageIndexView},
-    state::AppState,
-};
+use crate::{error::ApiError, routes::owners::PackagePath, state::AppState};
+use app::packages::{self, PackageIndexView};
 
 /// One package's index.
 #[utoipa::path(
@@ -29,20 +25,6 @@ pub async fn get_index(
     path: web::Path<PackagePath>,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name) = path.parse()?;
-    // The document changes only with the registry generation (a publish,
-    // yank or deletion), so it is rendered once per generation.
-    let cache = &state.index_cache;
-    let generation = cache.current_generation(&state.db).await?;
-    let normalized = name.normalized();
-    let (body, etag) = match cache.index_body(generation, kind, &normalized) {
-        Some(cached) => cached,
-        None => {
-            let index = packages::get_index(&state, kind, &name).await?;
-            let body = Bytes::from(serde_json::to_vec(&index).map_err(ApiError::internal)?);
-            let etag = super::etag_of(&body);
-            cache.put_index_body(generation, kind, normalized, body.clone(), etag.clone());
-            (body, etag)
-        }
-    };
-    Ok(super::json_with_etag(&req, body, &etag))
+    let index = packages::index_answer(&state, kind, &name).await?;
+    Ok(super::json_with_etag(&req, index.body, &index.etag))
 }

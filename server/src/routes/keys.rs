@@ -8,10 +8,14 @@ use actix_web::{HttpResponse, delete, get, post, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::{
-    auth::Authenticated, common::names::Scope, common::rfc3339, db::keys::SigningKeyRecord,
-    error::ApiError, service::keys, state::AppState,
+use agentlang_core::{Username, signing::KeyId};
+use app::{
+    keys::{self, SigningKeyRecord},
+    time::rfc3339,
+    tokens::Scope,
 };
+
+use crate::{auth::Caller, error::ApiError, state::AppState};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -31,7 +35,8 @@ pub struct CreateKeyRequest {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CreatedKey {
     /// Lowercase hex SHA-256 of the raw 32-byte public key.
-    pub key_id: String,
+    #[schema(value_type = String)]
+    pub key_id: KeyId,
     pub public_key_pem: String,
     /// RFC 3339.
     pub created_at: String,
@@ -40,7 +45,8 @@ pub struct CreatedKey {
 /// A key as its owner lists it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct KeySummary {
-    pub key_id: String,
+    #[schema(value_type = String)]
+    pub key_id: KeyId,
     /// RFC 3339.
     pub created_at: String,
     /// RFC 3339; `null` while the key is in force.
@@ -65,10 +71,12 @@ pub struct KeyList {
 /// A key as anyone can see it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct KeyDetails {
-    pub key_id: String,
+    #[schema(value_type = String)]
+    pub key_id: KeyId,
     pub public_key_pem: String,
     /// Username of the account that registered it.
-    pub owner: String,
+    #[schema(value_type = String)]
+    pub owner: Username,
     /// RFC 3339.
     pub created_at: String,
     /// RFC 3339; `null` while the key is in force.
@@ -93,7 +101,7 @@ pub struct KeyDetails {
 #[post("/api/v1/keys")]
 pub async fn create_key(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     body: web::Json<CreateKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     auth.require(Scope::Keys)?;
@@ -122,10 +130,7 @@ pub async fn create_key(
     )
 )]
 #[get("/api/v1/keys")]
-pub async fn list_keys(
-    state: web::Data<AppState>,
-    auth: Authenticated,
-) -> Result<HttpResponse, ApiError> {
+pub async fn list_keys(state: web::Data<AppState>, auth: Caller) -> Result<HttpResponse, ApiError> {
     let keys = keys::list_keys(&state, auth.account_id)
         .await?
         .into_iter()
@@ -174,7 +179,7 @@ pub async fn get_key(
 #[delete("/api/v1/keys/{key_id}")]
 pub async fn revoke_key(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     key_id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     auth.require(Scope::Keys)?;

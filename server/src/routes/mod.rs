@@ -3,9 +3,9 @@
 //! `.service()` so the OpenAPI document sees them all.
 
 pub mod accounts;
-pub mod agent_tasks;
 pub mod clowl;
 pub mod health;
+mod http;
 pub mod index;
 pub mod keys;
 pub mod models;
@@ -21,11 +21,9 @@ pub mod search;
 pub mod tlog;
 pub mod tokens;
 
-use actix_web::{HttpRequest, HttpResponse, http::header, web};
-use bytes::{Bytes, BytesMut};
-use futures_util::StreamExt;
+use actix_web::web;
 
-use crate::error::ApiError;
+pub use http::{etag_of, if_none_match, json_with_etag, read_body};
 
 /// Registers every API route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -82,66 +80,4 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(tlog::get_log_key)
         .service(tlog::get_tile)
         .service(tlog::post_cosignature);
-}
-
-/// What no route matched (the catalog takes every other path): 405 with
-/// `Allow` for a path the OpenAPI document lists with other methods, else
-/// 404, both as problems.
-pub async fn unmatched(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    let path = req.path();
-    let method = req.method().as_str();
-    match crate::openapi::allowed_methods(path).filter(|allow| !allow.contains(&method)) {
-        Some(allow) => Err(ApiError::MethodNotAllowed {
-            method: method.to_owned(),
-            allow,
-        }),
-        None => Err(ApiError::NotFound(format!("route {path}"))),
-    }
-}
-
-/// A request body read whole, refused with 413 past `limit` bytes: at once
-/// when `Content-Length` says so, else as soon as the bytes do (chunked
-/// bodies). Any content type is read; callers check it.
-pub async fn read_body(
-    req: &HttpRequest,
-    mut payload: web::Payload,
-    limit: usize,
-) -> Result<Bytes, ApiError> {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(ApiError::PayloadTooLarge { limit });
-    }
-    let mut body = BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| ApiError::from_payload(&e))?;
-        if body.len() + chunk.len() > limit {
-            return Err(ApiError::PayloadTooLarge { limit });
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body.freeze())
-}
-
-pub use crate::common::conditional::{etag_of, if_none_match};
-
-/// A JSON answer that may change (a record with its download count), with
-/// its `ETag` and `Cache-Control: no-cache`: a client or cache revalidates
-/// every time and gets 304 without the body while it is current.
-pub fn json_with_etag(req: &HttpRequest, body: Bytes, etag: &str) -> HttpResponse {
-    let mut response = if if_none_match(req, etag) {
-        HttpResponse::NotModified()
-    } else {
-        HttpResponse::Ok()
-    };
-    response
-        .insert_header((header::ETAG, etag))
-        .insert_header((header::CACHE_CONTROL, "public, no-cache"));
-    if if_none_match(req, etag) {
-        return response.finish();
-    }
-    response.content_type("application/json").body(body)
 }

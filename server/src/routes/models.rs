@@ -4,13 +4,12 @@ use actix_web::{HttpResponse, get, put, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::{
-    auth::Authenticated,
-    common::rfc3339,
-    db::models::{ModelName, ModelRecord, ModelSpec},
-    error::{ApiError, FieldError},
-    state::AppState,
+use app::{
+    models::{self, ModelInput, ModelRecord},
+    time::rfc3339,
 };
+
+use crate::{auth::Caller, error::ApiError, state::AppState};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Model {
@@ -55,54 +54,22 @@ pub struct PutModelRequest {
     pub output_price_per_mtok: Option<f64>,
 }
 
-impl TryFrom<PutModelRequest> for ModelSpec {
-    type Error = Vec<FieldError>;
-    fn try_from(req: PutModelRequest) -> Result<Self, Self::Error> {
-        let mut errors = Vec::new();
-        match req.context_window {
-            None => errors.push(FieldError::new("context_window", "is required")),
-            Some(n) if n <= 0 => {
-                errors.push(FieldError::new(
-                    "context_window",
-                    "must be a positive token count",
-                ));
-            }
-            Some(_) => {}
-        }
-        if req.supports_tools.is_none() {
-            errors.push(FieldError::new("supports_tools", "is required"));
-        }
-        for (field, price) in [
-            ("input_price_per_mtok", req.input_price_per_mtok),
-            ("output_price_per_mtok", req.output_price_per_mtok),
-        ] {
-            if price.is_some_and(|p| !p.is_finite() || p < 0.0) {
-                errors.push(FieldError::new(field, "must be a non-negative number"));
-            }
-        }
-        match (req.context_window, req.supports_tools) {
-            (Some(context_window), Some(supports_tools)) if errors.is_empty() => Ok(Self {
-                context_window,
-                supports_tools,
-                input_price_per_mtok: req.input_price_per_mtok,
-                output_price_per_mtok: req.output_price_per_mtok,
-            }),
-            _ => Err(errors),
+impl From<PutModelRequest> for ModelInput {
+    fn from(req: PutModelRequest) -> Self {
+        Self {
+            context_window: req.context_window,
+            supports_tools: req.supports_tools,
+            input_price_per_mtok: req.input_price_per_mtok,
+            output_price_per_mtok: req.output_price_per_mtok,
         }
     }
-}
-
-fn model_name(raw: &str) -> Result<ModelName, ApiError> {
-    ModelName::parse(raw).map_err(|_| ApiError::NotFound(format!("model {raw:?}")))
 }
 
 /// Lists every model in the catalog.
 #[utoipa::path(tag = "models", responses((status = 200, body = ModelList, description = "Every model in the catalog")))]
 #[get("/api/v1/models")]
 pub async fn list_models(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let models = state
-        .db
-        .list_models()
+    let models = models::list_models(&state)
         .await?
         .into_iter()
         .map(Model::from)
@@ -124,12 +91,7 @@ pub async fn get_model(
     state: web::Data<AppState>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let name = model_name(&name)?;
-    let model = state
-        .db
-        .find_model(&name)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("model {name}")))?;
+    let model = models::get_model(&state, &name).await?;
     Ok(HttpResponse::Ok().json(Model::from(model)))
 }
 
@@ -151,16 +113,12 @@ pub async fn get_model(
 #[put("/api/v1/models/{name}")]
 pub async fn put_model(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     name: web::Path<String>,
     body: web::Json<PutModelRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    auth.require_admin()?;
-    let name = ModelName::parse(&name)
-        .map_err(|m| ApiError::Validation(vec![FieldError::new("name", m)]))?;
-    let spec = ModelSpec::try_from(body.into_inner()).map_err(ApiError::Validation)?;
-    let (model, created) = state.db.upsert_model(&name, &spec).await?;
-    tracing::info!(model = %name, by = %auth.username, created, "model written");
+    let (model, created) =
+        models::put_model(&state, &auth, &name, body.into_inner().into()).await?;
     let mut response = if created {
         HttpResponse::Created()
     } else {

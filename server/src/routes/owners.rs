@@ -1,20 +1,20 @@
 //! Package owners and invitations. Anyone may list a package's owners; an
 //! owner invites (token scope `owners`) and the invited account accepts or
 //! declines; an owner leaves or removes owners who joined after them. The
-//! rules are [`crate::service::owners`]'.
+//! rules are [`app::owners`]'.
 
 use actix_web::{HttpResponse, delete, get, put, web};
-use agentlang_core::{Kind, PackageName};
+use agentlang_core::{Kind, PackageName, Username};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{
-    auth::Authenticated,
-    common::{names::Scope, rfc3339},
-    db::packages::PackageRecord,
-    error::ApiError,
-    service::owners::{self, Owners},
-    state::AppState,
+use crate::{auth::Caller, error::ApiError, state::AppState};
+use app::ServiceError;
+use app::{
+    owners::{self, Owners},
+    packages::PackageRecord,
+    time::rfc3339,
+    tokens::Scope,
 };
 
 /// The kind as a package URL spells it (the document's name for it; any
@@ -43,21 +43,22 @@ impl PackagePath {
     /// An unknown kind or an invalid name cannot name a package: 404.
     pub fn parse(&self) -> Result<(Kind, PackageName), ApiError> {
         let kind = Kind::from_plural(&self.kind)
-            .ok_or_else(|| ApiError::NotFound(format!("route /api/v1/{}", self.kind)))?;
+            .ok_or_else(|| ServiceError::NotFound(format!("route /api/v1/{}", self.kind)))?;
         let name = PackageName::new(self.name.as_str())
-            .map_err(|_| ApiError::NotFound(format!("{kind} {:?}", self.name)))?;
+            .map_err(|_| ServiceError::NotFound(format!("{kind} {:?}", self.name)))?;
         Ok((kind, name))
     }
 
     async fn package(&self, state: &AppState) -> Result<PackageRecord, ApiError> {
         let (kind, name) = self.parse()?;
-        owners::find_package(state, kind, name.as_str()).await
+        Ok(owners::find_package(state, kind, name.as_str()).await?)
     }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Owner {
-    pub username: String,
+    #[schema(value_type = String)]
+    pub username: Username,
     /// `founder` (published the package first) or `owner`.
     #[schema(example = "owner")]
     pub role: String,
@@ -68,11 +69,15 @@ pub struct Owner {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Invitation {
     /// `agent`, `tool` or `protocol`.
-    pub kind: String,
-    pub name: String,
+    #[schema(value_type = String)]
+    pub kind: Kind,
+    #[schema(value_type = String)]
+    pub name: PackageName,
     /// The invited account.
-    pub username: String,
-    pub invited_by: Option<String>,
+    #[schema(value_type = String)]
+    pub username: Username,
+    #[schema(value_type = Option<String>)]
+    pub invited_by: Option<Username>,
     /// RFC 3339.
     pub created_at: String,
     /// RFC 3339: unanswered invitations lapse.
@@ -101,7 +106,7 @@ pub struct OwnersChange {
     pub usernames: Vec<String>,
 }
 
-fn invitation(i: crate::db::owners::InvitationRecord) -> Invitation {
+fn invitation(i: app::owners::InvitationRecord) -> Invitation {
     Invitation {
         kind: i.kind,
         name: i.name,
@@ -133,7 +138,7 @@ impl From<Owners> for OwnerList {
 /// package among the token's patterns.
 async fn package_to_change(
     state: &AppState,
-    auth: &Authenticated,
+    auth: &Caller,
     path: &PackagePath,
 ) -> Result<PackageRecord, ApiError> {
     auth.require(Scope::Owners)?;
@@ -183,7 +188,7 @@ pub async fn list_owners(
 #[put("/api/v1/{kind}/{name}/owners")]
 pub async fn add_owners(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     path: web::Path<PackagePath>,
     body: web::Json<OwnersChange>,
 ) -> Result<HttpResponse, ApiError> {
@@ -212,7 +217,7 @@ pub async fn add_owners(
 #[delete("/api/v1/{kind}/{name}/owners")]
 pub async fn remove_owners(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     path: web::Path<PackagePath>,
     body: web::Json<OwnersChange>,
 ) -> Result<HttpResponse, ApiError> {
@@ -233,7 +238,7 @@ pub async fn remove_owners(
 #[get("/api/v1/invitations")]
 pub async fn list_invitations(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
 ) -> Result<HttpResponse, ApiError> {
     let invitations = owners::invitations_for(&state, auth.account_id)
         .await?
@@ -259,7 +264,7 @@ pub async fn list_invitations(
 #[put("/api/v1/invitations/{kind}/{name}")]
 pub async fn accept_invitation(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     path: web::Path<PackagePath>,
 ) -> Result<HttpResponse, ApiError> {
     auth.require(Scope::Owners)?;
@@ -283,7 +288,7 @@ pub async fn accept_invitation(
 #[delete("/api/v1/invitations/{kind}/{name}")]
 pub async fn decline_invitation(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     path: web::Path<PackagePath>,
 ) -> Result<HttpResponse, ApiError> {
     auth.require(Scope::Owners)?;

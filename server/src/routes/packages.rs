@@ -10,14 +10,9 @@ use futures_util::TryStreamExt;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{
-    auth::Authenticated,
-    blobs::BlobBody,
-    error::ApiError,
-    routes::owners::PackagePath,
-    service::packages::{self, PackageView, VersionView},
-    state::AppState,
-};
+use crate::{auth::Caller, error::ApiError, routes::owners::PackagePath, state::AppState};
+use app::ServiceError;
+use app::packages::{self, BlobBody, PackageView, VersionView};
 
 /// Containers never change: a year, immutable.
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
@@ -45,7 +40,7 @@ impl VersionPath {
         }
         .parse()?;
         let version = Version::parse(&self.version)
-            .map_err(|_| ApiError::NotFound(format!("{kind} {name} {:?}", self.version)))?;
+            .map_err(|_| ServiceError::NotFound(format!("{kind} {name} {:?}", self.version)))?;
         Ok((kind, name, version))
     }
 }
@@ -185,21 +180,11 @@ pub async fn download_version(
     }
     let range = requested_range(&req, etag, download.size)?;
     let resumed = range.as_ref().is_some_and(|bytes| bytes.start > 0);
-    let redirect = state.config.download_redirect;
-    if !redirect.is_zero()
-        && !crate::head::asked_head(&req)
-        && let Some(url) = state
-            .blobs
-            .presigned_url(&download.digest, redirect)
-            .await?
+    if !crate::head::asked_head(&req)
+        && let Some(url) = packages::download_redirect(&state, &download, resumed).await?
     {
-        // The bytes come from the bucket (or a CDN in front of it); the
-        // client sends its Range there again. Counted here, as a stream is.
-        if !resumed {
-            state.downloads.record(download.version_id);
-        }
         return Ok(HttpResponse::TemporaryRedirect()
-            .insert_header((header::LOCATION, url.as_str()))
+            .insert_header((header::LOCATION, url))
             .insert_header((header::ETAG, etag))
             // The URL expires: no cache may keep the redirect.
             .insert_header((header::CACHE_CONTROL, "no-store"))
@@ -234,25 +219,7 @@ pub async fn download_version(
         // download counted.
         return Ok(response.body(crate::head::HeadBody(len)));
     }
-    let (sent, body) = state
-        .blobs
-        .download(&download.digest, download.size, range)
-        .await?
-        .ok_or_else(|| {
-            ApiError::internal(anyhow::anyhow!(
-                "blob {} of {kind} {name} {version} is missing",
-                download.digest
-            ))
-        })?;
-    if sent != len {
-        return Err(ApiError::internal(anyhow::anyhow!(
-            "blob {} holds {sent} bytes where {len} were expected",
-            download.digest
-        )));
-    }
-    if !resumed {
-        state.downloads.record(download.version_id);
-    }
+    let body = packages::open_download(&state, &download, range).await?;
     Ok(match body {
         BlobBody::Bytes(bytes) => response.body(bytes),
         BlobBody::Stream(stream) => response.no_chunking(len).streaming(stream.map_err(|e| {
@@ -287,7 +254,7 @@ fn requested_range(
     };
     match spec.to_satisfiable_range(size) {
         Some((first, last)) => Ok(Some(first..last + 1)),
-        None => Err(ApiError::RangeNotSatisfiable { size }),
+        None => Err(ServiceError::RangeNotSatisfiable { size }.into()),
     }
 }
 
@@ -308,7 +275,7 @@ fn requested_range(
 #[post("/api/v1/{kind}/{name}/{version}/yank")]
 pub async fn yank_version(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     path: web::Path<VersionPath>,
     body: web::Json<YankRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -333,7 +300,7 @@ pub async fn yank_version(
 #[post("/api/v1/{kind}/{name}/{version}/unyank")]
 pub async fn unyank_version(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     path: web::Path<VersionPath>,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name, version) = path.parse()?;

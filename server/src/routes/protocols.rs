@@ -8,12 +8,8 @@ use actix_web::{HttpResponse, get, put, web};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::{
-    auth::Authenticated,
-    error::ApiError,
-    service::protocols::{self, ProtocolInfo, ProtocolList, ProtocolVersionInfo},
-    state::AppState,
-};
+use crate::{auth::Caller, error::ApiError, state::AppState};
+use app::protocols::{self, ProtocolInfo, ProtocolList, ProtocolVersionInfo};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -31,7 +27,7 @@ pub struct PutProtocolRequest {
 #[utoipa::path(tag = "protocols", responses((status = 200, body = ProtocolList, description = "Every protocol of the catalog and every protocol package")))]
 #[get("/api/v1/protocols")]
 pub async fn list_protocols(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(protocols::list_protocols(&state.db).await?))
+    Ok(HttpResponse::Ok().json(protocols::list_protocols(&state).await?))
 }
 
 /// One protocol: a catalog entry, or a published protocol package.
@@ -48,7 +44,7 @@ pub async fn get_protocol(
     state: web::Data<AppState>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(protocols::get_protocol(&state.db, &name).await?))
+    Ok(HttpResponse::Ok().json(protocols::get_protocol(&state, &name).await?))
 }
 
 /// Creates or replaces a catalog protocol (admins only).
@@ -71,15 +67,13 @@ pub async fn get_protocol(
 #[put("/api/v1/protocols/{name}")]
 pub async fn put_protocol(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     name: web::Path<String>,
     body: web::Json<PutProtocolRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    auth.require_admin()?;
     let body = body.into_inner();
     let (info, created) =
-        protocols::put_protocol(&state.db, &name, body.description, body.versions).await?;
-    tracing::info!(protocol = %info.name, by = %auth.username, created, "protocol written");
+        protocols::put_protocol(&state, &auth, &name, body.description, body.versions).await?;
     let mut response = if created {
         HttpResponse::Created()
     } else {

@@ -4,16 +4,11 @@
 use actix_web::{HttpRequest, HttpResponse, http::header, post, web};
 use futures_util::StreamExt;
 
-use crate::{
-    auth::Authenticated,
-    common::names::Scope,
-    error::ApiError,
-    rate_limit::{Bucket, ClientAddr},
-    service::{
-        packages::VersionView,
-        publish::{ManifestCheck, PublishOutcome, Upload, publish},
-    },
-    state::AppState,
+use crate::{auth::Caller, error::ApiError, rate_limit::Client, state::AppState};
+use app::ServiceError;
+use app::{
+    packages::VersionView,
+    publish::{self, PublishOutcome, Upload},
 };
 
 /// After refusing an oversized body, read and discard at most this much
@@ -54,19 +49,19 @@ async fn receive(
 ) -> Result<(), ApiError> {
     if declared_length(req).is_some_and(|n| n > limit) {
         drain(payload).await;
-        return Err(upload.too_large());
+        return Err(upload.too_large().into());
     }
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| ApiError::from_payload(&e))?;
         if let Err(e) = upload.write(chunk).await {
             match e {
-                ApiError::PayloadTooLarge { .. } => drain(payload).await,
+                ServiceError::PayloadTooLarge { .. } => drain(payload).await,
                 // A container refused before its end: the rest of a body
                 // within the limit is read (not stored), so the client
                 // sees the reason rather than a reset connection.
                 _ => drain_up_to(payload, usize::try_from(limit).unwrap_or(usize::MAX)).await,
             }
-            return Err(e);
+            return Err(e.into());
         }
     }
     Ok(())
@@ -128,27 +123,19 @@ async fn receive(
 pub async fn publish_version(
     req: HttpRequest,
     state: web::Data<AppState>,
-    client: ClientAddr,
-    auth: Authenticated,
+    Client(client): Client,
+    auth: Caller,
     mut payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     // Refuse what needs no body before reading one.
-    auth.require(Scope::Publish)?;
-    state
-        .rate_limits
-        .check(Bucket::Publish, &format!("token:{}", auth.token_id))?;
-    state.rate_limits.check(Bucket::Publish, client.as_str())?;
-    let _slot = state.uploads.claim(auth.account_id)?;
-    let check = std::sync::Arc::new(ManifestCheck::load(&state, &auth).await?);
-    let limit = state.config.max_upload_bytes as u64;
-    let mut upload = Upload::start(&state.config.data_dir, limit, std::sync::Arc::clone(&check));
-    if let Err(e) = receive(&req, &mut payload, &mut upload, limit).await {
+    let mut publishing = publish::begin_publish(&state, &auth, &client).await?;
+    let limit = publishing.limit;
+    if let Err(e) = receive(&req, &mut payload, &mut publishing.upload, limit).await {
         // The spool file is gone before the answer is.
-        upload.abandon().await;
+        publishing.upload.abandon().await;
         return Err(e);
     }
-    let (upload, container) = upload.finish().await?;
-    let (mut response, view) = match publish(&state, &auth, &check, &upload, container).await? {
+    let (mut response, view) = match publish::complete_publish(&state, &auth, publishing).await? {
         PublishOutcome::Created(view) => (HttpResponse::Created(), view),
         PublishOutcome::Unchanged(view) => (HttpResponse::Ok(), view),
     };

@@ -3,12 +3,9 @@
 
 use actix_web::{HttpResponse, get, web};
 
-use crate::{
-    error::ApiError,
-    routes::packages::VersionPath,
-    service::{packages, quality},
-    state::AppState,
-};
+use app::quality;
+
+use crate::{error::ApiError, routes::packages::VersionPath, state::AppState};
 
 /// One agent version's quality report: findings with rule, severity, file,
 /// path, message and hint; the rules skipped (an encrypted prompt's text is
@@ -27,12 +24,6 @@ pub async fn get_quality_report(
     path: web::Path<VersionPath>,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name, version) = path.parse()?;
-    let package = packages::find_package(&state, kind, &name).await?;
-    let record = packages::find_version(&state, &package, &version).await?;
-    let report = quality::stored_report(&state.db, record.id)
-        .await?
-        .ok_or_else(|| {
-            ApiError::NotFound(format!("a quality report of {kind} {name} {version}"))
-        })?;
+    let report = quality::report_of(&state, kind, &name, &version).await?;
     Ok(HttpResponse::Ok().json(report))
 }

@@ -8,18 +8,13 @@ use actix_web::{
     post, web,
     web::Bytes,
 };
-use agentlang_core::{PackageName, lockfile::Lockfile};
+
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::{
-    error::{ApiError, FieldError},
-    service::resolve::{
-        MAX_RESOLVE_MODELS, MAX_RESOLVE_TOOLS, RenderKey, ResolveInput, check_count,
-        resolve_lock_at,
-    },
-    state::AppState,
-};
+use crate::{error::ApiError, state::AppState};
+use app::ServiceError;
+use app::resolve::{self, RenderKey, ResolveInput};
 
 /// Largest resolve request: an agent.yaml or a JSON request with a lock.
 pub const MAX_RESOLVE_BODY: usize = 1024 * 1024;
@@ -43,53 +38,6 @@ pub struct ResolveRequest {
     /// its sections holds at most 1,024 entries.
     #[schema(value_type = Option<Object>)]
     pub lock: Option<serde_json::Value>,
-}
-
-impl ResolveRequest {
-    fn into_input(self) -> Result<ResolveInput, ApiError> {
-        // Counted before each entry is checked, so a request of 100,000
-        // names costs one comparison, not 100,000 field errors.
-        check_count("tools", self.tools.len(), MAX_RESOLVE_TOOLS)?;
-        check_count("models", self.models.len(), MAX_RESOLVE_MODELS)?;
-        let mut errors = Vec::new();
-        let mut tools = BTreeMap::new();
-        for (name, requirement) in self.tools {
-            let field = format!("tools.{name}");
-            let parsed_name = PackageName::new(name.as_str())
-                .map_err(|e| errors.push(FieldError::new(field.clone(), e.to_string())))
-                .ok();
-            let parsed_req = match requirement {
-                None => Some(None),
-                Some(req) => req
-                    .parse::<semver::VersionReq>()
-                    .map(Some)
-                    .map_err(|e| {
-                        errors.push(FieldError::new(
-                            field.clone(),
-                            format!("{req:?} is not a version requirement: {e}"),
-                        ));
-                    })
-                    .ok(),
-            };
-            if let (Some(name), Some(req)) = (parsed_name, parsed_req) {
-                tools.insert(name, req);
-            }
-        }
-        let lock = match self.lock {
-            None => None,
-            Some(value) => serde_json::from_value::<Lockfile>(value)
-                .map_err(|e| errors.push(FieldError::new("lock", e.to_string())))
-                .ok(),
-        };
-        if !errors.is_empty() {
-            return Err(ApiError::Validation(errors));
-        }
-        Ok(ResolveInput {
-            tools,
-            models: self.models,
-            lock,
-        })
-    }
 }
 
 fn content_type(req: &HttpRequest) -> String {
@@ -193,40 +141,17 @@ pub async fn resolve_lock(
         json_answer: answer_in_json(&req, content_type == "application/json")?,
         body: super::read_body(&req, payload, MAX_RESOLVE_BODY).await?,
     };
-    let generation = state.index_cache.current_generation(&state.db).await?;
-    let now = crate::common::now();
     let json_answer = key.json_answer;
-    let answer = match state.index_cache.rendered(generation, now, &key) {
-        Some(answer) => {
-            state.metrics.resolves.inc();
-            answer
+    let answer = resolve::resolve_answer(&state, key, |body| {
+        if content_type == "application/json" {
+            let request: ResolveRequest = serde_json::from_slice(body)
+                .map_err(|e| ServiceError::Malformed(format!("invalid JSON body: {e}")))?;
+            ResolveInput::from_request(request.tools, request.models, request.lock)
+        } else {
+            ResolveInput::from_agent_yaml(body)
         }
-        None => {
-            let input = if content_type == "application/json" {
-                let request: ResolveRequest = serde_json::from_slice(&key.body)
-                    .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
-                request.into_input()?
-            } else {
-                ResolveInput::from_agent_yaml(&key.body)?
-            };
-            let answer = Bytes::from(
-                resolve_lock_at(&state, generation, now, input, |lock| {
-                    if json_answer {
-                        serde_json::to_vec(lock).map_err(ApiError::internal)
-                    } else {
-                        lock.to_yaml()
-                            .map(String::into_bytes)
-                            .map_err(ApiError::internal)
-                    }
-                })
-                .await??,
-            );
-            state
-                .index_cache
-                .put_rendered(generation, now, key, answer.clone());
-            answer
-        }
-    };
+    })
+    .await?;
     Ok(respond(json_answer, answer))
 }
 

@@ -4,11 +4,8 @@ use actix_web::{HttpResponse, get, web};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::{
-    error::ApiError,
-    service::search::{self, SearchPage, SearchQuery},
-    state::AppState,
-};
+use crate::{error::ApiError, state::AppState};
+use app::search::{self, SearchPage, SearchQuery};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -6,7 +6,8 @@
 use actix_web::{HttpRequest, HttpResponse, get, http::header, post, web};
 use agentlang_core::tlog::{TILE_WIDTH, parse_tile_path};
 
-use crate::{error::ApiError, routes::read_body, service::tlog::CosignError, state::AppState};
+use crate::{error::ApiError, routes::read_body, state::AppState};
+use app::{ServiceError, tlog};
 
 /// Largest note `POST /log/witness` reads: a checkpoint with a few dozen
 /// signature lines.
@@ -28,15 +29,7 @@ const NOTE: &str = "text/plain; charset=utf-8";
 )]
 #[get("/log/checkpoint")]
 pub async fn get_checkpoint(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    if state.tlog.broken().is_some() {
-        return Err(ApiError::Unavailable(
-            "the transparency log is not served: its stored entries failed the audit".to_owned(),
-        ));
-    }
-    let checkpoint = state
-        .tlog
-        .checkpoint()
-        .ok_or_else(|| ApiError::NotFound("a checkpoint".to_owned()))?;
+    let checkpoint = tlog::checkpoint(&state)?;
     Ok(HttpResponse::Ok()
         .content_type(NOTE)
         .insert_header((header::CACHE_CONTROL, "no-cache"))
@@ -55,7 +48,7 @@ pub async fn get_log_key(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type(NOTE)
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
-        .body(format!("{}\n", state.tlog.verifier_key()))
+        .body(format!("{}\n", tlog::verifier_key(&state)))
 }
 
 /// A tile (c2sp.org/tlog-tiles, height 8): `tile/<L>/<N>` holds hashes of
@@ -76,17 +69,9 @@ pub async fn get_tile(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let not_found = || ApiError::NotFound(format!("tile {path}"));
+    let not_found = || ServiceError::NotFound(format!("tile {path}"));
     let tile = parse_tile_path(&path).ok_or_else(not_found)?;
-    let bytes = match tile.level {
-        Some(level) => state.tlog.hash_tile(level, tile.index, tile.width),
-        None => state
-            .tlog
-            .entry_bundle(&state.db, tile.index, tile.width)
-            .await
-            .map_err(ApiError::internal)?,
-    }
-    .ok_or_else(not_found)?;
+    let bytes = tlog::tile(&state, &tile).await?.ok_or_else(not_found)?;
     let cache = if tile.width == TILE_WIDTH {
         "public, max-age=31536000, immutable"
     } else {
@@ -121,15 +106,6 @@ pub async fn post_cosignature(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = read_body(&req, payload, WITNESS_BODY_LIMIT).await?;
-    state
-        .tlog
-        .add_cosignatures(&state.db, &body)
-        .await
-        .map_err(|e| match e {
-            CosignError::Invalid(m) => ApiError::CosignatureInvalid(m),
-            CosignError::UnknownWitness => ApiError::UnknownWitness(e.to_string()),
-            CosignError::Stale => ApiError::Conflict(e.to_string()),
-            CosignError::Log(e) => ApiError::internal(e),
-        })?;
+    tlog::cosign(&state, &body).await?;
     Ok(HttpResponse::NoContent().finish())
 }

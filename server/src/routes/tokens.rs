@@ -5,21 +5,13 @@ use actix_web::{HttpResponse, delete, get, post, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::{
-    auth::Authenticated,
-    common::{
-        names::{NamePattern, Scope},
-        rfc3339,
-    },
-    db::tokens::TokenRecord,
-    error::{ApiError, FieldError},
-    rate_limit::ClientAddr,
-    service::{
-        accounts::Actor,
-        credentials::check_password,
-        tokens::{self, TokenSpec},
-    },
-    state::AppState,
+use crate::{auth::Caller, error::ApiError, rate_limit::Client, state::AppState};
+use app::{FieldError, ServiceError};
+use app::{
+    accounts::Actor,
+    credentials::check_password,
+    time::rfc3339,
+    tokens::{self, NamePattern, Scope, TokenRecord, TokenSpec},
 };
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -109,7 +101,7 @@ impl From<TokenRecord> for TokenInfo {
 #[post("/api/v1/tokens")]
 pub async fn create_token(
     state: web::Data<AppState>,
-    client: ClientAddr,
+    Client(client): Client,
     body: web::Json<CreateTokenRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
@@ -130,10 +122,10 @@ pub async fn create_token(
     );
     let spec = match spec {
         Ok(spec) if errors.is_empty() => spec,
-        Ok(_) => return Err(ApiError::Validation(errors)),
+        Ok(_) => return Err(ServiceError::Validation(errors).into()),
         Err(more) => {
             errors.extend(more);
-            return Err(ApiError::Validation(errors));
+            return Err(ServiceError::Validation(errors).into());
         }
     };
     let account = check_password(&state, &client, &username, &password).await?;
@@ -172,7 +164,7 @@ pub async fn create_token(
 #[get("/api/v1/tokens")]
 pub async fn list_tokens(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
 ) -> Result<HttpResponse, ApiError> {
     auth.require(Scope::Tokens)?;
     let tokens = tokens::list_tokens(&state, auth.account_id)
@@ -199,7 +191,7 @@ pub async fn list_tokens(
 #[delete("/api/v1/tokens/{id}")]
 pub async fn revoke_token(
     state: web::Data<AppState>,
-    auth: Authenticated,
+    auth: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     auth.require(Scope::Tokens)?;

@@ -1,12 +1,13 @@
 //! Accounts: who publishes and owns packages.
 
-use super::{Db, is_unique_violation, normalize, now, with_pool};
-use crate::common::names::Username;
+use super::{Db, is_unique_violation, now, with_pool};
+use agentlang_core::Username;
+use agentlang_core::names::normalize;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct AccountRecord {
     pub id: i64,
-    pub username: String,
+    pub username: Username,
     /// argon2id, PHC string format.
     pub password_hash: String,
     pub is_admin: bool,

@@ -6,7 +6,7 @@
 //! same key, so a second (or concurrent) write of one blob is harmless and an
 //! existing blob is never overwritten.
 
-use std::{collections::HashSet, sync::Arc, time::Duration};
+use std::{collections::HashSet, path::PathBuf, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
@@ -18,8 +18,53 @@ use object_store::{
     prefix::PrefixStore,
 };
 
-use crate::config::{S3Settings, StorageUrl};
 pub use agentlang_core::container::Sha256Digest;
+use serde::Deserialize;
+
+/// Where blobs live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageUrl {
+    /// A folder on the local filesystem.
+    File(PathBuf),
+    /// A bucket of an S3-compatible service, with an optional key prefix.
+    S3 { bucket: String, prefix: String },
+}
+
+impl StorageUrl {
+    pub fn parse(url: &str) -> Result<Self, String> {
+        if let Some(path) = url.strip_prefix("file://") {
+            if path.is_empty() {
+                return Err("file:// needs a path".to_owned());
+            }
+            Ok(Self::File(PathBuf::from(path)))
+        } else if let Some(rest) = url.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err("s3:// needs a bucket name".to_owned());
+            }
+            Ok(Self::S3 {
+                bucket: bucket.to_owned(),
+                prefix: prefix.trim_matches('/').to_owned(),
+            })
+        } else {
+            Err(format!(
+                "{url:?} is not a storage URL (expected file://PATH or s3://BUCKET/PREFIX)"
+            ))
+        }
+    }
+}
+
+/// Explicit S3 settings. Each one left `None` falls back to the standard
+/// `AWS_*` variable that `AmazonS3Builder::from_env` reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3Settings {
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub allow_http: Option<bool>,
+}
 
 /// The prefix every blob key starts with.
 const BLOB_PREFIX: &str = "blobs/sha256";

@@ -6,12 +6,13 @@
 //! never load whole specs.
 
 use super::{Db, keys::SigningKeyRecord, now, select_in, with_pool};
+use agentlang_core::{Kind, PackageName, Username, Version, signing::KeyId};
 
 /// A web session joined with its account.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SessionRecord {
     pub account_id: i64,
-    pub username: String,
+    pub username: Username,
     pub is_admin: bool,
     pub csrf_token: String,
     pub expires_at: i64,
@@ -30,8 +31,8 @@ pub struct CatalogCounts {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct PackageListing {
     pub id: i64,
-    pub kind: String,
-    pub name: String,
+    pub kind: Kind,
+    pub name: PackageName,
     pub description: String,
     pub last_published_at: i64,
     pub downloads: i64,
@@ -41,7 +42,7 @@ pub struct PackageListing {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct VersionBrief {
     pub package_id: i64,
-    pub version: String,
+    pub version: Version,
     pub yanked: bool,
     pub published_at: i64,
     pub title: Option<String>,
@@ -54,18 +55,18 @@ pub struct VersionBrief {
 /// an `agent.lock` pin.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct DependentRow {
-    pub kind: String,
-    pub name: String,
-    pub version: String,
+    pub kind: Kind,
+    pub name: PackageName,
+    pub version: Version,
     pub requirement: Option<String>,
 }
 
 /// A version signed by a key.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct SignedVersionRow {
-    pub kind: String,
-    pub name: String,
-    pub version: String,
+    pub kind: Kind,
+    pub name: PackageName,
+    pub version: Version,
 }
 
 /// The columns of a package listing; `p` is `packages`, `v` its live versions.
@@ -499,7 +500,7 @@ impl Db {
     /// Live versions signed with the key, newest publications first.
     pub async fn versions_signed_by(
         &self,
-        key_id: &str,
+        key_id: &KeyId,
         limit: i64,
     ) -> Result<Vec<SignedVersionRow>, sqlx::Error> {
         with_pool!(self, pool => {
@@ -509,7 +510,7 @@ impl Db {
                  WHERE v.signer_key_id = $1 AND v.deleted_at IS NULL
                  ORDER BY v.published_at DESC, v.id DESC LIMIT $2",
             )
-            .bind(key_id)
+            .bind(key_id.as_str())
             .bind(limit)
             .fetch_all(pool)
             .await
@@ -533,7 +534,7 @@ impl Db {
     }
 
     /// The username of an account id.
-    pub async fn account_username(&self, account_id: i64) -> Result<Option<String>, sqlx::Error> {
+    pub async fn account_username(&self, account_id: i64) -> Result<Option<Username>, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query_scalar("SELECT username FROM accounts WHERE id = $1")
                 .bind(account_id)

@@ -1,28 +1,7 @@
-//! The storage API: one set of functions over SQLite and PostgreSQL.
-//!
-//! [`Db`] is an enum over the two pools. Queries are written once, with `$1`
-//! placeholders (SQLite accepts them too) and portable SQL, and run on
-//! whichever pool is live through [`with_pool!`], which expands the same body
-//! for each backend so each is type-checked against its own driver. The
-//! schemas in `migrations/{sqlite,postgres}` agree on every table and column;
-//! timestamps are integer Unix seconds in both.
+//! [`Db`]: one pool over SQLite or PostgreSQL, migrations, and the write
+//! transaction every change runs in.
 
-pub mod accounts;
-pub mod audit;
-pub mod catalog;
-pub mod index;
-pub mod keys;
-pub mod models;
-pub mod owners;
-pub mod packages;
-mod per_runtime;
-pub mod protocols;
-pub mod search;
-pub mod secrets;
-pub mod tlog;
-pub mod tokens;
-
-use std::{str::FromStr, sync::Arc, time::Duration};
+use std::{path::PathBuf, str::FromStr, sync::Arc, time::Duration};
 
 use sqlx::{
     PgPool, SqlitePool,
@@ -30,8 +9,7 @@ use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
 
-use crate::config::DatabaseUrl;
-use per_runtime::PerRuntime;
+use crate::per_runtime::PerRuntime;
 
 /// Runs `$body` with `$pool` bound to the live pool, whichever backend it is.
 macro_rules! with_pool {
@@ -94,6 +72,31 @@ pub(crate) fn any_of(in_list_sql: &str) -> String {
 }
 
 pub(crate) use select_in;
+
+/// Where metadata lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    /// A `sqlite:` URL as configured.
+    Sqlite(String),
+    /// A SQLite file by path: the default, so a data folder whose path has
+    /// spaces or `?` needs no URL escaping.
+    SqlitePath(PathBuf),
+    Postgres(String),
+}
+
+impl DatabaseUrl {
+    pub fn parse(url: &str) -> Result<Self, String> {
+        if url.starts_with("sqlite:") {
+            Ok(Self::Sqlite(url.to_owned()))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Self::Postgres(url.to_owned()))
+        } else {
+            Err(format!(
+                "{url:?} is not a database URL (expected sqlite://... or postgres://...)"
+            ))
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -183,18 +186,16 @@ impl Db {
         if let Some(parent) = options.get_filename().parent()
             && !parent.as_os_str().is_empty()
         {
-            crate::common::files::create_private_dir(parent).map_err(|source| {
-                DbError::CreateDir {
-                    path: parent.display().to_string(),
-                    source,
-                }
+            crate::files::create_private_dir(parent).map_err(|source| DbError::CreateDir {
+                path: parent.display().to_string(),
+                source,
             })?;
         }
         // The file holds password hashes and sessions: 0600 from its first
         // byte (SQLite gives its -wal and -shm files the same mode).
         let file = options.get_filename().to_string_lossy();
         if file != ":memory:" && !file.starts_with("file:") {
-            crate::common::files::touch_private_file(options.get_filename()).map_err(|source| {
+            crate::files::touch_private_file(options.get_filename()).map_err(|source| {
                 DbError::CreateDir {
                     path: options.get_filename().display().to_string(),
                     source,
@@ -237,9 +238,9 @@ impl Db {
     /// Applies the pending migrations of this backend's dialect.
     pub async fn migrate(&self) -> Result<(), DbError> {
         match self {
-            Db::Sqlite(pool) => sqlx::migrate!("../migrations/sqlite").run(pool).await?,
+            Db::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await?,
             Db::Postgres(pools) => {
-                sqlx::migrate!("../migrations/postgres")
+                sqlx::migrate!("migrations/postgres")
                     .run(pools.current())
                     .await?;
             }
@@ -294,7 +295,7 @@ pub(crate) struct WriteTx<DB: sqlx::Database> {
     tx: sqlx::Transaction<'static, DB>,
     _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
     /// Whether this transaction holds the log's append lock (PostgreSQL).
-    log_locked: bool,
+    pub(crate) log_locked: bool,
 }
 
 impl<DB: sqlx::Database> WriteTx<DB> {
@@ -315,7 +316,7 @@ static WRITES_SINCE: std::sync::LazyLock<std::time::Instant> =
 
 /// Records that a write just committed (every `WriteTx` does; a
 /// single-statement write that changes what reads show calls it).
-pub(crate) fn note_local_write() {
+pub fn note_local_write() {
     let nanos = u64::try_from(WRITES_SINCE.elapsed().as_nanos()).unwrap_or(u64::MAX);
     LAST_WRITE.fetch_max(nanos, std::sync::atomic::Ordering::AcqRel);
 }
@@ -382,10 +383,21 @@ impl BeginWrite for PgPool {
     }
 }
 
-pub use crate::common::{normalize, now};
-
 /// Whether `err` is a UNIQUE or PRIMARY KEY violation, in either dialect.
 pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     err.as_database_error()
         .is_some_and(|e| e.is_unique_violation())
+}
+
+/// Whether a database error says the database is out of reach rather than
+/// that a query is wrong.
+pub fn is_unreachable(err: &sqlx::Error) -> bool {
+    matches!(
+        err,
+        sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed
+    )
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use agentlang_core::{Kind, PackageName};
+use agentlang_core::{Kind, PackageName, Username, Version, container::Sha256Digest};
 
 use super::{Db, packages::PackageRecord, per_runtime::PerRuntime, select_in, with_pool};
 
@@ -13,8 +13,8 @@ use super::{Db, packages::PackageRecord, per_runtime::PerRuntime, select_in, wit
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexVersion {
     pub version_id: i64,
-    pub version: String,
-    pub sha256: String,
+    pub version: Version,
+    pub sha256: Sha256Digest,
     pub yanked: bool,
     /// Tool dependencies: name as written, requirement as written.
     pub dependencies: BTreeMap<String, String>,
@@ -51,7 +51,7 @@ struct IndexRow {
 
 /// One version in [`IndexRow::versions`]: id, version, sha256, yanked and
 /// its tool dependencies (name to requirement).
-type ListedVersion = (i64, String, String, Flag, BTreeMap<String, String>);
+type ListedVersion = (i64, Version, Sha256Digest, Flag, BTreeMap<String, String>);
 
 /// A boolean as either database writes it into JSON: SQLite as 0 or 1.
 struct Flag(bool);
@@ -197,7 +197,7 @@ impl Db {
                     )
                     .collect();
                 // SQL cannot order prerelease identifiers; semver can.
-                versions.sort_by_cached_key(|v| semver::Version::parse(&v.version).ok());
+                versions.sort_by(|a, b| a.version.cmp(&b.version));
                 Ok(PackageIndex {
                     package: row.package,
                     versions,
@@ -216,9 +216,9 @@ impl Db {
     }
 
     /// `(id, username)` of the given accounts, unordered.
-    pub async fn usernames_by_ids(&self, ids: &[i64]) -> Result<Vec<(i64, String)>, sqlx::Error> {
+    pub async fn usernames_by_ids(&self, ids: &[i64]) -> Result<Vec<(i64, Username)>, sqlx::Error> {
         const SELECT: &str = "SELECT id, username FROM accounts WHERE id IN (";
-        select_in!(self, (i64, String), SELECT, SELECT, ids)
+        select_in!(self, (i64, Username), SELECT, SELECT, ids)
     }
 }
 
@@ -228,9 +228,10 @@ pub struct VersionHead {
     pub package_id: i64,
     /// The version row's id, for [`Db::version_facts`].
     pub id: i64,
-    pub version: String,
+    pub version: Version,
     pub yanked: bool,
     pub downloads: i64,
+    pub published_at: i64,
 }
 
 /// agent.yaml's `title` and `category` of one version; tools have neither.
@@ -257,7 +258,7 @@ impl Db {
         &self,
         package_ids: &[i64],
     ) -> Result<Vec<VersionHead>, sqlx::Error> {
-        const SELECT: &str = "SELECT package_id, id, version, yanked, downloads
+        const SELECT: &str = "SELECT package_id, id, version, yanked, downloads, published_at
              FROM versions WHERE deleted_at IS NULL AND package_id IN (";
         select_in!(self, VersionHead, SELECT, SELECT, package_ids)
     }
@@ -302,7 +303,7 @@ impl Db {
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ToolPermissions {
     pub normalized_name: String,
-    pub version: String,
+    pub version: Version,
     pub permissions: Option<String>,
 }
 

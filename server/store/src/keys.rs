@@ -1,13 +1,13 @@
 //! Signing keys: the public halves of the Ed25519 keys publishers sign with.
 //! Rows are never deleted (old versions name their signer); a key is revoked.
 
-use agentlang_core::{signing::KeyId, tlog::LogEntry};
+use agentlang_core::{Username, signing::KeyId, tlog::LogEntry};
 
 use super::{BeginWrite, Db, is_unique_violation, now, tlog::AppendLog, with_pool};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SigningKeyRecord {
-    pub key_id: String,
+    pub key_id: KeyId,
     pub account_id: i64,
     pub public_key_pem: String,
     pub created_at: i64,
@@ -80,10 +80,11 @@ impl Db {
     /// The given keys that exist, unordered.
     pub async fn signing_keys_by_ids(
         &self,
-        key_ids: &[String],
+        key_ids: &[KeyId],
     ) -> Result<Vec<SigningKeyRecord>, sqlx::Error> {
         const SELECT: &str = "SELECT key_id, account_id, public_key_pem, created_at, revoked_at
              FROM signing_keys WHERE key_id IN (";
+        let key_ids: Vec<&str> = key_ids.iter().map(KeyId::as_str).collect();
         super::select_in!(self, SigningKeyRecord, SELECT, SELECT, key_ids)
     }
 }
@@ -91,8 +92,8 @@ impl Db {
 /// A key with its owner's username, as the public key page shows it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SigningKeyWithOwner {
-    pub key_id: String,
-    pub owner: String,
+    pub key_id: KeyId,
+    pub owner: Username,
     pub public_key_pem: String,
     pub created_at: i64,
     pub revoked_at: Option<i64>,

@@ -1,110 +1,15 @@
-//! Account and package-pattern names, passwords as accepted, and the
-//! scopes a token may carry: validated once, here, below every layer that
-//! stores or checks them.
+//! What a token may do: its scopes, and the package-name patterns that
+//! restrict it. Validated once, here, below every layer that stores or
+//! checks them.
 
-use std::{fmt, str::FromStr};
+use std::str::FromStr;
 
-use agentlang_core::PackageName;
+use agentlang_core::{PackageName, names::normalize};
 use serde::{Deserialize, Deserializer, Serialize};
-use utoipa::ToSchema;
-
-/// Lowercase with `-` as `_`: the form account and package uniqueness is
-/// judged on.
-pub fn normalize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c == '-' {
-                '_'
-            } else {
-                c.to_ascii_lowercase()
-            }
-        })
-        .collect()
-}
-
-/// An account name: 1 to 39 ASCII letters, digits, `-` or `_`, starting with
-/// a letter. Unique in normalized form (case and `-`/`_` folded).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-#[schema(value_type = String, example = "alice")]
-pub struct Username(String);
-
-pub const MAX_USERNAME_LEN: usize = 39;
-
-impl Username {
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let first = s.chars().next().ok_or("must not be empty")?;
-        if s.len() > MAX_USERNAME_LEN {
-            return Err(format!("must be at most {MAX_USERNAME_LEN} characters"));
-        }
-        if !first.is_ascii_alphabetic() {
-            return Err("must start with an ASCII letter".to_owned());
-        }
-        if let Some(bad) = s
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
-        {
-            return Err(format!(
-                "may hold only ASCII letters, digits, '-' and '_', found {bad:?}"
-            ));
-        }
-        Ok(Self(s.to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl<'de> Deserialize<'de> for Username {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Self::parse(&s).map_err(serde::de::Error::custom)
-    }
-}
-
-impl fmt::Display for Username {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// A password as accepted at registration: 8 to 1024 bytes. Its `Debug`
-/// never shows it.
-#[derive(Clone)]
-pub struct Password(String);
-
-pub const MIN_PASSWORD_LEN: usize = 8;
-pub const MAX_PASSWORD_LEN: usize = 1024;
-
-impl Password {
-    pub fn parse(s: &str) -> Result<Self, String> {
-        if s.len() < MIN_PASSWORD_LEN {
-            return Err(format!("must be at least {MIN_PASSWORD_LEN} bytes"));
-        }
-        if s.len() > MAX_PASSWORD_LEN {
-            return Err(format!("must be at most {MAX_PASSWORD_LEN} bytes"));
-        }
-        Ok(Self(s.to_owned()))
-    }
-}
-
-impl Password {
-    /// The password itself, for hashing.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Password {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Password(..)")
-    }
-}
 
 /// What a token may do beyond reading.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// Publish new versions of packages.
@@ -172,8 +77,9 @@ impl FromStr for Scope {
 /// A package-name pattern restricting a token: a name, optionally with `*`
 /// wildcards (`acme-*`). Matched against normalized names, so `Acme-*`
 /// matches `acme_search`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-#[schema(value_type = String, example = "acme-*")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(value_type = String, example = "acme-*"))]
 pub struct NamePattern(String);
 
 impl NamePattern {
@@ -238,21 +144,6 @@ fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn usernames_and_passwords_are_checked() {
-        assert!(Username::parse("alice-1").is_ok());
-        assert_eq!(Username::parse("").unwrap_err(), "must not be empty");
-        assert!(Username::parse("1alice").is_err());
-        assert!(Username::parse("al ice").is_err());
-        assert!(Username::parse(&"a".repeat(40)).is_err());
-        assert!(Password::parse("short").is_err());
-        assert!(Password::parse("long enough").is_ok());
-        assert_eq!(
-            format!("{:?}", Password::parse("secret123").unwrap()),
-            "Password(..)"
-        );
-    }
 
     #[test]
     fn patterns_match_normalized_names() {

@@ -3,13 +3,14 @@
 //! Owners are ranked by when they joined (`ordinal`, 1 = founder).
 
 use agentlang_core::tlog::LogEntry;
+use agentlang_core::{Kind, PackageName, Username};
 
 use super::{BeginWrite, Db, now, tlog::AppendLog, with_pool};
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct OwnerRecord {
     pub account_id: i64,
-    pub username: String,
+    pub username: Username,
     pub added_at: i64,
     /// The order of joining: 1 is the founder.
     pub ordinal: i64,
@@ -27,11 +28,11 @@ struct PackageOwnerRow {
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct InvitationRecord {
     pub package_id: i64,
-    pub kind: String,
-    pub name: String,
+    pub kind: Kind,
+    pub name: PackageName,
     pub account_id: i64,
-    pub invitee: String,
-    pub invited_by: Option<String>,
+    pub invitee: Username,
+    pub invited_by: Option<Username>,
     pub created_at: i64,
     pub expires_at: i64,
 }
@@ -39,12 +40,12 @@ pub struct InvitationRecord {
 #[derive(Debug, thiserror::Error)]
 pub enum OwnerError {
     #[error("{0} is not an owner")]
-    NotAnOwner(String),
+    NotAnOwner(Username),
     #[error("the last owner of a package cannot be removed")]
     LastOwner,
     /// The remover joined after (or with) `0`.
     #[error("{0} has been an owner longer than you")]
-    Senior(String),
+    Senior(Username),
     #[error(transparent)]
     Db(#[from] sqlx::Error),
 }
@@ -181,7 +182,7 @@ impl Db {
     pub async fn invitees_of(
         &self,
         package_ids: &[i64],
-    ) -> Result<Vec<(i64, String)>, sqlx::Error> {
+    ) -> Result<Vec<(i64, Username)>, sqlx::Error> {
         // `now` is spliced as a number: it is ours, not input.
         let select = format!(
             "SELECT i.package_id, a.username FROM owner_invitations i
@@ -189,8 +190,8 @@ impl Db {
              WHERE i.expires_at > {} AND i.package_id IN (",
             now()
         );
-        let found: Result<Vec<(i64, String)>, sqlx::Error> =
-            super::select_in!(self, (i64, String), &select, &select, package_ids);
+        let found: Result<Vec<(i64, Username)>, sqlx::Error> =
+            super::select_in!(self, (i64, Username), &select, &select, package_ids);
         let mut rows = found?;
         rows.sort();
         Ok(rows)
@@ -268,7 +269,7 @@ impl Db {
         &self,
         package_id: i64,
         remover: Remover,
-        accounts: &[(i64, String)],
+        accounts: &[(i64, Username)],
         log_entries: &[LogEntry],
     ) -> Result<(), OwnerError> {
         with_pool!(self, pool => {

@@ -1,6 +1,7 @@
 //! Packages, their owners and versions: what publish writes and what every
 //! read endpoint serves.
 
+use agentlang_core::signing::KeyId;
 use agentlang_core::{Kind, PackageName, Version, tlog::LogEntry};
 use serde_json::Value;
 use sqlx::types::Json;
@@ -11,9 +12,9 @@ use agentlang_core::container::Sha256Digest;
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct PackageRecord {
     pub id: i64,
-    pub kind: String,
+    pub kind: Kind,
     /// The spelling it was first published under.
-    pub name: String,
+    pub name: PackageName,
     pub normalized_name: String,
     pub description: String,
     pub keywords: String,
@@ -46,7 +47,7 @@ pub struct PublishPrecheck {
     pub is_owner: bool,
     /// The container of the version with this precedence, if one was ever
     /// published (deleted ones included: a number is never reused).
-    pub existing_sha256: Option<String>,
+    pub existing_sha256: Option<Sha256Digest>,
     pub existing_deleted_at: Option<i64>,
 }
 
@@ -55,10 +56,10 @@ pub struct PublishPrecheck {
 pub struct VersionRecord {
     pub id: i64,
     pub package_id: i64,
-    pub version: String,
-    pub sha256: String,
+    pub version: Version,
+    pub sha256: Sha256Digest,
     pub size: i64,
-    pub signer_key_id: Option<String>,
+    pub signer_key_id: Option<KeyId>,
     pub manifest: Json<Value>,
     pub spec: Json<Value>,
     pub lockfile: Option<Json<Value>>,
@@ -106,7 +107,7 @@ pub struct NewVersion {
     pub sha256: Sha256Digest,
     pub size: u64,
     /// A registered, unrevoked key of the publisher.
-    pub signer_key_id: Option<String>,
+    pub signer_key_id: Option<KeyId>,
     pub manifest: Value,
     /// The parsed agent.yaml / tool.yaml.
     pub spec: Value,
@@ -160,8 +161,11 @@ pub enum PublishError {
         version: String,
     },
     /// Revoked (or removed) after the upload's checks read it.
-    #[error("the container is signed by key {key_id}, which has been revoked")]
-    KeyRevoked { key_id: String },
+    #[error(
+        "the container is signed by key {}, which has been revoked",
+        key_id.as_ref().map_or("(none)", KeyId::as_str)
+    )]
+    KeyRevoked { key_id: Option<KeyId> },
     #[error(transparent)]
     Db(#[from] sqlx::Error),
 }
@@ -202,7 +206,7 @@ fn refusal(new: &NewVersion, target: &PublishTarget) -> Option<PublishError> {
     let kind = new.kind;
     if !target.key_usable {
         return Some(PublishError::KeyRevoked {
-            key_id: new.signer_key_id.clone().unwrap_or_default(),
+            key_id: new.signer_key_id.clone(),
         });
     }
     let existing = target.package_name.as_deref()?;
@@ -298,7 +302,7 @@ macro_rules! publish_round {
                     .push(" AS BIGINT), CAST(")
                     .push_bind(pre)
                     .push(" AS TEXT), CAST(")
-                    .push_bind(new.signer_key_id.as_deref())
+                    .push_bind(new.signer_key_id.as_ref().map(KeyId::as_str))
                     .push(" AS TEXT))");
             }
             select.push(
@@ -473,7 +477,7 @@ macro_rules! publish_round {
                             .push_bind(pre)
                             .push_bind(new.sha256.to_string())
                             .push_bind(i64::try_from(new.size).unwrap_or(i64::MAX))
-                            .push_bind(new.signer_key_id.as_deref())
+                            .push_bind(new.signer_key_id.as_ref().map(KeyId::as_str))
                             .push_bind(Json(&new.manifest))
                             .push_bind(Json(&new.spec))
                             .push_bind(new.lockfile.as_ref().map(Json))
@@ -787,10 +791,7 @@ impl Db {
         })?;
         // SQL cannot order prerelease identifiers (`rc.10` after `rc.9`);
         // semver can.
-        versions.sort_by(|a, b| {
-            let parse = |v: &str| semver::Version::parse(v).ok();
-            parse(&b.version).cmp(&parse(&a.version))
-        });
+        versions.sort_by(|a, b| b.version.cmp(&a.version));
         Ok(versions)
     }
 

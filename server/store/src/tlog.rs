@@ -9,6 +9,7 @@
 //! however many replicas share the database.
 
 use agentlang_core::tlog::LogEntry;
+use agentlang_core::{Kind, PackageName, Version, container::Sha256Digest, signing::KeyId};
 use sqlx::{Postgres, Sqlite, Transaction};
 
 use super::{BeginWrite, Db, WriteTx, now, with_pool};
@@ -30,11 +31,11 @@ pub struct CheckpointRow {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UnloggedVersion {
     pub id: i64,
-    pub kind: String,
-    pub name: String,
-    pub version: String,
-    pub sha256: String,
-    pub signer_key_id: Option<String>,
+    pub kind: Kind,
+    pub name: PackageName,
+    pub version: Version,
+    pub sha256: Sha256Digest,
+    pub signer_key_id: Option<KeyId>,
     pub publisher: Option<String>,
     pub published_at: i64,
     pub yanked: bool,

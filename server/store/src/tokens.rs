@@ -2,10 +2,11 @@
 //! secret; its row keeps only the secret's SHA-256, whether the token is
 //! still valid (not revoked) and what it may do.
 
+use agentlang_core::Username;
 use sqlx::types::Json;
 
 use super::{Db, now, with_pool};
-use crate::common::names::{NamePattern, Scope};
+use crate::names::{NamePattern, Scope};
 
 /// A token as listed to its owner: nothing in it authenticates.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -26,7 +27,7 @@ pub struct TokenRecord {
 pub struct TokenGrant {
     pub jti: String,
     pub account_id: i64,
-    pub username: String,
+    pub username: Username,
     pub is_admin: bool,
     pub scopes: Json<Vec<Scope>>,
     pub packages: Option<Json<Vec<NamePattern>>>,

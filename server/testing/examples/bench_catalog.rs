@@ -9,16 +9,13 @@
 //! - render only: the askama template of a built page;
 //! - HTTP: sequential `GET /agents/research-assistant` over loopback.
 //!
-//! Run: `cargo run --release -p agentlang-registry --example bench_catalog [iterations]`
-
-#[path = "../tests/support/mod.rs"]
-mod support;
+//! Run: `cargo run --release -p agentlang-registry-testing --example bench_catalog [iterations]`
 
 use std::time::{Duration, Instant};
 
 use agentlang_registry::catalog::{packages::agent_page, session::MaybeSession};
+use agentlang_registry_testing::{Backend, TestApp, seed};
 use agentlang_web::Template;
-use support::{Backend, TestApp, seed};
 
 fn report(what: &str, mut samples: Vec<Duration>) {
     samples.sort();

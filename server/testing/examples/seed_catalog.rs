@@ -74,23 +74,22 @@ use agentlang_core::{
     tlog::LogOp,
     tool::parse_tool,
 };
-use agentlang_registry::{
-    blobs::{Blobs, Sha256Digest},
-    common::names::{Password, Username},
-    config::Config,
-    db::{
-        Db,
-        packages::{DependencyEdge, NewVersion},
-    },
-    service::credentials::hash_password,
-    service::packages::ContainerExtras,
-    service::tlog,
-};
+use agentlang_core::{Username, container::Sha256Digest};
+use agentlang_registry::config::Config;
 use anyhow::{Context, bail};
+use app::{
+    packages::ContainerExtras,
+    passwords::{Password, hash_password},
+    tlog,
+};
 use bytes::Bytes;
 use futures_util::{StreamExt, stream};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use store::{
+    Blobs, Db,
+    packages::{DependencyEdge, NewVersion},
+};
 
 const PACKAGES_DEFAULT: u64 = 10_000;
 const TIERS: u64 = 4;
@@ -302,7 +301,7 @@ struct Seeder {
     blobs: Blobs,
     publisher: i64,
     key: SecretKey,
-    key_id: String,
+    key_id: agentlang_core::signing::KeyId,
     /// Whether placeholder blobs are stored too (one small object each).
     placeholder_blobs: bool,
 }
@@ -522,7 +521,7 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
         &out.join("bench-key.pem"),
         bench_key.to_pkcs8_pem().as_bytes(),
     )?;
-    let key_id = key.public_key().key_id().as_str().to_owned();
+    let key_id = key.public_key().key_id();
     let seeder = Arc::new(Seeder {
         db: db.clone(),
         blobs,

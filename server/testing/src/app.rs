@@ -10,15 +10,13 @@ use std::{
 
 use actix_web::{dev::ServerHandle, web};
 use agentlang_core::signing::SecretKey;
-use agentlang_registry::{
-    config::{Config, RateLimitSettings, RegistrationMode, RequestLimits},
-    startup::Application,
-    state::AppState,
-};
+use agentlang_registry::{config::Config, startup::Application, state::AppState};
+use app::settings::{RateLimitSettings, RegistrationMode, RequestLimits};
 use reqwest::{Method, RequestBuilder, Response};
 use serde_json::Value;
+use store::{Blobs, Db};
 
-use super::{
+use crate::{
     backends::{Backend, Backends, host_port},
     process::{Process, default_binary, proc_status_kib},
     proxy::TcpProxy,
@@ -72,8 +70,36 @@ enum Server {
     InProcess {
         state: web::Data<AppState>,
         handle: ServerHandle,
+        store: Box<Store>,
     },
     Process(Process),
+}
+
+/// An in-process registry's storage, opened beside it on the same database
+/// and blob store: for seeding, and for tests that look behind the API's
+/// back. Its own pool, so nothing here reaches into the registry.
+pub struct Store {
+    pub db: Db,
+    pub blobs: Blobs,
+}
+
+impl Store {
+    async fn open(config: &Config) -> Self {
+        let db = Db::connect(
+            &config.effective_database_url(),
+            config.limits.database_timeout,
+            1,
+        )
+        .await
+        .expect("open the registry's database beside it");
+        let blobs = Blobs::open(
+            &config.effective_storage_url(),
+            &config.s3,
+            config.limits.storage_timeout,
+        )
+        .expect("open the registry's blob store beside it");
+        Self { db, blobs }
+    }
 }
 
 /// A running registry: its URL and a client, its users, its folder and
@@ -402,8 +428,18 @@ impl TestAppBuilder {
             let url = format!("http://{}", app.address());
             let state = app.state();
             let handle = app.handle();
+            let store = Box::new(Store::open(&state.config).await);
             actix_web::rt::spawn(app.run_until_stopped());
-            (url, Server::InProcess { state, handle }, Vec::new(), None)
+            (
+                url,
+                Server::InProcess {
+                    state,
+                    handle,
+                    store,
+                },
+                Vec::new(),
+                None,
+            )
         };
         let mut users = BTreeMap::new();
         let mut app = TestApp {
@@ -537,6 +573,21 @@ impl TestApp {
         match &self.server {
             Server::InProcess { state, .. } => state,
             Server::Process(_) => panic!("a process's state is its own: build without .process()"),
+        }
+    }
+
+    /// The in-process registry's rules, to call one directly.
+    pub fn registry(&self) -> &app::Registry {
+        &self.state().registry
+    }
+
+    /// The in-process registry's storage, opened beside it ([`Store`]).
+    pub fn store(&self) -> &Store {
+        match &self.server {
+            Server::InProcess { store, .. } => store,
+            Server::Process(_) => {
+                panic!("a process's storage is its own: build without .process()")
+            }
         }
     }
 

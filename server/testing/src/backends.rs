@@ -6,7 +6,8 @@
 //! `AGENTLANG_TEST_S3_*` variables). Without them a test prints a skip line
 //! and passes, except under `CI=true`, where a missing backend fails.
 
-use agentlang_registry::config::{Config, DatabaseUrl, S3Settings, StorageUrl};
+use agentlang_registry::config::Config;
+use store::{DatabaseUrl, S3Settings, StorageUrl};
 
 pub fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())

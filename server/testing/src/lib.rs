@@ -13,7 +13,8 @@
 //! ```
 //!
 //! By default the registry runs in the test's own (actix) runtime, with its
-//! state at hand for seeding ([`seed`]); `.process()` runs the real binary
+//! storage opened beside it for seeding and for looking behind the API's
+//! back ([`TestApp::store`], [`seed`]); `.process()` runs the real binary
 //! instead, for what only a process has: SIGKILL, memory, restarts,
 //! replicas over shared backends, the command-line client against it. Every
 //! setting reaches both forms the same way, as the environment the binary
@@ -21,10 +22,9 @@
 //! PostgreSQL + S3 its own database and key prefix ([`backends`]); a
 //! backend that is not configured skips the test, except under `CI=true`.
 //!
-//! Used by every suite: `api` (with the catalog and binary tests),
-//! `browser`, `replicas`, `hostile`, and the end-to-end crate.
-
-#![allow(dead_code, reason = "each suite uses part of the harness")]
+//! Used by every suite: the server's `api` (with the catalog and binary
+//! tests), `browser`, `replicas` and `hostile`, the end-to-end crate, and
+//! the benchmark tools (`examples/`). Not published.
 
 pub mod app;
 pub mod backends;
@@ -33,39 +33,30 @@ pub mod process;
 pub mod proxy;
 pub mod seed;
 
-pub use app::TestApp;
+pub use app::{Store, TestApp};
 pub use backends::Backend;
-#[allow(unused_imports, reason = "the benchmark example asserts no problems")]
 pub use problem::{expect_status, problem};
 
 /// Generates one test per backend from an `async fn name(Backend)`, on the
 /// given test attribute (`#[actix_web::test]`, which an in-process
 /// registry needs, by default).
-#[allow(
-    unused_macros,
-    reason = "the end-to-end crate has no per-backend tests"
-)]
+#[macro_export]
 macro_rules! backend_tests {
     (#[$test:meta] $($name:ident),* $(,)?) => {
         $(
             mod $name {
                 #[$test]
                 async fn sqlite() {
-                    super::$name($crate::support::Backend::Sqlite).await;
+                    super::$name($crate::Backend::Sqlite).await;
                 }
                 #[$test]
                 async fn postgres_s3() {
-                    super::$name($crate::support::Backend::PostgresS3).await;
+                    super::$name($crate::Backend::PostgresS3).await;
                 }
             }
         )*
     };
     ($($name:ident),* $(,)?) => {
-        $crate::support::backend_tests!(#[actix_web::test] $($name),*);
+        $crate::backend_tests!(#[actix_web::test] $($name),*);
     };
 }
-#[allow(
-    unused_imports,
-    reason = "the end-to-end crate has no per-backend tests"
-)]
-pub(crate) use backend_tests;

@@ -16,11 +16,18 @@ use std::{
 
 use reqwest::StatusCode;
 
-/// The binary under test: Cargo names it to the registry's own test
-/// targets; other crates (the end-to-end tests) give its path to the
-/// builder.
+/// The binary under test: the one Cargo built beside the running test
+/// (`target/<profile>/deps/<test>` → `target/<profile>/agentlang-registry`),
+/// which it does for the registry's own test targets. Other crates (the
+/// end-to-end tests) build it themselves and give its path to the builder.
 pub fn default_binary() -> Option<PathBuf> {
-    option_env!("CARGO_BIN_EXE_agentlang-registry").map(PathBuf::from)
+    let exe = std::env::current_exe().ok()?;
+    let profile_dir = exe.parent()?.parent()?;
+    let binary = profile_dir.join(format!(
+        "agentlang-registry{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    binary.is_file().then_some(binary)
 }
 
 /// One running `agentlang-registry` process.

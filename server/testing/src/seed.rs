@@ -13,21 +13,17 @@ use agentlang_core::{
     signing::SecretKey,
     tlog::LogOp,
 };
-use agentlang_registry::{
-    blobs::Sha256Digest,
-    common::names::Username,
-    db::{
-        accounts::AccountRecord,
-        packages::{DependencyEdge, NewVersion, PublishError, PublishedVersion},
-    },
-    service::{packages::ContainerExtras, tlog},
-    state::AppState,
-};
+use agentlang_core::{Username, container::Sha256Digest};
+use app::{packages::ContainerExtras, tlog};
 use bytes::Bytes;
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
+use store::{
+    accounts::AccountRecord,
+    packages::{DependencyEdge, NewVersion, PublishError, PublishedVersion},
+};
 
-use super::app::{TestApp, User};
+use crate::app::{Store, TestApp, User};
 
 /// Every seeded account's password.
 pub const PASSWORD: &str = "password-123";
@@ -141,7 +137,7 @@ impl TestApp {
 
     /// The stored account, if `username` names one (in-process).
     pub async fn account_record(&self, username: &str) -> Option<AccountRecord> {
-        self.state()
+        self.store()
             .db
             .find_account(&Username::parse(username).unwrap())
             .await
@@ -179,7 +175,7 @@ pub async fn seed_version(
     let manifest = json!({"format": "agentlang.container/1", "name": name, "version": version});
     let spec = json!({"name": name, "version": version, "description": "seeded"});
     let log_entry = tlog::publish_entry(kind, &name, &version, &sha256.to_string(), None, "seed");
-    app.state()
+    app.store()
         .db
         .publish_version(&NewVersion {
             kind,
@@ -263,7 +259,7 @@ pub struct Seeded {
 }
 
 fn fixtures() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../core/tests/fixtures")
 }
 
 fn read_tree(dir: &Path) -> SourceTree {
@@ -335,7 +331,7 @@ fn tool_tree(file: &str, version: &str, readme: &str) -> SourceTree {
 }
 
 /// Stores a container as publish does: blob, then one transaction of rows.
-pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64) -> String {
+pub async fn store_container(store: &Store, kind: Kind, bytes: Vec<u8>, publisher: i64) -> String {
     let read = container::read(&bytes[..], &Limits::default()).expect("container reads");
     let manifest: Value = serde_json::from_slice(read.manifest_bytes()).unwrap();
     let name = read.manifest().name().clone();
@@ -392,7 +388,7 @@ pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64)
         let members = agentlang_core::package::Members::from_container(&read);
         let pkg =
             agentlang_core::package::validate_agent(&members).expect("the seed agent validates");
-        let trust = agentlang_registry::service::trust::agent_trust(&state.db, &pkg, &signer)
+        let trust = app::trust::agent_trust(&store.db, &pkg, &signer)
             .await
             .expect("locked tools read");
         extras = extras.with_trust(trust);
@@ -400,7 +396,7 @@ pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64)
     let max_risk = extras.max_risk();
     let extras = extras.to_stored();
     let size = bytes.len() as u64;
-    let digest = state
+    let digest = store
         .blobs
         .put(Bytes::from(bytes))
         .await
@@ -413,7 +409,7 @@ pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64)
         Some(signer.as_str()),
         "seed",
     );
-    state
+    store
         .db
         .publish_version(&NewVersion {
             kind,
@@ -421,7 +417,7 @@ pub async fn store(state: &AppState, kind: Kind, bytes: Vec<u8>, publisher: i64)
             version: version.clone(),
             sha256: digest,
             size,
-            signer_key_id: Some(signer.clone()),
+            signer_key_id: Some(read.manifest().signer().clone()),
             manifest: manifest.clone(),
             spec: spec.clone(),
             lockfile: lock.clone(),
@@ -513,12 +509,12 @@ fn agent_tree(
 pub async fn seed_catalog(app: &TestApp) -> Seeded {
     let res = app.create_account(PUBLISHER, PASSWORD).await;
     assert_eq!(res.status().as_u16(), 201, "{}", res.text().await.unwrap());
-    let state = app.state();
+    let store = app.store();
     let publisher = app.account_id(PUBLISHER).await;
     let key = SecretKey::generate().unwrap();
     let public = key.public_key();
     let key_id = public.key_id();
-    state
+    store
         .db
         .insert_signing_key(
             &key_id,
@@ -530,10 +526,10 @@ pub async fn seed_catalog(app: &TestApp) -> Seeded {
         .unwrap();
 
     let [web_fetch, web_search, agent_1_0, agent_1_1] = catalog_containers(&key);
-    store(state, Kind::Tool, web_fetch, publisher).await;
-    let web_search_sha256 = store(state, Kind::Tool, web_search, publisher).await;
-    let agent_sha256 = store(state, Kind::Agent, agent_1_0, publisher).await;
-    store(state, Kind::Agent, agent_1_1, publisher).await;
+    store_container(store, Kind::Tool, web_fetch, publisher).await;
+    let web_search_sha256 = store_container(store, Kind::Tool, web_search, publisher).await;
+    let agent_sha256 = store_container(store, Kind::Agent, agent_1_0, publisher).await;
+    store_container(store, Kind::Agent, agent_1_1, publisher).await;
     Seeded {
         key_id: key_id.to_string(),
         agent_sha256,
@@ -640,11 +636,11 @@ pub async fn publish_catalog(app: &TestApp, user: &User) {
 /// `network`), its lock pinning the seeded web_fetch 1.0.3, signed with a
 /// new key of the catalog's publisher. Call after [`seed_catalog`].
 pub async fn seed_stripe_ops(app: &TestApp) {
-    let state = app.state();
+    let store = app.store();
     let publisher = app.account_id(PUBLISHER).await;
     let key = SecretKey::generate().unwrap();
     let public = key.public_key();
-    state
+    store
         .db
         .insert_signing_key(
             &public.key_id(),
@@ -670,5 +666,5 @@ pub async fn seed_stripe_ops(app: &TestApp) {
         lock.to_yaml().unwrap().into_bytes(),
     );
     let bytes = build(&tree, Kind::Agent, "stripe-ops", "1.0.0", &key);
-    store(state, Kind::Agent, bytes, publisher).await;
+    store_container(store, Kind::Agent, bytes, publisher).await;
 }

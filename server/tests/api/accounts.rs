@@ -1,4 +1,4 @@
-use agentlang_registry::config::RegistrationMode;
+use app::settings::RegistrationMode;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -137,16 +137,13 @@ async fn configured_admins_are_admins_from_registration_or_start_up(backend: Bac
     // An account named later is made admin when a registry starts with it
     // configured: the start-up pass, on the same database.
     app.create_account("later", "password-123").await;
-    app.state()
+    app.store()
         .db
-        .set_admin(
-            &agentlang_registry::common::names::Username::parse("later").unwrap(),
-            false,
-        )
+        .set_admin(&agentlang_core::Username::parse("later").unwrap(), false)
         .await
         .unwrap();
     assert!(!app.account_record("later").await.unwrap().is_admin);
-    agentlang_registry::service::accounts::apply_configured_admins(app.state())
+    app::accounts::apply_configured_admins(app.state())
         .await
         .unwrap();
     assert!(app.account_record("later").await.unwrap().is_admin);

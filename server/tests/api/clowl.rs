@@ -3,13 +3,11 @@
 
 use std::num::NonZeroU32;
 
+use agentlang_core::container::Sha256Digest;
 use agentlang_core::{Kind, PackageName, Version};
-use agentlang_registry::{
-    blobs::Sha256Digest,
-    db::packages::{DependencyEdge, NewVersion},
-};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use store::packages::{DependencyEdge, NewVersion};
 
 use crate::support::{Backend, TestApp, backend_tests, problem, seed::test_log_entry};
 
@@ -36,9 +34,9 @@ pub async fn publish(
     deps: &[(&str, &str)],
 ) {
     if app
-        .state()
+        .store()
         .db
-        .find_account(&agentlang_registry::common::names::Username::parse("publisher").unwrap())
+        .find_account(&agentlang_core::Username::parse("publisher").unwrap())
         .await
         .unwrap()
         .is_none()
@@ -62,7 +60,7 @@ pub async fn publish(
             requirement: req.parse().unwrap(),
         })
         .collect();
-    app.state()
+    app.store()
         .db
         .publish_version(&NewVersion {
             kind,

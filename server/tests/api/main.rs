@@ -1,8 +1,7 @@
 //! Integration tests: the registry over real HTTP, on every backend,
-//! started with the support module's `TestApp` builder.
+//! started with the harness's `TestApp` builder (`agentlang-registry-testing`).
 
-#[path = "../support/mod.rs"]
-mod support;
+use agentlang_registry_testing as support;
 
 mod accounts;
 mod binary;

@@ -9,10 +9,10 @@ use agentlang_core::{
     protocol::moltspeak::{Classification, MessageBuilder, Op, Party},
     signing::PublicKey,
 };
-use agentlang_registry::db::Db;
 use ed25519_dalek::SigningKey;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use store::Db;
 
 use crate::{
     clowl::{publish, seed_catalog},
@@ -172,7 +172,7 @@ async fn client_key(app: &TestApp, seed: u8, register: bool) -> SigningKey {
         app.create_account("signer", "password-123").await;
         let public = PublicKey::from_raw(&key.verifying_key().to_bytes()).unwrap();
         let account = app.account_id("signer").await;
-        app.state()
+        app.store()
             .db
             .insert_signing_key(
                 &public.key_id(),
@@ -458,7 +458,7 @@ async fn unregistered_keys_get_e_auth_failed(backend: Backend) {
         .unwrap()
         .key_id();
     let revoke = "UPDATE signing_keys SET revoked_at = 1 WHERE key_id = $1";
-    match &app.state().db {
+    match &app.store().db {
         Db::Sqlite(pool) => sqlx::query(revoke)
             .bind(key_id.as_str())
             .execute(pool)

@@ -20,7 +20,7 @@ async fn health_and_readiness(backend: Backend) {
     assert_eq!(res.json::<Value>().await.unwrap()["status"], "ready");
 
     // With the database gone, the replica is no longer ready.
-    app.state().db.close().await;
+    app.registry().close().await;
     let res = app.get("/readyz").await;
     let body = crate::support::problem(res, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
     assert_eq!(body["detail"], "the database is unreachable");

@@ -88,9 +88,7 @@ async fn package_and_version_records(backend: Backend) {
         assert_eq!(res.headers()["etag"], etag.as_str());
         assert!(res.bytes().await.unwrap().is_empty());
         app.get("/api/v1/tools/web_fetch/1.10.0/download").await;
-        agentlang_registry::service::packages::flush_downloads(app.state())
-            .await
-            .unwrap();
+        app::packages::flush_downloads(app.state()).await.unwrap();
         let res = revalidate().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK, "{path}");
         assert_ne!(res.headers()["etag"], etag.as_str());
@@ -168,9 +166,7 @@ async fn downloads_stream_with_immutable_caching(backend: Backend) {
     assert!(res.bytes().await.unwrap().is_empty());
 
     // Counts are written in batches; the periodic flush, done now.
-    agentlang_registry::service::packages::flush_downloads(app.state())
-        .await
-        .unwrap();
+    app::packages::flush_downloads(app.state()).await.unwrap();
     let version: Value = app
         .get("/api/v1/tools/web_fetch/1.0.3")
         .await
@@ -326,9 +322,7 @@ async fn ranges_of(backend: Backend, payload: usize, blob_cache_mib: Option<&str
 
     // Downloads counted: the plain GET, the three answered whole, and the
     // ranges from byte 0 (bytes=0-9); the resumptions are not.
-    agentlang_registry::service::packages::flush_downloads(app.state())
-        .await
-        .unwrap();
+    app::packages::flush_downloads(app.state()).await.unwrap();
     let version: Value = app
         .get("/api/v1/tools/web_fetch/1.0.3")
         .await
@@ -399,9 +393,7 @@ async fn downloads_redirect_to_the_bucket_when_configured(backend: Backend) {
         }
     }
     // Redirected or streamed, it is a download.
-    agentlang_registry::service::packages::flush_downloads(app.state())
-        .await
-        .unwrap();
+    app::packages::flush_downloads(app.state()).await.unwrap();
     let version: Value = app
         .get("/api/v1/tools/web_fetch/1.0.3")
         .await

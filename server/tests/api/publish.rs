@@ -193,9 +193,9 @@ pub fn repack(container: &[u8], mut edit: impl FnMut(&str, Vec<u8>) -> Option<Ve
 /// How many blobs the store holds that some version refers to, and how
 /// many that none does.
 pub async fn blob_counts(app: &TestApp) -> (usize, usize) {
-    let report = agentlang_registry::service::sweep::sweep_unreferenced(
-        &app.state().db,
-        &app.state().blobs,
+    let report = app::sweep::sweep_unreferenced(
+        &app.store().db,
+        &app.store().blobs,
         std::time::Duration::from_secs(1 << 40),
     )
     .await
@@ -210,7 +210,7 @@ async fn a_tool_is_published_and_recorded(backend: Backend) {
     };
     let alice = publisher(&app, "alice").await;
     let bytes = tool(&alice.key, "web_fetch", "1.0.3", &[]);
-    let digest = agentlang_registry::blobs::Sha256Digest::of(&bytes);
+    let digest = store::blobs::Sha256Digest::of(&bytes);
     let res = publish(&app, &alice.token, bytes.clone()).await;
     assert_eq!(res.status(), StatusCode::CREATED);
     assert_eq!(
@@ -235,10 +235,10 @@ async fn a_tool_is_published_and_recorded(backend: Backend) {
     assert_eq!(body["manifest"]["name"], "web_fetch");
     // The blob is in storage under its digest, and counted in metrics.
     assert_eq!(
-        app.state().blobs.get(&digest).await.unwrap().as_deref(),
+        app.store().blobs.get(&digest).await.unwrap().as_deref(),
         Some(bytes.as_slice())
     );
-    assert_eq!(app.state().metrics.publishes.get(), 1);
+    assert_eq!(app.state().metrics().publishes.get(), 1);
     // The first publisher owns the package.
     let owners: Value = app
         .get("/api/v1/tools/web_fetch/owners")
@@ -730,7 +730,7 @@ async fn a_blob_without_a_commit_is_invisible_and_swept(backend: Backend) {
     // row refers to it.
     let orphan = tool(&alice.key, "web_fetch", "1.0.1", &[]);
     let digest = app
-        .state()
+        .store()
         .blobs
         .put(bytes::Bytes::from(orphan.clone()))
         .await
@@ -752,13 +752,11 @@ async fn a_blob_without_a_commit_is_invisible_and_swept(backend: Backend) {
     // the configured 1 s would depend on where a second boundary falls.
     assert_eq!(blob_counts(&app).await, (1, 1));
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
-    let report = agentlang_registry::service::sweep::sweep_once(app.state())
-        .await
-        .unwrap();
+    let report = app::sweep::sweep_once(app.state()).await.unwrap();
     assert_eq!(report.deleted, vec![digest]);
-    assert!(!app.state().blobs.exists(&digest).await.unwrap());
+    assert!(!app.store().blobs.exists(&digest).await.unwrap());
     let kept_digest = kept["sha256"].as_str().unwrap().parse().unwrap();
-    assert!(app.state().blobs.exists(&kept_digest).await.unwrap());
+    assert!(app.store().blobs.exists(&kept_digest).await.unwrap());
 
     // The crashed version can still be published properly afterwards.
     published(&app, &alice.token, orphan).await;

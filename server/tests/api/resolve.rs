@@ -214,7 +214,7 @@ async fn json_requests_resolve_transitively(backend: Backend) {
     // A null requirement means the newest release.
     let lock = resolved(&app, &json!({"tools": {"web_fetch": null}})).await;
     assert_eq!(lock["tools"]["web_fetch"]["version"], "1.1.0");
-    assert!(app.state().metrics.resolves.get() >= 2);
+    assert!(app.state().metrics().resolves.get() >= 2);
 }
 
 async fn agent_yaml_resolves_to_a_yaml_lock(backend: Backend) {

@@ -2,18 +2,16 @@
 
 use std::{collections::HashSet, time::Duration};
 
+use agentlang_core::container::Sha256Digest;
 use agentlang_core::{
     Kind, PackageName, Version,
     signing::{KeyId, SecretKey},
     tlog::LogOp,
 };
-use agentlang_registry::{
-    blobs::Sha256Digest,
-    db::packages::{DependencyEdge, NewVersion, PublishError, YankChange},
-    service::tlog,
-};
+use app::tlog;
 use bytes::Bytes;
 use serde_json::json;
+use store::packages::{DependencyEdge, NewVersion, PublishError, YankChange};
 
 use crate::support::{
     Backend, TestApp, backend_tests,
@@ -52,13 +50,13 @@ async fn publish_creates_the_package_with_its_owner(backend: Backend) {
     assert_eq!(first.package_id, second.package_id);
     let alice = app.account_id("alice").await;
     assert!(
-        app.state()
+        app.store()
             .db
             .is_owner(first.package_id, alice)
             .await
             .unwrap()
     );
-    let owners = app.state().db.list_owners(first.package_id).await.unwrap();
+    let owners = app.store().db.list_owners(first.package_id).await.unwrap();
     assert_eq!(owners.len(), 1);
     // A tool may share an agent's name: kinds are separate namespaces.
     assert!(
@@ -79,14 +77,14 @@ async fn versions_are_never_reused(backend: Backend) {
         .unwrap();
     let v = |s: &str| Version::parse(s).unwrap();
     assert!(
-        app.state()
+        app.store()
             .db
             .version_exists(published.package_id, &v("1.0.0"))
             .await
             .unwrap()
     );
     assert!(
-        !app.state()
+        !app.store()
             .db
             .version_exists(published.package_id, &v("1.0.1"))
             .await
@@ -105,14 +103,14 @@ async fn versions_are_never_reused(backend: Backend) {
 
     // Deleted, the version still exists for the purpose of publishing.
     assert!(
-        app.state()
+        app.store()
             .db
             .delete_version(published.package_id, &v("1.0.0"))
             .await
             .unwrap()
     );
     assert!(
-        app.state()
+        app.store()
             .db
             .version_exists(published.package_id, &v("1.0.0"))
             .await
@@ -185,7 +183,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
     ];
     let manifest = json!({"name": "research"});
     let published = app
-        .state()
+        .store()
         .db
         .publish_version(&NewVersion {
             kind: Kind::Agent,
@@ -209,7 +207,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
         .await
         .unwrap();
     let edges = app
-        .state()
+        .store()
         .db
         .list_dependencies(published.version_id)
         .await
@@ -224,7 +222,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
     let twice = vec![deps[0].clone(), deps[0].clone()];
     let v2 = Version::parse("0.3.0").unwrap();
     let err = app
-        .state()
+        .store()
         .db
         .publish_version(&NewVersion {
             kind: Kind::Agent,
@@ -248,7 +246,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
         .await;
     assert!(err.is_err());
     assert!(
-        !app.state()
+        !app.store()
             .db
             .version_exists(published.package_id, &v2)
             .await
@@ -260,7 +258,7 @@ async fn blobs_are_create_only_and_swept_when_unreferenced(backend: Backend) {
     let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
-    let blobs = &app.state().blobs;
+    let blobs = &app.store().blobs;
     let bytes = Bytes::from_static(b"container of web-search@1.0.0");
     let kept = blobs.put(bytes.clone()).await.unwrap();
     assert_eq!(
@@ -284,7 +282,7 @@ async fn sweep_keeps_referenced(app: &TestApp, kept: Sha256Digest, orphan: Sha25
         .await
         .unwrap();
     let referenced: HashSet<_> = app
-        .state()
+        .store()
         .db
         .referenced_blob_digests()
         .await
@@ -293,25 +291,22 @@ async fn sweep_keeps_referenced(app: &TestApp, kept: Sha256Digest, orphan: Sha25
         .collect();
     assert!(referenced.contains(&kept));
 
-    let report = agentlang_registry::service::sweep::sweep_unreferenced(
-        &app.state().db,
-        &app.state().blobs,
+    let report = app::sweep::sweep_unreferenced(
+        &app.store().db,
+        &app.store().blobs,
         Duration::from_secs(3600),
     )
     .await
     .unwrap();
     assert!(report.deleted.is_empty(), "young blobs stay: {report:?}");
 
-    let report = agentlang_registry::service::sweep::sweep_unreferenced(
-        &app.state().db,
-        &app.state().blobs,
-        Duration::ZERO,
-    )
-    .await
-    .unwrap();
+    let report =
+        app::sweep::sweep_unreferenced(&app.store().db, &app.store().blobs, Duration::ZERO)
+            .await
+            .unwrap();
     assert_eq!(report.deleted, vec![orphan]);
-    assert!(app.state().blobs.exists(&kept).await.unwrap());
-    assert!(!app.state().blobs.exists(&orphan).await.unwrap());
+    assert!(app.store().blobs.exists(&kept).await.unwrap());
+    assert!(!app.store().blobs.exists(&orphan).await.unwrap());
 }
 
 async fn publish_described(
@@ -326,7 +321,7 @@ async fn publish_described(
     let version = Version::parse("1.0.0").unwrap();
     let digest = Sha256Digest::of(name.as_str().as_bytes());
     let keywords: Vec<String> = keywords.iter().map(|k| (*k).to_owned()).collect();
-    app.state()
+    app.store()
         .db
         .publish_version(&NewVersion {
             kind,
@@ -380,12 +375,19 @@ async fn search_finds_packages_by_name_keyword_and_description(backend: Backend)
         &["search"],
     )
     .await;
-    let db = &app.state().db;
+    let db = &app.store().db;
     // Ranked ids, shown as names in rank order.
     let names = |ids: Vec<i64>| async move {
         let records = db.packages_by_ids(&ids).await.unwrap();
         ids.iter()
-            .map(|id| records.iter().find(|p| p.id == *id).unwrap().name.clone())
+            .map(|id| {
+                records
+                    .iter()
+                    .find(|p| p.id == *id)
+                    .unwrap()
+                    .name
+                    .to_string()
+            })
             .collect::<Vec<_>>()
     };
     let search = |q: &'static str, kind: Option<Kind>, limit: i64| async move {
@@ -471,13 +473,13 @@ async fn versions_list_in_semver_order_and_yank(backend: Backend) {
             .unwrap()
             .package_id;
     }
-    let db = &app.state().db;
+    let db = &app.store().db;
     let listed: Vec<String> = db
         .list_versions(package_id)
         .await
         .unwrap()
         .into_iter()
-        .map(|v| v.version)
+        .map(|v| v.version.to_string())
         .collect();
     assert_eq!(
         listed,
@@ -543,13 +545,14 @@ async fn downloads_are_counted_per_day(backend: Backend) {
     let published = seed_version(&app, Kind::Tool, "calc", "1.0.0", "alice")
         .await
         .unwrap();
-    let db = &app.state().db;
+    let db = &app.store().db;
     // Counted in memory, written by one flush.
+    let downloads = app::packages::DownloadCounter::default();
     for _ in 0..3 {
-        app.state().downloads.record(published.version_id);
+        downloads.record(published.version_id);
     }
     assert_eq!(db.downloads_by_day(published.version_id).await.unwrap(), []);
-    app.state().downloads.flush(db).await.unwrap();
+    downloads.flush(db).await.unwrap();
     let days = db.downloads_by_day(published.version_id).await.unwrap();
     let today = time::OffsetDateTime::now_utc().date().to_string();
     assert_eq!(days, [(today, 3)]);
@@ -603,14 +606,14 @@ async fn concurrent_publishes_have_one_winner(backend: Backend) {
             "{err}"
         );
         let package = app
-            .state()
+            .store()
             .db
             .find_package(Kind::Tool, &PackageName::new(name).unwrap())
             .await
             .unwrap()
             .unwrap();
         assert_eq!(
-            app.state().db.list_owners(package.id).await.unwrap().len(),
+            app.store().db.list_owners(package.id).await.unwrap().len(),
             1
         );
     }
@@ -618,8 +621,8 @@ async fn concurrent_publishes_have_one_winner(backend: Backend) {
     // Concurrent writes of one blob both succeed.
     let bytes = Bytes::from(vec![42u8; 64 * 1024]);
     let (a, b) = tokio::join!(
-        app.state().blobs.put(bytes.clone()),
-        app.state().blobs.put(bytes.clone())
+        app.store().blobs.put(bytes.clone()),
+        app.store().blobs.put(bytes.clone())
     );
     assert_eq!(a.unwrap(), b.unwrap());
 }
@@ -661,7 +664,7 @@ async fn a_batch_answers_each_publish_alone(backend: Backend) {
         .await
         .unwrap();
     let alice = app.account_id("alice").await;
-    let db = &app.state().db;
+    let db = &app.store().db;
     let edge = DependencyEdge {
         kind: Kind::Tool,
         name: PackageName::new("bobs").unwrap(),
@@ -716,7 +719,7 @@ async fn a_batch_publishes_several_versions_of_one_package(backend: Backend) {
     };
     app.create_account("alice", "password-123").await;
     let alice = app.account_id("alice").await;
-    let db = &app.state().db;
+    let db = &app.store().db;
     let on_twice = DependencyEdge {
         kind: Kind::Tool,
         name: PackageName::new("twice").unwrap(),
@@ -766,7 +769,7 @@ async fn a_batch_bumps_the_generation_at_its_commit(backend: Backend) {
     };
     app.create_account("alice", "password-123").await;
     let alice = app.account_id("alice").await;
-    let db = &app.state().db;
+    let db = &app.store().db;
     let before = db.registry_generation().await.unwrap();
     let batch = [
         tool_version("one", alice, Vec::new()),
@@ -798,7 +801,7 @@ async fn a_key_revoked_before_the_commit_refuses_its_publishes(backend: Backend)
     };
     app.create_account("alice", "password-123").await;
     let alice = app.account_id("alice").await;
-    let db = &app.state().db;
+    let db = &app.store().db;
     let mut key_ids = Vec::new();
     for _ in 0..2 {
         let public = SecretKey::generate().unwrap().public_key();
@@ -823,7 +826,7 @@ async fn a_key_revoked_before_the_commit_refuses_its_publishes(backend: Backend)
     .unwrap()
     .unwrap();
     let signed = |name: &str, key: &KeyId| NewVersion {
-        signer_key_id: Some(key.to_string()),
+        signer_key_id: Some(key.clone()),
         ..tool_version(name, alice, Vec::new())
     };
     let batch = [

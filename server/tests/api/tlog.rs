@@ -10,10 +10,11 @@ use agentlang_core::{
     signing::SecretKey,
     tlog::{Witness, WitnessKey},
 };
-use agentlang_registry::{config::LogSettings, db::Db, service::tlog::TransparencyLog};
+use app::{settings::LogSettings, tlog::TransparencyLog};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use signed_note::{Note, StandardVerifier, VerifierList};
+use store::Db;
 use tlog_tiles::{Checkpoint, Hash, Tile, TileHashReader, TileReader};
 
 use crate::{
@@ -402,7 +403,7 @@ async fn a_log_that_does_not_verify_is_not_served(backend: Backend) {
     let alice = publisher(&app, "alice").await;
     published(&app, &alice.token, tool(&alice.key, "calc", "1.0.0", &[])).await;
     let served = checkpoint_of(&app, 3).await;
-    let db = &app.state().db;
+    let db = &app.store().db;
     let settings = app.state().config.log.clone();
     let url = app.url.clone();
     // As stored, it opens (the registry's start-up does the same).

@@ -1,4 +1,4 @@
-use agentlang_registry::service::tokens::{AUDIENCE, Claims, TokenKeys};
+use app::tokens::{AUDIENCE, Claims, TokenKeys};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::{Method, StatusCode};

@@ -149,15 +149,14 @@ async fn the_backfill_computes_trust_for_versions_stored_without_it(backend: Bac
         return;
     };
     let before = json_of(&app, "/api/v1/agents/stripe-ops/1.0.0").await["trust"].take();
-    let state = app.state();
-    let pending = state.db.versions_without_extras(10).await.unwrap();
+    let pending = app.store().db.versions_without_extras(10).await.unwrap();
     assert!(pending.is_empty(), "seeded versions all have extras");
     // As migration 0021 leaves agent versions: extras forgotten.
     forget_extras(&app).await;
     let gone = json_of(&app, "/api/v1/agents/stripe-ops/1.0.0").await;
     assert!(gone.get("trust").is_none(), "{gone}");
 
-    agentlang_registry::service::packages::backfill_extras(state.clone()).await;
+    app::packages::backfill_extras(app.state().registry.clone()).await;
     let after = json_of(&app, "/api/v1/agents/stripe-ops/1.0.0").await["trust"].take();
     assert_eq!(after, before);
     let page = json_of(&app, "/api/v1/search?q=stripe").await;
@@ -166,10 +165,10 @@ async fn the_backfill_computes_trust_for_versions_stored_without_it(backend: Bac
 
 /// What migration 0021 does to every agent version.
 async fn forget_extras(app: &TestApp) {
-    use agentlang_registry::db::Db;
+    use store::Db;
     const SQL: &str = "UPDATE versions SET extras = NULL, max_risk = NULL
          WHERE package_id IN (SELECT id FROM packages WHERE kind = 'agent')";
-    match &app.state().db {
+    match &app.store().db {
         Db::Sqlite(pool) => sqlx::query(SQL).execute(pool).await.map(drop),
         Db::Postgres(pools) => sqlx::query(SQL).execute(pools.current()).await.map(drop),
     }

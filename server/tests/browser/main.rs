@@ -1,14 +1,13 @@
 //! The web catalog in a real browser: headless Chromium driven over
 //! WebDriver (`chromedriver`, started here on a free port) against a
-//! registry started with the support module's `TestApp` builder and seeded
+//! registry started with the harness's `TestApp` builder (`agentlang-registry-testing`) and seeded
 //! with real signed containers.
 //!
 //! Without `chromium` and `chromedriver` the tests print a skip line and
 //! pass, except under `CI=true`, where they fail. On a failure the page is
 //! saved as a screenshot under `target/browser-artifacts/`.
 
-#[path = "../support/mod.rs"]
-mod support;
+use agentlang_registry_testing as support;
 
 use std::{
     net::TcpListener,

@@ -17,14 +17,14 @@
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::Instant,
 };
 
 use agentlang_core::{
     Kind, PackageName, Version,
     agent::parse_agent,
-    lockfile::{LockedModel, LockedTool, Lockfile, ModelId, Price, ResolvedAt, Sha256Hash},
+    lockfile::{LockedModel, Lockfile, ModelId, Price, ResolvedAt, Sha256Hash},
     resolve::{
         Cancel, PackageSource, Request, Resolution, ResolveError, SourceError, VersionEntry,
         resolve,
@@ -32,15 +32,16 @@ use agentlang_core::{
 };
 use semver::VersionReq;
 
-use crate::{
-    db::{
-        Db,
-        index::PackageIndex,
-        models::{ModelName, ModelRecord},
-    },
-    error::{ApiError, FieldError},
-    service::solvers::SolverPool,
-    state::AppState,
+mod cache;
+
+use cache::{Entries, LockTools};
+pub use cache::{IndexCache, RenderKey};
+
+use crate::{FieldError, Registry, ServiceError};
+use store::{
+    Db,
+    index::PackageIndex,
+    models::{ModelName, ModelRecord},
 };
 
 /// The most tools one resolution may name.
@@ -52,9 +53,9 @@ pub const MAX_RESOLVE_MODELS: usize = 32;
 pub const MAX_LOCK_ENTRIES: usize = 1024;
 
 /// A field error when `count` items exceed `limit`, naming both.
-pub fn check_count(field: &str, count: usize, limit: usize) -> Result<(), ApiError> {
+pub fn check_count(field: &str, count: usize, limit: usize) -> Result<(), ServiceError> {
     if count > limit {
-        Err(ApiError::Validation(vec![FieldError::new(
+        Err(ServiceError::Validation(vec![FieldError::new(
             field,
             format!("holds {count} entries; at most {limit} are allowed"),
         )]))
@@ -76,10 +77,61 @@ pub struct ResolveInput {
 }
 
 impl ResolveInput {
+    /// From a JSON request's fields: every tool name and requirement and
+    /// the lock checked, each problem a field error (`tools.<name>`).
+    pub fn from_request(
+        raw_tools: BTreeMap<String, Option<String>>,
+        models: Vec<String>,
+        lock: Option<serde_json::Value>,
+    ) -> Result<Self, ServiceError> {
+        // Counted before each entry is checked, so a request of 100,000
+        // names costs one comparison, not 100,000 field errors.
+        check_count("tools", raw_tools.len(), MAX_RESOLVE_TOOLS)?;
+        check_count("models", models.len(), MAX_RESOLVE_MODELS)?;
+        let mut errors = Vec::new();
+        let mut tools = BTreeMap::new();
+        for (name, requirement) in raw_tools {
+            let field = format!("tools.{name}");
+            let parsed_name = PackageName::new(name.as_str())
+                .map_err(|e| errors.push(FieldError::new(field.clone(), e.to_string())))
+                .ok();
+            let parsed_req = match requirement {
+                None => Some(None),
+                Some(req) => req
+                    .parse::<semver::VersionReq>()
+                    .map(Some)
+                    .map_err(|e| {
+                        errors.push(FieldError::new(
+                            field.clone(),
+                            format!("{req:?} is not a version requirement: {e}"),
+                        ));
+                    })
+                    .ok(),
+            };
+            if let (Some(name), Some(req)) = (parsed_name, parsed_req) {
+                tools.insert(name, req);
+            }
+        }
+        let lock = match lock {
+            None => None,
+            Some(value) => serde_json::from_value::<Lockfile>(value)
+                .map_err(|e| errors.push(FieldError::new("lock", e.to_string())))
+                .ok(),
+        };
+        if !errors.is_empty() {
+            return Err(ServiceError::Validation(errors));
+        }
+        Ok(Self {
+            tools,
+            models,
+            lock,
+        })
+    }
+
     /// From an agent.yaml: its registry tools and its models.
-    pub fn from_agent_yaml(bytes: &[u8]) -> Result<Self, ApiError> {
+    pub fn from_agent_yaml(bytes: &[u8]) -> Result<Self, ServiceError> {
         let spec = parse_agent(bytes).map_err(|diags| {
-            ApiError::Validation(
+            ServiceError::Validation(
                 diags
                     .iter()
                     .map(|d| FieldError::new(d.path.clone(), d.message.clone()))
@@ -95,7 +147,7 @@ impl ResolveInput {
 
     /// Every collection within its limit: what one request may make the
     /// resolver and the database do.
-    pub fn check_limits(&self) -> Result<(), ApiError> {
+    pub fn check_limits(&self) -> Result<(), ServiceError> {
         check_count("tools", self.tools.len(), MAX_RESOLVE_TOOLS)?;
         check_count("models", self.models.len(), MAX_RESOLVE_MODELS)?;
         if let Some(lock) = &self.lock {
@@ -106,427 +158,11 @@ impl ResolveInput {
 }
 
 /// Every section of a lock within [`MAX_LOCK_ENTRIES`].
-pub fn check_lock_limits(lock: &Lockfile) -> Result<(), ApiError> {
+pub fn check_lock_limits(lock: &Lockfile) -> Result<(), ServiceError> {
     check_count("lock.tools", lock.tools.len(), MAX_LOCK_ENTRIES)?;
     check_count("lock.agents", lock.agents.len(), MAX_LOCK_ENTRIES)?;
     check_count("lock.models", lock.models.len(), MAX_LOCK_ENTRIES)?;
     check_count("lock.files", lock.files.len(), MAX_LOCK_ENTRIES)
-}
-
-type Entries = Option<Arc<Vec<VersionEntry>>>;
-type LockTools = BTreeMap<PackageName, LockedTool>;
-
-#[derive(Debug, Default)]
-struct CacheState {
-    generation: i64,
-    /// The whole models catalog (a few dozen rows), read once per
-    /// generation.
-    models: Option<Arc<HashMap<String, ModelRecord>>>,
-    /// Successful resolutions by request, as the lock's `tools:` section.
-    /// A request is small and its resolution a pure function of the index
-    /// at this generation.
-    resolutions: HashMap<Request, Arc<LockTools>>,
-    /// Whole answers by exact request, for the second `rendered_second`
-    /// (the lock's `resolved_at`): identical requests within a second get
-    /// identical bytes, so they are rendered once.
-    rendered: HashMap<RenderKey, bytes::Bytes>,
-    rendered_second: i64,
-    rendered_bytes: usize,
-    /// Index documents (`GET /api/v1/index/..`) with their ETag, by kind and
-    /// normalized name.
-    index_bodies: HashMap<(Kind, String), (bytes::Bytes, String)>,
-    index_bytes: usize,
-    /// The catalog's category filter: every category a live version names.
-    categories: Option<Vec<String>>,
-}
-
-/// Index entries at one generation: normalized tool name to its versions;
-/// `None` remembers an unknown name (creating a package publishes a
-/// version, which bumps the generation). Apart from [`CacheState`], under
-/// a lock readers share: every solve looks each of its packages up here,
-/// and behind the one lock of everything else (held by handlers hashing
-/// request bodies and resolutions) solver threads slept about once per
-/// five warm first-time resolves (`perf record -e sched:sched_switch`).
-#[derive(Debug, Default)]
-struct ToolCache {
-    generation: i64,
-    entries: HashMap<String, Entries>,
-}
-
-/// An exact resolve request over HTTP: the answer is a function of this, the
-/// generation and the second.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RenderKey {
-    /// The request's media type, normalized (`application/json`, ...).
-    pub content_type: &'static str,
-    pub json_answer: bool,
-    pub body: bytes::Bytes,
-}
-
-/// Index entries, model rows and resolutions, valid for one registry
-/// generation.
-#[derive(Debug)]
-pub struct IndexCache {
-    state: Mutex<CacheState>,
-    tools: std::sync::RwLock<ToolCache>,
-    generation_reads: GenerationReads,
-    /// The newest generation any read has returned.
-    newest: std::sync::atomic::AtomicI64,
-    /// [`SOLVERS_PER_CORE`] threads per core: solvers run in arrival order,
-    /// each to its end, rather than all at once sharing the cores, where
-    /// every request in flight would take as long as the slowest (see
-    /// [`solve`]).
-    solvers: SolverPool,
-}
-
-/// Solver threads per core. When solves took a semaphore's slots instead,
-/// two per core rather than one took warm first-time resolves from about
-/// 1,670 to 1,880 a second; with the threads, two measured at least as
-/// well as one (`deploy/bench/RESULTS.md`).
-const SOLVERS_PER_CORE: usize = 2;
-
-/// Cached packages stop growing here; past it the map is cleared (a
-/// registry with more tools than this simply reads more from the database).
-const MAX_CACHED_PACKAGES: usize = 50_000;
-
-/// Cached resolutions per generation; past it the map is cleared. A
-/// resolution of a typical agent holds tens of tools: a few MiB in all.
-const MAX_CACHED_RESOLUTIONS: usize = 4_096;
-
-/// Bytes of rendered answers kept for one second; past it none are added.
-const MAX_RENDERED_BYTES: usize = 8 * 1024 * 1024;
-
-/// Bytes of index documents kept per generation; past it none are added.
-const MAX_INDEX_BYTES: usize = 32 * 1024 * 1024;
-
-/// Strict: every generation read a caller uses started after it arrived
-/// (see [`GenerationReads`]).
-impl Default for IndexCache {
-    fn default() -> Self {
-        Self::with_freshness_window(std::time::Duration::ZERO)
-    }
-}
-
-impl IndexCache {
-    /// Callers may use a generation read that started up to `window` before
-    /// they arrived (never before this process's last write).
-    pub fn with_freshness_window(window: std::time::Duration) -> Self {
-        Self {
-            state: Mutex::default(),
-            tools: std::sync::RwLock::default(),
-            generation_reads: GenerationReads::new(window),
-            newest: std::sync::atomic::AtomicI64::new(0),
-            solvers: SolverPool::new(
-                SOLVERS_PER_CORE
-                    * std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
-            ),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
-        // A panic while holding the lock leaves plain maps behind; reuse them.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The database's current generation, after forgetting everything read
-    /// at another one.
-    pub async fn current_generation(&self, db: &Db) -> Result<i64, ApiError> {
-        let generation = self.generation_reads.read(db).await?;
-        self.newest
-            .fetch_max(generation, std::sync::atomic::Ordering::Relaxed);
-        let mut state = self.lock();
-        if state.generation != generation {
-            // Under the state's lock, so both move to a generation together;
-            // the old entries are dropped after both locks are released.
-            let stale_tools = {
-                let mut tools = self.tools_mut();
-                tools.generation = generation;
-                std::mem::take(&mut tools.entries)
-            };
-            state.models = None;
-            state.resolutions.clear();
-            state.rendered.clear();
-            state.rendered_bytes = 0;
-            state.index_bodies.clear();
-            state.index_bytes = 0;
-            state.categories = None;
-            state.generation = generation;
-            drop(state);
-            drop(stale_tools);
-        }
-        Ok(generation)
-    }
-
-    /// The newest generation read so far, without reading it again: for
-    /// caches of facts that never change once written, which only a
-    /// deletion could make wrong (see `service::packages::find_download`).
-    pub fn newest_generation(&self) -> i64 {
-        self.newest.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The categories in use at this generation, when read before.
-    pub fn categories(&self, generation: i64) -> Option<Vec<String>> {
-        let state = self.lock();
-        (state.generation == generation)
-            .then(|| state.categories.clone())
-            .flatten()
-    }
-
-    pub fn put_categories(&self, generation: i64, categories: Vec<String>) {
-        let mut state = self.lock();
-        if state.generation == generation {
-            state.categories = Some(categories);
-        }
-    }
-
-    /// A package's index document and ETag at this generation.
-    pub fn index_body(
-        &self,
-        generation: i64,
-        kind: Kind,
-        normalized: &str,
-    ) -> Option<(bytes::Bytes, String)> {
-        let state = self.lock();
-        if state.generation != generation {
-            return None;
-        }
-        state
-            .index_bodies
-            .get(&(kind, normalized.to_owned()))
-            .cloned()
-    }
-
-    pub fn put_index_body(
-        &self,
-        generation: i64,
-        kind: Kind,
-        normalized: String,
-        body: bytes::Bytes,
-        etag: String,
-    ) {
-        let mut state = self.lock();
-        let size = body.len() + etag.len() + normalized.len();
-        if state.generation == generation && state.index_bytes + size <= MAX_INDEX_BYTES {
-            state.index_bytes += size;
-            state.index_bodies.insert((kind, normalized), (body, etag));
-        }
-    }
-
-    /// The answer rendered for `key` at this generation and second.
-    pub fn rendered(&self, generation: i64, second: i64, key: &RenderKey) -> Option<bytes::Bytes> {
-        let state = self.lock();
-        if state.generation != generation || state.rendered_second != second {
-            return None;
-        }
-        state.rendered.get(key).cloned()
-    }
-
-    pub fn put_rendered(&self, generation: i64, second: i64, key: RenderKey, answer: bytes::Bytes) {
-        let mut state = self.lock();
-        if state.generation != generation || second < state.rendered_second {
-            return;
-        }
-        if state.rendered_second != second {
-            state.rendered.clear();
-            state.rendered_bytes = 0;
-            state.rendered_second = second;
-        }
-        let size = key.body.len() + answer.len();
-        if state.rendered_bytes + size <= MAX_RENDERED_BYTES {
-            state.rendered_bytes += size;
-            state.rendered.insert(key, answer);
-        }
-    }
-
-    fn tools_read(&self) -> std::sync::RwLockReadGuard<'_, ToolCache> {
-        self.tools
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn tools_mut(&self) -> std::sync::RwLockWriteGuard<'_, ToolCache> {
-        self.tools
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn tool(&self, normalized: &str) -> Option<Entries> {
-        self.tools_read().entries.get(normalized).cloned()
-    }
-
-    /// What the cache holds of each of `names`, read under one lock; names
-    /// it does not hold are left out.
-    fn tools<'n>(&self, names: impl Iterator<Item = &'n str>) -> HashMap<&'n str, Entries> {
-        let tools = self.tools_read();
-        names
-            .filter_map(|name| Some((name, tools.entries.get(name)?.clone())))
-            .collect()
-    }
-
-    fn put_tool(&self, generation: i64, normalized: String, entries: Entries) {
-        let mut tools = self.tools_mut();
-        // Data read at a newer generation is never labelled with an older
-        // one here: only the current generation's map takes entries.
-        if tools.generation == generation {
-            if tools.entries.len() >= MAX_CACHED_PACKAGES {
-                tools.entries.clear();
-            }
-            tools.entries.insert(normalized, entries);
-        }
-    }
-
-    fn models(&self) -> Option<Arc<HashMap<String, ModelRecord>>> {
-        self.lock().models.clone()
-    }
-
-    fn put_models(&self, generation: i64, models: Arc<HashMap<String, ModelRecord>>) {
-        let mut state = self.lock();
-        if state.generation == generation {
-            state.models = Some(models);
-        }
-    }
-
-    fn resolution(&self, generation: i64, request: &Request) -> Option<Arc<LockTools>> {
-        let state = self.lock();
-        if state.generation != generation {
-            return None;
-        }
-        state.resolutions.get(request).cloned()
-    }
-
-    fn put_resolution(&self, generation: i64, request: Request, resolution: Arc<LockTools>) {
-        let mut state = self.lock();
-        if state.generation == generation {
-            if state.resolutions.len() >= MAX_CACHED_RESOLUTIONS {
-                state.resolutions.clear();
-            }
-            state.resolutions.insert(request, resolution);
-        }
-    }
-}
-
-/// Reads of the registry generation, shared by concurrent callers without
-/// ever answering one with a value older than it may see.
-///
-/// A caller may use a read that started no earlier than its `since`: the
-/// moment it arrived, less the configured freshness window, and never
-/// before this process's last write (`db::last_local_write`), so a replica
-/// always shows its own changes to its next request. Reads run one at a
-/// time. A caller that finds a usable read finished, or in flight, takes
-/// its value; otherwise it starts the next one, which every caller waiting
-/// meanwhile shares. Under load one database round trip serves a whole
-/// queue of requests; alone, a request costs one round trip.
-///
-/// With a window of zero a caller waits for a read that started after it
-/// arrived: strict, but under load every request then waits one and a half
-/// round trips, which in a saturated event loop is most of its time. A
-/// millisecond lets most requests take the read just finished; a change
-/// made through another replica then shows within that millisecond.
-#[derive(Debug)]
-struct GenerationReads {
-    rounds: Mutex<Rounds>,
-    /// The connection the reads use.
-    connection: crate::db::index::GenerationConnection,
-    /// How long before a caller's arrival a usable read may have started.
-    window: std::time::Duration,
-    /// The newest finished read, published to every waiting caller.
-    finished: tokio::sync::watch::Sender<Finished>,
-}
-
-#[derive(Debug, Default)]
-struct Rounds {
-    /// Whether a read is in flight, and since when.
-    reading: Option<Instant>,
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct Finished {
-    /// The newest read's start and the generation it saw (`None`: none yet).
-    read: Option<(Instant, i64)>,
-    /// Bumped when a read ends without a value (an error, or its caller
-    /// gone), so waiters wake and one of them reads instead.
-    abandoned: u64,
-}
-
-impl GenerationReads {
-    fn new(window: std::time::Duration) -> Self {
-        Self {
-            rounds: Mutex::default(),
-            connection: crate::db::index::GenerationConnection::default(),
-            window,
-            finished: tokio::sync::watch::Sender::new(Finished::default()),
-        }
-    }
-}
-
-/// Marks the read in flight as over when its future ends or is dropped.
-struct Reading<'a>(&'a GenerationReads, Option<(Instant, i64)>);
-
-impl Drop for Reading<'_> {
-    fn drop(&mut self) {
-        self.0.rounds().reading = None;
-        match self.1 {
-            Some(read) => self.0.finished.send_modify(|f| {
-                // Never replaced by an older read.
-                if f.read.is_none_or(|(started, _)| started <= read.0) {
-                    f.read = Some(read);
-                }
-            }),
-            None => self.0.finished.send_modify(|f| f.abandoned += 1),
-        }
-    }
-}
-
-impl GenerationReads {
-    fn rounds(&self) -> std::sync::MutexGuard<'_, Rounds> {
-        self.rounds
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    async fn read(&self, db: &Db) -> Result<i64, ApiError> {
-        let mut finished = self.finished.subscribe();
-        let arrived = Instant::now();
-        let since = arrived
-            .checked_sub(self.window)
-            .unwrap_or(arrived)
-            .max(crate::db::last_local_write());
-        loop {
-            if let Some((started, generation)) = finished.borrow_and_update().read
-                && started >= since
-            {
-                return Ok(generation);
-            }
-            let start = {
-                let mut rounds = self.rounds();
-                match rounds.reading {
-                    // In flight: wait for it, then take it if it started
-                    // late enough, or start the next one.
-                    Some(_) => None,
-                    None => {
-                        let now = Instant::now();
-                        rounds.reading = Some(now);
-                        Some(now)
-                    }
-                }
-            };
-            let Some(start) = start else {
-                if finished.changed().await.is_err() {
-                    return Err(ApiError::internal(anyhow::anyhow!(
-                        "the generation reader is gone"
-                    )));
-                }
-                continue;
-            };
-            let mut reading = Reading(self, None);
-            // Boxed, as a miss is (see `GenerationCache::get_or_compute`).
-            let generation = Box::pin(db.registry_generation_on(&self.connection)).await?;
-            reading.1 = Some((start, generation));
-            return Ok(generation);
-        }
-    }
 }
 
 /// The index as the solver sees it: the cache, and on a miss the database,
@@ -612,10 +248,9 @@ fn entries_of(index: PackageIndex) -> Result<Vec<VersionEntry>, CorruptIndex> {
                 })
                 .collect::<Result<_, CorruptIndex>>()?;
             Ok(VersionEntry {
-                version: Version::parse(&v.version).map_err(|e| corrupt("version", e))?,
+                version: v.version.clone(),
                 yanked: v.yanked,
-                hash: Sha256Hash::parse(&format!("sha256:{}", v.sha256))
-                    .map_err(|e| corrupt("hash", e))?,
+                hash: Sha256Hash::from_bytes(*v.sha256.as_bytes()),
                 dependencies,
             })
         })
@@ -625,18 +260,18 @@ fn entries_of(index: PackageIndex) -> Result<Vec<VersionEntry>, CorruptIndex> {
 /// The lock's `models:` entries from the models catalog, read in one query
 /// (or from the cache); every unknown model is a field error.
 async fn lock_models(
-    state: &AppState,
+    registry: &Registry,
     generation: i64,
     names: &[String],
-) -> Result<BTreeMap<ModelId, LockedModel>, ApiError> {
+) -> Result<BTreeMap<ModelId, LockedModel>, ServiceError> {
     if names.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let catalog = match state.index_cache.models() {
+    let catalog = match registry.index_cache.models() {
         Some(catalog) => catalog,
         None => {
             let catalog: Arc<HashMap<String, ModelRecord>> = Arc::new(
-                state
+                registry
                     .db
                     .list_models()
                     .await?
@@ -644,7 +279,7 @@ async fn lock_models(
                     .map(|m| (m.name.clone(), m))
                     .collect(),
             );
-            state
+            registry
                 .index_cache
                 .put_models(generation, Arc::clone(&catalog));
             catalog
@@ -681,22 +316,21 @@ async fn lock_models(
     if errors.is_empty() {
         Ok(models)
     } else {
-        Err(ApiError::Validation(errors))
+        Err(ServiceError::Validation(errors))
     }
 }
 
 /// Resolves `input` into an `agent.lock` naming this registry. Tools and
 /// files of a given lock are carried over where still valid.
-pub async fn resolve_lock(state: &AppState, input: ResolveInput) -> Result<Lockfile, ApiError> {
-    let generation = state.index_cache.current_generation(&state.db).await?;
-    resolve_lock_at(
-        state,
-        generation,
-        crate::common::now(),
-        input,
-        Lockfile::clone,
-    )
-    .await
+pub async fn resolve_lock(
+    registry: &Registry,
+    input: ResolveInput,
+) -> Result<Lockfile, ServiceError> {
+    let generation = registry
+        .index_cache
+        .current_generation(&registry.db)
+        .await?;
+    resolve_lock_at(registry, generation, store::now(), input, Lockfile::clone).await
 }
 
 /// [`resolve_lock`] at a generation the caller read, with `resolved_at`
@@ -704,21 +338,21 @@ pub async fn resolve_lock(state: &AppState, input: ResolveInput) -> Result<Lockf
 /// fresh resolution's tools are cached after `render` has read them, so
 /// they are moved there rather than copied.
 pub async fn resolve_lock_at<R>(
-    state: &AppState,
+    registry: &Registry,
     generation: i64,
     resolved_at: i64,
     input: ResolveInput,
     render: impl FnOnce(&Lockfile) -> R,
-) -> Result<R, ApiError> {
+) -> Result<R, ServiceError> {
     input.check_limits()?;
     // One deadline for the whole resolution, the models' read included.
-    let deadline = Instant::now() + state.config.resolve_timeout;
+    let deadline = Instant::now() + registry.settings.resolve_timeout;
     let models = tokio::time::timeout_at(
         deadline.into(),
-        lock_models(state, generation, &input.models),
+        lock_models(registry, generation, &input.models),
     )
     .await
-    .map_err(|_| timed_out(state))??;
+    .map_err(|_| timed_out(registry))??;
     let request = Request {
         requirements: input.tools,
         pins: input
@@ -727,17 +361,17 @@ pub async fn resolve_lock_at<R>(
             .map(Lockfile::tool_pins)
             .unwrap_or_default(),
     };
-    let (tools, fresh) = match state.index_cache.resolution(generation, &request) {
+    let (tools, fresh) = match registry.index_cache.resolution(generation, &request) {
         Some(tools) => (LockTools::clone(&tools), None),
         None => (
-            solve(state, generation, &request, deadline).await?,
+            solve(registry, generation, &request, deadline).await?,
             Some(request),
         ),
     };
-    state.metrics.resolves.inc();
+    registry.metrics.resolves.inc();
 
-    let resolved_at = ResolvedAt::from_unix(resolved_at).map_err(ApiError::internal)?;
-    let mut lock = Lockfile::new(resolved_at, Some(state.public_url.clone()));
+    let resolved_at = ResolvedAt::from_unix(resolved_at).map_err(ServiceError::internal)?;
+    let mut lock = Lockfile::new(resolved_at, Some(registry.public_url.clone()));
     lock.tools = tools;
     lock.models = models;
     if let Some(previous) = input.lock {
@@ -746,13 +380,52 @@ pub async fn resolve_lock_at<R>(
     }
     let rendered = render(&lock);
     if let Some(request) = fresh {
-        state.index_cache.put_resolution(
+        registry.index_cache.put_resolution(
             generation,
             request,
             Arc::new(std::mem::take(&mut lock.tools)),
         );
     }
     Ok(rendered)
+}
+
+/// `POST /api/v1/resolve` as sent: the lock rendered in the form the
+/// request asked for (`key.json_answer`: JSON, else YAML), answered from
+/// memory when the same request was answered at this generation and
+/// second. `parse` reads the request's body into its input only when it
+/// must be resolved.
+pub async fn resolve_answer(
+    registry: &Registry,
+    key: RenderKey,
+    parse: impl FnOnce(&[u8]) -> Result<ResolveInput, ServiceError>,
+) -> Result<bytes::Bytes, ServiceError> {
+    let generation = registry
+        .index_cache
+        .current_generation(&registry.db)
+        .await?;
+    let now = store::now();
+    if let Some(answer) = registry.index_cache.rendered(generation, now, &key) {
+        registry.metrics.resolves.inc();
+        return Ok(answer);
+    }
+    let input = parse(&key.body)?;
+    let json_answer = key.json_answer;
+    let answer = bytes::Bytes::from(
+        resolve_lock_at(registry, generation, now, input, |lock| {
+            if json_answer {
+                serde_json::to_vec(lock).map_err(ServiceError::internal)
+            } else {
+                lock.to_yaml()
+                    .map(String::into_bytes)
+                    .map_err(ServiceError::internal)
+            }
+        })
+        .await??,
+    );
+    registry
+        .index_cache
+        .put_rendered(generation, now, key, answer.clone());
+    Ok(answer)
 }
 
 /// Levels of a dependency graph read ahead of the solver; a deeper graph's
@@ -770,12 +443,12 @@ const MAX_PREFETCH_LEVELS: usize = 32;
 /// for a whole-cache fill). What backtracking reaches beyond this, the
 /// solver reads itself. Packages the cache holds are walked, not read.
 async fn prefetch(
-    state: &AppState,
+    registry: &Registry,
     generation: i64,
     request: &Request,
     deadline: Instant,
-) -> Result<(), ApiError> {
-    let cache = &state.index_cache;
+) -> Result<(), ServiceError> {
+    let cache = &registry.index_cache;
     let mut seen = HashSet::new();
     // Normalized name to the name and what is asked of it at this level.
     let mut level: HashMap<String, (PackageName, Wanted)> = HashMap::new();
@@ -809,11 +482,11 @@ async fn prefetch(
         if !to_read.is_empty() {
             let indexes = tokio::time::timeout_at(
                 deadline.into(),
-                state.db.package_indexes(Kind::Tool, &to_read),
+                registry.db.package_indexes(Kind::Tool, &to_read),
             )
             .await
-            .map_err(|_| timed_out(state))??;
-            state.metrics.index_reads.inc();
+            .map_err(|_| timed_out(registry))??;
+            registry.metrics.index_reads.inc();
             let mut found: HashMap<String, PackageIndex> = indexes
                 .into_iter()
                 .map(|index| (index.package.normalized_name.clone(), index))
@@ -821,7 +494,9 @@ async fn prefetch(
             for name in to_read {
                 let normalized = name.normalized();
                 let read = match found.remove(&normalized) {
-                    Some(index) => Some(Arc::new(entries_of(index).map_err(ApiError::internal)?)),
+                    Some(index) => {
+                        Some(Arc::new(entries_of(index).map_err(ServiceError::internal)?))
+                    }
                     None => None,
                 };
                 if let Some((key, _)) = level.get_key_value(&normalized) {
@@ -901,15 +576,15 @@ impl Wanted {
 /// times the number in flight; queued, it is the work ahead of it plus its
 /// own, which keeps the slow end of the distribution near the middle.
 async fn solve(
-    state: &AppState,
+    registry: &Registry,
     generation: i64,
     request: &Request,
     deadline: Instant,
-) -> Result<LockTools, ApiError> {
-    let solved = match run_solver(state, generation, request, deadline, true).await? {
+) -> Result<LockTools, ServiceError> {
+    let solved = match run_solver(registry, generation, request, deadline, true).await? {
         Err(ResolveError::Source { source, .. }) if source.is::<NotCached>() => {
-            prefetch(state, generation, request, deadline).await?;
-            run_solver(state, generation, request, deadline, false).await?
+            prefetch(registry, generation, request, deadline).await?;
+            run_solver(registry, generation, request, deadline, false).await?
         }
         solved => solved,
     };
@@ -917,20 +592,20 @@ async fn solve(
         ResolveError::Unsatisfiable {
             explanation,
             conflicts,
-        } => ApiError::Unsatisfiable {
+        } => ServiceError::Unsatisfiable {
             explanation,
             conflicts: serde_json::to_value(conflicts).unwrap_or_default(),
         },
         ResolveError::UnknownPackage { name, required_by } => {
-            ApiError::Validation(vec![FieldError::new(
+            ServiceError::Validation(vec![FieldError::new(
                 format!("tools.{name}"),
                 format!(
                     "no tool named {name} is published on this registry (required by {required_by})"
                 ),
             )])
         }
-        ResolveError::Cancelled => timed_out(state),
-        other => ApiError::internal(other),
+        ResolveError::Cancelled => timed_out(registry),
+        other => ServiceError::internal(other),
     })
 }
 
@@ -939,111 +614,34 @@ async fn solve(
 /// becomes the lock's tools there too, while it is in that core's cache
 /// and off the async workers.
 async fn run_solver(
-    state: &AppState,
+    registry: &Registry,
     generation: i64,
     request: &Request,
     deadline: Instant,
     cache_only: bool,
-) -> Result<Result<LockTools, ResolveError>, ApiError> {
+) -> Result<Result<LockTools, ResolveError>, ServiceError> {
     let source = IndexSource {
-        db: state.db.clone(),
-        cache: Arc::clone(&state.index_cache),
+        db: registry.db.clone(),
+        cache: Arc::clone(&registry.index_cache),
         generation,
         runtime: tokio::runtime::Handle::current(),
         cache_only,
     };
     let cancel = Cancel::with_deadline(deadline);
     let request = request.clone();
-    state
+    registry
         .index_cache
         .solvers
         .run(deadline.into(), move || {
             resolve(&source, &request, &cancel).map(Resolution::into_lock_tools)
         })
         .await
-        .map_err(ApiError::internal)?
-        .ok_or_else(|| timed_out(state))
+        .map_err(ServiceError::internal)?
+        .ok_or_else(|| timed_out(registry))
 }
 
 /// The answer when a resolution runs past the configured deadline.
-fn timed_out(state: &AppState) -> ApiError {
-    let timeout = state.config.resolve_timeout;
-    ApiError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::DatabaseUrl;
-
-    async fn bump(db: &Db) {
-        let Db::Sqlite(pool) = db else {
-            unreachable!("the test opens SQLite")
-        };
-        sqlx::query("UPDATE registry_generation SET generation = generation + 1 WHERE id = 1")
-            .execute(pool)
-            .await
-            .unwrap();
-    }
-
-    #[tokio::test]
-    async fn a_window_shares_a_recent_read_but_never_one_from_before_a_local_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::connect(
-            &DatabaseUrl::SqlitePath(dir.path().join("w.db")),
-            std::time::Duration::from_secs(5),
-            1,
-        )
-        .await
-        .unwrap();
-        // No other test of this binary writes through `db` (the last-write
-        // mark is per process).
-        let reads = GenerationReads::new(std::time::Duration::from_secs(5));
-        let first = reads.read(&db).await.unwrap();
-        // Another replica's write (not through this process's writers):
-        // within the window, the read just made still answers.
-        bump(&db).await;
-        assert_eq!(reads.read(&db).await.unwrap(), first);
-        // This process's own write: the next caller reads again.
-        crate::db::note_local_write();
-        assert_eq!(reads.read(&db).await.unwrap(), first + 1);
-    }
-
-    #[tokio::test]
-    async fn shared_generation_reads_are_never_older_than_the_caller() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::connect(
-            &DatabaseUrl::SqlitePath(dir.path().join("r.db")),
-            std::time::Duration::from_secs(5),
-            1,
-        )
-        .await
-        .unwrap();
-        let reads = Arc::new(GenerationReads::new(std::time::Duration::ZERO));
-        let first = reads.read(&db).await.unwrap();
-        bump(&db).await;
-        // A read asked for after a write sees it.
-        assert_eq!(reads.read(&db).await.unwrap(), first + 1);
-
-        // Many callers at once: every one sees the latest write before it
-        // asked, and none waits forever.
-        bump(&db).await;
-        let calls: Vec<_> = (0..64)
-            .map(|_| {
-                let (reads, db) = (Arc::clone(&reads), db.clone());
-                tokio::spawn(async move { reads.read(&db).await.unwrap() })
-            })
-            .collect();
-        for call in calls {
-            assert_eq!(call.await.unwrap(), first + 2);
-        }
-
-        // A caller that gives up mid-read does not stall the next ones.
-        for _ in 0..20 {
-            let abandoned = reads.read(&db);
-            drop(tokio::time::timeout(std::time::Duration::ZERO, abandoned).await);
-        }
-        bump(&db).await;
-        assert_eq!(reads.read(&db).await.unwrap(), first + 3);
-    }
+fn timed_out(registry: &Registry) -> ServiceError {
+    let timeout = registry.settings.resolve_timeout;
+    ServiceError::ResolveTimeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
 }

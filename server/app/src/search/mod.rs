@@ -20,10 +20,11 @@ pub use query::{DEFAULT_PER_PAGE, MAX_CANDIDATES, MAX_PER_PAGE, SearchQuery};
 
 use crate::{
     Registry, ServiceError,
-    cache::{self, Rendered, RenderedKey},
+    cache::{Rendered, RenderedKey},
 };
 
-/// One package found, as searches, lists and the catalog show it.
+// As searches, lists and the catalog show it.
+/// One package found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SearchResult {
@@ -110,10 +111,11 @@ pub async fn search_answer(
     query: &SearchQuery,
 ) -> Result<Rendered, ServiceError> {
     let key = RenderedKey::Search(query.clone());
-    cache::rendered(registry, key, || async {
-        Rendered::json(&search_packages(registry, query).await?)
-    })
-    .await
+    registry
+        .rendered(key, || async {
+            Rendered::json(&search_packages(registry, query).await?)
+        })
+        .await
 }
 
 /// Searches, filters by category and paginates: the API's search and the

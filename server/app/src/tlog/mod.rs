@@ -9,677 +9,28 @@
 //! recomputed from those hashes: a checkpoint that does not extend the one
 //! before is refused, and so is one its own key did not sign.
 
-use std::{
-    sync::{Arc, RwLock},
-    time::Duration,
-};
+mod log;
 
 use agentlang_core::{
     Kind, PackageName, Version,
-    signing::{KeyId, SecretKey},
-    tlog::{self, LogEntry, LogKey, LogOp, TILE_WIDTH, Tree, TreeError, WitnessKey},
+    signing::KeyId,
+    tlog::{LogEntry, LogOp},
 };
-use anyhow::Context;
-use tokio::sync::{Mutex, Notify};
+use store::{now, time::rfc3339};
 
-use crate::{
-    common::{now, rfc3339},
-    config::LogSettings,
-    db::{Db, tlog::CheckpointRow},
-    state::AppState,
-};
+pub use log::{CosignError, LogError, ServedCheckpoint, TransparencyLog};
 
-/// Entries integrated per sequencer transaction: bounds its time and
-/// memory; a backlog takes several rounds.
-const BATCH: i64 = 20_000;
-/// Entries or hashes read per query while verifying at start-up.
-const VERIFY_BATCH: u64 = 2_000;
-/// The audit after start-up rests this many times as long as each batch
-/// took: it then uses at most a quarter of one core. It reads and hashes
-/// the whole log (about 1.3 s of work for 200,000 entries) while the
-/// registry serves, and the first requests after a restart, which fill
-/// the caches, are the costliest; unpaced, the audit took a core from them.
-const AUDIT_REST_FACTOR: u32 = 3;
-/// Versions logged per backfill transaction.
-const BACKFILL_BATCH: i64 = 500;
-/// How often a replica looks for entries or checkpoints others wrote.
-const POLL: Duration = Duration::from_secs(1);
-/// The least time between two rounds of the sequencer: appends arriving
-/// meanwhile are integrated together, so a burst of publishes costs one
-/// checkpoint (a write transaction and a signature) per round instead of
-/// one each. A new entry is still in a checkpoint within this.
-const MIN_ROUND_INTERVAL: Duration = Duration::from_millis(200);
-/// Where a generated log key is kept (`server_secrets`).
-const KEY_SECRET: &str = "tlog-key";
-
-#[derive(Debug, thiserror::Error)]
-pub enum LogError {
-    #[error(transparent)]
-    Db(#[from] sqlx::Error),
-    #[error(transparent)]
-    Tree(#[from] TreeError),
-    /// The stored log does not extend what this replica served, or its
-    /// hashes do not give the signed root: never served.
-    #[error("the transparency log is inconsistent: {0}")]
-    Inconsistent(String),
-}
-
-/// The checkpoint a replica serves: the signed note with witnesses'
-/// cosignatures after the log's own.
-#[derive(Debug, Clone)]
-pub struct ServedCheckpoint {
-    pub size: u64,
-    pub root: [u8; 32],
-    /// The note as the sequencer signed it (the log's signature only).
-    signed: Arc<Vec<u8>>,
-    /// The note with every cosignature: what `/log/checkpoint` serves.
-    pub note: Arc<Vec<u8>>,
-}
-
-#[derive(Debug, Default)]
-struct Served {
-    tree: Tree,
-    checkpoint: Option<ServedCheckpoint>,
-}
-
-pub struct TransparencyLog {
-    key: LogKey,
-    origin: String,
-    witnesses: Vec<WitnessKey>,
-    served: RwLock<Served>,
-    /// One sequencer round at a time in this process (the database lock
-    /// orders replicas).
-    round: Mutex<()>,
-    wake: Notify,
-    /// Why the stored log failed its audit, once it has: from then on this
-    /// replica serves no checkpoint and sequences nothing.
-    broken: std::sync::OnceLock<String>,
-}
-
-impl std::fmt::Debug for TransparencyLog {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TransparencyLog")
-            .field("origin", &self.origin)
-            .field("key", &self.key.verifier_key())
-            .finish_non_exhaustive()
-    }
-}
-
-/// `host[:port]/log` of a public URL: the default origin.
-fn default_origin(public_url: &str) -> String {
-    let host = public_url
-        .split_once("://")
-        .map_or(public_url, |(_, rest)| rest)
-        .split('/')
-        .next()
-        .unwrap_or_default();
-    format!("{host}/log")
-}
-
-impl TransparencyLog {
-    /// Loads the key (configured, or generated once and kept in the
-    /// database), then the log up to its latest checkpoint, verified: the
-    /// root recomputed from the stored hashes and the note's signature.
-    pub async fn open(db: &Db, settings: &LogSettings, public_url: &str) -> anyhow::Result<Self> {
-        let pem = match (&settings.key_pem, &settings.key_file) {
-            (Some(pem), _) => pem.clone(),
-            (None, Some(path)) => std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read the log key {}", path.display()))?,
-            (None, None) => {
-                let fresh = SecretKey::generate()
-                    .map_err(|e| anyhow::anyhow!("cannot generate the log key: {e}"))?
-                    .to_pkcs8_pem()
-                    .to_string();
-                db.server_secret(KEY_SECRET, &fresh)
-                    .await
-                    .context("cannot read or store the log key")?
-            }
-        };
-        let secret = SecretKey::from_pkcs8_pem(pem.trim())
-            .map_err(|e| anyhow::anyhow!("the log key is not a PKCS#8 PEM Ed25519 key: {e}"))?;
-        let origin = settings
-            .origin
-            .clone()
-            .unwrap_or_else(|| default_origin(public_url));
-        let key = LogKey::new(origin.clone(), secret)
-            .with_context(|| format!("the log origin {origin:?}"))?;
-        let witnesses = settings
-            .witnesses
-            .iter()
-            .map(|w| WitnessKey::parse(w))
-            .collect::<Result<Vec<_>, _>>()
-            .context("AGENTLANG_REGISTRY_TLOG_WITNESSES")?;
-        let log = Self {
-            key,
-            origin,
-            witnesses,
-            served: RwLock::default(),
-            round: Mutex::new(()),
-            wake: Notify::new(),
-            broken: std::sync::OnceLock::new(),
-        };
-        // The stored hashes up to the latest checkpoint, whose root and
-        // signature must hold before anything is served; `audit` then
-        // checks them against the entries, in the background.
-        log.catch_up(db)
-            .await
-            .context("the stored transparency log does not verify")?;
-        Ok(log)
-    }
-
-    /// The audit of the stored log up to the checkpoint served when it
-    /// starts: every stored hash recomputed from the entries (so a
-    /// rewritten entry or hash is caught, not only a wrong root) and the
-    /// root against the checkpoint's. Start-up already checked the root
-    /// from the stored hashes and the signature; this reads every entry
-    /// (52 MiB for 200,000), so it runs after the registry is up. A failure
-    /// takes the log down on this replica: no checkpoint or tile is served
-    /// and nothing is sequenced until an operator looks. Returns the size
-    /// audited.
-    pub async fn audit(&self, db: &Db) -> Result<u64, LogError> {
-        let result = self.audit_entries(db).await;
-        if let Err(e) = &result {
-            self.refuse(e.to_string());
-        }
-        result
-    }
-
-    async fn audit_entries(&self, db: &Db) -> Result<u64, LogError> {
-        let Some(checkpoint) = self.checkpoint() else {
-            return Ok(0);
-        };
-        let size = checkpoint.size;
-        let mut tree = Tree::default();
-        while tree.size() < size {
-            let batch = std::time::Instant::now();
-            let from = tree.size();
-            let to = (from + VERIFY_BATCH).min(size);
-            let entries = db.log_entries(to_i64(from), to_i64(to)).await?;
-            if entries.len() as u64 != to - from {
-                return Err(LogError::Inconsistent(format!(
-                    "entries {from}..{to} are not all stored"
-                )));
-            }
-            // Hashing is CPU work: off the async workers.
-            tree = tokio::task::spawn_blocking(move || {
-                for (_, entry) in &entries {
-                    tree.append(entry)?;
-                }
-                Ok::<_, TreeError>(tree)
-            })
-            .await
-            .map_err(|e| LogError::Inconsistent(format!("the audit stopped: {e}")))??;
-            tokio::time::sleep(batch.elapsed() * AUDIT_REST_FACTOR).await;
-        }
-        let mut at = 0u64;
-        while at < tree.stored_len() {
-            let batch = std::time::Instant::now();
-            let to = (at + VERIFY_BATCH).min(tree.stored_len());
-            let stored = db.log_hashes(to_i64(at), to_i64(to)).await?;
-            let recomputed = tree.stored().skip(at as usize).take((to - at) as usize);
-            if stored.len() as u64 != to - at {
-                return Err(LogError::Inconsistent(format!(
-                    "stored hashes {at}..{to} are missing"
-                )));
-            }
-            if let Some(i) = stored
-                .iter()
-                .zip(recomputed)
-                .position(|(s, r)| s.as_slice() != r.as_slice())
-            {
-                return Err(LogError::Inconsistent(format!(
-                    "stored hash {} is not the one the entries give",
-                    at + i as u64
-                )));
-            }
-            at = to;
-            tokio::time::sleep(batch.elapsed() * AUDIT_REST_FACTOR).await;
-        }
-        if tree.root() != checkpoint.root {
-            return Err(LogError::Inconsistent(format!(
-                "the entries do not give the root checkpoint {size} signed"
-            )));
-        }
-        Ok(size)
-    }
-
-    /// Stops serving the log: nothing of a log that failed a check is shown
-    /// as if it held.
-    fn refuse(&self, why: String) {
-        tracing::error!(reason = %why, "the transparency log is not served");
-        let _ = self.broken.set(why);
-        self.write().checkpoint = None;
-    }
-
-    /// Why the log is not served, when a check failed.
-    pub fn broken(&self) -> Option<&str> {
-        self.broken.get().map(String::as_str)
-    }
-
-    fn check_not_broken(&self) -> Result<(), LogError> {
-        match self.broken() {
-            Some(why) => Err(LogError::Inconsistent(why.to_owned())),
-            None => Ok(()),
-        }
-    }
-
-    /// The log's name: every checkpoint's first line.
-    pub fn origin(&self) -> &str {
-        &self.origin
-    }
-
-    /// The verifier key, `<name>+<id>+<base64>`.
-    pub fn verifier_key(&self) -> String {
-        self.key.verifier_key()
-    }
-
-    /// The witnesses whose cosignatures are accepted.
-    pub fn witnesses(&self) -> &[WitnessKey] {
-        &self.witnesses
-    }
-
-    /// The checkpoint served now.
-    pub fn checkpoint(&self) -> Option<ServedCheckpoint> {
-        self.read().checkpoint.clone()
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Served> {
-        self.served.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Served> {
-        self.served.write().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Wakes the sequencer: this replica just appended an entry.
-    pub fn appended(&self) {
-        self.wake.notify_one();
-    }
-
-    /// Moves to the database's latest checkpoint when it is ahead: reads the
-    /// stored hashes this replica lacks, recomputes the root, checks the
-    /// note's signature. Never moves backwards.
-    async fn catch_up(&self, db: &Db) -> Result<(), LogError> {
-        self.check_not_broken()?;
-        let Some(row) = db.latest_checkpoint().await? else {
-            return Ok(());
-        };
-        let size = u64::try_from(row.size).unwrap_or_default();
-        let (have_size, have_hashes) = {
-            let served = self.read();
-            (served.tree.size(), served.tree.stored_len())
-        };
-        if size < have_size {
-            return Err(LogError::Inconsistent(format!(
-                "the latest stored checkpoint has {size} entries, fewer than the {have_size} served"
-            )));
-        }
-        if size == have_size {
-            return Ok(());
-        }
-        let want = tlog::stored_hash_count(size);
-        let hashes = db
-            .log_hashes(to_i64(have_hashes), to_i64(want))
-            .await?
-            .into_iter()
-            .map(|h| {
-                <[u8; 32]>::try_from(h.as_slice())
-                    .map_err(|_| LogError::Inconsistent("a stored hash is not 32 bytes".into()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let cosignatures = db.log_cosignatures(row.size).await?;
-        let checkpoint = self.verify_row(&row, &cosignatures)?;
-        let mut served = self.write();
-        if served.tree.size() != have_size || self.broken.get().is_some() {
-            // Another round moved on meanwhile (it verified its own), or
-            // the audit took the log down.
-            return Ok(());
-        }
-        served.tree.extend_stored(size, hashes)?;
-        let root = served.tree.root_at(size)?;
-        if root != checkpoint.root {
-            served.tree.truncate(have_size);
-            return Err(LogError::Inconsistent(format!(
-                "the stored hashes of {size} entries do not give the checkpoint's root"
-            )));
-        }
-        served.checkpoint = Some(checkpoint);
-        Ok(())
-    }
-
-    /// Checks a stored checkpoint's note: this log's origin, signed by this
-    /// log's key, with the facts the row says.
-    fn verify_row(
-        &self,
-        row: &CheckpointRow,
-        cosignatures: &[String],
-    ) -> Result<ServedCheckpoint, LogError> {
-        let opened = tlog::open_checkpoint(row.note.as_bytes(), &self.key.verifier_key())
-            .map_err(|e| {
-                // The key's name is the origin, which by default follows
-                // the public URL: a changed URL fails here like another key.
-                LogError::Inconsistent(format!(
-                    "checkpoint {}: {e} (does every replica have the same AGENTLANG_REGISTRY_TLOG_KEY, \
-                     and the same origin {:?}? It follows AGENTLANG_REGISTRY_PUBLIC_URL unless \
-                     AGENTLANG_REGISTRY_TLOG_ORIGIN sets it)",
-                    row.size, self.origin
-                ))
-            })?;
-        if opened.origin != self.origin
-            || i64::try_from(opened.size).ok() != Some(row.size)
-            || opened.root.as_slice() != row.root.as_slice()
-        {
-            return Err(LogError::Inconsistent(format!(
-                "checkpoint {} is not of origin {:?} or does not say what its row says",
-                row.size, self.origin
-            )));
-        }
-        Ok(served_checkpoint(
-            opened.size,
-            opened.root,
-            row.note.as_bytes().to_vec(),
-            cosignatures,
-        ))
-    }
-
-    /// One sequencer round: under the database's sequencer lock, integrates
-    /// the entries appended since the latest checkpoint (up to [`BATCH`])
-    /// into stored hashes and signs a checkpoint, in one transaction.
-    /// Returns the new checkpoint's size, if it signed one.
-    pub async fn sequence(&self, db: &Db) -> Result<Option<u64>, LogError> {
-        let _round = self.round.lock().await;
-        self.catch_up(db).await?;
-        let served_size = self.read().tree.size();
-        if db.log_entry_count().await? <= to_i64(served_size) {
-            return Ok(None);
-        }
-        let mut tx = db.begin_sequencing().await?;
-        // Another replica may have sequenced while we waited for the lock.
-        let latest = tx.latest_checkpoint().await?.map_or(0, |row| row.size);
-        if latest != to_i64(served_size) {
-            drop(tx);
-            self.catch_up(db).await?;
-            return Ok(None);
-        }
-        let entries = tx.entries_from(latest, BATCH).await?;
-        if entries.is_empty() {
-            return Ok(None);
-        }
-        let (from, hashes, size, root) = {
-            let mut served = self.write();
-            let from = served.tree.stored_len();
-            let mut hashes = Vec::with_capacity(entries.len() * 2);
-            for entry in &entries {
-                match served.tree.append(entry) {
-                    Ok(added) => hashes.extend(added),
-                    Err(e) => {
-                        served.tree.truncate(served_size);
-                        return Err(e.into());
-                    }
-                }
-            }
-            (from, hashes, served.tree.size(), served.tree.root())
-        };
-        let undo = || self.write().tree.truncate(served_size);
-        let note = match self.key.sign_checkpoint(&self.origin, size, root) {
-            Ok(note) => note,
-            Err(e) => {
-                undo();
-                return Err(e.into());
-            }
-        };
-        let row = CheckpointRow {
-            size: to_i64(size),
-            root: root.to_vec(),
-            note: String::from_utf8(note.clone()).expect("a note is UTF-8"),
-        };
-        if let Err(e) = tx.store_and_commit(from, &hashes, &row).await {
-            undo();
-            return Err(e.into());
-        }
-        {
-            let mut served = self.write();
-            if self.broken.get().is_none() {
-                served.checkpoint = Some(served_checkpoint(size, root, note, &[]));
-            }
-        }
-        tracing::debug!(size, entries = entries.len(), "signed a log checkpoint");
-        Ok(Some(size))
-    }
-
-    /// Writes the genesis entry into an empty log and logs versions
-    /// published before the log, then sequences one round, so the
-    /// registry starts with a checkpoint.
-    pub async fn prepare(&self, db: &Db) -> anyhow::Result<()> {
-        let mut genesis = LogEntry::new(LogOp::Genesis, rfc3339(now()));
-        genesis.origin = Some(self.origin.clone());
-        db.append_genesis(&genesis)
-            .await
-            .context("cannot write the log's genesis entry")?;
-        loop {
-            let versions = db
-                .unlogged_versions(BACKFILL_BATCH)
-                .await
-                .context("cannot list versions to log")?;
-            if versions.is_empty() {
-                break;
-            }
-            let entries: Vec<_> = versions
-                .iter()
-                .map(|v| {
-                    let mut publish = LogEntry::new(LogOp::Publish, rfc3339(v.published_at));
-                    publish.kind = Some(v.kind.clone());
-                    publish.name = Some(v.name.clone());
-                    publish.version = Some(v.version.clone());
-                    publish.sha256 = Some(v.sha256.clone());
-                    publish.signer.clone_from(&v.signer_key_id);
-                    publish.account.clone_from(&v.publisher);
-                    let yank = v.yanked.then(|| {
-                        let mut yank = LogEntry::new(LogOp::Yank, rfc3339(v.published_at));
-                        yank.kind = Some(v.kind.clone());
-                        yank.name = Some(v.name.clone());
-                        yank.version = Some(v.version.clone());
-                        yank.reason.clone_from(&v.yank_reason);
-                        yank
-                    });
-                    (v.id, publish, yank)
-                })
-                .collect();
-            db.log_versions(&entries)
-                .await
-                .context("cannot log versions published before the log")?;
-            tracing::info!(
-                versions = entries.len(),
-                "logged versions published before the log"
-            );
-        }
-        // One round now, so a new registry starts with a checkpoint; a
-        // backlog (a restore, a seeded catalog) is left to the periodic
-        // sequencer, 20,000 entries a round, while requests are served.
-        self.sequence(db).await?;
-        Ok(())
-    }
-
-    /// Hash tile `index` of `level`, `width` hashes wide, of the served
-    /// tree; `None` when the served checkpoint does not cover it.
-    pub fn hash_tile(&self, level: u8, index: u64, width: u64) -> Option<Vec<u8>> {
-        let served = self.read();
-        let size = served.checkpoint.as_ref()?.size;
-        let width = u32::try_from(width).ok()?;
-        served.tree.hash_tile(size, level, index, width).ok()
-    }
-
-    /// Entry bundle `index`, `width` entries wide, if the served checkpoint
-    /// covers it.
-    pub async fn entry_bundle(
-        &self,
-        db: &Db,
-        index: u64,
-        width: u64,
-    ) -> Result<Option<Vec<u8>>, LogError> {
-        let size = self.checkpoint().map_or(0, |c| c.size);
-        let Some(from) = index.checked_mul(TILE_WIDTH) else {
-            return Ok(None);
-        };
-        let to = from + width;
-        if width == 0 || width > TILE_WIDTH || to > size {
-            return Ok(None);
-        }
-        let rows = db.log_entries(to_i64(from), to_i64(to)).await?;
-        if rows.len() as u64 != width {
-            return Err(LogError::Inconsistent(format!(
-                "entries {from}..{to} are not all stored"
-            )));
-        }
-        Ok(tlog::entry_bundle(rows.iter().map(|(_, e)| e.as_slice())))
-    }
-
-    /// Up to `count` entries of the served tree, newest first: the newest
-    /// ones, or those around `at`. Returns them with the served size.
-    pub async fn window(
-        &self,
-        db: &Db,
-        at: Option<u64>,
-        count: u64,
-    ) -> Result<(Vec<(u64, serde_json::Value)>, u64), LogError> {
-        let size = self.checkpoint().map_or(0, |c| c.size);
-        let to = match at {
-            Some(at) => at.saturating_add(count / 2 + 1).min(size),
-            None => size,
-        };
-        let from = to.saturating_sub(count);
-        let rows = db.log_entries(to_i64(from), to_i64(to)).await?;
-        let entries = rows
-            .into_iter()
-            .rev()
-            .map(|(i, bytes)| {
-                let entry = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
-                (u64::try_from(i).unwrap_or_default(), entry)
-            })
-            .collect();
-        Ok((entries, size))
-    }
-
-    /// The names of the witnesses whose cosignatures the served checkpoint
-    /// carries.
-    pub fn cosigners(&self) -> Vec<String> {
-        self.checkpoint()
-            .and_then(|c| {
-                tlog::open_witnessed_checkpoint(&c.note, &self.key.verifier_key(), &self.witnesses)
-                    .ok()
-            })
-            .map(|(_, cosignatures)| cosignatures.into_iter().map(|c| c.witness).collect())
-            .unwrap_or_default()
-    }
-
-    /// Takes a witness's cosignature of the served checkpoint: `note` is
-    /// that checkpoint with the witness's signature line(s). Keeps every
-    /// cosignature by a configured witness that holds.
-    pub async fn add_cosignatures(&self, db: &Db, note: &[u8]) -> Result<usize, CosignError> {
-        let served = self.checkpoint().ok_or(CosignError::Stale)?;
-        let (opened, cosigned) =
-            tlog::open_witnessed_checkpoint(note, &self.key.verifier_key(), &self.witnesses)
-                .map_err(|e| CosignError::Invalid(e.to_string()))?;
-        if opened.size != served.size || opened.root != served.root {
-            return Err(CosignError::Stale);
-        }
-        if cosigned.is_empty() {
-            return Err(CosignError::UnknownWitness);
-        }
-        for cosignature in &cosigned {
-            db.put_log_cosignature(to_i64(served.size), &cosignature.witness, &cosignature.line)
-                .await
-                .map_err(LogError::from)?;
-        }
-        let lines = db
-            .log_cosignatures(to_i64(served.size))
-            .await
-            .map_err(LogError::from)?;
-        let mut state = self.write();
-        if let Some(current) = state.checkpoint.as_mut()
-            && current.size == served.size
-        {
-            *current = served_checkpoint(served.size, served.root, served.signed.to_vec(), &lines);
-        }
-        Ok(cosigned.len())
-    }
-}
-
-/// Why a cosignature was not taken.
-#[derive(Debug, thiserror::Error)]
-pub enum CosignError {
-    #[error("the note is not the registry's checkpoint with valid signatures: {0}")]
-    Invalid(String),
-    #[error("no signature in the note is by a configured witness")]
-    UnknownWitness,
-    #[error("the note is not the checkpoint served now; cosign the current one")]
-    Stale,
-    #[error(transparent)]
-    Log(#[from] LogError),
-}
-
-fn served_checkpoint(
-    size: u64,
-    root: [u8; 32],
-    signed: Vec<u8>,
-    cosignatures: &[String],
-) -> ServedCheckpoint {
-    let mut note = signed.clone();
-    for line in cosignatures {
-        note.extend_from_slice(line.as_bytes());
-        note.push(b'\n');
-    }
-    ServedCheckpoint {
-        size,
-        root,
-        signed: Arc::new(signed),
-        note: Arc::new(note),
-    }
-}
-
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// Runs the sequencer until the process stops: after every local append,
-/// and every second for entries or checkpoints other replicas wrote.
-/// The audit of the stored log (see [`TransparencyLog::audit`]), once,
-/// after start-up.
-pub async fn audit_at_start(state: actix_web::web::Data<AppState>) {
-    let started = std::time::Instant::now();
-    match state.tlog.audit(&state.db).await {
-        Ok(size) => tracing::info!(
-            size,
-            millis = started.elapsed().as_millis() as u64,
-            "audited the transparency log"
-        ),
-        Err(e) => tracing::error!(error = %e, "the transparency log failed its audit"),
-    }
-}
-
-pub async fn sequence_periodically(state: actix_web::web::Data<AppState>) {
-    loop {
-        tokio::select! {
-            () = state.tlog.wake.notified() => {}
-            () = tokio::time::sleep(POLL) => {}
-        }
-        let round = tokio::time::Instant::now();
-        if let Err(e) = state.tlog.sequence(&state.db).await {
-            tracing::error!(error = %e, "the transparency log's sequencer failed");
-        }
-        tokio::time::sleep_until(round + MIN_ROUND_INTERVAL).await;
-    }
-}
+use crate::{Registry, ServiceError};
 
 /// What each change's entry says. The time is now, RFC 3339 UTC.
 fn entry(op: LogOp) -> LogEntry {
     LogEntry::new(op, rfc3339(now()))
 }
 
-fn package_entry(op: LogOp, kind: &str, name: &str) -> LogEntry {
+fn package_entry(op: LogOp, kind: Kind, name: &PackageName) -> LogEntry {
     let mut e = entry(op);
-    e.kind = Some(kind.to_owned());
-    e.name = Some(name.to_owned());
+    e.kind = Some(kind.as_str().to_owned());
+    e.name = Some(name.as_str().to_owned());
     e
 }
 
@@ -692,7 +43,7 @@ pub fn publish_entry(
     signer: Option<&str>,
     account: &str,
 ) -> LogEntry {
-    let mut e = package_entry(LogOp::Publish, kind.as_str(), name.as_str());
+    let mut e = package_entry(LogOp::Publish, kind, name);
     e.version = Some(version.to_string());
     e.sha256 = Some(sha256.to_owned());
     e.signer = signer.map(str::to_owned);
@@ -702,8 +53,8 @@ pub fn publish_entry(
 
 /// `yank` (with its reason) or `unyank`, by `account`.
 pub fn yank_entry(
-    kind: &str,
-    name: &str,
+    kind: Kind,
+    name: &PackageName,
     version: &Version,
     yanked: bool,
     reason: Option<&str>,
@@ -718,7 +69,7 @@ pub fn yank_entry(
 }
 
 /// `owner_add` / `owner_remove`: `account` is the owner concerned.
-pub fn owner_entry(op: LogOp, kind: &str, name: &str, account: &str) -> LogEntry {
+pub fn owner_entry(op: LogOp, kind: Kind, name: &PackageName, account: &str) -> LogEntry {
     let mut e = package_entry(op, kind, name);
     e.account = Some(account.to_owned());
     e
@@ -730,4 +81,93 @@ pub fn key_entry(op: LogOp, key: &KeyId, account: &str) -> LogEntry {
     e.signer = Some(key.as_str().to_owned());
     e.account = Some(account.to_owned());
     e
+}
+
+// ------------------------------------------------------------ what is served
+
+/// The checkpoint this replica serves, with every cosignature it holds:
+/// unavailable while the stored log fails its audit, not found before the
+/// first checkpoint.
+pub fn checkpoint(registry: &Registry) -> Result<ServedCheckpoint, ServiceError> {
+    if registry.tlog.broken().is_some() {
+        return Err(ServiceError::Unavailable(
+            "the transparency log is not served: its stored entries failed the audit".to_owned(),
+        ));
+    }
+    registry
+        .tlog
+        .checkpoint()
+        .ok_or_else(|| ServiceError::NotFound("a checkpoint".to_owned()))
+}
+
+/// The log's verifier key, `<name>+<id>+<base64>`.
+pub fn verifier_key(registry: &Registry) -> String {
+    registry.tlog.verifier_key()
+}
+
+/// A tile of the served tree (hashes, or an entry bundle); `None` when the
+/// tree has no such tile.
+pub async fn tile(
+    registry: &Registry,
+    tile: &agentlang_core::tlog::TileAddress,
+) -> Result<Option<Vec<u8>>, ServiceError> {
+    match tile.level {
+        Some(level) => Ok(registry.tlog.hash_tile(level, tile.index, tile.width)),
+        None => registry
+            .tlog
+            .entry_bundle(&registry.db, tile.index, tile.width)
+            .await
+            .map_err(ServiceError::internal),
+    }
+}
+
+/// A witness's cosignatures of the served checkpoint, kept and served with
+/// it from now on; how many were taken.
+pub async fn cosign(registry: &Registry, note: &[u8]) -> Result<usize, ServiceError> {
+    registry
+        .tlog
+        .add_cosignatures(&registry.db, note)
+        .await
+        .map_err(|e| match e {
+            CosignError::Invalid(m) => ServiceError::CosignatureInvalid(m),
+            CosignError::UnknownWitness => ServiceError::UnknownWitness(e.to_string()),
+            CosignError::Stale => ServiceError::Conflict(e.to_string()),
+            CosignError::Log(e) => ServiceError::internal(e),
+        })
+}
+
+/// A window of the log for people: the served checkpoint, the log's
+/// names, and up to `count` entries around `at` (the newest without it),
+/// newest first.
+#[derive(Debug, Clone)]
+pub struct LogWindow {
+    pub origin: String,
+    pub verifier_key: String,
+    pub checkpoint: Option<ServedCheckpoint>,
+    /// The witnesses whose cosignatures the checkpoint carries.
+    pub cosigners: Vec<String>,
+    /// Entries in the served tree.
+    pub size: u64,
+    pub entries: Vec<(u64, serde_json::Value)>,
+}
+
+/// The catalog's `/log` page's read model.
+pub async fn window(
+    registry: &Registry,
+    at: Option<u64>,
+    count: u64,
+) -> Result<LogWindow, ServiceError> {
+    let log = &registry.tlog;
+    let (entries, size) = log
+        .window(&registry.db, at, count)
+        .await
+        .map_err(ServiceError::internal)?;
+    Ok(LogWindow {
+        origin: log.origin().to_owned(),
+        verifier_key: log.verifier_key(),
+        checkpoint: log.checkpoint(),
+        cosigners: log.cosigners(),
+        size,
+        entries,
+    })
 }

@@ -6,29 +6,26 @@
 //! SHA-256: the signing key alone mints nothing, and neither does a read of
 //! the database.
 
-use std::{collections::BTreeSet, fmt};
+use std::collections::BTreeSet;
 
-use agentlang_core::PackageName;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind};
-use serde::{Deserialize, Serialize};
+use agentlang_core::{PackageName, Username};
 
 use crate::{
-    common::{
-        names::{NamePattern, Scope},
-        now,
-        secrets::{constant_time_eq, random_hex, secret_hash},
-    },
-    db::{
-        Db,
-        tokens::{NewToken, TokenRecord},
-    },
-    error::{ApiError, FieldError},
-    service::{accounts::Actor, audit},
-    state::AppState,
+    FieldError, Registry, ServiceError,
+    accounts::Actor,
+    audit,
+    secrets::{constant_time_eq, random_hex, secret_hash},
+};
+use store::{Db, now, tokens::NewToken};
+
+mod jwt;
+
+pub use jwt::{AUDIENCE, Claims, TokenError, TokenKeys};
+pub use store::{
+    names::{NamePattern, Scope},
+    tokens::TokenRecord,
 };
 
-/// The `aud` of every token this registry issues and accepts.
-pub const AUDIENCE: &str = "agentlang-registry";
 pub const DEFAULT_TOKEN_DAYS: i64 = 90;
 pub const MAX_TOKEN_DAYS: i64 = 365;
 pub const MAX_TOKEN_NAME_LEN: usize = 64;
@@ -153,21 +150,21 @@ pub struct CreatedToken {
 /// Mints a token for the account. Only an admin's token may carry the
 /// `admin` scope.
 pub async fn create_token(
-    state: &AppState,
+    registry: &Registry,
     owner: Actor<'_>,
     spec: TokenSpec,
-) -> Result<CreatedToken, ApiError> {
+) -> Result<CreatedToken, ServiceError> {
     if spec.scopes.contains(&Scope::Admin) && !owner.is_admin {
-        return Err(ApiError::Validation(vec![FieldError::new(
+        return Err(ServiceError::Validation(vec![FieldError::new(
             "scopes",
             "only an admin's token may carry the admin scope",
         )]));
     }
     let jti = uuid::Uuid::now_v7().to_string();
-    let secret = random_hex().map_err(|e| ApiError::internal(anyhow::anyhow!("{e}")))?;
+    let secret = random_hex().map_err(|e| ServiceError::internal(anyhow::anyhow!("{e}")))?;
     let created_at = now();
     let expires_at = created_at + spec.expires_in_days * SECONDS_PER_DAY;
-    state
+    registry
         .db
         .insert_token(&NewToken {
             jti: &jti,
@@ -180,13 +177,13 @@ pub async fn create_token(
             expires_at,
         })
         .await?;
-    let token = state
+    let token = registry
         .tokens
         .issue(owner.account_id, &jti, &secret, created_at, expires_at)
-        .map_err(ApiError::internal)?;
+        .map_err(ServiceError::internal)?;
     let scopes: Vec<&str> = spec.scopes.iter().map(|s| s.as_str()).collect();
     audit::record(
-        state,
+        registry,
         owner.account_id,
         "token_created",
         &format!("{} ({}) [{}]", spec.name, jti, scopes.join(", ")),
@@ -199,8 +196,8 @@ pub async fn create_token(
             jti,
             account_id: owner.account_id,
             name: spec.name,
-            scopes: sqlx::types::Json(spec.scopes),
-            packages: spec.packages.map(sqlx::types::Json),
+            scopes: store::Json(spec.scopes),
+            packages: spec.packages.map(store::Json),
             created_at,
             expires_at,
             revoked_at: None,
@@ -210,22 +207,25 @@ pub async fn create_token(
 }
 
 /// The account's tokens, newest first, revoked ones included.
-pub async fn list_tokens(state: &AppState, account_id: i64) -> Result<Vec<TokenRecord>, ApiError> {
-    Ok(state.db.list_tokens(account_id).await?)
+pub async fn list_tokens(
+    registry: &Registry,
+    account_id: i64,
+) -> Result<Vec<TokenRecord>, ServiceError> {
+    Ok(registry.db.list_tokens(account_id).await?)
 }
 
 /// Revokes one of the account's tokens (revoking twice is not an error);
 /// 404 when the account has no such token.
 pub async fn revoke_token(
-    state: &AppState,
+    registry: &Registry,
     account_id: i64,
-    username: &str,
+    username: &Username,
     token_id: &str,
-) -> Result<(), ApiError> {
-    if !state.db.revoke_token(account_id, token_id).await? {
-        return Err(ApiError::NotFound(format!("token {token_id}")));
+) -> Result<(), ServiceError> {
+    if !registry.db.revoke_token(account_id, token_id).await? {
+        return Err(ServiceError::NotFound(format!("token {token_id}")));
     }
-    audit::record(state, account_id, "token_revoked", token_id).await;
+    audit::record(registry, account_id, "token_revoked", token_id).await;
     tracing::info!(%username, %token_id, "token revoked");
     Ok(())
 }
@@ -234,7 +234,7 @@ pub async fn revoke_token(
 #[derive(Debug, Clone)]
 pub struct Authenticated {
     pub account_id: i64,
-    pub username: String,
+    pub username: Username,
     pub is_admin: bool,
     pub token_id: String,
     pub scopes: Vec<Scope>,
@@ -252,31 +252,31 @@ impl Authenticated {
     }
 
     /// 403 `missing-scope` unless the token carries `scope`.
-    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+    pub fn require(&self, scope: Scope) -> Result<(), ServiceError> {
         if self.scopes.contains(&scope) {
             Ok(())
         } else {
-            Err(ApiError::MissingScope(scope))
+            Err(ServiceError::MissingScope(scope))
         }
     }
 
     /// 403 `token-not-for-package` unless the token's patterns admit `name`.
-    pub fn require_package(&self, name: &PackageName) -> Result<(), ApiError> {
+    pub fn require_package(&self, name: &PackageName) -> Result<(), ServiceError> {
         match &self.patterns {
             Some(patterns) if !patterns.iter().any(|p| p.matches(name)) => {
-                Err(ApiError::TokenNotForPackage(name.to_string()))
+                Err(ServiceError::TokenNotForPackage(name.to_string()))
             }
             _ => Ok(()),
         }
     }
 
     /// 403 unless an admin's token with the `admin` scope.
-    pub fn require_admin(&self) -> Result<(), ApiError> {
+    pub fn require_admin(&self) -> Result<(), ServiceError> {
         self.require(Scope::Admin)?;
         if self.is_admin {
             Ok(())
         } else {
-            Err(ApiError::AdminRequired)
+            Err(ServiceError::AdminRequired)
         }
     }
 }
@@ -296,19 +296,19 @@ pub fn bearer_token(header: Option<&str>) -> Option<&str> {
 /// Checks a bearer token: its signature (unless the caller already did:
 /// `verified`), its stored row, its secret, revocation and expiry.
 pub async fn authenticate(
-    state: &AppState,
+    registry: &Registry,
     token: &str,
     verified: Option<Claims>,
-) -> Result<Authenticated, ApiError> {
+) -> Result<Authenticated, ServiceError> {
     let claims = match verified {
         Some(claims) => claims,
-        None => state
+        None => registry
             .tokens
             .verify(token)
-            .map_err(|e| ApiError::Unauthenticated(e.to_string()))?,
+            .map_err(|e| ServiceError::Unauthenticated(e.to_string()))?,
     };
-    let unknown = || ApiError::Unauthenticated("the token is unknown".to_owned());
-    let grant = state
+    let unknown = || ServiceError::Unauthenticated("the token is unknown".to_owned());
+    let grant = registry
         .db
         .find_token_grant(&claims.jti)
         .await?
@@ -323,17 +323,17 @@ pub async fn authenticate(
         return Err(unknown());
     }
     if grant.revoked_at.is_some() {
-        return Err(ApiError::Unauthenticated(
+        return Err(ServiceError::Unauthenticated(
             "the token has been revoked".to_owned(),
         ));
     }
     if grant.expires_at <= now() {
-        return Err(ApiError::Unauthenticated(
+        return Err(ServiceError::Unauthenticated(
             "the token has expired".to_owned(),
         ));
     }
     if Db::token_touch_due(grant.last_used_at) {
-        state.db.touch_token(&grant.jti).await?;
+        registry.db.touch_token(&grant.jti).await?;
     }
     Ok(Authenticated {
         account_id: grant.account_id,
@@ -343,130 +343,6 @@ pub async fn authenticate(
         scopes: grant.scopes.0,
         patterns: grant.packages.map(|p| p.0),
     })
-}
-
-/// The claims of a registry token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Claims {
-    /// The account id.
-    pub sub: String,
-    pub iss: String,
-    pub aud: String,
-    pub iat: i64,
-    pub exp: i64,
-    /// The stored token's id: public (listed, logged), not a credential.
-    pub jti: String,
-    /// The token's random secret; the database keeps only its SHA-256, so
-    /// neither the signing key nor a read of the database mints a token.
-    pub sec: String,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum TokenError {
-    #[error("the token has expired")]
-    Expired,
-    #[error("the token is not for this registry")]
-    WrongAudience,
-    #[error("the token was issued by another registry")]
-    WrongIssuer,
-    #[error("the token's signature does not verify")]
-    BadSignature,
-    #[error("the token must be signed with HS256")]
-    WrongAlgorithm,
-    #[error("the token is malformed")]
-    Malformed,
-    #[error("cannot sign a token: {0}")]
-    Sign(String),
-}
-
-/// Signs and verifies tokens with the registry's HS256 secret. Exactly one
-/// algorithm is accepted, so `alg: none` and algorithm-confusion tokens fail.
-#[derive(Clone)]
-pub struct TokenKeys {
-    encoding: EncodingKey,
-    decoding: DecodingKey,
-    validation: Validation,
-    issuer: String,
-}
-
-impl fmt::Debug for TokenKeys {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TokenKeys")
-            .field("issuer", &self.issuer)
-            .finish_non_exhaustive()
-    }
-}
-
-impl TokenKeys {
-    pub fn new(secret: &[u8], issuer: &str) -> Self {
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.set_audience(&[AUDIENCE]);
-        validation.set_issuer(&[issuer]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        // Clocks of replicas agree within seconds; a minute of slack would
-        // let expired tokens live on.
-        validation.leeway = 5;
-        Self {
-            encoding: EncodingKey::from_secret(secret),
-            decoding: DecodingKey::from_secret(secret),
-            validation,
-            issuer: issuer.to_owned(),
-        }
-    }
-
-    pub fn issuer(&self) -> &str {
-        &self.issuer
-    }
-
-    pub fn issue(
-        &self,
-        account_id: i64,
-        jti: &str,
-        secret: &str,
-        issued_at: i64,
-        expires_at: i64,
-    ) -> Result<String, TokenError> {
-        let claims = Claims {
-            sub: account_id.to_string(),
-            iss: self.issuer.clone(),
-            aud: AUDIENCE.to_owned(),
-            iat: issued_at,
-            exp: expires_at,
-            jti: jti.to_owned(),
-            sec: secret.to_owned(),
-        };
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
-            .map_err(|e| TokenError::Sign(e.to_string()))
-    }
-
-    pub fn verify(&self, token: &str) -> Result<Claims, TokenError> {
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
-            .map(|data| data.claims)
-            .map_err(|e| match e.kind() {
-                ErrorKind::ExpiredSignature => TokenError::Expired,
-                ErrorKind::InvalidAudience => TokenError::WrongAudience,
-                ErrorKind::InvalidIssuer => TokenError::WrongIssuer,
-                ErrorKind::InvalidSignature => TokenError::BadSignature,
-                ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
-                    TokenError::WrongAlgorithm
-                }
-                _ => TokenError::Malformed,
-            })
-    }
-
-    /// Signs and verifies one token. jsonwebtoken compiles without a crypto
-    /// backend and panics at the first use; this runs at start-up so a
-    /// misbuilt binary fails there, not on a user's first login.
-    pub fn self_test(&self) -> Result<(), TokenError> {
-        let now = now();
-        let token = self.issue(0, "self-test", "s", now, now + 60)?;
-        let claims = self.verify(&token)?;
-        if claims.jti == "self-test" && claims.aud == AUDIENCE {
-            Ok(())
-        } else {
-            Err(TokenError::Malformed)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,55 @@
+//! The AgentLang registry's rules: who may do what, and what publishing,
+//! resolving, searching, logging and answering agents mean. Every rule is
+//! one function here, called alike by the JSON API, the web catalog and the
+//! agent-protocol endpoints.
+//!
+//! This crate knows nothing of HTTP: a rule takes a [`Registry`] and plain
+//! values (the caller's [`tokens::Authenticated`] identity, its
+//! [`rate_limits::ClientAddr`]) and answers a value or a [`ServiceError`],
+//! which the HTTP layer maps to a status and a problem. What is stored, and
+//! how, is `agentlang-registry-store`'s; no SQL is written here.
+
+pub mod accounts;
+pub mod agent_tasks;
+pub mod audit;
+pub mod cache;
+pub mod catalog;
+pub mod clowl;
+pub mod credentials;
+pub mod downloads;
+pub mod error;
+pub mod health;
+pub mod identity;
+pub mod kept_keys;
+pub mod keys;
+pub mod metrics;
+pub mod models;
+pub mod moltspeak;
+pub mod operations;
+pub mod owners;
+pub mod packages;
+pub mod passwords;
+pub mod protocols;
+pub mod publish;
+pub mod publish_queue;
+pub mod quality;
+pub mod rate_limits;
+mod registry;
+pub mod resolve;
+pub mod search;
+pub mod secrets;
+pub mod sessions;
+pub mod settings;
+pub mod solvers;
+mod startup;
+pub mod sweep;
+pub mod tlog;
+pub mod tokens;
+pub mod trust;
+pub mod uploads;
+
+pub use error::{FieldError, ServiceError};
+pub use registry::Registry;
+pub use settings::Settings;
+/// Unix seconds as stored, and RFC 3339 as shown.
+pub use store::time;

@@ -1,0 +1,109 @@
+//! [`Registry`]: the handle every rule takes. It owns the storage, the
+//! keys, the caches and the bounded queues of work. It is made of parts
+//! that know nothing of it (so no rule's file and this one import each
+//! other); `startup` brings one up from [`Settings`].
+
+use std::{future::Future, sync::Arc};
+
+use store::{Blobs, Db};
+
+use crate::{
+    ServiceError,
+    cache::{Rendered, RenderedCache, RenderedKey},
+    downloads::{DownloadCounter, DownloadTargets},
+    identity::RegistryIdentity,
+    kept_keys::PublishingKeys,
+    metrics::Metrics,
+    passwords::PasswordWork,
+    publish_queue::PublishQueue,
+    rate_limits::RateLimits,
+    resolve::IndexCache,
+    settings::Settings,
+    tlog::TransparencyLog,
+    tokens::TokenKeys,
+    uploads::UploadSlots,
+};
+
+/// The registry: what every rule shares. Nothing here must agree across
+/// replicas except through the database and the blob store; the rate
+/// limiters and caches are per replica by design.
+#[derive(Debug)]
+pub struct Registry {
+    pub(crate) settings: Arc<Settings>,
+    pub(crate) db: Db,
+    pub(crate) blobs: Blobs,
+    pub(crate) tokens: TokenKeys,
+    pub(crate) rate_limits: RateLimits,
+    pub(crate) metrics: Metrics,
+    /// The registry's public URL without a trailing slash (the JWT issuer).
+    pub(crate) public_url: String,
+    /// Who the registry is in CLowl and MoltSpeak; shared by all replicas
+    /// through configuration.
+    pub(crate) identity: Arc<RegistryIdentity>,
+    /// Index entries for resolution, checked against the database's
+    /// generation on every use.
+    pub(crate) index_cache: Arc<IndexCache>,
+    /// Records and catalog pages as last rendered, at a generation.
+    pub(crate) rendered: RenderedCache,
+    /// Where each version's container is, at a generation.
+    pub(crate) download_targets: DownloadTargets,
+    /// Slots for password hashing and checking.
+    pub(crate) passwords: PasswordWork,
+    /// Slots for uploads being verified.
+    pub(crate) uploads: UploadSlots,
+    /// Where publishes commit, in batches.
+    pub(crate) publish_queue: PublishQueue,
+    /// Signing keys as publishes check them, kept briefly.
+    pub(crate) publishing_keys: PublishingKeys,
+    /// Download counts not yet written to the database.
+    pub(crate) downloads: DownloadCounter,
+    /// The transparency log: its key, and the tree and checkpoint this
+    /// replica serves.
+    pub(crate) tlog: Arc<TransparencyLog>,
+}
+
+impl Registry {
+    /// The settings the registry was opened with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The registry's public URL.
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
+    /// The rate-limit budgets every request and attempt spends.
+    pub fn rate_limits(&self) -> &RateLimits {
+        &self.rate_limits
+    }
+
+    /// The registry's counters, for `/metrics` and the HTTP layer's own.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// How API tokens are signed and verified.
+    pub fn tokens(&self) -> &TokenKeys {
+        &self.tokens
+    }
+
+    /// An answer as rendered at the current registry generation: from
+    /// memory when this generation rendered it (and, for answers that show
+    /// download counts, within [`crate::cache::RENDERED_MAX_AGE`]), else
+    /// `render`'s, kept for the next caller. A cache may make a hot answer
+    /// faster; every caller still pays the generation read that proves it
+    /// current.
+    pub async fn rendered<F, E>(
+        &self,
+        key: RenderedKey,
+        render: impl FnOnce() -> F,
+    ) -> Result<Rendered, E>
+    where
+        F: Future<Output = Result<Rendered, E>>,
+        E: From<ServiceError>,
+    {
+        let generation = self.index_cache.current_generation(&self.db).await?;
+        self.rendered.get_or_compute(generation, key, render).await
+    }
+}

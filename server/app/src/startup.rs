@@ -1,0 +1,169 @@
+//! Bringing a [`Registry`] up from [`Settings`], its periodic jobs, and
+//! putting it down.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use store::{Blobs, Db, files::create_private_dir};
+
+use crate::{
+    Registry,
+    accounts::apply_configured_admins,
+    cache,
+    downloads::{self, DownloadCounter},
+    identity::RegistryIdentity,
+    kept_keys::PublishingKeys,
+    metrics::Metrics,
+    packages,
+    passwords::{PasswordWork, decoy_hash},
+    publish,
+    publish_queue::PublishQueue,
+    rate_limits::RateLimits,
+    resolve::IndexCache,
+    secrets,
+    settings::Settings,
+    sweep,
+    tlog::TransparencyLog,
+    tokens::TokenKeys,
+    uploads::UploadSlots,
+};
+
+impl Registry {
+    /// Opens storage (creating it on first start), runs migrations, seeds
+    /// the models catalog, loads or makes the registry's keys, brings the
+    /// transparency log up to date and applies the configured admins.
+    pub async fn open(settings: Settings) -> anyhow::Result<Self> {
+        // Settings built in code (not from the environment) are checked too.
+        if let Some(secret) = &settings.jwt_secret {
+            secrets::check_secret_strength(secret)
+                .map_err(|m| anyhow::anyhow!("the JWT secret is refused: {m}"))?;
+        }
+        // The data folder holds the database, the identity key and the
+        // upload spool: private to the registry's user.
+        create_private_dir(&settings.data_dir)
+            .with_context(|| format!("cannot create {}", settings.data_dir.display()))?;
+        let db = Db::connect(
+            &settings.database_url,
+            settings.limits.database_timeout,
+            settings.runtimes,
+        )
+        .await?;
+        db.seed_models()
+            .await
+            .context("cannot seed the models catalog")?;
+        let blobs = Blobs::open(
+            &settings.storage_url,
+            &settings.s3,
+            settings.limits.storage_timeout,
+        )?
+        .with_hot_cache(settings.blob_cache_mib.saturating_mul(1024 * 1024));
+        // Uploads cut off by a crash of this process left their spool files.
+        let removed = publish::clean_spool(&settings.data_dir).with_context(|| {
+            format!(
+                "cannot clean the upload spool in {}",
+                settings.data_dir.join(publish::SPOOL_DIR).display()
+            )
+        })?;
+        if removed > 0 {
+            tracing::info!(removed, "removed the spool files of interrupted uploads");
+        }
+        // The decoy hash costs one argon2 run: pay it now, not on a worker
+        // during the first sign-in.
+        tokio::task::spawn_blocking(|| decoy_hash().len())
+            .await
+            .context("cannot prepare the password decoy")?;
+
+        let secret = match &settings.jwt_secret {
+            Some(secret) => secret.clone(),
+            // Kept in the database: every replica of it signs alike, and no
+            // file holds it.
+            None => {
+                let fresh = secrets::random_hex().context("no randomness for a secret")?;
+                db.server_secret("jwt", &fresh)
+                    .await
+                    .context("cannot read or store the token signing secret")?
+            }
+        };
+        let public_url = settings.public_url.clone();
+        let tokens = TokenKeys::new(secret.as_bytes(), &public_url);
+        tokens
+            .self_test()
+            .context("the token signer failed its self-test")?;
+
+        let identity = RegistryIdentity::load(&settings.identity, &settings.data_dir)
+            .context("cannot load the registry's agent identity")?;
+
+        let tlog = TransparencyLog::open(&db, &settings.log, &public_url)
+            .await
+            .context("cannot open the transparency log")?;
+        tlog.prepare(&db)
+            .await
+            .context("cannot bring the transparency log up to date")?;
+
+        let registry = Self {
+            rate_limits: RateLimits::new(&settings.rate_limits),
+            passwords: PasswordWork::per_core(),
+            uploads: UploadSlots::new(
+                settings.limits.max_concurrent_uploads,
+                settings.limits.max_concurrent_uploads_per_account,
+            ),
+            downloads: DownloadCounter::default(),
+            publish_queue: PublishQueue::start(db.clone())
+                .context("cannot start the publish queue's thread")?,
+            publishing_keys: PublishingKeys::default(),
+            metrics: Metrics::new()?,
+            index_cache: Arc::new(IndexCache::with_freshness_window(settings.freshness_window)),
+            rendered: cache::rendered_cache(),
+            download_targets: downloads::download_targets(),
+            identity: Arc::new(identity),
+            tlog: Arc::new(tlog),
+            settings: Arc::new(settings),
+            db,
+            blobs,
+            tokens,
+            public_url,
+        };
+        apply_configured_admins(&registry)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot apply AGENTLANG_REGISTRY_ADMINS: {e}"))?;
+        Ok(registry)
+    }
+
+    /// Starts the periodic jobs on the current (actix or tokio local)
+    /// runtime: the blob sweep, the download-count flush, the backfill of
+    /// versions stored before their facts were, the log's sequencer and its
+    /// start-up audit. Abort the handles to stop them.
+    pub fn start_background(self: &Arc<Self>) -> Vec<tokio::task::JoinHandle<()>> {
+        let interval = self.settings.sweep_interval;
+        let sweeper = (!interval.is_zero())
+            .then(|| tokio::task::spawn_local(sweep::sweep_periodically(self.clone(), interval)));
+        sweeper
+            .into_iter()
+            .chain([
+                tokio::task::spawn_local(packages::flush_downloads_periodically(self.clone())),
+                tokio::task::spawn_local(packages::backfill_extras(self.clone())),
+                tokio::task::spawn_local(sequence(self.clone())),
+                tokio::task::spawn_local(audit(self.clone())),
+            ])
+            .collect()
+    }
+
+    /// Writes what is kept in memory and closes the database's pools: the
+    /// last step of a stopping server.
+    pub async fn close(&self) {
+        if let Err(e) = self.downloads.flush(&self.db).await {
+            tracing::warn!(error = %e, "download counts not written at shutdown");
+        }
+        self.db.close().await;
+    }
+}
+
+/// The log's sequencer, until the task is stopped.
+async fn sequence(registry: Arc<Registry>) {
+    registry.tlog.sequence_forever(&registry.db).await;
+}
+
+/// The log's audit, once.
+async fn audit(registry: Arc<Registry>) {
+    registry.tlog.audit_and_report(&registry.db).await;
+}
