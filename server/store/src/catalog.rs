@@ -5,7 +5,7 @@
 //! them (`json_extract` in SQLite, `->>` in PostgreSQL), so listing pages
 //! never load whole specs.
 
-use super::{Db, keys::SigningKeyRecord, now, select_in, with_pool};
+use super::{Db, dialect::LOCK_PINS_OF_TOOL, keys::SigningKeyRecord, now, select_in, with_pool};
 use agentlang_core::{Kind, PackageName, Username, Version, signing::KeyId};
 
 /// A web session joined with its account.
@@ -265,49 +265,32 @@ impl Db {
         offset: i64,
     ) -> Result<Vec<PackageListing>, sqlx::Error> {
         let sql = format!(
-            "{LISTING_SELECT} WHERE ($1 IS NULL OR p.kind = $1) {LISTING_GROUP}
+            "{LISTING_SELECT} WHERE (CAST($1 AS TEXT) IS NULL OR p.kind = $1) {LISTING_GROUP}
              ORDER BY p.normalized_name, p.kind LIMIT $2 OFFSET $3"
         );
-        match self {
-            Db::Sqlite(pool) => {
-                sqlx::query_as::<_, PackageListing>(sqlx::AssertSqlSafe(sql))
-                    .bind(kind)
-                    .bind(limit)
-                    .bind(offset)
-                    .fetch_all(pool)
-                    .await
-            }
-            Db::Postgres(pools) => {
-                let pool = pools.current();
-                // PostgreSQL must know the parameter's type for `IS NULL`.
-                let sql = sql.replace("($1 IS NULL", "($1::text IS NULL");
-                sqlx::query_as::<_, PackageListing>(sqlx::AssertSqlSafe(sql))
-                    .bind(kind)
-                    .bind(limit)
-                    .bind(offset)
-                    .fetch_all(pool)
-                    .await
-            }
-        }
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, PackageListing>(sqlx::AssertSqlSafe(sql))
+                .bind(kind)
+                .bind(limit)
+                .bind(offset)
+                .fetch_all(pool)
+                .await
+        })
     }
 
     /// How many packages of `kind` (or of any kind) have a live version.
     pub async fn count_packages(&self, kind: Option<&str>) -> Result<i64, sqlx::Error> {
-        let sql = "SELECT COUNT(*) FROM packages p
-                   WHERE ($1 IS NULL OR p.kind = $1)
-                     AND EXISTS (SELECT 1 FROM versions v
-                                 WHERE v.package_id = p.id AND v.deleted_at IS NULL)";
-        match self {
-            Db::Sqlite(pool) => sqlx::query_scalar(sql).bind(kind).fetch_one(pool).await,
-            Db::Postgres(pools) => {
-                let pool = pools.current();
-                let sql = sql.replace("($1 IS NULL", "($1::text IS NULL");
-                sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                    .bind(kind)
-                    .fetch_one(pool)
-                    .await
-            }
-        }
+        with_pool!(self, pool => {
+            sqlx::query_scalar(
+                "SELECT COUNT(*) FROM packages p
+                 WHERE (CAST($1 AS TEXT) IS NULL OR p.kind = $1)
+                   AND EXISTS (SELECT 1 FROM versions v
+                               WHERE v.package_id = p.id AND v.deleted_at IS NULL)",
+            )
+            .bind(kind)
+            .fetch_one(pool)
+            .await
+        })
     }
 
     /// The listings of the given packages that have a live version,
@@ -382,45 +365,23 @@ impl Db {
         &self,
         package_ids: &[i64],
     ) -> Result<Vec<VersionBrief>, sqlx::Error> {
-        select_in!(
-            self,
-            VersionBrief,
-            "SELECT package_id, version, yanked, published_at, max_risk,
-                    json_extract(spec, '$.title') AS title,
-                    json_extract(spec, '$.category') AS category
-             FROM versions WHERE deleted_at IS NULL AND package_id IN (",
-            "SELECT package_id, version, yanked, published_at, max_risk,
+        const SELECT: &str = "SELECT package_id, version, yanked, published_at, max_risk,
                     spec->>'title' AS title, spec->>'category' AS category
-             FROM versions WHERE deleted_at IS NULL AND package_id IN (",
-            package_ids
-        )
+             FROM versions WHERE deleted_at IS NULL AND package_id IN (";
+        select_in!(self, VersionBrief, SELECT, SELECT, package_ids)
     }
 
     /// Categories named by any live version, sorted.
     pub async fn categories_in_use(&self) -> Result<Vec<String>, sqlx::Error> {
-        match self {
-            Db::Sqlite(pool) => {
-                sqlx::query_scalar(
-                    "SELECT DISTINCT json_extract(spec, '$.category') AS c FROM versions
-                     WHERE deleted_at IS NULL AND json_extract(spec, '$.category') IS NOT NULL
-                     ORDER BY c",
-                )
-                .fetch_all(pool)
-                .await
-            }
-            Db::Postgres(pools) => {
-                let pool = pools.current();
-                sqlx::query_scalar(
-                    "SELECT DISTINCT spec->>'category' AS c FROM versions
-                     WHERE deleted_at IS NULL AND spec->>'category' IS NOT NULL ORDER BY c",
-                )
-                .fetch_all(pool)
-                .await
-            }
-        }
+        with_pool!(self, pool => {
+            sqlx::query_scalar(
+                "SELECT DISTINCT spec->>'category' AS c FROM versions
+                 WHERE deleted_at IS NULL AND spec->>'category' IS NOT NULL ORDER BY c",
+            )
+            .fetch_all(pool)
+            .await
+        })
     }
-
-    // ------------------------------------------------------------ tools
 
     /// Live versions that use the tool `normalized_name`: by a dependency
     /// row (tool.yaml `dependencies`, agent.yaml `tools`) or by an
@@ -444,40 +405,13 @@ impl Db {
         })?;
         // Lock keys are written as the agent spelled them: fold them the way
         // names are normalized (lowercase, '-' as '_') before comparing.
-        let by_pins: Vec<DependentRow> = match self {
-            Db::Sqlite(pool) => {
-                sqlx::query_as::<_, DependentRow>(
-                    "SELECT p.kind, p.name, v.version,
-                            json_extract(j.value, '$.requirement') AS requirement
-                     FROM versions v
-                     JOIN packages p ON p.id = v.package_id,
-                          json_each(v.lockfile, '$.tools') j
-                     WHERE v.deleted_at IS NULL AND v.lockfile IS NOT NULL
-                       AND lower(replace(j.key, '-', '_')) = $1
-                     ORDER BY v.published_at DESC, v.id DESC",
-                )
+        let pins = LOCK_PINS_OF_TOOL.of(self.dialect());
+        let by_pins: Vec<DependentRow> = with_pool!(self, pool => {
+            sqlx::query_as::<_, DependentRow>(pins)
                 .bind(normalized_name)
                 .fetch_all(pool)
-                .await?
-            }
-            Db::Postgres(pools) => {
-                let pool = pools.current();
-                sqlx::query_as::<_, DependentRow>(
-                    "SELECT p.kind, p.name, v.version, j.value->>'requirement' AS requirement
-                     FROM versions v
-                     JOIN packages p ON p.id = v.package_id
-                     CROSS JOIN LATERAL jsonb_each(
-                         CASE WHEN jsonb_typeof(v.lockfile->'tools') = 'object'
-                              THEN v.lockfile->'tools' ELSE '{}'::jsonb END) AS j(key, value)
-                     WHERE v.deleted_at IS NULL AND v.lockfile IS NOT NULL
-                       AND lower(replace(j.key, '-', '_')) = $1
-                     ORDER BY v.published_at DESC, v.id DESC",
-                )
-                .bind(normalized_name)
-                .fetch_all(pool)
-                .await?
-            }
-        };
+                .await
+        })?;
         let mut rows: Vec<DependentRow> = Vec::with_capacity(by_edges.len() + by_pins.len());
         for row in by_edges.into_iter().chain(by_pins) {
             let same = |r: &DependentRow| {

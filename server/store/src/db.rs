@@ -98,6 +98,40 @@ impl DatabaseUrl {
     }
 }
 
+/// Migrations renumbered so that one number means one change in both
+/// folders: `(old version, new version, description)`. The file is the
+/// same (so is its checksum); a database migrated before keeps its history
+/// under the new number.
+const RENUMBERED_SQLITE: &[(i64, i64, &str)] = &[
+    // SQLite's 0024 was the search index's change, PostgreSQL's 0024 the
+    // deferred publish bump.
+    (24, 28, "search ranks in the index"),
+];
+
+/// Moves the rows of renumbered migrations to their new numbers, before
+/// the migrator compares what was applied with what it has.
+async fn renumber_sqlite_migrations(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    let has_history: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations')",
+    )
+    .fetch_one(pool)
+    .await?;
+    if !has_history {
+        return Ok(());
+    }
+    for (old, new, description) in RENUMBERED_SQLITE {
+        sqlx::query(
+            "UPDATE _sqlx_migrations SET version = $1 WHERE version = $2 AND description = $3",
+        )
+        .bind(new)
+        .bind(old)
+        .bind(description)
+        .execute(pool)
+        .await?;
+    }
+    Ok(())
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     #[error("cannot open the database: {0}")]
@@ -238,7 +272,12 @@ impl Db {
     /// Applies the pending migrations of this backend's dialect.
     pub async fn migrate(&self) -> Result<(), DbError> {
         match self {
-            Db::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await?,
+            Db::Sqlite(pool) => {
+                renumber_sqlite_migrations(pool)
+                    .await
+                    .map_err(DbError::Connect)?;
+                sqlx::migrate!("migrations/sqlite").run(pool).await?;
+            }
             Db::Postgres(pools) => {
                 sqlx::migrate!("migrations/postgres")
                     .run(pools.current())

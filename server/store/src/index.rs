@@ -7,7 +7,13 @@ use std::collections::BTreeMap;
 
 use agentlang_core::{Kind, PackageName, Username, Version, container::Sha256Digest};
 
-use super::{Db, packages::PackageRecord, per_runtime::PerRuntime, select_in, with_pool};
+use super::{
+    Db,
+    dialect::{Dialect, package_index_rows},
+    packages::PackageRecord,
+    per_runtime::PerRuntime,
+    select_in, with_pool,
+};
 
 /// One live version as the index lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,32 +153,8 @@ impl Db {
         names: &[PackageName],
     ) -> Result<Vec<PackageIndex>, sqlx::Error> {
         let normalized: Vec<String> = names.iter().map(PackageName::normalized).collect();
-        // `kind` is one of the enum's fixed words, never the caller's text.
-        let kind = kind.as_str();
-        let sqlite = format!(
-            "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
-                    p.created_at, p.updated_at,
-                    (SELECT json_group_array(json_array(v.id, v.version, v.sha256, v.yanked,
-                                json((SELECT json_group_object(d.name, d.requirement)
-                                      FROM dependencies d
-                                      WHERE d.version_id = v.id AND d.kind = 'tool'))))
-                     FROM versions v
-                     WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
-             FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
-        );
-        let postgres = format!(
-            "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
-                    p.created_at, p.updated_at,
-                    (SELECT COALESCE(json_agg(json_build_array(v.id, v.version, v.sha256,
-                                v.yanked,
-                                COALESCE((SELECT json_object_agg(d.name, d.requirement)
-                                          FROM dependencies d
-                                          WHERE d.version_id = v.id AND d.kind = 'tool'),
-                                         '{{}}'::json))), '[]'::json)::text
-                     FROM versions v
-                     WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
-             FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
-        );
+        let sqlite = package_index_rows(Dialect::Sqlite, kind);
+        let postgres = package_index_rows(Dialect::Postgres, kind);
         let rows = self
             .select_index_rows(&sqlite, &postgres, &normalized)
             .await?;
@@ -269,16 +251,10 @@ impl Db {
         &self,
         version_ids: &[i64],
     ) -> Result<Vec<VersionFacts>, sqlx::Error> {
-        select_in!(
-            self,
-            VersionFacts,
-            "SELECT id, max_risk, json_extract(spec, '$.title') AS title,
-                    json_extract(spec, '$.category') AS category
-             FROM versions WHERE id IN (",
-            "SELECT id, max_risk, spec->>'title' AS title, spec->>'category' AS category
-             FROM versions WHERE id IN (",
-            version_ids
-        )
+        const SELECT: &str = "SELECT id, max_risk, spec->>'title' AS title,
+                    spec->>'category' AS category
+             FROM versions WHERE id IN (";
+        select_in!(self, VersionFacts, SELECT, SELECT, version_ids)
     }
 }
 

@@ -19,6 +19,7 @@ pub mod audit;
 pub mod blobs;
 pub mod catalog;
 mod db;
+mod dialect;
 pub mod files;
 pub mod index;
 pub mod keys;

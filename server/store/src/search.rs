@@ -5,7 +5,13 @@
 
 use agentlang_core::Kind;
 
-use super::Db;
+use crate::{
+    Db,
+    dialect::{
+        Dialect, SEARCH_COUNT, SEARCH_LIVE_IDS, SEARCH_PAGE, fts5_query, has_live_version, tsquery,
+    },
+    with_pool,
+};
 
 /// Longest query text considered; the rest is ignored.
 const MAX_QUERY_LEN: usize = 256;
@@ -28,41 +34,8 @@ pub fn query_terms(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// FTS5 syntax: every term as a prefix, in the text columns (not `kind`),
-/// and with `kind` the package's kind. `"term"*`: a quoted string is never
-/// an FTS5 operator.
-fn fts5_query(terms: &[String], kind: Option<Kind>) -> String {
-    let words = terms
-        .iter()
-        .map(|t| format!("\"{t}\"*"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut query = format!("{{name description keywords}} : ({words})");
-    if let Some(kind) = kind {
-        query.push_str(&format!(" AND kind : \"{}\"", kind.as_str()));
-    }
-    query
-}
-
 /// Matches counted for a search's `total` at most: the pages reach this far.
 pub const MAX_COUNTED: i64 = 1000;
-
-/// tsquery syntax: every term as a prefix, all required.
-fn tsquery(terms: &[String]) -> String {
-    terms
-        .iter()
-        .map(|t| format!("{t}:*"))
-        .collect::<Vec<_>>()
-        .join(" & ")
-}
-
-/// A package with a live (not deleted) version; uses the partial index
-/// `versions_live_package` (on PostgreSQL `versions_index_entries`). A macro, so queries stay `&'static str`.
-macro_rules! has_live_version {
-    () => {
-        "EXISTS (SELECT 1 FROM versions v WHERE v.package_id = p.id AND v.deleted_at IS NULL)"
-    };
-}
 
 impl Db {
     /// Ids of the packages with a live version matching every term of
@@ -79,45 +52,19 @@ impl Db {
             return Ok(Vec::new());
         }
         let kind = kind.map(Kind::as_str);
-        match self {
-            Db::Sqlite(pool) => {
-                let fts_query = fts5_query(&terms, None);
-                sqlx::query_scalar::<_, i64>(concat!(
-                    "SELECT p.id FROM packages_fts f JOIN packages p ON p.id = f.rowid
-                     WHERE packages_fts MATCH $1 AND ($2 IS NULL OR p.kind = $2)
-                       AND ",
-                    has_live_version!(),
-                    "
-                     ORDER BY bm25(packages_fts, 10.0, 1.0, 5.0, 0.0), p.normalized_name
-                     LIMIT $3"
-                ))
-                .bind(fts_query)
+        let sql = SEARCH_LIVE_IDS.of(self.dialect());
+        let text = match self.dialect() {
+            Dialect::Sqlite => fts5_query(&terms, None),
+            Dialect::Postgres => tsquery(&terms),
+        };
+        with_pool!(self, pool => {
+            sqlx::query_scalar::<_, i64>(sql)
+                .bind(&text)
                 .bind(kind)
                 .bind(limit)
                 .fetch_all(pool)
                 .await
-            }
-            Db::Postgres(pools) => {
-                let pool = pools.current();
-                let ts_query = tsquery(&terms);
-                sqlx::query_scalar::<_, i64>(concat!(
-                    "SELECT p.id FROM packages p
-                     WHERE p.search_document @@ to_tsquery('simple', $1)
-                       AND ($2::text IS NULL OR p.kind = $2)
-                       AND ",
-                    has_live_version!(),
-                    "
-                     ORDER BY ts_rank(p.search_document, to_tsquery('simple', $1)) DESC,
-                              p.normalized_name
-                     LIMIT $3"
-                ))
-                .bind(ts_query)
-                .bind(kind)
-                .bind(limit)
-                .fetch_all(pool)
-                .await
-            }
-        }
+        })
     }
 
     /// One page of the packages matching every term of `query` (as
@@ -142,53 +89,36 @@ impl Db {
         match self {
             Db::Sqlite(pool) => {
                 let fts_query = fts5_query(&terms, kind);
-                let page = sqlx::query_scalar::<_, i64>(
-                    "SELECT rowid FROM packages_fts WHERE packages_fts MATCH $1
-                     ORDER BY bm25(packages_fts, 10.0, 1.0, 5.0, 0.0), rowid
-                     LIMIT $2 OFFSET $3",
-                )
-                .bind(&fts_query)
-                .bind(limit)
-                .bind(offset)
-                .fetch_all(pool)
-                .await?;
-                let total = sqlx::query_scalar::<_, i64>(
-                    "SELECT COUNT(*) FROM (SELECT 1 FROM packages_fts
-                     WHERE packages_fts MATCH $1 LIMIT $2)",
-                )
-                .bind(&fts_query)
-                .bind(MAX_COUNTED)
-                .fetch_one(pool)
-                .await?;
+                let page = sqlx::query_scalar::<_, i64>(SEARCH_PAGE.sqlite)
+                    .bind(&fts_query)
+                    .bind(limit)
+                    .bind(offset)
+                    .fetch_all(pool)
+                    .await?;
+                let total = sqlx::query_scalar::<_, i64>(SEARCH_COUNT.sqlite)
+                    .bind(&fts_query)
+                    .bind(MAX_COUNTED)
+                    .fetch_one(pool)
+                    .await?;
                 Ok((page, total))
             }
             Db::Postgres(pools) => {
                 let pool = pools.current();
                 let kind = kind.map(Kind::as_str);
                 let ts_query = tsquery(&terms);
-                let page = sqlx::query_scalar::<_, i64>(
-                    "SELECT p.id FROM packages p
-                     WHERE p.search_document @@ to_tsquery('simple', $1)
-                       AND ($2::text IS NULL OR p.kind = $2)
-                     ORDER BY ts_rank(p.search_document, to_tsquery('simple', $1)) DESC, p.id
-                     LIMIT $3 OFFSET $4",
-                )
-                .bind(&ts_query)
-                .bind(kind)
-                .bind(limit)
-                .bind(offset)
-                .fetch_all(pool)
-                .await?;
-                let total = sqlx::query_scalar::<_, i64>(
-                    "SELECT COUNT(*) FROM (SELECT 1 FROM packages p
-                     WHERE p.search_document @@ to_tsquery('simple', $1)
-                       AND ($2::text IS NULL OR p.kind = $2) LIMIT $3) AS matches",
-                )
-                .bind(&ts_query)
-                .bind(kind)
-                .bind(MAX_COUNTED)
-                .fetch_one(pool)
-                .await?;
+                let page = sqlx::query_scalar::<_, i64>(SEARCH_PAGE.postgres)
+                    .bind(&ts_query)
+                    .bind(kind)
+                    .bind(limit)
+                    .bind(offset)
+                    .fetch_all(pool)
+                    .await?;
+                let total = sqlx::query_scalar::<_, i64>(SEARCH_COUNT.postgres)
+                    .bind(&ts_query)
+                    .bind(kind)
+                    .bind(MAX_COUNTED)
+                    .fetch_one(pool)
+                    .await?;
                 Ok((page, total))
             }
         }
@@ -202,54 +132,25 @@ impl Db {
         limit: i64,
     ) -> Result<Vec<i64>, sqlx::Error> {
         let kind = kind.map(Kind::as_str);
-        match self {
-            Db::Sqlite(pool) => {
-                sqlx::query_scalar::<_, i64>(concat!(
-                    "SELECT p.id FROM packages p WHERE ($1 IS NULL OR p.kind = $1)
-                       AND ",
-                    has_live_version!(),
-                    "
-                     ORDER BY p.normalized_name, p.kind LIMIT $2"
-                ))
-                .bind(kind)
-                .bind(limit)
-                .fetch_all(pool)
-                .await
-            }
-            Db::Postgres(pools) => {
-                let pool = pools.current();
-                sqlx::query_scalar::<_, i64>(concat!(
-                    "SELECT p.id FROM packages p WHERE ($1::text IS NULL OR p.kind = $1)
-                       AND ",
-                    has_live_version!(),
-                    "
-                     ORDER BY p.normalized_name, p.kind LIMIT $2"
-                ))
-                .bind(kind)
-                .bind(limit)
-                .fetch_all(pool)
-                .await
-            }
-        }
+        with_pool!(self, pool => {
+            sqlx::query_scalar::<_, i64>(concat!(
+                "SELECT p.id FROM packages p WHERE (CAST($1 AS TEXT) IS NULL OR p.kind = $1)
+                   AND ",
+                has_live_version!(),
+                "
+                 ORDER BY p.normalized_name, p.kind LIMIT $2"
+            ))
+            .bind(kind)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn words_are_matched_in_the_text_columns_and_kind_in_its_own() {
-        let terms = query_terms("Web search");
-        assert_eq!(
-            fts5_query(&terms, None),
-            r#"{name description keywords} : ("web"* "search"*)"#
-        );
-        assert_eq!(
-            fts5_query(&terms, Some(Kind::Tool)),
-            r#"{name description keywords} : ("web"* "search"*) AND kind : "tool""#
-        );
-    }
 
     #[test]
     fn only_words_reach_the_search_syntax() {

@@ -1,0 +1,210 @@
+//! Where SQLite and PostgreSQL truly differ, and nowhere else: full-text
+//! search, JSON aggregation, JSON iteration. Every other statement is
+//! written once, in SQL both accept: `$n` placeholders, `CAST($1 AS TEXT)
+//! IS NULL` for an optional parameter, `document->>'key'` for a member of
+//! a JSON column (TEXT in SQLite, JSONB in PostgreSQL).
+
+use agentlang_core::Kind;
+
+use crate::Db;
+
+/// Which SQL a statement is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Db {
+    pub(crate) fn dialect(&self) -> Dialect {
+        match self {
+            Db::Sqlite(_) => Dialect::Sqlite,
+            Db::Postgres(_) => Dialect::Postgres,
+        }
+    }
+}
+
+// ------------------------------------------------------------ full-text search
+
+/// SQLite: FTS5 syntax, every term as a prefix in the text columns (not
+/// `kind`), and with `kind` the package's kind. `"term"*`: a quoted string
+/// is never an FTS5 operator.
+pub(crate) fn fts5_query(terms: &[String], kind: Option<Kind>) -> String {
+    let words = terms
+        .iter()
+        .map(|t| format!("\"{t}\"*"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut query = format!("{{name description keywords}} : ({words})");
+    if let Some(kind) = kind {
+        query.push_str(&format!(" AND kind : \"{}\"", kind.as_str()));
+    }
+    query
+}
+
+/// PostgreSQL: tsquery syntax, every term as a prefix, all required.
+pub(crate) fn tsquery(terms: &[String]) -> String {
+    terms
+        .iter()
+        .map(|t| format!("{t}:*"))
+        .collect::<Vec<_>>()
+        .join(" & ")
+}
+
+/// A package with a live (not deleted) version; uses the partial index
+/// `versions_live_package` (on PostgreSQL `versions_index_entries`). A
+/// macro, so queries stay `&'static str`.
+macro_rules! has_live_version {
+    () => {
+        "EXISTS (SELECT 1 FROM versions v WHERE v.package_id = p.id AND v.deleted_at IS NULL)"
+    };
+}
+pub(crate) use has_live_version;
+
+/// Ids of the packages with a live version matching the query (`$1`, the
+/// dialect's query text), of kind `$2` (or any), best first, at most `$3`.
+pub(crate) const SEARCH_LIVE_IDS: Texts = Texts {
+    sqlite: concat!(
+        "SELECT p.id FROM packages_fts f JOIN packages p ON p.id = f.rowid
+         WHERE packages_fts MATCH $1 AND (CAST($2 AS TEXT) IS NULL OR p.kind = $2)
+           AND ",
+        has_live_version!(),
+        "
+         ORDER BY bm25(packages_fts, 10.0, 1.0, 5.0, 0.0), p.normalized_name
+         LIMIT $3"
+    ),
+    postgres: concat!(
+        "SELECT p.id FROM packages p
+         WHERE p.search_document @@ to_tsquery('simple', $1)
+           AND (CAST($2 AS TEXT) IS NULL OR p.kind = $2)
+           AND ",
+        has_live_version!(),
+        "
+         ORDER BY ts_rank(p.search_document, to_tsquery('simple', $1)) DESC,
+                  p.normalized_name
+         LIMIT $3"
+    ),
+};
+
+/// One ranked page of matches, ties by id so pages never overlap, from the
+/// index alone (SQLite's FTS5 table holds the kind, so its query carries
+/// it: `$1` the query, `$2` the limit, `$3` the offset; PostgreSQL's GIN
+/// index finds the rows whose stored `tsvector` is ranked: `$1` the query,
+/// `$2` the kind or NULL, `$3` the limit, `$4` the offset).
+pub(crate) const SEARCH_PAGE: Texts = Texts {
+    sqlite: "SELECT rowid FROM packages_fts WHERE packages_fts MATCH $1
+             ORDER BY bm25(packages_fts, 10.0, 1.0, 5.0, 0.0), rowid
+             LIMIT $2 OFFSET $3",
+    postgres: "SELECT p.id FROM packages p
+               WHERE p.search_document @@ to_tsquery('simple', $1)
+                 AND (CAST($2 AS TEXT) IS NULL OR p.kind = $2)
+               ORDER BY ts_rank(p.search_document, to_tsquery('simple', $1)) DESC, p.id
+               LIMIT $3 OFFSET $4",
+};
+
+/// How many packages match, counted up to a bound: SQLite `$1` the query,
+/// `$2` the bound; PostgreSQL `$1` the query, `$2` the kind or NULL, `$3`
+/// the bound.
+pub(crate) const SEARCH_COUNT: Texts = Texts {
+    sqlite: "SELECT COUNT(*) FROM (SELECT 1 FROM packages_fts
+             WHERE packages_fts MATCH $1 LIMIT $2)",
+    postgres: "SELECT COUNT(*) FROM (SELECT 1 FROM packages p
+               WHERE p.search_document @@ to_tsquery('simple', $1)
+                 AND (CAST($2 AS TEXT) IS NULL OR p.kind = $2) LIMIT $3) AS matches",
+};
+
+// ------------------------------------------------------------ JSON aggregation
+
+/// Packages of `kind` by normalized name, each one row with its live
+/// versions and their tool dependencies aggregated into a JSON array of
+/// `[id, version, sha256, yanked, {name: requirement}]`; ends with `IN (`
+/// for `select_in!`. `kind` is one of the enum's fixed words, never input.
+pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
+    let kind = kind.as_str();
+    match dialect {
+        Dialect::Sqlite => format!(
+            "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                    p.created_at, p.updated_at,
+                    (SELECT json_group_array(json_array(v.id, v.version, v.sha256, v.yanked,
+                                json((SELECT json_group_object(d.name, d.requirement)
+                                      FROM dependencies d
+                                      WHERE d.version_id = v.id AND d.kind = 'tool'))))
+                     FROM versions v
+                     WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
+             FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
+        ),
+        Dialect::Postgres => format!(
+            "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                    p.created_at, p.updated_at,
+                    (SELECT COALESCE(json_agg(json_build_array(v.id, v.version, v.sha256,
+                                v.yanked,
+                                COALESCE((SELECT json_object_agg(d.name, d.requirement)
+                                          FROM dependencies d
+                                          WHERE d.version_id = v.id AND d.kind = 'tool'),
+                                         '{{}}'::json))), '[]'::json)::text
+                     FROM versions v
+                     WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
+             FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
+        ),
+    }
+}
+
+// ------------------------------------------------------------ JSON iteration
+
+/// Live versions whose `agent.lock` pins the tool `$1` (a normalized name;
+/// lock keys are folded the way names are before comparing), with the
+/// pin's requirement, newest publications first.
+pub(crate) const LOCK_PINS_OF_TOOL: Texts = Texts {
+    sqlite: "SELECT p.kind, p.name, v.version,
+                    json_extract(j.value, '$.requirement') AS requirement
+             FROM versions v
+             JOIN packages p ON p.id = v.package_id,
+                  json_each(v.lockfile, '$.tools') j
+             WHERE v.deleted_at IS NULL AND v.lockfile IS NOT NULL
+               AND lower(replace(j.key, '-', '_')) = $1
+             ORDER BY v.published_at DESC, v.id DESC",
+    postgres: "SELECT p.kind, p.name, v.version, j.value->>'requirement' AS requirement
+               FROM versions v
+               JOIN packages p ON p.id = v.package_id
+               CROSS JOIN LATERAL jsonb_each(
+                   CASE WHEN jsonb_typeof(v.lockfile->'tools') = 'object'
+                        THEN v.lockfile->'tools' ELSE '{}'::jsonb END) AS j(key, value)
+               WHERE v.deleted_at IS NULL AND v.lockfile IS NOT NULL
+                 AND lower(replace(j.key, '-', '_')) = $1
+               ORDER BY v.published_at DESC, v.id DESC",
+};
+
+/// One statement in both dialects.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Texts {
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
+}
+
+impl Texts {
+    pub(crate) fn of(self, dialect: Dialect) -> &'static str {
+        match dialect {
+            Dialect::Sqlite => self.sqlite,
+            Dialect::Postgres => self.postgres,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_matched_in_the_text_columns_and_kind_in_its_own() {
+        let terms = vec!["web".to_owned(), "search".to_owned()];
+        assert_eq!(
+            fts5_query(&terms, None),
+            r#"{name description keywords} : ("web"* "search"*)"#
+        );
+        assert_eq!(
+            fts5_query(&terms, Some(Kind::Tool)),
+            r#"{name description keywords} : ("web"* "search"*) AND kind : "tool""#
+        );
+        assert_eq!(tsquery(&terms), "web:* & search:*");
+    }
+}
