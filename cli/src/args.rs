@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use agentlang_core::Kind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
@@ -56,6 +57,24 @@ pub enum KindArg {
     Agent,
     Tool,
     Protocol,
+}
+
+impl KindArg {
+    pub fn kind(self) -> Kind {
+        match self {
+            KindArg::Agent => Kind::Agent,
+            KindArg::Tool => Kind::Tool,
+            KindArg::Protocol => Kind::Protocol,
+        }
+    }
+
+    pub fn plural(self) -> &'static str {
+        match self {
+            KindArg::Agent => "agents",
+            KindArg::Tool => "tools",
+            KindArg::Protocol => "protocols",
+        }
+    }
 }
 
 /// What `--deny` turns into failures.

@@ -1,12 +1,13 @@
 //! Which host a command checks against: a built-in profile by name, a host
-//! file of your own in `<config>/hosts/NAME.yaml`, or a host file by path.
+//! file of your own in `<config>/hosts/NAME.yaml`, or a host file by path;
+//! and the host's report as `check` and `install --host` print it.
 
 use std::{fs, path::Path};
 
-use agentlang_core::host::HostProfile;
+use agentlang_core::host::{HostProfile, HostReport, Outcome};
 use anyhow::{Context, Result, bail};
 
-use crate::config;
+use crate::{config, output::Output};
 
 /// Host files are small; a file larger than this is not one.
 const MAX_HOST_FILE_BYTES: u64 = 64 * 1024;
@@ -86,4 +87,61 @@ pub fn resolve(arg: &str) -> Result<HostProfile> {
         names.join(", "),
         user_hosts_dir()?.display()
     )
+}
+
+/// One line per capability: ✓ granted, ↓ downgraded, ~ degraded, ✗ refused.
+pub fn render_report(out: &Output, report: &HostReport) -> String {
+    if report.capabilities.is_empty() {
+        return format!("  {} the agent asks for no capabilities", out.green("✓"));
+    }
+    let mut lines = Vec::new();
+    for d in &report.capabilities {
+        let need = if d.required { "required" } else { "optional" };
+        let (mark, what) = match d.outcome {
+            Outcome::Granted => (
+                out.green("✓"),
+                match d.granted_mode {
+                    Some(m) => format!("granted ({})", mode(m)),
+                    None => "granted".to_owned(),
+                },
+            ),
+            Outcome::Downgraded => (
+                out.yellow("↓"),
+                format!(
+                    "downgraded: {} → {}",
+                    d.requested_mode.map(mode).unwrap_or_default(),
+                    d.granted_mode.map(mode).unwrap_or_default()
+                ),
+            ),
+            Outcome::Degraded => (
+                out.yellow("~"),
+                format!("degraded: {}", d.reason.as_deref().unwrap_or("not granted")),
+            ),
+            Outcome::Refused => (
+                out.red("✗"),
+                format!("refused: {}", d.reason.as_deref().unwrap_or("not granted")),
+            ),
+        };
+        lines.push(format!(
+            "  {mark} {:<15} {need:<9} {what}",
+            d.capability.as_str()
+        ));
+    }
+    if report.asks_user {
+        lines.push(format!(
+            "  (host {} asks the user before it grants each capability)",
+            report.host
+        ));
+    }
+    lines.join("\n")
+}
+
+fn mode(m: agentlang_core::agent::PermissionMode) -> &'static str {
+    use agentlang_core::agent::PermissionMode::*;
+    match m {
+        UserTriggered => "user_triggered",
+        OnDemand => "on_demand",
+        Continuous => "continuous",
+        Scheduled => "scheduled",
+    }
 }

@@ -47,12 +47,11 @@ use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
 use crate::{
     client::Client,
-    commands::{
-        Env,
-        pull::{Index, pick_version},
-    },
+    env::Env,
+    index::{Index, pick_version},
     progress,
     spec::PackageReq,
+    tlog::LogRef,
 };
 
 pub const MANIFEST_FILE: &str = "agentlang-install.json";
@@ -528,7 +527,7 @@ struct VersionRecord {
     published_at: String,
     yanked: bool,
     #[serde(default)]
-    log: Option<crate::commands::pull::LogRef>,
+    log: Option<LogRef>,
 }
 
 #[derive(Debug, Deserialize)]

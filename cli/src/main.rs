@@ -1,18 +1,24 @@
 //! `agentlang`: build, sign, publish and pull AgentLang agents and tools.
 
 mod args;
+mod build;
 mod catalogs;
 mod client;
 mod commands;
 mod config;
 mod container_file;
+mod env;
 mod hosts;
+mod index;
 mod install;
 mod keyfiles;
+mod lock;
 mod lockdiff;
 mod output;
+mod package_check;
 mod package_dir;
 mod progress;
+mod quality;
 mod source;
 mod spec;
 mod tlog;

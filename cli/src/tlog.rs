@@ -16,6 +16,7 @@ use agentlang_core::{
     tlog::{self, OpenedCheckpoint, TileProofs, WitnessKey},
 };
 use anyhow::{Context, Result, anyhow, bail};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::{client::Client, config, output::Output};
@@ -29,6 +30,18 @@ pub struct LogOptions {
     pub witnesses: Vec<String>,
     /// How many of `witnesses` must have cosigned the checkpoint.
     pub required_witnesses: usize,
+}
+
+/// Where a version record says its publish is in the transparency log.
+#[derive(Debug, Deserialize)]
+pub struct LoggedRecord {
+    #[serde(default)]
+    pub log: Option<LogRef>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct LogRef {
+    pub index: u64,
 }
 
 /// How long to wait for a checkpoint that covers a fresh entry: the

@@ -1,20 +1,22 @@
 //! The trust picture (`core::trust`) as the CLI gets and shows it: an agent
-//! container's picture, with what its pinned tools ask for fetched from the
-//! registry (`install::PinnedTools`), and the text `inspect`, `diff` and
-//! `lock --update` print. Words and layout only: what an agent can do,
+//! container's picture, given what its pinned tools ask for, and the text
+//! `inspect`, `diff`, `install` and `lock --update` print. Callers fetch the
+//! tools with `install::PinnedTools`; this module does not, because
+//! `install` prints its diffs. Words and layout only: what an agent can do,
 //! how risky it is and what raises risk are core's.
 
 use agentlang_core::{
     Kind,
     agent::RiskLevel,
     container::Container,
+    host::ToolCapabilities,
     package::{AgentPackage, Members, Package, validate_package},
     trust::{AgentTrust, EffectiveCapability, TrustDiff},
 };
 use anyhow::{Result, bail};
 use serde_json::Value;
 
-use crate::{install::PinnedTools, output::Output};
+use crate::output::Output;
 
 /// The agent package a container holds, validated as publish validates it.
 pub fn container_package(c: &Container, shown: &str) -> Result<AgentPackage> {
@@ -34,15 +36,14 @@ pub fn container_package(c: &Container, shown: &str) -> Result<AgentPackage> {
     }
 }
 
-/// What the agent in `c` can do, its pinned tools read through `tools`,
-/// signed by the container's signer.
+/// What the agent in `c` can do, `tools` being what its pinned tools ask
+/// for, signed by the container's signer.
 pub fn container_trust(
     c: &Container,
     pkg: &AgentPackage,
-    tools: &mut PinnedTools<'_>,
+    tools: &[ToolCapabilities],
 ) -> AgentTrust {
-    let caps = tools.capabilities(pkg.lock.as_ref());
-    AgentTrust::of(pkg, &caps).signed_by(Some(c.manifest().signer().to_string()))
+    AgentTrust::of(pkg, tools).signed_by(Some(c.manifest().signer().to_string()))
 }
 
 /// A risk level padded to one column, red when high, yellow when medium.

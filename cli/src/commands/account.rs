@@ -6,8 +6,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::Env;
-use crate::args::Credentials;
+use crate::{args::Credentials, env::Env};
 
 #[derive(Debug, Deserialize, Serialize)]
 struct TokenResponse {

@@ -6,16 +6,14 @@
 use std::{path::Path, process::ExitCode};
 
 use agentlang_core::{
-    Kind,
-    host::{self, HostReport, Outcome},
+    Kind, host,
     package::{AgentPackage, Members, Package, validate_package},
     tool::ToolSpec,
 };
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 
-use super::{Env, lock};
-use crate::{container_file, hosts, install, output::Output, package_dir, source};
+use crate::{container_file, env::Env, hosts, install, package_check, package_dir, source};
 
 /// The agent to check and the tools known with it.
 struct Subject {
@@ -46,7 +44,7 @@ fn load(env: &Env, path: &Path) -> Result<Subject> {
             bail!("{shown} is a tool; hosts run agents");
         }
         return Ok(Subject {
-            package: lock::validated(env, &tree, &shown)?,
+            package: package_check::validated(env, &tree, &shown)?,
             tools: Vec::new(),
             note: not_installed,
         });
@@ -89,7 +87,7 @@ pub fn run(env: &Env, path: &Path, host_arg: &str) -> Result<ExitCode> {
                 "agent {} on host {} ({})\n",
                 subject.package.agent.name, host.name, host.description
             );
-            text.push_str(&render_report(&env.out, &report));
+            text.push_str(&hosts::render_report(&env.out, &report));
             if let Some(note) = &subject.note {
                 text.push_str(&format!("\n  note: {note}"));
             }
@@ -99,62 +97,5 @@ pub fn run(env: &Env, path: &Path, host_arg: &str) -> Result<ExitCode> {
     match report.refusal_summary() {
         Some(refusal) => bail!("{refusal}"),
         None => Ok(ExitCode::SUCCESS),
-    }
-}
-
-/// One line per capability: ✓ granted, ↓ downgraded, ~ degraded, ✗ refused.
-pub fn render_report(out: &Output, report: &HostReport) -> String {
-    if report.capabilities.is_empty() {
-        return format!("  {} the agent asks for no capabilities", out.green("✓"));
-    }
-    let mut lines = Vec::new();
-    for d in &report.capabilities {
-        let need = if d.required { "required" } else { "optional" };
-        let (mark, what) = match d.outcome {
-            Outcome::Granted => (
-                out.green("✓"),
-                match d.granted_mode {
-                    Some(m) => format!("granted ({})", mode(m)),
-                    None => "granted".to_owned(),
-                },
-            ),
-            Outcome::Downgraded => (
-                out.yellow("↓"),
-                format!(
-                    "downgraded: {} → {}",
-                    d.requested_mode.map(mode).unwrap_or_default(),
-                    d.granted_mode.map(mode).unwrap_or_default()
-                ),
-            ),
-            Outcome::Degraded => (
-                out.yellow("~"),
-                format!("degraded: {}", d.reason.as_deref().unwrap_or("not granted")),
-            ),
-            Outcome::Refused => (
-                out.red("✗"),
-                format!("refused: {}", d.reason.as_deref().unwrap_or("not granted")),
-            ),
-        };
-        lines.push(format!(
-            "  {mark} {:<15} {need:<9} {what}",
-            d.capability.as_str()
-        ));
-    }
-    if report.asks_user {
-        lines.push(format!(
-            "  (host {} asks the user before it grants each capability)",
-            report.host
-        ));
-    }
-    lines.join("\n")
-}
-
-fn mode(m: agentlang_core::agent::PermissionMode) -> &'static str {
-    use agentlang_core::agent::PermissionMode::*;
-    match m {
-        UserTriggered => "user_triggered",
-        OnDemand => "on_demand",
-        Continuous => "continuous",
-        Scheduled => "scheduled",
     }
 }

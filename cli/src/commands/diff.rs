@@ -10,8 +10,7 @@ use agentlang_core::trust::{self as core_trust, AgentTrust};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::Env;
-use crate::{container_file, install::PinnedTools, spec, trust};
+use crate::{container_file, env::Env, install::PinnedTools, spec, trust};
 
 pub fn run(env: &Env, from: &str, to: &str) -> Result<ExitCode> {
     let mut tools = PinnedTools::new(env)?;
@@ -37,7 +36,8 @@ fn side(env: &Env, arg: &str, tools: &mut PinnedTools<'_>) -> Result<AgentTrust>
     if path.exists() || arg.ends_with(".agent") {
         let c = container_file::read(path)?;
         let pkg = trust::container_package(&c, arg)?;
-        return Ok(trust::container_trust(&c, &pkg, tools));
+        let caps = tools.capabilities(pkg.lock.as_ref());
+        return Ok(trust::container_trust(&c, &pkg, &caps));
     }
     let (name, version) = spec::parse_exact(arg).with_context(|| {
         format!("{arg:?} is neither a .agent file nor NAME@VERSION of an agent")

@@ -15,8 +15,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::Env;
-use crate::{container_file, install::PinnedTools, keyfiles, output::Output, trust};
+use crate::{container_file, env::Env, install::PinnedTools, keyfiles, output::Output, trust};
 
 /// One requested capability, as inspect shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -129,8 +128,8 @@ fn agent_trust(env: &Env, c: &Container, shown: &str) -> Result<Option<AgentTrus
             return Ok(None);
         }
     };
-    let mut tools = PinnedTools::new(env)?;
-    Ok(Some(trust::container_trust(c, &pkg, &mut tools)))
+    let tools = PinnedTools::new(env)?.capabilities(pkg.lock.as_ref());
+    Ok(Some(trust::container_trust(c, &pkg, &tools)))
 }
 
 /// Decrypts `prompt.yaml.enc`.
@@ -257,7 +256,7 @@ struct Check {
 fn logged(env: &Env, c: &Container, file: &Path) -> Result<u64> {
     let m = c.manifest();
     let client = env.anonymous()?;
-    let record: crate::commands::pull::LoggedRecord = client
+    let record: crate::tlog::LoggedRecord = client
         .send_json(client.get(&format!(
             "/api/v1/{}/{}/{}",
             m.kind().plural(),

@@ -10,8 +10,8 @@ use std::{
 use anyhow::{Result, bail};
 use serde_json::json;
 
-use super::{Env, check};
 use crate::{
+    env::Env,
     hosts,
     install::{self, InstallRequest},
     spec::PackageReq,
@@ -82,7 +82,7 @@ pub fn run(
                 lines.push(format!("  tool {}@{}{yanked}", t.name, t.version));
             }
             if let Some(report) = &done.host {
-                lines.push(check::render_report(&env.out, report));
+                lines.push(hosts::render_report(&env.out, report));
             }
             lines.join("\n")
         },

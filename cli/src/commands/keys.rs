@@ -10,8 +10,7 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::Env;
-use crate::{args::KeysCommand, client::Client, keyfiles};
+use crate::{args::KeysCommand, client::Client, env::Env, keyfiles};
 
 /// The private key of a registration: `--key`, else the public key's file
 /// without `.pub`, else the default signing key.

@@ -1,33 +1,22 @@
 //! `lock DIR [--update]`: resolve the package's tools and models over HTTP
 //! into DIR/agent.lock; hash subagents and the agent's own files locally.
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    fs,
-    io::IsTerminal,
-    path::Path,
-    process::ExitCode,
-};
+use std::{io::IsTerminal, path::Path, process::ExitCode};
 
 use agentlang_core::{
-    Kind, MemberPath, SourceTree,
-    lockfile::{LockedProtocol, Lockfile, resolved_at_now_or_source_date_epoch},
-    package::{AgentPackage, LOCK_FILE, Members, Package, validate_package},
-    protocols::{self, ProtocolName},
+    Kind,
+    package::LOCK_FILE,
     trust::{self, AgentTrust, TrustDiff},
 };
 use anyhow::{Context, Result, bail};
-use reqwest::StatusCode;
 use serde_json::json;
 
-use super::Env;
 use crate::{
-    catalogs,
-    client::ApiError,
-    container_file,
+    env::Env,
     install::PinnedTools,
-    lockdiff::{self, LocalLock, LockChange},
-    package_dir, source,
+    lock::{self, Planned, Relocked},
+    lockdiff::LockChange,
+    package_check, package_dir, source,
 };
 
 pub fn run(env: &Env, dir: &Path, update: bool, accept_risk: bool) -> Result<ExitCode> {
@@ -36,10 +25,10 @@ pub fn run(env: &Env, dir: &Path, update: bool, accept_risk: bool) -> Result<Exi
     if package_dir::detect_kind(&tree, &shown)? != Kind::Agent {
         bail!("{shown} is a tool; only agents have an agent.lock");
     }
-    let pkg = validated(env, &tree, &shown)?;
+    let pkg = package_check::validated(env, &tree, &shown)?;
     let (members, _) = package_dir::agent_members(&tree, &pkg);
-    let existing = read_existing(&tree)?;
-    let planned = plan(env, &members, &pkg, existing.as_ref(), update)?;
+    let existing = lock::read_existing(&tree)?;
+    let planned = lock::plan(env, &members, &pkg, existing.as_ref(), update)?;
     // An update may move tools to versions that ask for more: the agent
     // gains powers nobody reviewed. Shown, and written only when accepted.
     let trust_diff = match &existing {
@@ -122,255 +111,6 @@ fn lockdiff_lines(changes: &[LockChange]) -> Vec<String> {
     changes.iter().map(LockChange::describe).collect()
 }
 
-/// The agent package, or every problem printed and a one-line failure.
-pub fn validated(env: &Env, tree: &SourceTree, shown: &str) -> Result<AgentPackage> {
-    match validated_package(env, Kind::Agent, tree, shown)? {
-        Package::Agent(pkg) => Ok(*pkg),
-        Package::Tool(_) => bail!("{shown} is a tool, not an agent"),
-        Package::Protocol(_) => bail!("{shown} is a protocol, not an agent"),
-    }
-}
-
-/// Validates with `core::package::validate_package`, the function
-/// `validate` and the registry's publish call. On failure every problem is
-/// listed (on stderr, or as `{"valid": false, "problems": [...]}` on stdout
-/// with `--json`) above the one `error:` line the command ends with.
-pub fn validated_package(env: &Env, kind: Kind, tree: &SourceTree, shown: &str) -> Result<Package> {
-    validate_package(kind, &Members::from_tree(tree)).or_else(|problems| {
-        if env.out.json {
-            env.out.emit(
-                &json!({ "valid": false, "problems": problems }),
-                String::new,
-            );
-        } else {
-            for p in problems.iter() {
-                eprintln!("  {} {p}", env.out.red("✗"));
-            }
-        }
-        bail!(
-            "{} problem(s) in {shown}; `agentlang validate {shown}` lists them",
-            problems.len()
-        )
-    })
-}
-
-pub fn read_existing(tree: &SourceTree) -> Result<Option<Lockfile>> {
-    tree.get(LOCK_FILE)
-        .map(Lockfile::from_slice)
-        .transpose()
-        .context("the existing agent.lock cannot be read; fix it or delete it and run `agentlang lock` again")
-}
-
-/// What a `lock` run did.
-#[derive(Debug)]
-pub struct Relocked {
-    pub lock: Lockfile,
-    pub changes: Vec<LockChange>,
-    /// False when the lock on disk already said the same (it is left
-    /// untouched then, `resolved_at` included).
-    pub written: bool,
-}
-
-/// A resolved lock, not yet written.
-#[derive(Debug)]
-pub struct Planned {
-    /// The existing lock itself when nothing changed.
-    pub lock: Lockfile,
-    pub changes: Vec<LockChange>,
-    pub unchanged: bool,
-}
-
-impl Planned {
-    /// Writes DIR/agent.lock when anything changed.
-    pub fn write(mut self, dir: &Path) -> Result<Relocked> {
-        if !self.unchanged {
-            let epoch = std::env::var("SOURCE_DATE_EPOCH").ok();
-            self.lock.resolved_at = resolved_at_now_or_source_date_epoch(epoch.as_deref())?;
-            let text = self.lock.to_yaml()?;
-            container_file::write_atomic(&dir.join(LOCK_FILE), text.as_bytes())?;
-        }
-        Ok(Relocked {
-            lock: self.lock,
-            changes: self.changes,
-            written: !self.unchanged,
-        })
-    }
-}
-
-/// Resolves and fills the locally computed sections.
-pub fn plan(
-    env: &Env,
-    members: &SourceTree,
-    pkg: &AgentPackage,
-    existing: Option<&Lockfile>,
-    update: bool,
-) -> Result<Planned> {
-    let local = LocalLock::of(members, pkg);
-    let keep = if update { None } else { existing };
-    let mut lock = resolve(env, &local, pkg, keep)?;
-    lock.protocols = lock_protocols(env, pkg, keep)?;
-    lock.registry = Some(env.ctx.registry.clone());
-    lock.agents = local.agents;
-    lock.files = local.files;
-    let changes = lockdiff::diff(existing, &lock);
-    let unchanged = existing.is_some_and(|old| {
-        let mut same_time = lock.clone();
-        same_time.resolved_at = old.resolved_at;
-        &same_time == old
-    });
-    if unchanged && let Some(old) = existing {
-        lock = old.clone();
-    }
-    Ok(Planned {
-        lock,
-        changes,
-        unchanged,
-    })
-}
-
-/// Resolves, fills the locally computed sections, and writes DIR/agent.lock
-/// when anything changed.
-pub fn relock(
-    env: &Env,
-    dir: &Path,
-    members: &SourceTree,
-    pkg: &AgentPackage,
-    existing: Option<&Lockfile>,
-    update: bool,
-) -> Result<Relocked> {
-    plan(env, members, pkg, existing, update)?.write(dir)
-}
-
-/// The protocol versions the agent speaks: inline definitions as written,
-/// the rest chosen from the registry's catalog (or its protocol packages),
-/// keeping what the existing lock holds while it still fits. Errors stop
-/// the lock; deprecations are printed as warnings naming the successor.
-fn lock_protocols(
-    env: &Env,
-    pkg: &AgentPackage,
-    keep: Option<&Lockfile>,
-) -> Result<BTreeMap<ProtocolName, LockedProtocol>> {
-    let spec = &pkg.agent;
-    if spec.protocols.is_empty() {
-        return Ok(BTreeMap::new());
-    }
-    let pins = keep
-        .map(|l| {
-            l.protocols
-                .iter()
-                .map(|(n, p)| (n.to_string(), p.version.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let report = if catalogs::all_inline(spec) {
-        protocols::check_agent(spec, &|_| None, &pins)
-    } else {
-        catalogs::check_protocols(&env.anonymous()?, spec, &pins)?
-    };
-    catalogs::require_valid(&report, &env.out)?;
-    Ok(report
-        .choices
-        .into_iter()
-        .map(|c| {
-            (
-                c.name,
-                LockedProtocol {
-                    version: c.version,
-                    requirement: c.requirement,
-                    source: c.source,
-                    hash: c.hash,
-                },
-            )
-        })
-        .collect())
-}
-
-/// `POST /api/v1/resolve`: the registry picks tool versions (transitively)
-/// and describes the models; an unsatisfiable set comes back as a 422 whose
-/// `detail` explains the clash and whose `conflicts` member marks it as one.
-fn resolve(
-    env: &Env,
-    local: &LocalLock,
-    pkg: &AgentPackage,
-    keep: Option<&Lockfile>,
-) -> Result<Lockfile> {
-    let tools: BTreeMap<String, String> = local
-        .tools
-        .iter()
-        .map(|(name, req)| {
-            (
-                name.to_string(),
-                req.as_ref().map_or("*".to_owned(), ToString::to_string),
-            )
-        })
-        .collect();
-    let models: BTreeSet<&str> = std::iter::once(&pkg.agent)
-        .chain(pkg.subagents.values())
-        .flat_map(|a| a.model_names())
-        .collect();
-    if tools.is_empty() && models.is_empty() {
-        // Nothing the registry knows about: the lock is only hashes, made
-        // here, so such an agent builds offline.
-        return Ok(Lockfile::new(
-            resolved_at_now_or_source_date_epoch(None)?,
-            None,
-        ));
-    }
-    let mut body = json!({ "tools": tools, "models": models });
-    if let Some(lock) = keep {
-        body["lock"] = serde_json::to_value(lock).context("serializing the existing lock")?;
-    }
-    let client = env.anonymous()?;
-    // JSON is asked for; YAML (the registry's default) is read too.
-    let request = client
-        .post("/api/v1/resolve")
-        .header(reqwest::header::ACCEPT, "application/json")
-        .json(&body);
-    let resp = client
-        .send(request)
-        .map_err(|e| match e.downcast_ref::<ApiError>() {
-            Some(api) if api.status == StatusCode::UNPROCESSABLE_ENTITY && api.is_conflict => {
-                let explanation = api.detail.clone().unwrap_or_default();
-                if !env.out.json {
-                    eprintln!(
-                        "{}",
-                        env.out.red("the tool requirements cannot all be met:")
-                    );
-                    for line in explanation.lines() {
-                        eprintln!("  {line}");
-                    }
-                }
-                anyhow::anyhow!("no set of tool versions satisfies the requirements: {explanation}")
-            }
-            _ => e,
-        })?;
-    let is_yaml = resp
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("yaml"));
-    let bytes = resp.bytes().context("reading the registry's resolution")?;
-    parse_resolution(&bytes, is_yaml).with_context(|| {
-        format!(
-            "the registry at {} answered /api/v1/resolve with something that is not a lock",
-            env.ctx.registry
-        )
-    })
-}
-
-/// The resolution as YAML (`application/yaml`) or JSON, bare or wrapped in
-/// `{"lock": ...}`.
-pub fn parse_resolution(bytes: &[u8], is_yaml: bool) -> Result<Lockfile> {
-    if is_yaml {
-        return Ok(Lockfile::from_slice(bytes)?);
-    }
-    let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
-    if let Some(inner) = value.get_mut("lock").filter(|v| v.is_object()) {
-        value = inner.take();
-    }
-    Ok(serde_json::from_value(value)?)
-}
-
 /// The changes (unless `shown` on stderr already) and what was written.
 fn report(env: &Env, dir: &Path, r: &Relocked, trust_diff: Option<&TrustDiff>, shown: bool) {
     let path = dir.join(LOCK_FILE);
@@ -406,43 +146,4 @@ fn report(env: &Env, dir: &Path, r: &Relocked, trust_diff: Option<&TrustDiff>, s
             lines.join("\n")
         },
     );
-}
-
-/// For `build`: the lock the container will carry. Made when there is
-/// none; checked against the files and requirements when there is one.
-pub fn ensure_lock(
-    env: &Env,
-    dir: &Path,
-    members: &mut SourceTree,
-    pkg: &AgentPackage,
-) -> Result<()> {
-    let shown = dir.display();
-    match read_existing(members)? {
-        Some(lock) => {
-            let reasons = lockdiff::stale_reasons(&lock, &LocalLock::of(members, pkg));
-            if !reasons.is_empty() {
-                bail!(
-                    "{shown}/agent.lock is out of date ({}); run `agentlang lock {shown}`",
-                    reasons.join("; ")
-                );
-            }
-        }
-        None => {
-            let r = relock(env, dir, members, pkg, None, false)?;
-            if !env.out.json {
-                eprintln!(
-                    "{} locked {} tools into {shown}/agent.lock",
-                    env.out.green("✓"),
-                    r.lock.tools.len()
-                );
-            }
-            let text = fs::read(dir.join(LOCK_FILE))
-                .with_context(|| format!("reading {shown}/agent.lock"))?;
-            members.insert(
-                MemberPath::new(LOCK_FILE).context("agent.lock is a member path")?,
-                text,
-            );
-        }
-    }
-    Ok(())
 }

@@ -8,8 +8,7 @@ use agentlang_core::PackageName;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::Env;
-use crate::tlog::CheckedLog;
+use crate::{env::Env, tlog::CheckedLog};
 
 /// The operations an entry may record (`v: 1`).
 const OPS: &[&str] = &[

@@ -14,7 +14,7 @@ mod log;
 mod new;
 mod prompt;
 mod publish;
-pub mod pull;
+mod pull;
 mod quality;
 mod run;
 mod search;
@@ -27,32 +27,12 @@ use anyhow::Result;
 use clap::CommandFactory;
 
 use crate::{
-    args::{Cli, Command, EventsCommand, KindArg, LogCommand, PromptCommand},
-    client::Client,
+    args::{Cli, Command, EventsCommand, LogCommand, PromptCommand},
     config::Settings,
+    env::Env,
     output::Output,
     tlog::LogOptions,
 };
-
-/// What every command gets: where to talk to and how to print.
-pub struct Env {
-    pub ctx: Settings,
-    pub out: Output,
-    /// How the registry's transparency log is checked.
-    pub log: LogOptions,
-}
-
-impl Env {
-    /// A client without credentials, for public reads.
-    pub fn anonymous(&self) -> Result<Client> {
-        Client::new(&self.ctx.registry, None)
-    }
-
-    /// A client carrying the token; fails with a hint when there is none.
-    pub fn authenticated(&self) -> Result<Client> {
-        Client::new(&self.ctx.registry, Some(self.ctx.require_token()?))
-    }
-}
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let out = Output::new(cli.global.json);
@@ -138,16 +118,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         | Command::Completions { .. }
         | Command::Events(_) => {
             unreachable!("handled above")
-        }
-    }
-}
-
-impl KindArg {
-    pub fn plural(self) -> &'static str {
-        match self {
-            KindArg::Agent => "agents",
-            KindArg::Tool => "tools",
-            KindArg::Protocol => "protocols",
         }
     }
 }

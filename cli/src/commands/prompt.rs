@@ -6,8 +6,7 @@ use agentlang_core::prompt::{Format, parse_prompt};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 
-use super::Env;
-use crate::args::PromptFormat;
+use crate::{args::PromptFormat, env::Env};
 
 pub fn compile(env: &Env, file: &Path, format: PromptFormat) -> Result<ExitCode> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;

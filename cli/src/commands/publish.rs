@@ -7,8 +7,7 @@ use anyhow::{Context, Result};
 use reqwest::blocking::Body;
 use serde_json::{Value, json};
 
-use super::{Env, build};
-use crate::{args::BuildKeys, container_file, progress};
+use crate::{args::BuildKeys, build, container_file, env::Env, progress};
 
 pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
     let built = if path.is_dir() {

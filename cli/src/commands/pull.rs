@@ -3,152 +3,25 @@
 //! the registry's key, and only then put it in place.
 
 use std::{
-    collections::BTreeMap,
     io::{self, BufReader, Seek, Write},
     path::PathBuf,
     process::ExitCode,
 };
 
-use agentlang_core::{
-    Kind, PackageName, Version,
-    container::{self, Limits, Sha256Digest},
-};
+use agentlang_core::container::{self, Limits, Sha256Digest};
 use anyhow::{Context, Result, bail};
-use semver::VersionReq;
-use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::Env;
-use crate::{args::KindArg, container_file, progress, spec::PackageReq, tlog};
-
-/// Where a version record says its publish is in the transparency log.
-#[derive(Debug, Deserialize)]
-pub struct LoggedRecord {
-    #[serde(default)]
-    pub log: Option<LogRef>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-pub struct LogRef {
-    pub index: u64,
-}
-
-/// `GET /api/v1/index/{kind}/{name}`.
-#[derive(Debug, Deserialize)]
-pub struct Index {
-    pub versions: Vec<IndexEntry>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct IndexEntry {
-    pub version: Version,
-    /// Of the container: `sha256:<hex>` or bare hex.
-    #[serde(alias = "sha256")]
-    pub hash: String,
-    #[serde(default)]
-    pub yanked: bool,
-    /// Tool name to requirement, as the index lists them.
-    #[serde(default)]
-    pub dependencies: BTreeMap<String, String>,
-}
-
-impl IndexEntry {
-    /// The tool dependencies, parsed; a malformed entry is the registry's
-    /// error, reported as such.
-    pub fn dependencies(&self) -> Result<BTreeMap<PackageName, VersionReq>> {
-        self.dependencies
-            .iter()
-            .map(|(name, req)| {
-                let bad = || {
-                    format!(
-                        "the index lists a malformed dependency {name} {req:?} for {}",
-                        self.version
-                    )
-                };
-                Ok((
-                    PackageName::new(name.as_str()).with_context(bad)?,
-                    VersionReq::parse(req).with_context(bad)?,
-                ))
-            })
-            .collect()
-    }
-
-    pub fn digest(&self) -> Result<Sha256Digest> {
-        let hex = self.hash.strip_prefix("sha256:").unwrap_or(&self.hash);
-        Sha256Digest::parse_hex(hex)
-            .with_context(|| format!("the index lists a malformed hash for {}", self.version))
-    }
-}
-
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PickError {
-    #[error("{name} has no published versions")]
-    NoVersions { name: String },
-    #[error("no version of {name} matches {req} (published: {published})")]
-    NoMatch {
-        name: String,
-        req: String,
-        published: String,
-    },
-    #[error(
-        "every version of {name} matching {req} is yanked ({yanked}); ask for one exactly, e.g. {name}@={first}"
-    )]
-    AllYanked {
-        name: String,
-        req: String,
-        yanked: String,
-        first: String,
-    },
-}
-
-/// The newest version matching `req` that is not yanked. No requirement
-/// means the newest release (prereleases only when a requirement names
-/// one, as Cargo does). A yanked version is still taken when asked for
-/// exactly (`=1.2.0`): yanking hides from new resolutions, not downloads.
-pub fn pick_version<'a>(
-    name: &str,
-    entries: &'a [IndexEntry],
-    req: Option<&VersionReq>,
-) -> Result<&'a IndexEntry, PickError> {
-    if entries.is_empty() {
-        return Err(PickError::NoVersions {
-            name: name.to_owned(),
-        });
-    }
-    let req = req.cloned().unwrap_or(VersionReq::STAR);
-    let mut matching: Vec<&IndexEntry> = entries
-        .iter()
-        .filter(|e| req.matches(e.version.semver()))
-        .collect();
-    matching.sort_by(|a, b| b.version.semver().cmp(a.version.semver()));
-    if let Some(best) = matching.iter().find(|e| !e.yanked) {
-        return Ok(best);
-    }
-    let exact = req.comparators.len() == 1 && req.comparators[0].op == semver::Op::Exact;
-    match matching.first() {
-        Some(only) if exact => Ok(only),
-        Some(_) => Err(PickError::AllYanked {
-            name: name.to_owned(),
-            req: req.to_string(),
-            yanked: matching
-                .iter()
-                .map(|e| e.version.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            first: matching[0].version.to_string(),
-        }),
-        None => Err(PickError::NoMatch {
-            name: name.to_owned(),
-            req: req.to_string(),
-            published: entries
-                .iter()
-                .map(|e| e.version.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        }),
-    }
-}
+use crate::{
+    args::KindArg,
+    container_file,
+    env::Env,
+    index::{Index, pick_version},
+    progress,
+    spec::PackageReq,
+    tlog::{self, LoggedRecord},
+};
 
 pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Result<ExitCode> {
     let wanted = PackageReq::parse(spec)?;
@@ -277,137 +150,5 @@ impl<W: Write> Write for HashingWriter<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
-    }
-}
-
-impl KindArg {
-    pub fn kind(self) -> Kind {
-        match self {
-            KindArg::Agent => Kind::Agent,
-            KindArg::Tool => Kind::Tool,
-            KindArg::Protocol => Kind::Protocol,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(v: &str, yanked: bool) -> IndexEntry {
-        IndexEntry {
-            version: Version::parse(v).unwrap(),
-            hash: format!("sha256:{}", "0".repeat(64)),
-            yanked,
-            dependencies: BTreeMap::new(),
-        }
-    }
-
-    fn req(r: &str) -> VersionReq {
-        VersionReq::parse(r).unwrap()
-    }
-
-    #[test]
-    fn newest_release_when_no_requirement() {
-        let e = [
-            entry("1.0.0", false),
-            entry("1.3.0", false),
-            entry("2.0.0-beta.1", false),
-            entry("1.2.0", false),
-        ];
-        assert_eq!(
-            pick_version("x", &e, None).unwrap().version.to_string(),
-            "1.3.0"
-        );
-    }
-
-    #[test]
-    fn requirement_and_yank_are_honoured() {
-        let e = [
-            entry("1.2.0", false),
-            entry("1.4.0", true),
-            entry("2.0.0", false),
-        ];
-        assert_eq!(
-            pick_version("x", &e, Some(&req("^1.2")))
-                .unwrap()
-                .version
-                .to_string(),
-            "1.2.0"
-        );
-        assert_eq!(
-            pick_version("x", &e, Some(&req(">=1")))
-                .unwrap()
-                .version
-                .to_string(),
-            "2.0.0"
-        );
-    }
-
-    #[test]
-    fn prerelease_only_when_named() {
-        let e = [entry("1.0.0", false), entry("2.0.0-beta.1", false)];
-        assert_eq!(
-            pick_version("x", &e, Some(&req(">=1")))
-                .unwrap()
-                .version
-                .to_string(),
-            "1.0.0"
-        );
-        assert_eq!(
-            pick_version("x", &e, Some(&req(">=2.0.0-beta.0")))
-                .unwrap()
-                .version
-                .to_string(),
-            "2.0.0-beta.1"
-        );
-    }
-
-    #[test]
-    fn exact_request_reaches_a_yanked_version_but_a_range_does_not() {
-        let e = [entry("1.0.0", true), entry("1.1.0", true)];
-        assert_eq!(
-            pick_version("x", &e, Some(&req("=1.0.0")))
-                .unwrap()
-                .version
-                .to_string(),
-            "1.0.0"
-        );
-        assert_eq!(
-            pick_version("x", &e, Some(&req("^1"))).unwrap_err(),
-            PickError::AllYanked {
-                name: "x".into(),
-                req: "^1".into(),
-                yanked: "1.1.0, 1.0.0".into(),
-                first: "1.1.0".into()
-            }
-        );
-    }
-
-    #[test]
-    fn nothing_matches_or_nothing_published() {
-        let e = [entry("1.0.0", false)];
-        assert_eq!(
-            pick_version("x", &e, Some(&req("^2"))).unwrap_err(),
-            PickError::NoMatch {
-                name: "x".into(),
-                req: "^2".into(),
-                published: "1.0.0".into()
-            }
-        );
-        assert_eq!(
-            pick_version("x", &[], None).unwrap_err(),
-            PickError::NoVersions { name: "x".into() }
-        );
-    }
-
-    #[test]
-    fn index_hash_accepts_both_spellings() {
-        let mut e = entry("1.0.0", false);
-        assert_eq!(e.digest().unwrap().to_hex(), "0".repeat(64));
-        e.hash = "f".repeat(64);
-        assert_eq!(e.digest().unwrap().to_hex(), "f".repeat(64));
-        e.hash = "sha256:nothex".into();
-        assert!(e.digest().is_err());
     }
 }

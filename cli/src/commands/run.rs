@@ -29,12 +29,13 @@ use agentlang_core::{
 };
 use anyhow::{Context, Result, bail};
 
-use super::{Env, lock};
 use crate::{
     args::{PromptFormat, RunArgs},
-    config, hosts,
+    config,
+    env::Env,
+    hosts,
     install::{self, InstallRequest, LoadedTool},
-    keyfiles, package_dir, source,
+    keyfiles, package_check, package_dir, source,
     spec::PackageReq,
 };
 
@@ -117,7 +118,7 @@ fn from_source(env: &Env, dir: &Path) -> Result<Prepared> {
     if package_dir::detect_kind(&tree, &shown)? != Kind::Agent {
         bail!("{shown} is a tool; only agents run");
     }
-    let package = lock::validated(env, &tree, &shown)?;
+    let package = package_check::validated(env, &tree, &shown)?;
     let stale = check_local(&package, &MemberHashes::from_tree(&tree));
     if let Some(p) = stale.first() {
         bail!(

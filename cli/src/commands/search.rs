@@ -5,8 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde_json::Value;
 
-use super::Env;
-use crate::args::KindArg;
+use crate::{args::KindArg, env::Env};
 
 pub fn run(env: &Env, query: &str, kind: Option<KindArg>, page: u32) -> Result<ExitCode> {
     let client = env.anonymous()?;

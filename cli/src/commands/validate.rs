@@ -12,14 +12,13 @@
 use std::{path::Path, process::ExitCode};
 
 use agentlang_core::{
-    Diagnostics, constraints, host,
-    package::{AgentPackage, Members, Package, validate_package},
+    Diagnostics, constraints,
+    package::{Members, Package, validate_package},
 };
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::Env;
-use crate::{catalogs, package_dir, source};
+use crate::{catalogs, env::Env, package_check, package_dir, source};
 
 pub fn run(env: &Env, dir: &Path) -> Result<ExitCode> {
     let tree = source::read_dir(dir)?;
@@ -29,7 +28,7 @@ pub fn run(env: &Env, dir: &Path) -> Result<ExitCode> {
         Ok(match package {
             Package::Agent(pkg) => {
                 let protocols = check_protocols_online(env, &pkg)?;
-                let undeclared = warn_undeclared_capabilities(env, &pkg);
+                let undeclared = package_check::warn_undeclared_capabilities(env, &pkg);
                 let limits = constraints::effective(&pkg.agent);
                 let constraint_rows: Vec<Value> = limits
                     .rows()
@@ -176,33 +175,4 @@ fn report(
             Ok(ExitCode::FAILURE)
         }
     }
-}
-
-/// Capabilities the agent's bash tools, HTTP tools, MCP servers or injected
-/// context need that no `permissions` list: a warning each on stderr (the
-/// package is still valid), and the JSON summary's list.
-pub(super) fn warn_undeclared_capabilities(env: &Env, pkg: &AgentPackage) -> Vec<Value> {
-    let mut out = Vec::new();
-    for request in host::agent_requests(pkg).iter().filter(|r| r.undeclared()) {
-        let sources: Vec<String> = request
-            .requested_by
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        if !env.out.json {
-            eprintln!(
-                "{} {} is needed by {} but not requested in permissions",
-                env.out.yellow("warning:"),
-                request.capability,
-                sources.join(", ")
-            );
-        }
-        out.push(json!({
-            "capability": request.capability.as_str(),
-            "risk": request.capability.risk().as_str(),
-            "required": request.required,
-            "sources": sources,
-        }));
-    }
-    out
 }

@@ -5,8 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::Env;
-use crate::args::KindArg;
+use crate::{args::KindArg, env::Env};
 
 pub fn run(
     env: &Env,
