@@ -239,8 +239,9 @@ impl Serialize for Version {
         if !v.pre.is_empty() || !v.build.is_empty() {
             return s.collect_str(v);
         }
-        // A lock spells a version per tool, and through `fmt` they took
-        // nearly a third of a server's rendering of a lock as JSON.
+        // A lock spells a version per tool, and through `fmt` they were a
+        // large share of a server's rendering of a lock as JSON
+        // (`deploy/bench/RESULTS.md`, Decisions).
         let mut text = [0u8; 3 * 20 + 2];
         let mut len = 0;
         for (i, part) in [v.major, v.minor, v.patch].into_iter().enumerate() {

@@ -14,8 +14,8 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::{EnvFilter, fmt::format::FmtSpan};
 
 /// jemalloc, not glibc's malloc: the resolver is allocation-bound, and a
-/// warm first-time resolve took 0.93 ms of CPU under glibc against 0.67
-/// under jemalloc (`deploy/bench/RESULTS.md`).
+/// warm first-time resolve takes clearly less CPU under jemalloc
+/// (`deploy/bench/RESULTS.md`, Decisions).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -66,8 +66,9 @@ enum AdminAction {
 }
 
 /// `AGENTLANG_REGISTRY_LOG` (`EnvFilter` syntax), or `info` when unset or
-/// invalid. pubgrub logs every step of a resolution at `info`, some 200
-/// lines for one agent, so it is held to `warn` unless the filter names it.
+/// invalid. pubgrub logs every step of a resolution at `info`, hundreds of
+/// lines for one agent, so it is held to `warn` unless the filter names it
+/// (`deploy/bench/RESULTS.md`, Decisions).
 fn log_filter(spec: Option<&str>) -> EnvFilter {
     let filter = spec
         .and_then(|spec| EnvFilter::try_new(spec).ok())
@@ -88,9 +89,9 @@ fn quiets_pubgrub(spec: Option<&str>) -> bool {
 /// The bridge from the `log` crate (pubgrub, actix) into tracing, after
 /// the subscriber is set (it takes the subscriber's maximum level). Where
 /// the filter quiets pubgrub, its records are dropped here: it logs nothing
-/// above `info`, and its 260 or so records per resolution otherwise cost
-/// a dispatch and a filter match each, 1.4% of a warm resolve's
-/// instructions (`deploy/bench/RESULTS.md`).
+/// above `info`, and its hundreds of records per resolution otherwise cost
+/// a dispatch and a filter match each, a measurable share of a warm
+/// resolve's instructions (`deploy/bench/RESULTS.md`, Decisions).
 fn log_bridge(spec: Option<&str>) -> tracing_log::log_tracer::Builder {
     use tracing_log::AsLog as _;
     let bridge = tracing_log::LogTracer::builder()

@@ -83,7 +83,8 @@ pub(super) struct RequirementTexts {
 /// One requirement as written, or several joined with "and" (one package
 /// required under two spellings). Kept parsed and spelled out only when a
 /// failure is explained: most resolutions succeed, and writing every edge's
-/// requirement as text cost a successful solve about 5% of its instructions.
+/// requirement as text was a measurable share of a successful solve's work
+/// (`deploy/bench/RESULTS.md`, Decisions).
 #[derive(Clone, PartialEq, Eq)]
 pub(super) struct Written(Vec<VersionReq>);
 
@@ -246,7 +247,8 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
                 required_by: required_by(),
             })?;
         // Sorted and compared with the next, rather than hashed: a set of
-        // semver versions cost a tenth of a server's resolve in hashing.
+        // semver versions made hashing a large share of a server's resolve
+        // (`deploy/bench/RESULTS.md`, Decisions).
         // Sources list versions oldest first, which this sort finds in
         // order in one pass.
         let mut versions: Vec<(usize, &VersionEntry)> = entries.iter().enumerate().collect();
@@ -355,8 +357,9 @@ impl<S: PackageSource + ?Sized> DependencyProvider for Provider<'_, S> {
     /// Packages that already caused conflicts first, then pinned ones (so a
     /// lock is kept where it can be), then in the order they were discovered
     /// (breadth first, as uv does). Discovery order beat "fewest versions
-    /// left first" on deep graphs: 3,320 tools in 5.8 s instead of no answer
-    /// within 30 s (see `examples/bench_resolve.rs`).
+    /// left first" on deep graphs, which that order did not solve within
+    /// `examples/bench_resolve.rs`'s deadline (`deploy/bench/RESULTS.md`,
+    /// Decisions).
     type Priority = (u32, bool, Reverse<usize>);
 
     fn prioritize(

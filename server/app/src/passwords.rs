@@ -196,8 +196,8 @@ thread_local! {
     /// The memory of the last argon2 run on this thread, reused by the next.
     /// A fresh 19 MiB per run is what glibc's allocator then keeps (its
     /// mmap threshold rises to the size of the first block freed): a login
-    /// spray grew the registry by 200 MiB. Reused, it is 19 MiB per
-    /// password thread, once.
+    /// spray grew the registry by many such blocks (`deploy/bench/RESULTS.md`,
+    /// Decisions). Reused, it is 19 MiB per password thread, once.
     static ARGON2_MEMORY: std::cell::RefCell<Vec<Block>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 

@@ -4,10 +4,9 @@
 //! workers, a few at a time per core, in arrival order. A thread that
 //! finishes a solve takes the next queued one itself. Through a semaphore
 //! and tokio's blocking pool, a finished solve's turn went first to a
-//! waiting request's (busy) worker, which then woke a blocking thread; on
-//! 2 cores under a steady load of first-time resolves the cores idled
-//! 10-14% of the time that way, against 2-4% here
-//! (`deploy/bench/RESULTS.md`).
+//! waiting request's (busy) worker, which then woke a blocking thread;
+//! under a steady load of first-time resolves the cores idled several
+//! times as much that way as here (`deploy/bench/RESULTS.md`, Decisions).
 
 use std::{
     panic::AssertUnwindSafe,

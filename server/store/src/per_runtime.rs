@@ -8,8 +8,9 @@
 //! PostgreSQL pool handed a worker connections that other threads had
 //! opened: each query then waited for a second thread to wake (or to finish
 //! what it was doing) and pass the answer on. Under first-time resolves the
-//! two cores idled 15-18% on PostgreSQL against 3-5% on SQLite, whose
-//! connections each have a thread of their own (`deploy/bench/RESULTS.md`).
+//! cores idled several times as much on PostgreSQL as on SQLite, whose
+//! connections each have a thread of their own (`deploy/bench/RESULTS.md`,
+//! Decisions).
 
 use std::sync::{Mutex, OnceLock, PoisonError};
 

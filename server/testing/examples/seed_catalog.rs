@@ -53,7 +53,8 @@
 //! after the run).
 
 /// The server's allocator, so the core resolver's median (`solve`) is
-/// measured as the server runs it (under glibc's malloc it is 1.7x slower).
+/// measured as the server runs it (glibc's malloc is much slower at it:
+/// `deploy/bench/RESULTS.md`, Decisions).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

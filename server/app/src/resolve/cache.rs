@@ -49,8 +49,8 @@ struct CacheState {
 /// version, which bumps the generation). Apart from [`CacheState`], under
 /// a lock readers share: every solve looks each of its packages up here,
 /// and behind the one lock of everything else (held by handlers hashing
-/// request bodies and resolutions) solver threads slept about once per
-/// five warm first-time resolves (`perf record -e sched:sched_switch`).
+/// request bodies and resolutions) solver threads slept on it under a load
+/// of warm first-time resolves (`deploy/bench/RESULTS.md`, Decisions).
 #[derive(Debug, Default)]
 struct ToolCache {
     generation: i64,
@@ -84,9 +84,9 @@ pub struct IndexCache {
 }
 
 /// Solver threads per core. When solves took a semaphore's slots instead,
-/// two per core rather than one took warm first-time resolves from about
-/// 1,670 to 1,880 a second; with the threads, two measured at least as
-/// well as one (`deploy/bench/RESULTS.md`).
+/// two per core rather than one raised the rate of warm first-time
+/// resolves; with the threads, two measured at least as well as one
+/// (`deploy/bench/RESULTS.md`, Decisions).
 const SOLVERS_PER_CORE: usize = 2;
 
 /// Cached packages stop growing here; past it the map is cleared (a

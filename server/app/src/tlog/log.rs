@@ -24,9 +24,9 @@ const BATCH: i64 = 20_000;
 const VERIFY_BATCH: u64 = 2_000;
 /// The audit after start-up rests this many times as long as each batch
 /// took: it then uses at most a quarter of one core. It reads and hashes
-/// the whole log (about 1.3 s of work for 200,000 entries) while the
-/// registry serves, and the first requests after a restart, which fill
-/// the caches, are the costliest; unpaced, the audit took a core from them.
+/// the whole log while the registry serves, and the first requests after a
+/// restart, which fill the caches, are the costliest; unpaced, the audit
+/// took a core from them (`deploy/bench/RESULTS.md`, Decisions).
 const AUDIT_REST_FACTOR: u32 = 3;
 /// Versions logged per backfill transaction.
 const BACKFILL_BATCH: i64 = 500;
