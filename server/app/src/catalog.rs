@@ -178,3 +178,116 @@ pub async fn signer(
     let holder = db.account_username(key.account_id).await?;
     Ok(Some((key, holder)))
 }
+
+/// A package version's page: the package with its versions and owners,
+/// the version shown, who signed it, and what each kind of page adds (an
+/// agent's stored quality report and its protocols as the catalog stands
+/// now; the package versions that use a tool).
+#[derive(Debug, Clone)]
+pub struct VersionPage {
+    pub page: PackagePage,
+    /// Index into `page.versions` of the version shown.
+    shown: usize,
+    pub signer: Option<(SigningKeyRecord, Option<Username>)>,
+    pub quality: Option<agentlang_core::quality::QualityReport>,
+    pub protocol_notes: Vec<crate::protocols::ProtocolStatusNote>,
+    pub dependents: Vec<DependentRow>,
+    /// Whether the viewer (a signed-in account) owns the package.
+    pub viewer_owns: bool,
+}
+
+impl VersionPage {
+    /// The version the page shows.
+    pub fn version(&self) -> &VersionRecord {
+        &self.page.versions[self.shown]
+    }
+}
+
+/// The read model of the page of `version` of a package (without one, the
+/// version that represents it), as `viewer` sees it; `None` for a package
+/// or version there is no page of.
+pub async fn version_page(
+    registry: &Registry,
+    kind: Kind,
+    name: &PackageName,
+    version: Option<&Version>,
+    viewer: Option<i64>,
+) -> Result<Option<VersionPage>, ServiceError> {
+    let Some(page) = package_page(registry, kind, name).await? else {
+        return Ok(None);
+    };
+    let Some(shown) = page
+        .pick(version)
+        .and_then(|v| page.versions.iter().position(|r| r.id == v.id))
+    else {
+        return Ok(None);
+    };
+    let record = &page.versions[shown];
+    let signer = match &record.signer_key_id {
+        Some(key_id) => signer(registry, key_id).await?,
+        None => None,
+    };
+    let (quality, protocol_notes) = if kind == Kind::Agent {
+        (
+            crate::quality::stored_report(registry, record.id).await?,
+            crate::protocols::agent_protocol_status(
+                registry,
+                &record.spec.0,
+                record.lockfile.as_ref().map(|l| &l.0),
+            )
+            .await?,
+        )
+    } else {
+        (None, Vec::new())
+    };
+    let dependents = if kind == Kind::Tool {
+        dependents(registry, &page.package.name).await?
+    } else {
+        Vec::new()
+    };
+    let viewer_owns = match viewer {
+        Some(account_id) => registry.db.is_owner(page.package.id, account_id).await?,
+        None => false,
+    };
+    Ok(Some(VersionPage {
+        page,
+        shown,
+        signer,
+        quality,
+        protocol_notes,
+        dependents,
+        viewer_owns,
+    }))
+}
+
+/// A signed-in account's own page: its live tokens, keys, the packages it
+/// owns (with their owners and invitees), the invitations it has, and its
+/// activity.
+#[derive(Debug, Clone)]
+pub struct AccountPage {
+    pub tokens: Vec<crate::tokens::TokenRecord>,
+    pub keys: Vec<SigningKeyRecord>,
+    pub packages: Vec<crate::owners::OwnedPackage>,
+    pub invitations: Vec<store::owners::InvitationRecord>,
+    pub audit: Vec<store::audit::AuditRecord>,
+}
+
+/// The account page's read model, with at most `max_owned` packages.
+pub async fn account_page(
+    registry: &Registry,
+    account_id: i64,
+    max_owned: i64,
+) -> Result<AccountPage, ServiceError> {
+    let now = store::now();
+    Ok(AccountPage {
+        tokens: crate::tokens::list_tokens(registry, account_id)
+            .await?
+            .into_iter()
+            .filter(|t| t.revoked_at.is_none() && t.expires_at > now)
+            .collect(),
+        keys: crate::keys::list_keys(registry, account_id).await?,
+        packages: crate::owners::owned_packages(registry, account_id, max_owned).await?,
+        invitations: crate::owners::invitations_for(registry, account_id).await?,
+        audit: crate::audit::list(registry, account_id).await?,
+    })
+}

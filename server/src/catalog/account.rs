@@ -25,15 +25,13 @@ use super::{
     session::{SessionPage, SignedIn},
     views::{owner_view, timestamp},
 };
-use app::{FieldError, ServiceError};
 use app::{
+    FieldError, ServiceError,
     accounts::{self, PasswordChange},
-    audit,
     credentials::Password,
-    keys, owners, packages,
-    packages::PackageRecord,
+    keys, owners,
+    packages::{self, PackageRecord},
     sessions,
-    time::now,
     tokens::{self, Scope, TokenSpec},
 };
 
@@ -53,11 +51,10 @@ async fn account_page(
     let new_token = sessions::take_flash(state, s)
         .await?
         .map(|(name, secret)| NewTokenView { name, secret });
-    let now = now();
-    let tokens = tokens::list_tokens(state, s.account_id)
-        .await?
+    let page = app::catalog::account_page(state, s.account_id, MAX_OWNED_SHOWN).await?;
+    let tokens = page
+        .tokens
         .into_iter()
-        .filter(|t| t.revoked_at.is_none() && t.expires_at > now)
         .map(|t| ApiTokenView {
             id: t.jti,
             name: t.name,
@@ -67,13 +64,9 @@ async fn account_page(
             last_used_at: t.last_used_at.map(timestamp),
         })
         .collect();
-    let keys = keys::list_keys(state, s.account_id)
-        .await?
-        .iter()
-        .map(key_summary)
-        .collect();
-    let packages = owners::owned_packages(state, s.account_id, MAX_OWNED_SHOWN)
-        .await?
+    let keys = page.keys.iter().map(key_summary).collect();
+    let packages = page
+        .packages
         .into_iter()
         .map(|p| OwnedPackage {
             package: PackageRef {
@@ -84,8 +77,8 @@ async fn account_page(
             invited: p.invited.iter().map(ToString::to_string).collect(),
         })
         .collect();
-    let invitations = owners::invitations_for(state, s.account_id)
-        .await?
+    let invitations = page
+        .invitations
         .into_iter()
         .map(|i| InvitationView {
             package: PackageRef {
@@ -96,8 +89,8 @@ async fn account_page(
             expires_at: timestamp(i.expires_at),
         })
         .collect();
-    let audit = audit::list(state, s.account_id)
-        .await?
+    let audit = page
+        .audit
         .into_iter()
         .map(|e| AuditView {
             at: timestamp(e.at),

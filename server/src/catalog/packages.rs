@@ -23,8 +23,7 @@ use super::{
 use crate::state::AppState;
 use app::{
     cache::{Rendered, RenderedKey},
-    catalog::{self, PackagePage},
-    owners,
+    catalog::{self, DependentRow, PackagePage, VersionPage},
     packages::{ContainerExtras, VersionRecord},
 };
 
@@ -86,20 +85,19 @@ fn parse_version(raw: &str) -> Result<Version, CatalogError> {
     Version::parse(raw).map_err(|_| CatalogError::NotFound)
 }
 
-async fn artifact(state: &AppState, v: &VersionRecord) -> Result<ArtifactView, CatalogError> {
-    let (key_id, key_owner, key_revoked_at) = match &v.signer_key_id {
-        Some(key_id) => match catalog::signer(state, key_id).await? {
-            Some((key, holder)) => (
-                key.key_id.to_string(),
-                holder.map(|u| u.to_string()).unwrap_or_default(),
-                key.revoked_at.map(timestamp),
-            ),
-            None => (key_id.to_string(), String::new(), None),
-        },
+fn artifact(found: &VersionPage) -> ArtifactView {
+    let v = found.version();
+    let (key_id, key_owner, key_revoked_at) = match (&v.signer_key_id, &found.signer) {
+        (_, Some((key, holder))) => (
+            key.key_id.to_string(),
+            holder.as_ref().map(ToString::to_string).unwrap_or_default(),
+            key.revoked_at.map(timestamp),
+        ),
+        (Some(key_id), None) => (key_id.to_string(), String::new(), None),
         // Only seeded or legacy rows lack a signer; publish requires one.
-        None => (String::new(), String::new(), None),
+        (None, None) => (String::new(), String::new(), None),
     };
-    Ok(ArtifactView {
+    ArtifactView {
         sha256: v.sha256.to_string(),
         size_bytes: u64::try_from(v.size).unwrap_or(0),
         downloads: u64::try_from(v.downloads).unwrap_or(0),
@@ -110,7 +108,7 @@ async fn artifact(state: &AppState, v: &VersionRecord) -> Result<ArtifactView, C
             key_revoked_at,
         },
         log_index: v.log_index.and_then(|i| u64::try_from(i).ok()),
-    })
+    }
 }
 
 /// Skills, subagents, ux hints or README, as stored at publish.
@@ -118,19 +116,32 @@ fn extras(v: &VersionRecord) -> ContainerExtras {
     ContainerExtras::from_stored(v.extras.as_ref().map(|e| &e.0))
 }
 
-async fn owner_controls(
+fn owner_controls(found: &VersionPage, session: Option<&WebSession>) -> Option<OwnerControls> {
+    session
+        .filter(|_| found.viewer_owns)
+        .map(|s| OwnerControls {
+            csrf_token: s.csrf_token.clone(),
+        })
+}
+
+/// The read model of a version's page, as the session's account sees it.
+async fn version_page(
     state: &AppState,
-    session: Option<&WebSession>,
-    package_id: i64,
-) -> Result<Option<OwnerControls>, CatalogError> {
-    match session {
-        Some(s) if owners::is_owner(state, s.account_id, package_id).await? => {
-            Ok(Some(OwnerControls {
-                csrf_token: s.csrf_token.clone(),
-            }))
-        }
-        _ => Ok(None),
-    }
+    session: &MaybeSession,
+    kind: Kind,
+    raw_name: &str,
+    version: Option<&Version>,
+) -> Result<(VersionPage, Loaded), CatalogError> {
+    let name = PackageName::new(raw_name).map_err(|_| CatalogError::NotFound)?;
+    let viewer = session.0.as_ref().map(|s| s.account_id);
+    let found = catalog::version_page(state, kind, &name, version, viewer)
+        .await?
+        .ok_or(CatalogError::NotFound)?;
+    let loaded = Loaded {
+        name: found.page.package.name.clone(),
+        page: found.page.clone(),
+    };
+    Ok((found, loaded))
 }
 
 pub(super) fn agent_version_view(
@@ -154,21 +165,18 @@ pub async fn agent_page(
     name: &str,
     version: Option<&Version>,
 ) -> Result<AgentPage, CatalogError> {
-    let loaded = load(state, Kind::Agent, name).await?;
-    let v = loaded.pick(version)?;
-    let quality = app::quality::stored_report(state, v.id).await?;
-    let protocol_notices =
-        app::protocols::agent_protocol_status(state, &v.spec.0, v.lockfile.as_ref().map(|l| &l.0))
-            .await
-            .map_err(CatalogError::internal)?
-            .into_iter()
-            .map(|n| ProtocolNotice {
-                name: n.name,
-                version: n.version.map(|v| v.to_string()),
-                message: n.message,
-                is_error: n.is_error,
-            })
-            .collect();
+    let (found, loaded) = version_page(state, session, Kind::Agent, name, version).await?;
+    let v = found.version();
+    let protocol_notices = found
+        .protocol_notes
+        .iter()
+        .map(|n| ProtocolNotice {
+            name: n.name.clone(),
+            version: n.version.as_ref().map(ToString::to_string),
+            message: n.message.clone(),
+            is_error: n.is_error,
+        })
+        .collect();
     let trust = ContainerExtras::stored_trust(v.extras.as_ref().map(|e| &e.0));
     let requests = trust.as_ref().map(|t| t.requests());
     Ok(AgentPage {
@@ -182,14 +190,14 @@ pub async fn agent_page(
             .map(views::undeclared)
             .unwrap_or_default(),
         statements: trust.map(|t| t.statements()).unwrap_or_default(),
-        quality,
+        quality: found.quality.clone(),
         protocol_notices,
         agent: agent_version_view(&loaded, v)?,
         versions: loaded.summaries(),
-        artifact: artifact(state, v).await?,
+        artifact: artifact(&found),
         owners: loaded.owners(),
         total_downloads: loaded.total_downloads(),
-        owner_controls: owner_controls(state, session.0.as_ref(), loaded.page.package.id).await?,
+        owner_controls: owner_controls(&found, session.0.as_ref()),
     })
 }
 
@@ -291,11 +299,7 @@ pub async fn agent_diff(
     ))
 }
 
-async fn reverse_dependencies(
-    state: &AppState,
-    tool: &PackageName,
-) -> Result<ReverseDependencies, CatalogError> {
-    let rows = catalog::dependents(state, tool).await?;
+fn reverse_dependencies(rows: &[DependentRow]) -> ReverseDependencies {
     // One entry per dependent package: its newest version that uses the tool.
     let mut newest: BTreeMap<(Kind, String), DependentView> = BTreeMap::new();
     for row in rows {
@@ -303,10 +307,13 @@ async fn reverse_dependencies(
         let candidate = DependentView {
             package: VersionRef {
                 kind: row.kind,
-                name: row.name,
-                version: row.version,
+                name: row.name.clone(),
+                version: row.version.clone(),
             },
-            requirement: row.requirement.unwrap_or_else(|| "locked".to_owned()),
+            requirement: row
+                .requirement
+                .clone()
+                .unwrap_or_else(|| "locked".to_owned()),
         };
         match newest.get(&key) {
             Some(kept) if kept.package.version >= candidate.package.version => {}
@@ -324,11 +331,11 @@ async fn reverse_dependencies(
             .cmp(&(b.package.kind != Kind::Agent, b.package.name.as_str()))
     });
     items.truncate(MAX_DEPENDENTS_SHOWN);
-    Ok(ReverseDependencies {
+    ReverseDependencies {
         agent_count,
         tool_count,
         items,
-    })
+    }
 }
 
 async fn tool_page(
@@ -337,18 +344,18 @@ async fn tool_page(
     name: &str,
     version: Option<&Version>,
 ) -> Result<ToolPage, CatalogError> {
-    let loaded = load(state, Kind::Tool, name).await?;
-    let v = loaded.pick(version)?;
+    let (found, loaded) = version_page(state, session, Kind::Tool, name, version).await?;
+    let v = found.version();
     let extras = extras(v);
     Ok(ToolPage {
         chrome: session.chrome(),
         tool: views::tool_view(&loaded.name, &v.version, &v.spec.0, &extras),
         versions: loaded.summaries(),
-        artifact: artifact(state, v).await?,
+        artifact: artifact(&found),
         owners: loaded.owners(),
         total_downloads: loaded.total_downloads(),
-        used_by: reverse_dependencies(state, &loaded.name).await?,
-        owner_controls: owner_controls(state, session.0.as_ref(), loaded.page.package.id).await?,
+        used_by: reverse_dependencies(&found.dependents),
+        owner_controls: owner_controls(&found, session.0.as_ref()),
     })
 }
 
