@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use agentlang_core::{
     Version,
     agent::AgentSpec,
-    lockfile::{Lockfile, Sha256Hash},
+    digest::Sha256Digest,
+    lockfile::Lockfile,
     protocols::{
         self, KnownProtocol, ProtocolEntry, ProtocolName, ProtocolReport, ProtocolSource,
         ProtocolStatus, ProtocolVersion,
@@ -121,7 +122,7 @@ pub fn fetch_protocol(client: &Client, name: &ProtocolName) -> Result<Option<Kno
     let mut versions = Vec::with_capacity(info.versions.len());
     for v in info.versions {
         if let Some(hex) = v.sha256 {
-            let hash = Sha256Hash::parse(&format!("sha256:{hex}"))
+            let hash = Sha256Digest::parse_hex(&hex)
                 .with_context(|| format!("the registry's hash of {name} {}", v.version))?;
             hashes.insert(v.version.clone(), hash);
         }

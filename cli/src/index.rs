@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use agentlang_core::{PackageName, Version, container::Sha256Digest};
+use agentlang_core::{PackageName, Version, digest::Sha256Digest};
 use anyhow::{Context, Result};
 use semver::VersionReq;
 use serde::Deserialize;

@@ -29,13 +29,14 @@ use std::{
 
 use agentlang_core::{
     Kind, MemberPath, PackageName, Version,
-    container::{self, Container, Limits, Sha256Digest},
+    container::{self, Container, Limits},
+    digest::Sha256Digest,
     host::{HostProfile, HostReport, ToolAt, ToolCapabilities},
     lockcheck::{
         MemberHashes, ProblemKind, PublishedTool, PublishedTools, YankPolicy, check_local,
         check_tools,
     },
-    lockfile::{Lockfile, ResolvedAt, Sha256Hash},
+    lockfile::{Lockfile, ResolvedAt},
     package::{AgentPackage, Members, Package, validate_package},
     signing::{KeyId, PublicKey},
     tool::ToolSpec,
@@ -236,9 +237,9 @@ fn verify_artifact(dir: &Path, a: &Artifact) -> Result<(Container, Package)> {
         bail!(
             "{} has sha256 {}, but {} was installed as {}",
             path.display(),
-            container.sha256(),
+            container.sha256().hex(),
             a.name,
-            a.sha256
+            a.sha256.hex()
         );
     }
     let m = container.manifest();
@@ -300,14 +301,14 @@ fn check_install_lock(pkg: &AgentPackage, agent: &Container, tools: &[LoadedTool
             &t.artifact.name,
             vec![PublishedTool {
                 version: t.artifact.version.clone(),
-                hash: Sha256Hash::from_bytes(*t.artifact.sha256.as_bytes()),
+                hash: t.artifact.sha256,
                 yanked: false,
                 dependencies: t.spec.dependency_requirements(),
             }],
         );
     }
     for (name, pin) in &lock.tools {
-        let pinned = Sha256Digest::from_bytes(*pin.hash.as_bytes());
+        let pinned = pin.hash;
         match tools
             .iter()
             .find(|t| t.artifact.name.normalized() == name.normalized())
@@ -321,10 +322,10 @@ fn check_install_lock(pkg: &AgentPackage, agent: &Container, tools: &[LoadedTool
                     "tools.{name}: pinned at {}@{} ({}), but {}@{} ({}) is installed",
                     name,
                     pin.version,
-                    pin.hash,
+                    pin.hash.to_prefixed(),
                     t.artifact.name,
                     t.artifact.version,
-                    t.artifact.sha256
+                    t.artifact.sha256.hex()
                 ));
             }
             Some(_) => {}
@@ -423,7 +424,8 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
                 label(&manifest.agent),
                 format!(
                     "sha256 {} · signed by {}",
-                    manifest.agent.sha256, manifest.agent.signer.key_id
+                    manifest.agent.sha256.hex(),
+                    manifest.agent.signer.key_id
                 ),
             ));
             Some((container, *pkg))
@@ -444,7 +446,7 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
             Ok((_, Package::Tool(tool))) => {
                 checks.push(Check::pass(
                     label(a),
-                    format!("sha256 {} · signed by {}", a.sha256, a.signer.key_id),
+                    format!("sha256 {} · signed by {}", a.sha256.hex(), a.signer.key_id),
                 ));
                 tools.push(LoadedTool {
                     artifact: a.clone(),
@@ -577,7 +579,7 @@ impl Fetcher<'_> {
             bail!(
                 "the registry's record of {label} has sha256 {}, but the lock and index say {}",
                 record.sha256,
-                expected
+                expected.hex()
             );
         }
         let path = into.join(rel.as_str());
@@ -607,7 +609,9 @@ impl Fetcher<'_> {
         let actual = Sha256Digest::from_bytes(hashing.hasher.finalize().into());
         if actual != expected {
             bail!(
-                "the download of {label} has sha256 {actual}, but the lock and the registry's index say {expected}"
+                "the download of {label} has sha256 {}, but the lock and the registry's index say {}",
+                actual.hex(),
+                expected.hex()
             );
         }
         file.sync_all()?;
@@ -709,7 +713,7 @@ fn locked_tools(
             }
             versions.push(PublishedTool {
                 version: e.version.clone(),
-                hash: Sha256Hash::from_bytes(*digest.as_bytes()),
+                hash: digest,
                 yanked: e.yanked,
                 dependencies: e.dependencies()?,
             });
@@ -736,7 +740,7 @@ fn locked_tools(
 
     let mut tools = Vec::new();
     for (name, pin) in &lock.tools {
-        let expected = Sha256Digest::from_bytes(*pin.hash.as_bytes());
+        let expected = pin.hash;
         // check_tools has compared the pin with the index already; this is
         // the same fact, kept explicit where the download is checked.
         if index_hashes.get(&name.normalized()) != Some(&expected) {
@@ -835,7 +839,7 @@ impl<'a> PinnedTools<'a> {
                 out.push(known.clone());
                 continue;
             }
-            let expected = Sha256Digest::from_bytes(*pin.hash.as_bytes());
+            let expected = pin.hash;
             let caps = match fetch_tool(
                 &mut self.fetcher,
                 name,
@@ -967,7 +971,7 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
                 dir.display(),
                 current.agent.name,
                 current.agent.version,
-                expected
+                expected.hex()
             );
         }
         // A damaged install of the same version is installed again.

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use agentlang_core::{
     MemberPath, PackageName, SourceTree,
-    lockfile::{LockedAgent, Lockfile, Sha256Hash},
+    digest::Sha256Digest,
+    lockfile::{LockedAgent, Lockfile},
     package::{AgentPackage, LOCK_FILE},
 };
 use semver::VersionReq;
@@ -67,7 +68,7 @@ impl LockChange {
 /// Entries of one lock section, reduced to what a diff compares.
 struct Entry {
     version: Option<semver::Version>,
-    hash: Option<Sha256Hash>,
+    hash: Option<Sha256Digest>,
 }
 
 fn diff_section(
@@ -203,7 +204,7 @@ pub fn diff(old: Option<&Lockfile>, new: &Lockfile) -> Vec<LockChange> {
 pub struct LocalLock {
     /// The agent's own files (every packed member except agent.lock and the
     /// subagent files, which the agents section covers).
-    pub files: BTreeMap<MemberPath, Sha256Hash>,
+    pub files: BTreeMap<MemberPath, Sha256Digest>,
     pub agents: BTreeMap<PackageName, LockedAgent>,
     /// Registry tools and their merged requirements (`None`: newest).
     pub tools: BTreeMap<PackageName, Option<VersionReq>>,
@@ -219,7 +220,7 @@ impl LocalLock {
         let files = members
             .iter()
             .filter(|(p, _)| p.as_str() != LOCK_FILE && !pkg.subagents.contains_key(*p))
-            .map(|(p, b)| (p.clone(), Sha256Hash::digest(b)))
+            .map(|(p, b)| (p.clone(), Sha256Digest::of(b)))
             .collect();
         let parent_version = pkg.agent.version.clone();
         let agents = pkg
@@ -229,7 +230,7 @@ impl LocalLock {
                 // A subagent is versioned with its parent unless it says
                 // otherwise.
                 let version = spec.version.clone().or_else(|| parent_version.clone())?;
-                let hash = Sha256Hash::digest(members.get(path.as_str()).unwrap_or_default());
+                let hash = Sha256Digest::of(members.get(path.as_str()).unwrap_or_default());
                 Some((spec.name.clone(), LockedAgent { version, hash }))
             })
             .collect();
@@ -359,7 +360,7 @@ mod tests {
     fn tool(v: &str, req: Option<&str>) -> LockedTool {
         LockedTool {
             version: Version::parse(v).unwrap(),
-            hash: Sha256Hash::digest(v.as_bytes()),
+            hash: Sha256Digest::of(v.as_bytes()),
             requirement: req.map(|r| VersionReq::parse(r).unwrap()),
             dependencies: BTreeSet::new(),
         }
@@ -429,11 +430,11 @@ mod tests {
             name("writer"),
             LockedAgent {
                 version: Version::parse("1.0.0").unwrap(),
-                hash: Sha256Hash::digest(b"old"),
+                hash: Sha256Digest::of(b"old"),
             },
         );
         let mut new = old.clone();
-        new.agents.get_mut(&name("writer")).unwrap().hash = Sha256Hash::digest(b"new");
+        new.agents.get_mut(&name("writer")).unwrap().hash = Sha256Digest::of(b"new");
         let d = diff(Some(&old), &new);
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].describe(), "~ subagent writer 1.0.0 (content changed)");
@@ -443,7 +444,7 @@ mod tests {
         LocalLock {
             files: [(
                 MemberPath::new("agent.yaml").unwrap(),
-                Sha256Hash::digest(b"agent"),
+                Sha256Digest::of(b"agent"),
             )]
             .into(),
             agents: BTreeMap::new(),
@@ -543,12 +544,10 @@ mod tests {
         );
         l.files.insert(
             MemberPath::new("agent.yaml").unwrap(),
-            Sha256Hash::digest(b"before"),
+            Sha256Digest::of(b"before"),
         );
-        l.files.insert(
-            MemberPath::new("ux.yaml").unwrap(),
-            Sha256Hash::digest(b"ux"),
-        );
+        l.files
+            .insert(MemberPath::new("ux.yaml").unwrap(), Sha256Digest::of(b"ux"));
         assert_eq!(
             stale_reasons(&l, &local),
             [

@@ -12,7 +12,7 @@ use std::{path::PathBuf, thread, time::Duration};
 
 use agentlang_core::{
     Kind, PackageName, Version,
-    container::Sha256Digest,
+    digest::Sha256Digest,
     tlog::{self, OpenedCheckpoint, TileProofs, WitnessKey},
 };
 use anyhow::{Context, Result, anyhow, bail};

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use agentlang_core::{
     PackageName, Version,
-    lockfile::Sha256Hash,
+    digest::Sha256Digest,
     resolve::{Cancel, MemorySource, Request, ResolveError, VersionEntry, resolve},
 };
 use semver::VersionReq;
@@ -49,7 +49,7 @@ fn entry(version: &str, dependencies: Vec<(PackageName, VersionReq)>) -> Version
     VersionEntry {
         version: Version::parse(version).expect("synthetic versions are valid"),
         yanked: false,
-        hash: Sha256Hash::digest(version.as_bytes()),
+        hash: Sha256Digest::of(version.as_bytes()),
         dependencies: dependencies.into_iter().collect(),
     }
 }

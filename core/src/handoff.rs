@@ -349,7 +349,7 @@ pub fn build(input: &HandoffInput<'_>) -> Result<Handoff, HandoffError> {
             HandoffTool {
                 name: t.name.to_string(),
                 version: t.locked.version.to_string(),
-                hash: t.locked.hash.to_string(),
+                hash: t.locked.hash.to_prefixed(),
                 kind: t.spec.kind().to_string(),
                 description: t.spec.description().to_owned(),
                 input_schema: t.spec.input_schema().clone(),

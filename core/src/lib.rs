@@ -10,6 +10,7 @@ pub mod constraints;
 pub mod container;
 pub mod crypt;
 pub mod diagnostics;
+pub mod digest;
 pub mod events;
 pub mod handoff;
 pub mod host;

@@ -25,7 +25,8 @@ use crate::{
     PackageName, SourceTree, Version,
     container::Manifest,
     crypt::ENCRYPTED_SUFFIX,
-    lockfile::{Lockfile, Sha256Hash},
+    digest::Sha256Digest,
+    lockfile::Lockfile,
     package::{AgentPackage, LOCK_FILE},
     tree::MemberPath,
 };
@@ -89,7 +90,7 @@ pub fn first_kind(problems: &[LockProblem]) -> Option<(ProblemKind, Vec<&LockPro
 /// One member's digest, and whether the member is an encrypted envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct MemberDigest {
-    hash: Sha256Hash,
+    hash: Sha256Digest,
     encrypted: bool,
 }
 
@@ -104,7 +105,7 @@ impl MemberHashes {
             tree.iter()
                 .map(|(p, b)| {
                     let digest = MemberDigest {
-                        hash: Sha256Hash::digest(b),
+                        hash: Sha256Digest::of(b),
                         encrypted: false,
                     };
                     (p.clone(), digest)
@@ -122,7 +123,7 @@ impl MemberHashes {
                 .iter()
                 .map(|f| {
                     let digest = MemberDigest {
-                        hash: Sha256Hash::from_bytes(*f.sha256.as_bytes()),
+                        hash: f.sha256,
                         encrypted: f.encrypted,
                     };
                     (f.path.clone(), digest)
@@ -131,7 +132,7 @@ impl MemberHashes {
         )
     }
 
-    pub fn get(&self, path: &str) -> Option<Sha256Hash> {
+    pub fn get(&self, path: &str) -> Option<Sha256Digest> {
         self.0.get(path).map(|d| d.hash)
     }
 
@@ -179,7 +180,11 @@ pub fn check_local(pkg: &AgentPackage, hashes: &MemberHashes) -> Vec<LockProblem
             Some(actual) => problems.push(LockProblem::new(
                 ProblemKind::Files,
                 field,
-                format!("{path} is locked at {locked}, but the file hashes to {actual}"),
+                format!(
+                    "{path} is locked at {}, but the file hashes to {}",
+                    locked.to_prefixed(),
+                    actual.to_prefixed()
+                ),
             )),
             // The plaintext of an encrypted member is the publisher's
             // secret: its hash cannot be checked here (module docs).
@@ -231,8 +236,10 @@ pub fn check_local(pkg: &AgentPackage, hashes: &MemberHashes) -> Vec<LockProblem
                 ProblemKind::Agents,
                 field,
                 format!(
-                    "subagent {} is pinned at {}, but {path} hashes to {actual}",
-                    spec.name, locked.hash
+                    "subagent {} is pinned at {}, but {path} hashes to {}",
+                    spec.name,
+                    locked.hash.to_prefixed(),
+                    actual.to_prefixed()
                 ),
             )),
             None => problems.push(LockProblem::new(
@@ -272,7 +279,7 @@ pub fn check_local(pkg: &AgentPackage, hashes: &MemberHashes) -> Vec<LockProblem
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublishedTool {
     pub version: Version,
-    pub hash: Sha256Hash,
+    pub hash: Sha256Digest,
     pub yanked: bool,
     /// The tool's own tool requirements.
     pub dependencies: BTreeMap<PackageName, VersionReq>,
@@ -402,7 +409,9 @@ pub fn check_tools(
                 field.clone(),
                 format!(
                     "{name} {} is pinned at {}, but this registry holds {}",
-                    pin.version, pin.hash, found.hash
+                    pin.version,
+                    pin.hash.to_prefixed(),
+                    found.hash.to_prefixed()
                 ),
             ));
         }
@@ -512,7 +521,7 @@ mod tests {
                 .or_insert_with(|| (name(n), Vec::new()));
             slot.1.push(PublishedTool {
                 version: Version::parse(v).unwrap(),
-                hash: Sha256Hash::digest(format!("{n}@{v}").as_bytes()),
+                hash: Sha256Digest::of(format!("{n}@{v}").as_bytes()),
                 yanked: *yanked,
                 dependencies: deps
                     .iter()
@@ -534,7 +543,7 @@ mod tests {
                 name(n),
                 crate::lockfile::LockedTool {
                     version: Version::parse(v).unwrap(),
-                    hash: Sha256Hash::digest(format!("{n}@{v}").as_bytes()),
+                    hash: Sha256Digest::of(format!("{n}@{v}").as_bytes()),
                     requirement: None,
                     dependencies: BTreeSet::new(),
                 },
@@ -580,7 +589,7 @@ mod tests {
             ("stray", "0.1.0"),
             ("ghost", "1.0.0"),
         ]);
-        l.tools.get_mut(&name("web_fetch")).unwrap().hash = Sha256Hash::digest(b"other");
+        l.tools.get_mut(&name("web_fetch")).unwrap().hash = Sha256Digest::of(b"other");
         let problems = check_tools(
             &reqs(&[("web_search", "^1.3"), ("sqlite", "*"), ("artifacts", "*")]),
             &l,

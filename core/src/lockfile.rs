@@ -7,12 +7,13 @@
 //! versions, names or timestamps are errors, and the bytes pass the bounded
 //! [`crate::yaml::from_slice`] first.
 
-use std::{collections::BTreeMap, collections::BTreeSet, fmt, str::FromStr};
+use std::{collections::BTreeMap, collections::BTreeSet, fmt};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::{OffsetDateTime, UtcOffset, format_description::well_known::Rfc3339};
 
 use crate::{
+    digest::{DigestError, Sha256Digest},
     names::{PackageName, Version},
     tree::MemberPath,
     yaml::{YamlError, YamlLimits},
@@ -30,8 +31,8 @@ pub enum LockfileError {
     Yaml(#[from] YamlError),
     #[error("agent.lock could not be written: {0}")]
     Write(String),
-    #[error("{0:?} is not a hash of the form sha256:<64 lowercase hex digits>")]
-    BadHash(String),
+    #[error(transparent)]
+    BadHash(#[from] DigestError),
     #[error("{0:?} is not an RFC 3339 UTC timestamp like 2025-01-29T10:30:00Z")]
     BadTimestamp(String),
     #[error("SOURCE_DATE_EPOCH={0:?} is not a whole number of seconds in the supported range")]
@@ -42,100 +43,6 @@ pub enum LockfileError {
     BadModelId(String),
     #[error("{0} is not a price (a finite, non-negative number)")]
     BadPrice(f64),
-}
-
-/// A SHA-256 digest spelled `sha256:` followed by 64 lowercase hex digits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Sha256Hash([u8; 32]);
-
-impl Sha256Hash {
-    pub const PREFIX: &'static str = "sha256:";
-
-    pub fn from_bytes(digest: [u8; 32]) -> Self {
-        Self(digest)
-    }
-
-    /// The digest of `data`.
-    pub fn digest(data: &[u8]) -> Self {
-        use sha2::Digest;
-        Self(sha2::Sha256::digest(data).into())
-    }
-
-    pub fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-
-    /// The 64 lowercase hex digits without the `sha256:` prefix (the form
-    /// `manifest.json` and the `ETag` use).
-    pub fn to_hex(&self) -> String {
-        self.hex_digits().as_str().to_owned()
-    }
-
-    /// The 64 lowercase hex digits, without allocating: locks print one per
-    /// tool, and a registry serializes many locks.
-    fn hex_digits(&self) -> HexDigits {
-        let mut out = [0u8; 64];
-        // Cannot fail: the buffer is exactly twice the digest's length.
-        let _ = hex::encode_to_slice(self.0, &mut out);
-        HexDigits(out)
-    }
-
-    /// Parses `sha256:<hex>`. Uppercase hex is refused: one digest must have
-    /// one spelling, or byte-identical lockfiles stop being a thing.
-    pub fn parse(s: &str) -> Result<Self, LockfileError> {
-        let bad = || LockfileError::BadHash(s.to_owned());
-        let hex_part = s.strip_prefix(Self::PREFIX).ok_or_else(bad)?;
-        if hex_part.len() != 64
-            || !hex_part
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
-            return Err(bad());
-        }
-        let mut digest = [0u8; 32];
-        hex::decode_to_slice(hex_part, &mut digest).map_err(|_| bad())?;
-        Ok(Self(digest))
-    }
-}
-
-/// Hex digits on the stack.
-struct HexDigits([u8; 64]);
-
-impl HexDigits {
-    fn as_str(&self) -> &str {
-        // Hex digits are ASCII.
-        std::str::from_utf8(&self.0).unwrap_or_default()
-    }
-}
-
-impl fmt::Display for Sha256Hash {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(Self::PREFIX)?;
-        f.write_str(self.hex_digits().as_str())
-    }
-}
-
-impl FromStr for Sha256Hash {
-    type Err = LockfileError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s)
-    }
-}
-
-impl Serialize for Sha256Hash {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut text = [0u8; Self::PREFIX.len() + 64];
-        text[..Self::PREFIX.len()].copy_from_slice(Self::PREFIX.as_bytes());
-        text[Self::PREFIX.len()..].copy_from_slice(&self.hex_digits().0);
-        s.serialize_str(std::str::from_utf8(&text).unwrap_or_default())
-    }
-}
-
-impl<'de> Deserialize<'de> for Sha256Hash {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Self::parse(&s).map_err(serde::de::Error::custom)
-    }
 }
 
 /// A UTC instant with whole seconds, written `2025-01-29T10:30:00Z`.
@@ -312,7 +219,8 @@ pub struct LockedTool {
     pub version: Version,
     /// Of the `.tool` container.
     #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^sha256:[0-9a-f]{64}$"))]
-    pub hash: Sha256Hash,
+    #[serde(with = "crate::digest::prefixed")]
+    pub hash: Sha256Digest,
     /// The requirement it was resolved against, as the agent wrote it; absent
     /// for tools that only other tools depend on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -333,7 +241,8 @@ pub struct LockedAgent {
     pub version: Version,
     /// Of the subagent file.
     #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^sha256:[0-9a-f]{64}$"))]
-    pub hash: Sha256Hash,
+    #[serde(with = "crate::digest::prefixed")]
+    pub hash: Sha256Digest,
 }
 
 /// What the agent was resolved against for one model.
@@ -370,7 +279,8 @@ pub struct LockedProtocol {
     /// Of the `.protocol` container, for a published custom protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, pattern = "^sha256:[0-9a-f]{64}$"))]
-    pub hash: Option<Sha256Hash>,
+    #[serde(with = "crate::digest::prefixed::option")]
+    pub hash: Option<Sha256Digest>,
 }
 
 /// A whole `agent.lock`.
@@ -399,9 +309,9 @@ pub struct Lockfile {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, LockedProtocol>))]
     pub protocols: BTreeMap<crate::protocols::ProtocolName, LockedProtocol>,
-    #[serde(default)]
+    #[serde(default, with = "crate::digest::prefixed::map")]
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, String>))]
-    pub files: BTreeMap<MemberPath, Sha256Hash>,
+    pub files: BTreeMap<MemberPath, Sha256Digest>,
 }
 
 impl Lockfile {
@@ -449,29 +359,6 @@ impl Lockfile {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hash_round_trips_and_rejects_other_spellings() {
-        let h = Sha256Hash::digest(b"abc");
-        let s = h.to_string();
-        assert_eq!(
-            s,
-            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-        assert_eq!(Sha256Hash::parse(&s).unwrap(), h);
-        for bad in [
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
-            "sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD",
-            "sha256:ba7816bf",
-            "sha512:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
-            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015az",
-        ] {
-            assert!(
-                matches!(Sha256Hash::parse(bad), Err(LockfileError::BadHash(s)) if s == bad),
-                "{bad}"
-            );
-        }
-    }
 
     #[test]
     fn timestamps_are_utc_and_canonical() {

@@ -31,7 +31,7 @@ use crate::{
         reader::{Fields, Reader},
     },
     diagnostics::{Diagnostic, Diagnostics, index, join},
-    lockfile::Sha256Hash,
+    digest::Sha256Digest,
     names::{NameError, PackageName, Version},
     yaml::{YamlLimits, parse_value},
 };
@@ -809,7 +809,7 @@ pub struct ProtocolChoice {
     pub version: Version,
     pub source: ProtocolSource,
     /// Of the `.protocol` container, for a published custom protocol.
-    pub hash: Option<Sha256Hash>,
+    pub hash: Option<Sha256Digest>,
     pub deprecated: Option<(Version, String)>,
 }
 
@@ -819,7 +819,7 @@ pub struct KnownProtocol {
     pub entry: ProtocolEntry,
     pub source: ProtocolSource,
     /// Container hashes of a package-backed protocol's versions.
-    pub hashes: BTreeMap<Version, Sha256Hash>,
+    pub hashes: BTreeMap<Version, Sha256Digest>,
 }
 
 /// The outcome of checking an agent's `protocols:` against a catalog.

@@ -6,7 +6,7 @@
 
 use sqlx::{Database, Decode, Encode, Type, encode::IsNull, error::BoxDynError};
 
-use crate::{Kind, PackageName, Username, Version, container::Sha256Digest, signing::KeyId};
+use crate::{Kind, PackageName, Username, Version, digest::Sha256Digest, signing::KeyId};
 
 /// Implements `Type`, `Decode` and `Encode` for a newtype stored as text:
 /// `parse` builds it from the column's `&str`, `text` gives its spelling.

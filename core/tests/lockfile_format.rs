@@ -4,9 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agentlang_core::{
     MemberPath, PackageName, Version,
+    digest::Sha256Digest,
     lockfile::{
         LockedAgent, LockedModel, LockedTool, Lockfile, LockfileError, ModelId, Price, ResolvedAt,
-        Sha256Hash,
     },
     yaml::{YamlError, YamlLimits},
 };
@@ -24,7 +24,7 @@ fn sample() -> Lockfile {
         name("web_search"),
         LockedTool {
             version: Version::parse("1.2.0").unwrap(),
-            hash: Sha256Hash::digest(b"web_search@1.2.0.tool"),
+            hash: Sha256Digest::of(b"web_search@1.2.0.tool"),
             requirement: Some(semver::VersionReq::parse("1.2.0").unwrap()),
             dependencies: BTreeSet::from([name("web_fetch")]),
         },
@@ -33,7 +33,7 @@ fn sample() -> Lockfile {
         name("web_fetch"),
         LockedTool {
             version: Version::parse("1.0.0").unwrap(),
-            hash: Sha256Hash::digest(b"web_fetch@1.0.0.tool"),
+            hash: Sha256Digest::of(b"web_fetch@1.0.0.tool"),
             requirement: None,
             dependencies: BTreeSet::new(),
         },
@@ -42,7 +42,7 @@ fn sample() -> Lockfile {
         name("academic-researcher"),
         LockedAgent {
             version: Version::parse("1.0.0").unwrap(),
-            hash: Sha256Hash::digest(b"academic-researcher.yaml"),
+            hash: Sha256Digest::of(b"academic-researcher.yaml"),
         },
     );
     lock.models.insert(
@@ -57,11 +57,11 @@ fn sample() -> Lockfile {
     lock.files = BTreeMap::from([
         (
             MemberPath::new("prompt.yaml").unwrap(),
-            Sha256Hash::digest(b"prompt"),
+            Sha256Digest::of(b"prompt"),
         ),
         (
             MemberPath::new("agent.yaml").unwrap(),
-            Sha256Hash::digest(b"agent"),
+            Sha256Digest::of(b"agent"),
         ),
     ]);
     lock

@@ -1,9 +1,13 @@
 //! CLowl 0.2: the spec's examples, every rule with its E-code, and the reply
 //! constructors.
 
-use agentlang_core::protocol::clowl::{
-    Body, BodyKind, ClowlError, ContentHash, Context, ContextContent, DelegationMode, ErrorBody,
-    ErrorCategory, ErrorCode, Id, MAX_INLINE_CHARS, Message, Performative, Recipient,
+use agentlang_core::{
+    digest::Sha256Digest,
+    protocol::clowl::{
+        Body, BodyKind, ClowlError, Context, ContextContent, DelegationMode, ErrorBody,
+        ErrorCategory, ErrorCode, Id, MAX_INLINE_CHARS, Message, Performative, Recipient,
+        parse_ctx_hash,
+    },
 };
 use serde_json::{Map, Value, json};
 
@@ -704,7 +708,7 @@ fn rejected_bytes_get_an_err_threaded_where_possible() {
 #[test]
 fn ctx_resolution_follows_the_spec_rules() {
     let content = b"# MCP vs A2A";
-    let hash = ContentHash::of(content);
+    let hash = Sha256Digest::of(content);
     let ctx = Context::new(
         Some("research/a.md".into()),
         Some("summary".into()),
@@ -729,9 +733,9 @@ fn ctx_resolution_follows_the_spec_rules() {
         (ErrorCode::E003, Some("ctx"))
     );
 
-    assert_eq!(ContentHash::parse(&hash.to_hex()), Ok(hash));
+    assert_eq!(parse_ctx_hash(&hash.to_hex()), Ok(hash));
     assert_eq!(
-        ContentHash::parse(&format!("sha256:{}", hash.to_hex().to_uppercase())),
+        parse_ctx_hash(&format!("sha256:{}", hash.to_hex().to_uppercase())),
         Ok(hash)
     );
     let err = Context::new(None, Some("x".repeat(MAX_INLINE_CHARS + 1)), None).unwrap_err();

@@ -10,7 +10,8 @@ use agent_support::load_fixture;
 use agentlang_core::{
     MemberPath, SourceTree, Version,
     agent::parse_agent,
-    lockfile::{LockedProtocol, Lockfile, ResolvedAt, Sha256Hash},
+    digest::Sha256Digest,
+    lockfile::{LockedProtocol, Lockfile, ResolvedAt},
     package::validate_agent_tree,
     protocols::{
         KnownProtocol, ProtocolEntry, ProtocolName, ProtocolSource, ProtocolStatus,
@@ -54,7 +55,7 @@ fn catalog() -> BTreeMap<String, KnownProtocol> {
         vec![stable("2024.11.5"), stable("2025.6.18")],
     )
     .unwrap();
-    let hash = Sha256Hash::digest(b"acme-stream 1.1.0");
+    let hash = Sha256Digest::of(b"acme-stream 1.1.0");
     let stream = KnownProtocol {
         entry: ProtocolEntry::new(String::new(), vec![stable("1.0.0"), stable("1.1.0")]).unwrap(),
         source: ProtocolSource::Package,
@@ -124,7 +125,7 @@ fn unknown_unsatisfiable_and_published_protocols() {
     let stream = &report.choices[0];
     assert_eq!(stream.version, v("1.1.0"));
     assert_eq!(stream.source, ProtocolSource::Package);
-    assert_eq!(stream.hash, Some(Sha256Hash::digest(b"acme-stream 1.1.0")));
+    assert_eq!(stream.hash, Some(Sha256Digest::of(b"acme-stream 1.1.0")));
 }
 
 #[test]

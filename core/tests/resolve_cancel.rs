@@ -9,7 +9,7 @@ use std::{
 
 use agentlang_core::{
     PackageName, Version,
-    lockfile::Sha256Hash,
+    digest::Sha256Digest,
     resolve::{Cancel, PackageSource, Request, ResolveError, SourceError, VersionEntry, resolve},
 };
 
@@ -36,7 +36,7 @@ impl PackageSource for Endless {
             .map(|minor| VersionEntry {
                 version: Version::parse(&format!("1.{minor}.0")).unwrap(),
                 yanked: false,
-                hash: Sha256Hash::digest(name.as_str().as_bytes()),
+                hash: Sha256Digest::of(name.as_str().as_bytes()),
                 dependencies: [(next.clone(), semver::VersionReq::parse("^1").unwrap())].into(),
             })
             .collect();

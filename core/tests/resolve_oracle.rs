@@ -5,7 +5,7 @@ mod resolve_support;
 
 use std::collections::BTreeMap;
 
-use agentlang_core::lockfile::Sha256Hash;
+use agentlang_core::digest::Sha256Digest;
 use agentlang_core::resolve::{MemorySource, Request, ResolveError, VersionEntry};
 use proptest::prelude::*;
 use resolve_support::*;
@@ -124,7 +124,7 @@ impl Case {
                     VersionEntry {
                         version: p.version.clone().into(),
                         yanked: p.yanked,
-                        hash: Sha256Hash::digest(p.version.to_string().as_bytes()),
+                        hash: Sha256Digest::of(p.version.to_string().as_bytes()),
                         dependencies: p
                             .deps
                             .iter()

@@ -5,7 +5,7 @@ mod resolve_support;
 
 use agentlang_core::{
     PackageName,
-    lockfile::Sha256Hash,
+    digest::Sha256Digest,
     resolve::{Cancel, PackageSource, ResolveError, SourceError, VersionEntry, resolve},
 };
 use resolve_support::*;
@@ -146,7 +146,7 @@ fn the_order_a_source_lists_versions_in_does_not_matter() {
     assert_eq!(chosen(&got)["t"], "1.10.0");
     assert_eq!(
         got.tools[&PackageName::new("t").unwrap()].hash,
-        Sha256Hash::digest(b"t@1.10.0")
+        Sha256Digest::of(b"t@1.10.0")
     );
     let got = run(&source, &request(&[("t", Some("<1.10"))], &[])).unwrap();
     assert_eq!(chosen(&got)["t"], "1.9.0");
@@ -235,7 +235,7 @@ fn dependencies_are_resolved_transitively_into_lock_entries() {
     );
     let search = &got.tools[&name("web_search")];
     assert_eq!(search.requirement, Some(req("^1.2.0")));
-    assert_eq!(search.hash, Sha256Hash::digest(b"web_search@1.2.0"));
+    assert_eq!(search.hash, Sha256Digest::of(b"web_search@1.2.0"));
     assert_eq!(got.tools[&name("web_fetch")].requirement, None);
 
     let lock = got.into_lock_tools();

@@ -265,7 +265,7 @@ fn logged(env: &Env, c: &Container, file: &Path) -> Result<u64> {
         )))
         .with_context(|| format!("looking up {} {}@{}", m.kind(), m.name(), m.version()))?;
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let sha256 = agentlang_core::container::Sha256Digest::of(&bytes);
+    let sha256 = agentlang_core::digest::Sha256Digest::of(&bytes);
     crate::tlog::check_version(
         &client,
         &env.log,

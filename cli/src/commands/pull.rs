@@ -8,7 +8,10 @@ use std::{
     process::ExitCode,
 };
 
-use agentlang_core::container::{self, Limits, Sha256Digest};
+use agentlang_core::{
+    container::{self, Limits},
+    digest::Sha256Digest,
+};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 use sha2::{Digest, Sha256};

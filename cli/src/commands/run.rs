@@ -100,7 +100,7 @@ fn container_prompt(args: &RunArgs, c: &Container, package: &AgentPackage) -> Re
 fn from_install(args: &RunArgs, loaded: install::LoadedInstall) -> Result<Prepared> {
     let prompt = container_prompt(args, &loaded.agent, &loaded.package)?;
     Ok(Prepared {
-        agent_hash: Some(format!("sha256:{}", loaded.manifest.agent.sha256)),
+        agent_hash: Some(loaded.manifest.agent.sha256.to_prefixed()),
         prompt,
         tools_base: loaded.dir.clone(),
         dir: loaded.dir,

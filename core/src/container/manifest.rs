@@ -15,12 +15,14 @@ use serde::{
     Deserialize, Deserializer, Serialize, Serializer,
     de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor},
 };
-use sha2::{Digest, Sha256};
 use time::{
     OffsetDateTime, UtcOffset, format_description::well_known::Rfc3339, macros::format_description,
 };
 
-use crate::{Kind, MemberPath, PackageName, Version, crypt::ENCRYPTED_SUFFIX, signing::KeyId};
+use crate::{
+    Kind, MemberPath, PackageName, Version, crypt::ENCRYPTED_SUFFIX, digest::Sha256Digest,
+    signing::KeyId,
+};
 
 /// The only `format` this code reads and writes.
 pub const FORMAT: &str = "agentlang.container/1";
@@ -52,72 +54,6 @@ pub enum ManifestError {
         "{0:?} is not a creation time in RFC 3339 UTC with whole seconds (like 2025-01-29T10:30:00Z)"
     )]
     BadCreated(String),
-    #[error("{0:?} is not a SHA-256 digest (64 lowercase hex characters)")]
-    BadDigest(String),
-}
-
-/// A SHA-256 digest, written as 64 lowercase hex characters.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Sha256Digest([u8; 32]);
-
-impl Sha256Digest {
-    pub fn of(bytes: &[u8]) -> Self {
-        Self(Sha256::digest(bytes).into())
-    }
-
-    pub fn from_bytes(bytes: [u8; 32]) -> Self {
-        Self(bytes)
-    }
-
-    pub fn parse_hex(text: &str) -> Result<Self, ManifestError> {
-        let lowercase = text
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        let mut bytes = [0u8; 32];
-        match hex::decode_to_slice(text, &mut bytes) {
-            Ok(()) if lowercase => Ok(Self(bytes)),
-            _ => Err(ManifestError::BadDigest(text.to_owned())),
-        }
-    }
-
-    pub fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-
-    pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
-    }
-}
-
-impl fmt::Display for Sha256Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
-    }
-}
-
-impl fmt::Debug for Sha256Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Sha256Digest({self})")
-    }
-}
-
-impl std::str::FromStr for Sha256Digest {
-    type Err = ManifestError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse_hex(s)
-    }
-}
-
-impl Serialize for Sha256Digest {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_hex())
-    }
-}
-
-impl<'de> Deserialize<'de> for Sha256Digest {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Self::parse_hex(&String::deserialize(d)?).map_err(de::Error::custom)
-    }
 }
 
 /// When a container was built: UTC, whole seconds, always written as
@@ -601,21 +537,5 @@ mod tests {
             Created::from_datetime(odd).to_string(),
             "2025-01-29T10:30:00Z"
         );
-    }
-
-    #[test]
-    fn digests_are_lowercase_hex() {
-        let d = Sha256Digest::of(b"");
-        assert_eq!(
-            d.to_hex(),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        );
-        assert_eq!(Sha256Digest::parse_hex(&d.to_hex()), Ok(d));
-        let upper = d.to_hex().to_uppercase();
-        assert_eq!(
-            Sha256Digest::parse_hex(&upper),
-            Err(ManifestError::BadDigest(upper.clone()))
-        );
-        assert!(Sha256Digest::parse_hex("abc").is_err());
     }
 }

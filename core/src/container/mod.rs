@@ -21,7 +21,7 @@ mod read;
 pub use build::{BuildInput, build};
 pub use manifest::{
     Created, FORMAT, FileEntry, MANIFEST_PATH, MAX_MANIFEST_DEPTH, Manifest, ManifestError,
-    SIGNATURE_PATH, Sha256Digest,
+    SIGNATURE_PATH,
 };
 pub use read::{Container, ReadError, read, read_checked};
 

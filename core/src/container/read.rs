@@ -21,11 +21,12 @@ use zeroize::Zeroizing;
 
 use super::{
     CaseIndex, ContainerError, Limits, check_definition, is_kept_member,
-    manifest::{MANIFEST_PATH, Manifest, SIGNATURE_PATH, Sha256Digest},
+    manifest::{MANIFEST_PATH, Manifest, SIGNATURE_PATH},
 };
 use crate::{
     MemberPath,
     crypt::{self, Aad, CryptError, PromptKey},
+    digest::Sha256Digest,
     signing::{PublicKey, SIGNATURE_LEN},
     tree::PathError,
 };

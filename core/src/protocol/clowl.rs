@@ -28,7 +28,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
+
+use crate::digest::Sha256Digest;
 
 /// The protocol version this module speaks.
 pub const VERSION: &str = "0.2";
@@ -477,38 +478,17 @@ pub enum BodyKind {
     Capabilities(Vec<String>),
 }
 
-/// A SHA-256 digest from `ctx.hash`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ContentHash([u8; 32]);
-
-impl ContentHash {
-    pub fn of(content: &[u8]) -> Self {
-        Self(Sha256::digest(content).into())
-    }
-
-    /// Parses 64 hex digits, optionally prefixed `sha256:`, in either case.
-    pub fn parse(s: &str) -> Result<Self, ClowlError> {
-        let hex_part = s.strip_prefix("sha256:").unwrap_or(s);
-        let mut bytes = [0u8; 32];
-        match hex::decode_to_slice(hex_part, &mut bytes) {
-            Ok(()) => Ok(Self(bytes)),
-            Err(_) => Err(ClowlError::malformed(
-                "ctx.hash",
-                "must be a SHA-256 digest: 64 hex digits, optionally prefixed sha256:",
-            )),
-        }
-    }
-
-    pub fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-
-    pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
-    }
-
-    pub fn matches(&self, content: &[u8]) -> bool {
-        Self::of(content) == *self
+/// Reads `ctx.hash`: 64 hex digits, optionally prefixed `sha256:`, in
+/// either case (the spec does not fix a spelling, so a receiver accepts all).
+pub fn parse_ctx_hash(s: &str) -> Result<Sha256Digest, ClowlError> {
+    let hex_part = s.strip_prefix(Sha256Digest::PREFIX).unwrap_or(s);
+    let mut bytes = [0u8; 32];
+    match hex::decode_to_slice(hex_part, &mut bytes) {
+        Ok(()) => Ok(Sha256Digest::from_bytes(bytes)),
+        Err(_) => Err(ClowlError::malformed(
+            "ctx.hash",
+            "must be a SHA-256 digest: 64 hex digits, optionally prefixed sha256:",
+        )),
     }
 }
 
@@ -517,7 +497,7 @@ impl ContentHash {
 pub struct Context {
     reference: Option<String>,
     inline: Option<String>,
-    hash: Option<ContentHash>,
+    hash: Option<Sha256Digest>,
 }
 
 /// The context a receiver should use, from [`Context::resolve`].
@@ -533,7 +513,7 @@ impl Context {
     pub fn new(
         reference: Option<String>,
         inline: Option<String>,
-        hash: Option<ContentHash>,
+        hash: Option<Sha256Digest>,
     ) -> Result<Self, ClowlError> {
         if let Some(text) = &inline {
             let chars = text.chars().count();
@@ -559,7 +539,7 @@ impl Context {
         self.inline.as_deref()
     }
 
-    pub fn hash(&self) -> Option<&ContentHash> {
+    pub fn hash(&self) -> Option<&Sha256Digest> {
         self.hash.as_ref()
     }
 
@@ -1095,7 +1075,7 @@ fn parse_ctx(value: &Value) -> Result<Context, ClowlError> {
     let reference = nullable_str("ref")?;
     let inline = nullable_str("inline")?;
     let hash = nullable_str("hash")?
-        .map(|h| ContentHash::parse(&h))
+        .map(|h| parse_ctx_hash(&h))
         .transpose()?;
     Context::new(reference, inline, hash)
 }

@@ -34,7 +34,8 @@ use semver::VersionReq;
 use serde::Serialize;
 
 use crate::{
-    lockfile::{LockedTool, Sha256Hash},
+    digest::Sha256Digest,
+    lockfile::LockedTool,
     names::{PackageName, Version},
 };
 
@@ -65,7 +66,7 @@ pub struct VersionEntry {
     pub version: Version,
     pub yanked: bool,
     /// Of the container.
-    pub hash: Sha256Hash,
+    pub hash: Sha256Digest,
     pub dependencies: BTreeMap<PackageName, VersionReq>,
 }
 
@@ -132,7 +133,7 @@ impl Cancel {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedTool {
     pub version: Version,
-    pub hash: Sha256Hash,
+    pub hash: Sha256Digest,
     /// The agent's requirement as written (`*` when it named no version);
     /// `None` for tools only other tools depend on.
     pub requirement: Option<VersionReq>,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use agentlang_core::{
     PackageName, Version,
-    lockfile::Sha256Hash,
+    digest::Sha256Digest,
     resolve::{Cancel, MemorySource, Request, Resolution, ResolveError, VersionEntry, resolve},
 };
 use semver::VersionReq;
@@ -34,7 +34,7 @@ pub fn registry(rows: &[Row<'_>]) -> MemorySource {
             VersionEntry {
                 version: version(v),
                 yanked: *yanked,
-                hash: Sha256Hash::digest(format!("{pkg}@{v}").as_bytes()),
+                hash: Sha256Digest::of(format!("{pkg}@{v}").as_bytes()),
                 dependencies: deps.iter().map(|(d, r)| (name(d), req(r))).collect(),
             },
         );

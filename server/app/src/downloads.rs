@@ -3,7 +3,7 @@
 
 use std::{collections::HashMap, sync::Mutex};
 
-use agentlang_core::{Kind, Version, container::Sha256Digest};
+use agentlang_core::{Kind, Version, digest::Sha256Digest};
 use store::Db;
 
 use crate::cache::{GenerationCache, Weight};

@@ -20,7 +20,8 @@ use crate::{
     tlog,
     tokens::Authenticated,
 };
-use store::{blobs::Sha256Digest, names::Scope, packages::YankChange, time::rfc3339};
+use agentlang_core::digest::Sha256Digest;
+use store::{names::Scope, packages::YankChange, time::rfc3339};
 
 pub use crate::downloads::{Download, DownloadCounter, DownloadTargets};
 pub use store::{
@@ -228,7 +229,7 @@ impl Lookups {
         VersionView {
             kind,
             name: package.name.clone(),
-            hash: format!("sha256:{}", record.sha256),
+            hash: record.sha256.to_prefixed(),
             sha256: record.sha256,
             version: record.version,
             size: record.size,
@@ -372,7 +373,7 @@ pub async fn get_index(
             .into_iter()
             .map(|v| IndexEntry {
                 version: v.version,
-                hash: format!("sha256:{}", v.sha256),
+                hash: v.sha256.to_prefixed(),
                 yanked: v.yanked,
                 dependencies: v.dependencies,
             })
@@ -494,7 +495,7 @@ async fn read_download(
     let digest = record.sha256;
     let download = Download {
         version_id: record.id,
-        etag: format!("\"{digest}\""),
+        etag: format!("\"{}\"", digest.hex()),
         digest,
         size: u64::try_from(record.size).unwrap_or(0),
         disposition: format!(
@@ -664,7 +665,7 @@ pub async fn backfill_extras(registry: std::sync::Arc<Registry>) {
             return;
         }
         for (id, kind, sha256) in pending {
-            let extras = match (kind.parse::<Kind>(), sha256.parse::<Sha256Digest>()) {
+            let extras = match (kind.parse::<Kind>(), Sha256Digest::parse_hex(&sha256)) {
                 (Ok(kind), Ok(digest)) => match registry.blobs.get(&digest).await {
                     Ok(Some(bytes)) => {
                         let read = tokio::task::spawn_blocking(move || {
@@ -786,14 +787,14 @@ pub async fn open_download(
         .ok_or_else(|| {
             ServiceError::internal(anyhow::anyhow!(
                 "blob {} of version row {} is missing",
-                download.digest,
+                download.digest.hex(),
                 download.version_id
             ))
         })?;
     if sent != len {
         return Err(ServiceError::internal(anyhow::anyhow!(
             "blob {} holds {sent} bytes where {len} were expected",
-            download.digest
+            download.digest.hex()
         )));
     }
     if !resumed {

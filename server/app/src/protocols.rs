@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use agentlang_core::{
     Kind, PackageName, Version,
     agent::AgentSpec,
-    lockfile::{Lockfile, Sha256Hash},
+    lockfile::Lockfile,
     protocols::{
         self, KnownProtocol, ProtocolEntry, ProtocolName, ProtocolReport, ProtocolSource,
         ProtocolStatus, ProtocolVersion,
@@ -121,10 +121,7 @@ async fn package_info(
     let mut releases = Vec::with_capacity(versions.len());
     let mut hashes = BTreeMap::new();
     for v in &versions {
-        hashes.insert(
-            v.version.clone(),
-            Sha256Hash::from_bytes(*v.sha256.as_bytes()),
-        );
+        hashes.insert(v.version.clone(), v.sha256);
         let yanked = v.yanked.then(|| v.yank_reason.clone().unwrap_or_default());
         releases.push((v.version.clone(), yanked));
     }

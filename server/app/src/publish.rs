@@ -19,11 +19,12 @@ use bytes::{Buf, Bytes};
 use agentlang_core::{
     Diagnostics, Kind, PackageName, Version,
     container::{self, Container, Limits, Manifest, ReadError},
+    digest::Sha256Digest,
     lockcheck::{
         MemberHashes, PublishedTool, PublishedTools, YankPolicy, check_local, check_tools,
         first_kind,
     },
-    lockfile::{Lockfile, Sha256Hash},
+    lockfile::Lockfile,
     package::{AgentPackage, Members, Package, validate_package},
     signing::{KeyId, PublicKey},
 };
@@ -40,7 +41,6 @@ use crate::{
     tokens::Authenticated,
 };
 use store::{
-    blobs::Sha256Digest,
     keys::SigningKeyRecord,
     names::{NamePattern, Scope},
     packages::{DependencyEdge, NewVersion, PublishError},
@@ -586,7 +586,7 @@ async fn published_tools(
             }
             versions.push(PublishedTool {
                 version: v.version,
-                hash: Sha256Hash::from_bytes(*v.sha256.as_bytes()),
+                hash: v.sha256,
                 yanked: v.yanked,
                 dependencies,
             });
@@ -761,11 +761,13 @@ async fn discard_blob(registry: &Registry, sha256: &Sha256Digest) {
     match registry.db.blob_is_referenced(sha256).await {
         Ok(false) => {
             if let Err(e) = registry.blobs.delete(sha256).await {
-                tracing::warn!(error = %e, blob = %sha256, "cannot discard an unpublished blob");
+                tracing::warn!(error = %e, blob = %sha256.hex(), "cannot discard an unpublished blob");
             }
         }
         Ok(true) => {}
-        Err(e) => tracing::warn!(error = %e, blob = %sha256, "cannot check a blob's references"),
+        Err(e) => {
+            tracing::warn!(error = %e, blob = %sha256.hex(), "cannot check a blob's references")
+        }
     }
 }
 
@@ -818,7 +820,7 @@ pub async fn publish(
         kind,
         name,
         version,
-        &upload.sha256.to_string(),
+        &upload.sha256.to_hex(),
         Some(signer.as_str()),
         auth.username.as_str(),
     );
@@ -877,7 +879,7 @@ pub async fn publish(
     };
     registry.tlog.appended();
     registry.metrics.publishes.inc();
-    tracing::info!(%kind, %name, %version, sha256 = %upload.sha256, by = %auth.username, new_package = published.new_package, "published");
+    tracing::info!(%kind, %name, %version, sha256 = %upload.sha256.hex(), by = %auth.username, new_package = published.new_package, "published");
     // The record as `GET` will show it, from what was just written (the
     // transaction checked that the package's name is spelled this way).
     Ok(PublishOutcome::Created(Box::new(VersionView {
@@ -885,7 +887,7 @@ pub async fn publish(
         name: name.clone(),
         version: version.clone(),
         sha256: upload.sha256,
-        hash: format!("sha256:{}", upload.sha256),
+        hash: upload.sha256.to_prefixed(),
         size: i64::try_from(upload.size).unwrap_or(i64::MAX),
         manifest: new.manifest,
         spec: new.spec,

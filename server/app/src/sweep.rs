@@ -5,7 +5,8 @@
 
 use std::{collections::HashSet, time::Duration};
 
-use store::{Blobs, Db, blobs::Sha256Digest};
+use agentlang_core::digest::Sha256Digest;
+use store::{Blobs, Db};
 
 use crate::Registry;
 pub use store::blobs::SweepReport;

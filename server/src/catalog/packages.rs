@@ -98,7 +98,7 @@ fn artifact(found: &VersionPage) -> ArtifactView {
         (None, None) => (String::new(), String::new(), None),
     };
     ArtifactView {
-        sha256: v.sha256.to_string(),
+        sha256: v.sha256.to_hex(),
         size_bytes: u64::try_from(v.size).unwrap_or(0),
         downloads: u64::try_from(v.downloads).unwrap_or(0),
         published_at: timestamp(v.published_at),

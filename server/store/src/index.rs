@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use agentlang_core::{Kind, PackageName, Username, Version, container::Sha256Digest};
+use agentlang_core::{Kind, PackageName, Username, Version, digest::Sha256Digest};
 
 use super::{
     Db,
@@ -262,11 +262,11 @@ impl Db {
     /// Whether any version (deleted ones included) names this container.
     pub async fn blob_is_referenced(
         &self,
-        sha256: &agentlang_core::container::Sha256Digest,
+        sha256: &agentlang_core::digest::Sha256Digest,
     ) -> Result<bool, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM versions WHERE sha256 = $1")
-                .bind(sha256.to_string())
+                .bind(sha256)
                 .fetch_one(pool)
                 .await
                 .map(|n| n > 0)

@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use super::{BeginWrite, Db, is_unique_violation, now, tlog::AppendLog, with_pool};
-use agentlang_core::container::Sha256Digest;
+use agentlang_core::digest::Sha256Digest;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct PackageRecord {
@@ -475,7 +475,7 @@ macro_rules! publish_round {
                             .push_bind(minor)
                             .push_bind(patch)
                             .push_bind(pre)
-                            .push_bind(new.sha256.to_string())
+                            .push_bind(new.sha256)
                             .push_bind(i64::try_from(new.size).unwrap_or(i64::MAX))
                             .push_bind(new.signer_key_id.as_ref().map(KeyId::as_str))
                             .push_bind(Json(&new.manifest))
@@ -933,20 +933,13 @@ impl Db {
     /// The SHA-256 of every container a live (not deleted) version refers
     /// to: what the blob sweep must keep.
     pub async fn referenced_blob_digests(&self) -> Result<Vec<Sha256Digest>, sqlx::Error> {
-        let rows: Vec<String> = with_pool!(self, pool => {
+        with_pool!(self, pool => {
             sqlx::query_scalar(
                 "SELECT DISTINCT sha256 FROM versions WHERE deleted_at IS NULL ORDER BY sha256",
             )
             .fetch_all(pool)
             .await
-        })?;
-        rows.iter()
-            .map(|hex| {
-                hex.parse::<Sha256Digest>().map_err(|e| {
-                    sqlx::Error::Decode(format!("versions.sha256 {hex:?}: {e}").into())
-                })
-            })
-            .collect()
+        })
     }
 
     /// Marks a version deleted. Its row stays, so the version can never be

@@ -9,7 +9,7 @@
 //! however many replicas share the database.
 
 use agentlang_core::tlog::LogEntry;
-use agentlang_core::{Kind, PackageName, Version, container::Sha256Digest, signing::KeyId};
+use agentlang_core::{Kind, PackageName, Version, digest::Sha256Digest, signing::KeyId};
 use sqlx::{Postgres, Sqlite, Transaction};
 
 use super::{BeginWrite, Db, WriteTx, now, with_pool};

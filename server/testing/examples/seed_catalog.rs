@@ -75,7 +75,7 @@ use agentlang_core::{
     tlog::LogOp,
     tool::parse_tool,
 };
-use agentlang_core::{Username, container::Sha256Digest};
+use agentlang_core::{Username, digest::Sha256Digest};
 use agentlang_registry::config::Config;
 use anyhow::{Context, bail};
 use app::{
@@ -334,7 +334,7 @@ impl Seeder {
             r.kind,
             &r.name,
             &r.version,
-            &sha256.to_string(),
+            &sha256.to_hex(),
             r.signed.then_some(self.key_id.as_str()),
             "seeder",
         );
@@ -850,7 +850,7 @@ async fn status_after_body(response: reqwest::Result<reqwest::Response>) -> u16 
 /// resolves of that file are compared with.
 fn solve_each(args: &[String]) -> anyhow::Result<()> {
     use agentlang_core::{
-        lockfile::Sha256Hash,
+        digest::Sha256Digest,
         resolve::{Cancel, MemorySource, Request, VersionEntry, resolve},
     };
     let file = args.first().context("solve needs FILE")?;
@@ -866,7 +866,7 @@ fn solve_each(args: &[String]) -> anyhow::Result<()> {
         source.add_version(
             &PackageName::new(format!("tool{}", t.package))?,
             VersionEntry {
-                hash: Sha256Hash::digest(t.version.as_bytes()),
+                hash: Sha256Digest::of(t.version.as_bytes()),
                 version,
                 yanked: false,
                 dependencies,

@@ -9,11 +9,11 @@ use std::{collections::BTreeSet, path::Path};
 use agentlang_core::{
     Kind, MemberPath, PackageName, SourceTree, Version,
     container::{self, BuildInput, Created, Limits},
-    lockfile::{LockedAgent, LockedTool, Lockfile, ResolvedAt, Sha256Hash},
+    lockfile::{LockedAgent, LockedTool, Lockfile, ResolvedAt},
     signing::SecretKey,
     tlog::LogOp,
 };
-use agentlang_core::{Username, container::Sha256Digest};
+use agentlang_core::{Username, digest::Sha256Digest};
 use app::{packages::ContainerExtras, tlog};
 use bytes::Bytes;
 use reqwest::{Response, StatusCode};
@@ -174,7 +174,7 @@ pub async fn seed_version(
     let publisher = app.account_id(publisher).await;
     let manifest = json!({"format": "agentlang.container/1", "name": name, "version": version});
     let spec = json!({"name": name, "version": version, "description": "seeded"});
-    let log_entry = tlog::publish_entry(kind, &name, &version, &sha256.to_string(), None, "seed");
+    let log_entry = tlog::publish_entry(kind, &name, &version, &sha256.to_hex(), None, "seed");
     app.store()
         .db
         .publish_version(&NewVersion {
@@ -405,7 +405,7 @@ pub async fn store_container(store: &Store, kind: Kind, bytes: Vec<u8>, publishe
         kind,
         &name,
         &version,
-        &digest.to_string(),
+        &digest.to_hex(),
         Some(signer.as_str()),
         "seed",
     );
@@ -432,7 +432,7 @@ pub async fn store_container(store: &Store, kind: Kind, bytes: Vec<u8>, publishe
         })
         .await
         .expect("version stored");
-    digest.to_string()
+    digest.to_hex()
 }
 
 /// The research assistant's tree at `version`, with an `agent.lock` pinning
@@ -467,7 +467,7 @@ fn agent_tree(
             PackageName::new(*tool).unwrap(),
             LockedTool {
                 version: Version::parse(locked).unwrap(),
-                hash: Sha256Hash::digest(bytes),
+                hash: Sha256Digest::of(bytes),
                 requirement: Some(requirement.parse().unwrap()),
                 dependencies: BTreeSet::new(),
             },
@@ -491,7 +491,7 @@ fn agent_tree(
             PackageName::new(name).unwrap(),
             LockedAgent {
                 version: Version::parse(&subagent_version).unwrap(),
-                hash: Sha256Hash::digest(&bytes),
+                hash: Sha256Digest::of(&bytes),
             },
         );
     }
@@ -656,7 +656,7 @@ pub async fn seed_stripe_ops(app: &TestApp) {
         PackageName::new("web_fetch").unwrap(),
         LockedTool {
             version: Version::parse("1.0.3").unwrap(),
-            hash: Sha256Hash::digest(b"web_fetch 1.0.3 as seeded"),
+            hash: Sha256Digest::of(b"web_fetch 1.0.3 as seeded"),
             requirement: Some("^1.0.0".parse().unwrap()),
             dependencies: BTreeSet::new(),
         },

@@ -3,7 +3,7 @@
 
 use std::num::NonZeroU32;
 
-use agentlang_core::container::Sha256Digest;
+use agentlang_core::digest::Sha256Digest;
 use agentlang_core::{Kind, PackageName, Version};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -244,7 +244,7 @@ async fn tasks_are_answered_with_done_threaded_to_the_request(backend: Backend) 
     assert_eq!(d["version"], "1.2.0");
     assert_eq!(
         d["sha256"],
-        Sha256Digest::of(b"container of tool web_search@1.2.0").to_string()
+        Sha256Digest::of(b"container of tool web_search@1.2.0").to_hex()
     );
     assert_eq!(d["dependencies"], json!({"web_fetch": "^1"}));
 

@@ -210,7 +210,7 @@ async fn a_tool_is_published_and_recorded(backend: Backend) {
     };
     let alice = publisher(&app, "alice").await;
     let bytes = tool(&alice.key, "web_fetch", "1.0.3", &[]);
-    let digest = store::blobs::Sha256Digest::of(&bytes);
+    let digest = agentlang_core::digest::Sha256Digest::of(&bytes);
     let res = publish(&app, &alice.token, bytes.clone()).await;
     assert_eq!(res.status(), StatusCode::CREATED);
     assert_eq!(
@@ -221,8 +221,8 @@ async fn a_tool_is_published_and_recorded(backend: Backend) {
     assert_eq!(body["kind"], "tool");
     assert_eq!(body["name"], "web_fetch");
     assert_eq!(body["version"], "1.0.3");
-    assert_eq!(body["sha256"], digest.to_string());
-    assert_eq!(body["hash"], format!("sha256:{digest}"));
+    assert_eq!(body["sha256"], digest.to_hex());
+    assert_eq!(body["hash"], digest.to_prefixed());
     assert_eq!(body["size"], bytes.len());
     assert_eq!(body["publisher"], "alice");
     assert_eq!(body["yanked"], false);
@@ -755,7 +755,8 @@ async fn a_blob_without_a_commit_is_invisible_and_swept(backend: Backend) {
     let report = app::sweep::sweep_once(app.state()).await.unwrap();
     assert_eq!(report.deleted, vec![digest]);
     assert!(!app.store().blobs.exists(&digest).await.unwrap());
-    let kept_digest = kept["sha256"].as_str().unwrap().parse().unwrap();
+    let kept_digest =
+        agentlang_core::digest::Sha256Digest::parse_hex(kept["sha256"].as_str().unwrap()).unwrap();
     assert!(app.store().blobs.exists(&kept_digest).await.unwrap());
 
     // The crashed version can still be published properly afterwards.

@@ -8,7 +8,8 @@ use agentlang_core::{
     Kind, MemberPath, PackageName, SourceTree, Version,
     container::{self, BuildInput, Created},
     crypt::PromptKey,
-    lockfile::{LockedAgent, LockedModel, LockedTool, Lockfile, ModelId, ResolvedAt, Sha256Hash},
+    digest::Sha256Digest,
+    lockfile::{LockedAgent, LockedModel, LockedTool, Lockfile, ModelId, ResolvedAt},
     package::{Members, validate_package},
 };
 use reqwest::{Method, StatusCode};
@@ -38,7 +39,7 @@ fn lock_of(tools: &[(&str, &str, &str)]) -> Lockfile {
             name(n),
             LockedTool {
                 version: Version::parse(v).unwrap(),
-                hash: Sha256Hash::parse(hash).unwrap(),
+                hash: Sha256Digest::parse_prefixed(hash).unwrap(),
                 requirement: None,
                 dependencies: BTreeSet::new(),
             },
@@ -404,17 +405,17 @@ async fn lock_files_subagents_and_models_must_match_the_package(backend: Backend
         let mut lock = lock_of(&[]);
         lock.files.insert(
             MemberPath::new("agent.yaml").unwrap(),
-            Sha256Hash::digest(agent_yaml.as_bytes()),
+            Sha256Digest::of(agent_yaml.as_bytes()),
         );
         lock.files.insert(
             MemberPath::new("prompt.yaml").unwrap(),
-            Sha256Hash::digest(PROMPT_YAML.as_bytes()),
+            Sha256Digest::of(PROMPT_YAML.as_bytes()),
         );
         lock.agents.insert(
             name("analyst"),
             LockedAgent {
                 version: Version::parse("1.0.0").unwrap(),
-                hash: Sha256Hash::digest(analyst),
+                hash: Sha256Digest::of(analyst),
             },
         );
         lock.models.insert(
@@ -444,23 +445,23 @@ async fn lock_files_subagents_and_models_must_match_the_package(backend: Backend
     let mut lock = truth();
     lock.files.insert(
         MemberPath::new("agent.yaml").unwrap(),
-        Sha256Hash::digest(b"something else"),
+        Sha256Digest::of(b"something else"),
     );
     lock.files.insert(
         MemberPath::new("notes.md").unwrap(),
-        Sha256Hash::digest(b"notes"),
+        Sha256Digest::of(b"notes"),
     );
     let body = refused(&app, &alice.token, with_lock(&lock), "lock-files-mismatch").await;
     let named: Vec<String> = fields(&body).into_iter().map(|f| f.0).collect();
     assert_eq!(named, ["files.agent.yaml", "files.notes.md"], "{body}");
 
     let mut lock = truth();
-    lock.agents.get_mut(&name("analyst")).unwrap().hash = Sha256Hash::digest(b"old");
+    lock.agents.get_mut(&name("analyst")).unwrap().hash = Sha256Digest::of(b"old");
     lock.agents.insert(
         name("ghostwriter"),
         LockedAgent {
             version: Version::parse("1.0.0").unwrap(),
-            hash: Sha256Hash::digest(b"x"),
+            hash: Sha256Digest::of(b"x"),
         },
     );
     let body = refused(&app, &alice.token, with_lock(&lock), "lock-agents-mismatch").await;

@@ -2,7 +2,7 @@
 
 use std::{collections::HashSet, time::Duration};
 
-use agentlang_core::container::Sha256Digest;
+use agentlang_core::digest::Sha256Digest;
 use agentlang_core::{
     Kind, PackageName, Version,
     signing::{KeyId, SecretKey},

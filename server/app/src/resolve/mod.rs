@@ -24,7 +24,7 @@ use std::{
 use agentlang_core::{
     Kind, PackageName, Version,
     agent::parse_agent,
-    lockfile::{LockedModel, Lockfile, ModelId, Price, ResolvedAt, Sha256Hash},
+    lockfile::{LockedModel, Lockfile, ModelId, Price, ResolvedAt},
     resolve::{
         Cancel, PackageSource, Request, Resolution, ResolveError, SourceError, VersionEntry,
         resolve,
@@ -250,7 +250,7 @@ fn entries_of(index: PackageIndex) -> Result<Vec<VersionEntry>, CorruptIndex> {
             Ok(VersionEntry {
                 version: v.version.clone(),
                 yanked: v.yanked,
-                hash: Sha256Hash::from_bytes(*v.sha256.as_bytes()),
+                hash: v.sha256,
                 dependencies,
             })
         })

@@ -459,7 +459,7 @@ impl TransparencyLog {
                     publish.kind = Some(v.kind.to_string());
                     publish.name = Some(v.name.to_string());
                     publish.version = Some(v.version.to_string());
-                    publish.sha256 = Some(v.sha256.to_string());
+                    publish.sha256 = Some(v.sha256.to_hex());
                     publish.signer = v.signer_key_id.as_ref().map(ToString::to_string);
                     publish.account.clone_from(&v.publisher);
                     let yank = v.yanked.then(|| {
