@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::{
-    agent::AgentSpec,
+    agent::model::AgentSpec,
     diagnostics::{Diagnostics, index, join},
     tree::MemberPath,
 };

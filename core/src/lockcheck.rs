@@ -31,10 +31,6 @@ use crate::{
     tree::MemberPath,
 };
 
-/// The most tools one agent.lock may pin: it bounds the registry's work per
-/// publish (one index read per pin) and install's downloads.
-pub const MAX_LOCKED_TOOLS: usize = 256;
-
 /// What is wrong with a lock, in the order the registry reports them: the
 /// first kind found is the answer's problem type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -19,8 +19,9 @@ use crate::{
     yaml::{YamlError, YamlLimits},
 };
 
-/// The file name inside an agent directory and container.
-pub const LOCKFILE_NAME: &str = "agent.lock";
+/// The most tools one agent.lock may pin: it bounds the registry's work per
+/// publish (one index read per pin) and install's downloads.
+pub const MAX_LOCKED_TOOLS: usize = 256;
 
 /// Longest model identifier accepted.
 pub const MAX_MODEL_ID_LEN: usize = 128;

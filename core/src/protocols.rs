@@ -27,7 +27,7 @@ use yaml_serde::Value;
 
 use crate::{
     agent::{
-        AgentSpec, Extensions,
+        model::{AgentSpec, Extensions},
         reader::{Fields, Reader},
     },
     diagnostics::{Diagnostic, Diagnostics, index, join},

@@ -12,7 +12,7 @@
 //! SemVer) and `description`; a subagent needs `name` and `description`
 //! (everything else, tools included, is optional for both).
 
-mod model;
+pub(crate) mod model;
 mod parse;
 mod patterns;
 mod permissions;

@@ -30,6 +30,7 @@ use std::{
     time::Instant,
 };
 
+use pubgrub::PubGrubError;
 use semver::VersionReq;
 use serde::Serialize;
 
@@ -254,7 +255,34 @@ pub fn resolve<S: PackageSource + ?Sized>(
     request: &Request,
     cancel: &Cancel,
 ) -> Result<Resolution, ResolveError> {
-    provider::Provider::new(source, request, cancel).solve()
+    let provider = provider::Provider::new(source, request, cancel);
+    match pubgrub::resolve(&provider, Pkg::Root, provider::root_version()) {
+        Ok(selected) => provider.resolution(selected.into_iter().collect()),
+        Err(PubGrubError::NoSolution(mut tree)) => {
+            // The explanation is part of the answer, so it runs inside the
+            // deadline too.
+            if cancel.is_cancelled() {
+                return Err(ResolveError::Cancelled);
+            }
+            // pubgrub's collapse clones shared subtrees (`Arc::make_mut`),
+            // which is exponential on a derivation DAG with much sharing;
+            // such trees are explained uncollapsed.
+            if report::unfolded_size(&tree) <= report::MAX_COLLAPSED_NODES {
+                tree.collapse_no_versions();
+            }
+            let (explanation, conflicts) = report::explain(&tree, &provider);
+            if cancel.is_cancelled() {
+                return Err(ResolveError::Cancelled);
+            }
+            Err(ResolveError::Unsatisfiable {
+                explanation,
+                conflicts,
+            })
+        }
+        Err(PubGrubError::ErrorRetrievingDependencies { source, .. })
+        | Err(PubGrubError::ErrorChoosingVersion { source, .. })
+        | Err(PubGrubError::ErrorInShouldCancel(source)) => Err(source),
+    }
 }
 
 /// The name pubgrub knows a package by.

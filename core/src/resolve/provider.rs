@@ -12,18 +12,18 @@ use std::{
 
 use pubgrub::{
     Dependencies, DependencyConstraints, DependencyProvider, PackageResolutionStatistics,
-    PubGrubError, VersionSet,
+    VersionSet,
 };
 use semver::VersionReq;
 
 use super::{
     Cancel, PackageSource, Pkg, Request, Resolution, ResolveError, ResolvedTool, VersionEntry,
-    candidates::CandidateSet, report,
+    candidates::CandidateSet,
 };
 use crate::names::PackageName;
 
 /// The agent's own "version": pubgrub needs one for its root package.
-fn root_version() -> semver::Version {
+pub(super) fn root_version() -> semver::Version {
     semver::Version::new(0, 0, 0)
 }
 
@@ -162,37 +162,7 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
         }
     }
 
-    pub(super) fn solve(self) -> Result<Resolution, ResolveError> {
-        match pubgrub::resolve(&self, Pkg::Root, root_version()) {
-            Ok(selected) => self.resolution(selected.into_iter().collect()),
-            Err(PubGrubError::NoSolution(mut tree)) => {
-                // The explanation is part of the answer, so it runs inside
-                // the deadline too.
-                if self.cancel.is_cancelled() {
-                    return Err(ResolveError::Cancelled);
-                }
-                // pubgrub's collapse clones shared subtrees (`Arc::make_mut`),
-                // which is exponential on a derivation DAG with much
-                // sharing; such trees are explained uncollapsed.
-                if report::unfolded_size(&tree) <= report::MAX_COLLAPSED_NODES {
-                    tree.collapse_no_versions();
-                }
-                let (explanation, conflicts) = report::explain(&tree, &self);
-                if self.cancel.is_cancelled() {
-                    return Err(ResolveError::Cancelled);
-                }
-                Err(ResolveError::Unsatisfiable {
-                    explanation,
-                    conflicts,
-                })
-            }
-            Err(PubGrubError::ErrorRetrievingDependencies { source, .. })
-            | Err(PubGrubError::ErrorChoosingVersion { source, .. })
-            | Err(PubGrubError::ErrorInShouldCancel(source)) => Err(source),
-        }
-    }
-
-    fn resolution(
+    pub(super) fn resolution(
         &self,
         selected: BTreeMap<Pkg, semver::Version>,
     ) -> Result<Resolution, ResolveError> {

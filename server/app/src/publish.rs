@@ -561,7 +561,7 @@ async fn check_dependencies_exist(
 }
 
 /// Every live version of each tool the lock pins, as the lock checks need
-/// them. The lock pins at most `lockcheck::MAX_LOCKED_TOOLS` tools
+/// them. The lock pins at most `lockfile::MAX_LOCKED_TOOLS` tools
 /// (validation refuses more), which bounds the reads.
 async fn published_tools(
     registry: &Registry,
