@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use agentlang_core::{
     Kind, PackageName, Version,
     agent::AgentSpec,
+    digest::Sha256Digest,
     lockfile::Lockfile,
     protocols::{
         self, KnownProtocol, ProtocolEntry, ProtocolName, ProtocolReport, ProtocolSource,
@@ -40,7 +41,8 @@ pub struct ProtocolVersionInfo {
     pub message: Option<String>,
     /// Hex SHA-256 of the `.protocol` container (published protocols only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub sha256: Option<Sha256Digest>,
 }
 
 /// A protocol with every version it has had, oldest first.
@@ -65,7 +67,7 @@ pub struct ProtocolList {
     pub protocols: Vec<ProtocolInfo>,
 }
 
-fn version_info(p: &ProtocolVersion, sha256: Option<String>) -> ProtocolVersionInfo {
+fn version_info(p: &ProtocolVersion, sha256: Option<Sha256Digest>) -> ProtocolVersionInfo {
     let (successor, message) = match &p.status {
         ProtocolStatus::Stable => (None, None),
         ProtocolStatus::Deprecated { successor, message } => {
@@ -135,7 +137,7 @@ async fn package_info(
         versions: entry
             .versions()
             .iter()
-            .map(|p| version_info(p, hashes.get(&p.version).map(|h| h.to_hex())))
+            .map(|p| version_info(p, hashes.get(&p.version).copied()))
             .collect(),
         updated_at: rfc3339(package.updated_at),
     };
