@@ -18,6 +18,7 @@ pub mod accounts;
 pub mod audit;
 pub mod blobs;
 pub mod catalog;
+pub mod changes;
 mod db;
 mod dialect;
 pub mod files;
