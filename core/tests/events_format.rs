@@ -6,6 +6,7 @@ mod agent_support;
 
 use agent_support::load_fixture;
 use agentlang_core::{
+    diagnostics::MAX_DIAGNOSTICS,
     events::{
         self, EventBody, EventLog, Limits,
         timeline::{Item, Timeline},
@@ -240,6 +241,72 @@ fn limits_bound_bytes_and_events() {
     );
     assert!(events::parse(b"\xff\xfe", &Limits::default()).is_err());
     assert!(events::parse(b"just words", &Limits::default()).is_err());
+}
+
+#[test]
+fn problems_are_capped_per_log_with_a_count_of_the_rest() {
+    // The review's file: bad line after bad line.
+    let text = "{not json\n".repeat(10_000);
+    let err = events::parse(text.as_bytes(), &Limits::default()).unwrap_err();
+    assert_eq!(err.len(), 10_000);
+    assert_eq!(err.iter().count(), MAX_DIAGNOSTICS);
+    let lines: Vec<String> = err.lines().collect();
+    assert_eq!(lines.len(), MAX_DIAGNOSTICS + 1);
+    assert!(
+        lines[0].starts_with("events[0]: line 1 is not a JSON object: "),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[99].starts_with("events[99]: line 100 "), "{}", lines[99]);
+    assert_eq!(lines[MAX_DIAGNOSTICS], "and 9900 more problems");
+
+    // JSON that breaks the schema, as an array and as lines: the same cap.
+    let bad = r#"{"type":"agent.think","timestamp":"2025-01-29T10:00:00Z"}"#;
+    let array = format!("[{}]", [bad; 500].join(","));
+    let err = events::parse(array.as_bytes(), &Limits::default()).unwrap_err();
+    assert!(err.len() >= 500, "{}", err.len());
+    assert_eq!(err.iter().count(), MAX_DIAGNOSTICS);
+    assert!(err.more().is_some());
+    let err = events::parse([bad; 500].join("\n").as_bytes(), &Limits::default()).unwrap_err();
+    assert_eq!(err.iter().count(), MAX_DIAGNOSTICS);
+
+    // Bad lines count as events, so the event limit bounds the work, and
+    // its message comes first whatever the cap dropped.
+    let tight = Limits {
+        max_bytes: 1 << 20,
+        max_events: 500,
+    };
+    let err = events::parse("{x\n".repeat(5_000).as_bytes(), &tight).unwrap_err();
+    assert_eq!(
+        err.iter().next().unwrap().to_string(),
+        "events: the log holds more than 500 events; at most 500 are accepted"
+    );
+    assert_eq!(err.len(), 501);
+    let array = format!("[{}]", ["1"; 600].join(","));
+    let err = events::parse(array.as_bytes(), &tight).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("events: the log holds more than 500 events"),
+        "{err}"
+    );
+
+    // Cross-event problems are capped too, and the timeline says so.
+    let orphan = |i: usize| {
+        format!(
+            r#"{{"type":"tool.result","timestamp":"2025-01-29T10:00:00Z","call_id":"c{i}","output":1}}"#
+        )
+    };
+    let text: Vec<String> = (0..150).map(orphan).collect();
+    let log = parse(&text.join("\n")).unwrap();
+    let found = events::check(&log, None);
+    assert_eq!(found.len(), 150);
+    let timeline = Timeline::new(&log, &found);
+    assert_eq!(timeline.more_problems, 50);
+    let rendered = timeline.render_text();
+    assert!(
+        rendered.ends_with("and 50 more problems not shown\n"),
+        "{rendered}"
+    );
 }
 
 #[test]

@@ -17,7 +17,9 @@
 //! Untrusted input: the byte and event counts are bounded by [`Limits`],
 //! JSON nesting by `serde_json`'s recursion limit, YAML by
 //! [`crate::yaml::YamlLimits`]; every check is linear in the number of
-//! events (hash maps, one pass).
+//! events (hash maps, one pass), and each event is checked as it is read,
+//! so a log is never held twice. Problems are capped per log
+//! ([`crate::diagnostics::MAX_DIAGNOSTICS`], then "and N more").
 
 pub mod timeline;
 
@@ -198,103 +200,113 @@ pub fn event_path(i: usize) -> String {
     index("events", i)
 }
 
-/// The log's events as JSON values, from whichever of the three shapes the
-/// bytes are in: a JSON array, JSON lines, or YAML (a list, or a mapping
-/// with an `events:` list).
-fn raw_events(bytes: &[u8], limits: &Limits) -> Result<Vec<Json>, Diagnostics> {
-    let mut d = Diagnostics::new();
-    if bytes.len() > limits.max_bytes {
-        d.push(
-            "",
-            format!(
-                "the log is {} bytes; at most {} are accepted",
-                bytes.len(),
-                limits.max_bytes
-            ),
-        );
-        return Err(d);
-    }
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        d.push("", "the log is not UTF-8 text");
-        return Err(d);
-    };
-    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
-    let too_many = |n: usize, d: &mut Diagnostics| {
+/// Reads events one at a time as they are parsed, so a log is never held
+/// twice (as JSON values and as events) and a bad line costs its
+/// diagnostic, kept or only counted, never more.
+struct Events<'l> {
+    limits: &'l Limits,
+    validator: &'static Validator,
+    d: Diagnostics,
+    events: Vec<Event>,
+    /// Events seen, good or bad: the next one's index.
+    seen: usize,
+}
+
+impl Events<'_> {
+    /// Room for one more event? Reports the limit the first time it is hit.
+    fn admit(&mut self) -> bool {
+        if self.seen < self.limits.max_events {
+            return true;
+        }
+        // First, so the cap on problems never hides why reading stopped.
+        let mut d = Diagnostics::new();
         d.push(
             "events",
             format!(
-                "the log holds {n} or more events; at most {} are accepted",
-                limits.max_events
+                "the log holds more than {0} events; at most {0} are accepted",
+                self.limits.max_events
             ),
         );
-    };
-    let events = if trimmed.starts_with('[') {
-        match serde_json::from_str::<Vec<Json>>(trimmed) {
-            Ok(events) => events,
-            Err(e) => {
-                d.push("", format!("not a JSON array of events: {e}"));
-                return Err(d);
-            }
-        }
-    } else if trimmed.starts_with('{') {
-        // JSON lines: one event per non-blank line.
-        let mut events = Vec::new();
-        for (line_no, line) in trimmed.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            if events.len() >= limits.max_events {
-                too_many(events.len() + 1, &mut d);
-                return Err(d);
-            }
-            match serde_json::from_str::<Json>(line) {
-                Ok(v) => events.push(v),
-                Err(e) => d.push(
-                    event_path(events.len()),
-                    format!("line {} is not a JSON object: {e}", line_no + 1),
-                ),
-            }
-        }
-        if !d.is_empty() {
-            return Err(d);
-        }
-        events
-    } else {
-        let yaml_limits = YamlLimits {
-            max_bytes: limits.max_bytes,
-            max_nodes: limits.max_events.saturating_mul(64).max(1024),
-            ..YamlLimits::default()
-        };
-        let value = parse_value(bytes, &yaml_limits)?;
-        let json = crate::agent::reader::to_json(&value);
-        match json {
-            Json::Array(events) => events,
-            Json::Object(mut map) => match map.remove("events") {
-                Some(Json::Array(events)) => events,
-                Some(_) => {
-                    d.push("events", "expected a list of events");
-                    return Err(d);
-                }
-                None => {
-                    d.push("", "expected a list of events or a mapping with `events:`");
-                    return Err(d);
-                }
-            },
-            _ => {
-                d.push(
-                    "",
-                    "expected JSON lines, a JSON array, or YAML with an `events:` list",
-                );
-                return Err(d);
-            }
-        }
-    };
-    if events.len() > limits.max_events {
-        too_many(events.len(), &mut d);
-        return Err(d);
+        d.extend(std::mem::take(&mut self.d));
+        self.d = d;
+        false
     }
-    Ok(events)
+
+    /// Checks one event against the schema and keeps its typed form.
+    fn take(&mut self, v: Json) {
+        let i = self.seen;
+        self.seen += 1;
+        let path = event_path(i);
+        if !self.validator.is_valid(&v) {
+            for error in self.validator.iter_errors(&v) {
+                self.d.push_with(|| {
+                    let segments: Vec<String> = error
+                        .instance_path()
+                        .iter()
+                        .map(|s| match s {
+                            LocationSegment::Property(p) => p.to_string(),
+                            LocationSegment::Index(i) => i.to_string(),
+                        })
+                        .collect();
+                    (schema_path(&path, &segments), error.to_string())
+                });
+            }
+            return;
+        }
+        if let Some(event) = typed(v, &path, &mut self.d) {
+            self.events.push(event);
+        }
+    }
+
+    /// A line or element that is not JSON at all: still event `i`.
+    fn unreadable(&mut self, message: impl FnOnce() -> String) {
+        let path = event_path(self.seen);
+        self.seen += 1;
+        self.d.push_with(|| (path, message()));
+    }
+
+    fn finish(self) -> Result<EventLog, Diagnostics> {
+        if self.d.is_empty() {
+            Ok(EventLog {
+                events: self.events,
+            })
+        } else {
+            Err(self.d)
+        }
+    }
 }
+
+/// A JSON array's elements handed to [`Events::take`] as they are parsed;
+/// stops (with an error) at the event limit.
+struct EachElement<'a, 'l>(&'a mut Events<'l>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for EachElement<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for EachElement<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON array of events")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(v) = seq.next_element::<Json>()? {
+            if !self.0.admit() {
+                return Err(serde::de::Error::custom(TOO_MANY));
+            }
+            self.0.take(v);
+        }
+        Ok(())
+    }
+}
+
+/// The marker [`EachElement`] stops a JSON array with.
+const TOO_MANY: &str = "too many events";
 
 fn schema_path(base: &str, segments: &[String]) -> String {
     segments.iter().fold(base.to_owned(), |p, s| {
@@ -321,10 +333,15 @@ fn count(v: &Json, key: &str) -> u64 {
     v.get(key).and_then(Json::as_u64).unwrap_or_default()
 }
 
+/// Takes a member out of an event, so its value is not copied.
+fn take_member(v: &mut Json, key: &str) -> Option<Json> {
+    v.as_object_mut().and_then(|o| o.remove(key))
+}
+
 /// Builds the typed event from a schema-valid value; per-event rules the
 /// schema cannot say go to `d`.
-fn typed(v: &Json, path: &str, d: &mut Diagnostics) -> Option<Event> {
-    let timestamp_text = text(v, "timestamp");
+fn typed(mut v: Json, path: &str, d: &mut Diagnostics) -> Option<Event> {
+    let timestamp_text = text(&v, "timestamp");
     let timestamp = match OffsetDateTime::parse(&timestamp_text, &Rfc3339) {
         Ok(t) => t,
         Err(_) => {
@@ -340,44 +357,44 @@ fn typed(v: &Json, path: &str, d: &mut Diagnostics) -> Option<Event> {
     let kind = EventType::parse(v.get("type").and_then(Json::as_str).unwrap_or_default())?;
     let body = match kind {
         EventType::Think => EventBody::Think {
-            agent_id: text(v, "agent_id"),
-            content: text(v, "content"),
+            agent_id: text(&v, "agent_id"),
+            content: text(&v, "content"),
         },
         EventType::ToolCall => EventBody::ToolCall {
-            agent_id: text(v, "agent_id"),
-            tool: text(v, "tool"),
-            input: v.get("input").cloned(),
-            call_id: text(v, "call_id"),
+            agent_id: text(&v, "agent_id"),
+            tool: text(&v, "tool"),
+            input: take_member(&mut v, "input"),
+            call_id: text(&v, "call_id"),
         },
         EventType::ToolResult => {
             let error = v.get("error").map(|e| match e {
                 Json::String(s) => s.clone(),
                 other => text(other, "message"),
             });
-            let output = v.get("output").cloned();
+            let output = take_member(&mut v, "output");
             if output.is_none() && error.is_none() {
                 d.push(path, "a tool.result needs `output` or `error`");
             }
             EventBody::ToolResult {
-                call_id: text(v, "call_id"),
-                agent_id: opt_text(v, "agent_id"),
+                call_id: text(&v, "call_id"),
+                agent_id: opt_text(&v, "agent_id"),
                 output,
                 duration_ms: v.get("duration_ms").and_then(Json::as_u64),
                 error,
             }
         }
         EventType::Delegate => EventBody::Delegate {
-            from: text(v, "from"),
-            to: text(v, "to"),
-            task: text(v, "task"),
+            from: text(&v, "from"),
+            to: text(&v, "to"),
+            task: text(&v, "task"),
         },
         EventType::Message => EventBody::Message {
-            agent_id: text(v, "agent_id"),
-            role: text(v, "role"),
-            content: text(v, "content"),
+            agent_id: text(&v, "agent_id"),
+            role: text(&v, "role"),
+            content: text(&v, "content"),
         },
         EventType::Compact => {
-            let (before, after) = (count(v, "tokens_before"), count(v, "tokens_after"));
+            let (before, after) = (count(&v, "tokens_before"), count(&v, "tokens_after"));
             if after > before {
                 d.push(
                     join(path, "tokens_after"),
@@ -385,8 +402,8 @@ fn typed(v: &Json, path: &str, d: &mut Diagnostics) -> Option<Event> {
                 );
             }
             EventBody::Compact {
-                agent_id: opt_text(v, "agent_id"),
-                strategy: text(v, "strategy"),
+                agent_id: opt_text(&v, "agent_id"),
+                strategy: text(&v, "strategy"),
                 tokens_before: before,
                 tokens_after: after,
             }
@@ -399,39 +416,106 @@ fn typed(v: &Json, path: &str, d: &mut Diagnostics) -> Option<Event> {
     })
 }
 
-/// Reads a log and checks every event against the schema. Every problem is
-/// reported, each at `events[i]` or one of its fields.
+/// Reads a log in whichever of the three shapes the bytes are in (a JSON
+/// array, JSON lines, or YAML: a list, or a mapping with an `events:`
+/// list) and checks every event against the schema as it is read. Every
+/// problem is reported (up to the cap of [`Diagnostics`], the rest
+/// counted), each at `events[i]` or one of its fields; a line that is not
+/// JSON is event `i` too, so the event limit bounds the work on any input.
 pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
-    let raw = raw_events(bytes, limits)?;
-    let validator = validator();
     let mut d = Diagnostics::new();
-    let mut events = Vec::with_capacity(raw.len());
-    for (i, v) in raw.iter().enumerate() {
-        let path = event_path(i);
-        let before = d.len();
-        for error in validator.iter_errors(v) {
-            let segments: Vec<String> = error
-                .instance_path()
-                .iter()
-                .map(|s| match s {
-                    LocationSegment::Property(p) => p.to_string(),
-                    LocationSegment::Index(i) => i.to_string(),
-                })
-                .collect();
-            d.push(schema_path(&path, &segments), error.to_string());
-        }
-        if d.len() > before {
-            continue;
-        }
-        if let Some(event) = typed(v, &path, &mut d) {
-            events.push(event);
-        }
+    if bytes.len() > limits.max_bytes {
+        d.push(
+            "",
+            format!(
+                "the log is {} bytes; at most {} are accepted",
+                bytes.len(),
+                limits.max_bytes
+            ),
+        );
+        return Err(d);
     }
-    if d.is_empty() {
-        Ok(EventLog { events })
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        d.push("", "the log is not UTF-8 text");
+        return Err(d);
+    };
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    let mut events = Events {
+        limits,
+        validator: validator(),
+        d,
+        events: Vec::new(),
+        seen: 0,
+    };
+    if trimmed.starts_with('[') {
+        let mut de = serde_json::Deserializer::from_str(trimmed);
+        let read = serde::de::DeserializeSeed::deserialize(EachElement(&mut events), &mut de)
+            .and_then(|()| de.end());
+        match read {
+            Ok(()) => {}
+            // `admit` has said so.
+            Err(e) if e.to_string().starts_with(TOO_MANY) => return Err(events.d),
+            Err(e) => {
+                events
+                    .d
+                    .push("", format!("not a JSON array of events: {e}"));
+                return Err(events.d);
+            }
+        }
+    } else if trimmed.starts_with('{') {
+        // JSON lines: one event per non-blank line.
+        for (line_no, line) in trimmed.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            if !events.admit() {
+                return Err(events.d);
+            }
+            match serde_json::from_str::<Json>(line) {
+                Ok(v) => events.take(v),
+                Err(e) => {
+                    events.unreadable(|| format!("line {} is not a JSON object: {e}", line_no + 1))
+                }
+            }
+        }
     } else {
-        Err(d)
+        let yaml_limits = YamlLimits {
+            max_bytes: limits.max_bytes,
+            max_nodes: limits.max_events.saturating_mul(64).max(1024),
+            ..YamlLimits::default()
+        };
+        let value = parse_value(bytes, &yaml_limits)?;
+        let list = match crate::agent::reader::to_json(&value) {
+            Json::Array(list) => list,
+            Json::Object(mut map) => match map.remove("events") {
+                Some(Json::Array(list)) => list,
+                Some(_) => {
+                    events.d.push("events", "expected a list of events");
+                    return Err(events.d);
+                }
+                None => {
+                    events
+                        .d
+                        .push("", "expected a list of events or a mapping with `events:`");
+                    return Err(events.d);
+                }
+            },
+            _ => {
+                events.d.push(
+                    "",
+                    "expected JSON lines, a JSON array, or YAML with an `events:` list",
+                );
+                return Err(events.d);
+            }
+        };
+        for v in list {
+            if !events.admit() {
+                return Err(events.d);
+            }
+            events.take(v);
+        }
     }
+    events.finish()
 }
 
 /// Which agent each event belongs to: its own `agent_id` (`from` for a

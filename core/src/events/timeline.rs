@@ -5,7 +5,7 @@
 //! (`agentlang events replay`) and the catalog's `/replay` page render the
 //! same rows, so a log looks the same wherever it is replayed.
 //!
-//! Texts are clipped ([`MAX_TEXT_CHARS`]) and lanes bounded
+//! Texts (names and ids included) are clipped ([`MAX_TEXT_CHARS`]) and lanes bounded
 //! ([`MAX_LANES`]; agents beyond share the last lane), so what a renderer
 //! produces is bounded by the number of events.
 
@@ -114,6 +114,9 @@ pub struct Timeline {
     pub overflow_agents: usize,
     pub event_count: usize,
     pub error_count: usize,
+    /// Problems past the cap of [`Diagnostics`], counted but not attached
+    /// to any row: renderers say "and N more problems".
+    pub more_problems: usize,
 }
 
 /// Clips to [`MAX_TEXT_CHARS`] characters, marking the cut.
@@ -164,9 +167,7 @@ impl Timeline {
                 return l;
             }
             let l = if lanes.len() < MAX_LANES {
-                lanes.push(Lane {
-                    agent: name.to_owned(),
-                });
+                lanes.push(Lane { agent: clip(name) });
                 lanes.len() - 1
             } else {
                 overflow += 1;
@@ -189,7 +190,7 @@ impl Timeline {
                     content: clip(content),
                 },
                 EventBody::Message { role, content, .. } => Item::Message {
-                    role: role.clone(),
+                    role: clip(role),
                     content: clip(content),
                 },
                 EventBody::ToolCall {
@@ -200,8 +201,8 @@ impl Timeline {
                 } => {
                     call_rows.entry(call_id).or_insert(rows.len());
                     Item::ToolCall {
-                        tool: tool.clone(),
-                        call_id: call_id.clone(),
+                        tool: clip(tool),
+                        call_id: clip(call_id),
                         input: input.as_ref().map(compact_json),
                         outcome: None,
                     }
@@ -233,7 +234,7 @@ impl Timeline {
                         continue;
                     }
                     Item::OrphanResult {
-                        call_id: call_id.clone(),
+                        call_id: clip(call_id),
                         output: output.as_ref().map(compact_json),
                         error: error.as_deref().map(clip),
                     }
@@ -241,7 +242,7 @@ impl Timeline {
                 EventBody::Delegate { to, task, .. } => Item::Delegate {
                     from_lane: own_lane,
                     to_lane: lane(to, &mut lanes),
-                    to: to.clone(),
+                    to: clip(to),
                     task: clip(task),
                 },
                 EventBody::Compact {
@@ -250,7 +251,7 @@ impl Timeline {
                     tokens_after,
                     ..
                 } => Item::Compact {
-                    strategy: strategy.clone(),
+                    strategy: clip(strategy),
                     tokens_before: *tokens_before,
                     tokens_after: *tokens_after,
                 },
@@ -276,7 +277,13 @@ impl Timeline {
             overflow_agents: overflow,
             event_count: log.events.len(),
             error_count,
+            more_problems: problems.dropped(),
         }
+    }
+
+    /// `and N more problems`, when the problems were more than the cap.
+    pub fn more(&self) -> Option<String> {
+        crate::diagnostics::more_line(self.more_problems, "problem", "problems")
     }
 
     /// The log as terminal lines: a lane legend, then one line per row.
@@ -358,6 +365,9 @@ impl Timeline {
             for p in &row.problems {
                 out.push_str(&format!("{:>13}problem: {p}\n", ""));
             }
+        }
+        if let Some(more) = self.more() {
+            out.push_str(&format!("{more} not shown\n"));
         }
         out
     }
