@@ -14,6 +14,7 @@ pub mod digest;
 pub mod events;
 pub mod handoff;
 pub mod host;
+pub mod json_schema;
 pub mod keys;
 pub mod lockcheck;
 pub mod lockfile;
