@@ -224,7 +224,11 @@ pub struct LockedTool {
     pub hash: Sha256Digest,
     /// The requirement it was resolved against, as the agent wrote it; absent
     /// for tools that only other tools depend on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::names::deserialize_requirement"
+    )]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "^1.2.0"))]
     pub requirement: Option<semver::VersionReq>,
     /// Names of the locked tools this one depends on.
@@ -273,7 +277,11 @@ pub struct LockedProtocol {
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub version: Version,
     /// The requirement it was chosen for, as the agent wrote it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::names::deserialize_requirement"
+    )]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub requirement: Option<semver::VersionReq>,
     pub source: crate::protocols::ProtocolSource,

@@ -21,6 +21,14 @@ pub enum NameError {
     BadChar(char),
     #[error("{0:?} is not a valid SemVer 2.0 version: {1}")]
     BadVersion(String, String),
+    #[error(
+        "the version's {part} is {len} bytes long; at most {MAX_VERSION_LABEL_LEN} are allowed"
+    )]
+    VersionLabelTooLong { part: &'static str, len: usize },
+    #[error("the version requirement is {0} bytes long; at most {MAX_REQUIREMENT_LEN} are allowed")]
+    RequirementTooLong(usize),
+    #[error("{0:?} is not a version requirement: {1}")]
+    BadRequirement(String, String),
     #[error("{0:?} is not a package kind (expected \"agent\", \"tool\" or \"protocol\")")]
     BadKind(String),
 }
@@ -188,15 +196,42 @@ impl<'de> Deserialize<'de> for PackageName {
     }
 }
 
-/// A strict SemVer 2.0 version (no `v` prefix, no missing components).
+/// Longest pre-release (`-rc.1`) and longest build metadata (`+sha.abc`)
+/// a version may carry, each in bytes without its `-` or `+`. A version
+/// reaches log entries, database keys, file names and pages, so it has a
+/// bound; with three `u64` numbers it is at most 192 bytes long.
+pub const MAX_VERSION_LABEL_LEN: usize = 64;
+
+/// How much of an unreadable version an error quotes.
+const QUOTED_VERSION_CHARS: usize = 80;
+
+/// A strict SemVer 2.0 version (no `v` prefix, no missing components),
+/// with at most [`MAX_VERSION_LABEL_LEN`] bytes of pre-release and of
+/// build metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Version(semver::Version);
 
 impl Version {
     pub fn parse(s: &str) -> Result<Self, NameError> {
-        semver::Version::parse(s)
-            .map(Self)
-            .map_err(|e| NameError::BadVersion(s.to_owned(), e.to_string()))
+        // The labels' lengths are read off the text before it is parsed, so
+        // an overlong one is named as such and never copied.
+        let (rest, build) = s.split_once('+').unwrap_or((s, ""));
+        let pre = rest.split_once('-').map_or("", |(_, pre)| pre);
+        check_label("pre-release", pre.len())?;
+        check_label("build metadata", build.len())?;
+        semver::Version::parse(s).map(Self).map_err(|e| {
+            NameError::BadVersion(
+                crate::diagnostics::clip(s.to_owned(), QUOTED_VERSION_CHARS),
+                e.to_string(),
+            )
+        })
+    }
+
+    /// A version made elsewhere, held to the same bounds as a parsed one.
+    pub fn checked(v: semver::Version) -> Result<Self, NameError> {
+        check_label("pre-release", v.pre.len())?;
+        check_label("build metadata", v.build.len())?;
+        Ok(Self(v))
     }
 
     pub fn semver(&self) -> &semver::Version {
@@ -208,6 +243,41 @@ impl Version {
     }
 }
 
+/// Longest version requirement (`>=1.2.0-rc.1, <2.0.0`), in bytes: room
+/// for two comparators with the longest pre-releases a version may have.
+/// Requirements reach the resolver's explanations, locks and pages.
+pub const MAX_REQUIREMENT_LEN: usize = 256;
+
+/// A Cargo-style version requirement (`^1.2`, `>=1, <2`; a bare `1.2.0`
+/// means `^1.2.0`) of at most [`MAX_REQUIREMENT_LEN`] bytes: the one way
+/// untrusted requirement text is read.
+pub fn parse_requirement(s: &str) -> Result<semver::VersionReq, NameError> {
+    if s.len() > MAX_REQUIREMENT_LEN {
+        return Err(NameError::RequirementTooLong(s.len()));
+    }
+    semver::VersionReq::parse(s).map_err(|e| NameError::BadRequirement(s.to_owned(), e.to_string()))
+}
+
+/// `#[serde(deserialize_with)]` for an optional requirement read through
+/// [`parse_requirement`].
+pub fn deserialize_requirement<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<semver::VersionReq>, D::Error> {
+    Option::<String>::deserialize(d)?
+        .map(|s| parse_requirement(&s).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+fn check_label(part: &'static str, len: usize) -> Result<(), NameError> {
+    if len > MAX_VERSION_LABEL_LEN {
+        return Err(NameError::VersionLabelTooLong { part, len });
+    }
+    Ok(())
+}
+
+/// For versions that were a [`Version`] before (the resolver works in
+/// `semver` types over published versions); anything else goes through
+/// [`Version::parse`] or [`Version::checked`].
 impl From<semver::Version> for Version {
     fn from(v: semver::Version) -> Self {
         Self(v)
@@ -350,6 +420,81 @@ mod tests {
             );
             assert_eq!(version.to_string(), text);
         }
+    }
+
+    #[test]
+    fn version_labels_are_bounded_at_64_bytes() {
+        let at = "a".repeat(MAX_VERSION_LABEL_LEN);
+        let over = "a".repeat(MAX_VERSION_LABEL_LEN + 1);
+        for ok in [
+            format!("1.0.0-{at}"),
+            format!("1.0.0+{at}"),
+            format!("1.0.0-{at}+{at}"),
+        ] {
+            let v = Version::parse(&ok).unwrap();
+            assert_eq!(serde_json::from_str::<Version>(&format!("{ok:?}")).unwrap(), v);
+        }
+        let longest =
+            format!("18446744073709551615.18446744073709551615.18446744073709551615-{at}+{at}");
+        assert_eq!(Version::parse(&longest).unwrap().to_string().len(), 192);
+        for (bad, part) in [
+            (format!("1.0.0-{over}"), "pre-release"),
+            (format!("1.0.0+{over}"), "build metadata"),
+            (format!("1.0.0-rc.1+{over}"), "build metadata"),
+            (format!("1.0.0-{over}+b"), "pre-release"),
+        ] {
+            let want = NameError::VersionLabelTooLong {
+                part,
+                len: MAX_VERSION_LABEL_LEN + 1,
+            };
+            assert_eq!(Version::parse(&bad), Err(want.clone()), "{bad}");
+            let err = serde_json::from_str::<Version>(&format!("{bad:?}")).unwrap_err();
+            assert!(err.to_string().contains(&want.to_string()), "{err}");
+            let semver = semver::Version::parse(&bad).unwrap();
+            assert_eq!(Version::checked(semver), Err(want));
+        }
+        // The review's 70,000 bytes of build metadata: refused by length,
+        // and the message does not repeat them.
+        let huge = format!("1.0.0+{}", "x".repeat(70_000));
+        let err = Version::parse(&huge).unwrap_err();
+        assert!(err.to_string().len() < 200, "{err}");
+        let junk = format!("{}.0.0", "9".repeat(10_000));
+        assert!(Version::parse(&junk).unwrap_err().to_string().len() < 400);
+    }
+
+    #[test]
+    fn requirements_are_bounded() {
+        let at = format!(">={}", "1".repeat(MAX_REQUIREMENT_LEN - 6)) + ".0.0";
+        // At the bound the text is parsed (and here refused for its
+        // number); one byte more is refused for its length.
+        assert_eq!(at.len(), MAX_REQUIREMENT_LEN);
+        assert!(matches!(
+            parse_requirement(&at),
+            Err(NameError::BadRequirement(..))
+        ));
+        let fits = format!(">=1.0.0-{0}, <2.0.0-{0}", "a".repeat(64));
+        assert!(fits.len() <= MAX_REQUIREMENT_LEN);
+        assert!(parse_requirement(&fits).is_ok());
+        let over = format!("{at} ");
+        assert_eq!(
+            parse_requirement(&over),
+            Err(NameError::RequirementTooLong(MAX_REQUIREMENT_LEN + 1))
+        );
+        #[derive(serde::Deserialize)]
+        struct Pin {
+            #[serde(default, deserialize_with = "deserialize_requirement")]
+            requirement: Option<semver::VersionReq>,
+        }
+        let pin: Pin = serde_json::from_str(r#"{"requirement": "^1.2"}"#).unwrap();
+        assert_eq!(pin.requirement.unwrap().to_string(), "^1.2");
+        assert!(
+            serde_json::from_str::<Pin>(r#"{}"#)
+                .unwrap()
+                .requirement
+                .is_none()
+        );
+        let long = format!(r#"{{"requirement": "{over}"}}"#);
+        assert!(serde_json::from_str::<Pin>(&long).is_err());
     }
 
     #[test]

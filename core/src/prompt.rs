@@ -12,7 +12,7 @@
 //! change what the model reads. A section whose content contains its own
 //! closing tag is refused instead, since it would end the section early.
 
-use std::{fmt, str::FromStr};
+use std::{collections::HashMap, fmt, str::FromStr};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use yaml_serde::{Mapping, Value};
@@ -33,6 +33,8 @@ const SECTION_KEYS: &[&str] = &["name", "content"];
 pub enum PromptError {
     #[error("section name is empty")]
     EmptyName,
+    #[error("section name is {0} bytes long; at most {MAX_SECTION_NAME_LEN} are allowed")]
+    NameTooLong(usize),
     #[error("section name {0:?} must start with a letter or `_`")]
     BadNameStart(String),
     #[error("section name {name:?} may hold only letters, digits, `_`, `.` and `-`, found {bad:?}")]
@@ -87,9 +89,15 @@ impl FromStr for Role {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SectionName(String);
 
+/// Longest section name: it becomes a heading or an XML tag.
+pub const MAX_SECTION_NAME_LEN: usize = 64;
+
 impl SectionName {
     pub fn new(name: impl Into<String>) -> Result<Self, PromptError> {
         let name = name.into();
+        if name.len() > MAX_SECTION_NAME_LEN {
+            return Err(PromptError::NameTooLong(name.len()));
+        }
         let mut chars = name.chars();
         let first = chars.next().ok_or(PromptError::EmptyName)?;
         if !(first.is_ascii_alphabetic() || first == '_') {
@@ -276,7 +284,8 @@ pub fn parse_prompt_with(bytes: &[u8], limits: &YamlLimits) -> Result<Prompt, Di
 fn parse_sections(items: &[Value], diags: &mut Diagnostics) -> Vec<Section> {
     let mut sections: Vec<Section> = Vec::with_capacity(items.len());
     // (name, path of its first use) for the duplicate message.
-    let mut seen: Vec<(String, String)> = Vec::new();
+    // A map, not a list: a prompt may hold tens of thousands of sections.
+    let mut seen: HashMap<String, String> = HashMap::new();
     for (i, item) in items.iter().enumerate() {
         let path = index("sections", i);
         let Value::Mapping(map) = item else {
@@ -299,7 +308,7 @@ fn parse_sections(items: &[Value], diags: &mut Diagnostics) -> Vec<Section> {
 fn parse_section(
     map: &Mapping,
     path: &str,
-    seen: &mut Vec<(String, String)>,
+    seen: &mut HashMap<String, String>,
     diags: &mut Diagnostics,
 ) -> Option<Section> {
     check_keys(map, SECTION_KEYS, path, diags);
@@ -311,13 +320,13 @@ fn parse_section(
         }
         Some(Value::String(s)) => match SectionName::new(s.as_str()) {
             Ok(name) => {
-                if let Some((_, first)) = seen.iter().find(|(n, _)| n == s) {
+                if let Some(first) = seen.get(s.as_str()) {
                     diags.push(
                         &name_path,
                         format!("duplicate section name {s:?} (first used at {first})"),
                     );
                 } else {
-                    seen.push((s.clone(), name_path.clone()));
+                    seen.insert(s.clone(), name_path.clone());
                 }
                 Some(name)
             }

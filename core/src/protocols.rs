@@ -604,30 +604,14 @@ fn read_schema(r: &mut Reader, v: &Value, path: &str) -> Option<ProtocolSchema> 
 }
 
 /// A JSON Schema that compiles (the draft its `$schema` names, 2020-12 when
-/// absent).
+/// absent), its regexes bounded (`json_schema::check`).
 fn json_schema(r: &mut Reader, v: &Value, path: &str) -> Option<serde_json::Value> {
     let json = crate::agent::reader::to_json(v);
     if !json.is_object() {
         r.error(path, "expected a JSON Schema mapping");
         return None;
     }
-    match jsonschema::meta::validator_for(&json) {
-        Ok(meta) => {
-            if let Some(e) = meta.iter_errors(&json).next() {
-                r.error(path, format!("not a valid JSON Schema: {e}"));
-                return None;
-            }
-        }
-        Err(e) => {
-            r.error(path, format!("unsupported metaschema: {e}"));
-            return None;
-        }
-    }
-    if let Err(e) = jsonschema::validator_for(&json) {
-        r.error(path, format!("JSON Schema does not compile: {e}"));
-        return None;
-    }
-    Some(json)
+    crate::json_schema::check(&json, path, &mut r.regexes, &mut r.diags).then_some(json)
 }
 
 fn read_version(r: &mut Reader, f: &Fields<'_>) -> Option<Version> {
@@ -635,6 +619,10 @@ fn read_version(r: &mut Reader, f: &Fields<'_>) -> Option<Version> {
     let s = r.scalar(v, &f.at("version"))?;
     match Version::parse(&s) {
         Ok(v) => Some(v),
+        Err(e @ crate::names::NameError::VersionLabelTooLong { .. }) => {
+            r.error(f.at("version"), e);
+            None
+        }
         Err(_) => {
             r.error(
                 f.at("version"),

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::agent::reader::{Extensions, Reader, ShapeError};
+use crate::agent::reader::{Extensions, MAX_DESCRIPTION_CHARS, Reader, ShapeError};
 use crate::diagnostics::Diagnostics;
 use crate::names::PackageName;
 use crate::yaml::{YamlLimits, parse_value};
@@ -85,10 +85,12 @@ pub fn parse_skill(bytes: &[u8]) -> Result<Skill, Diagnostics> {
             .map_err(|e| r.error("name", format!("{s:?} is not a valid name: {e}")))
             .ok()
     });
-    let description = r.req_text(&f, "description");
+    let description = r.req_text_max(&f, "description", MAX_DESCRIPTION_CHARS);
     let allowed_tools = r.opt_string_list(&f, "allowed-tools");
+    // A set, so a long list costs one pass.
+    let mut seen = std::collections::HashSet::new();
     for (i, t) in allowed_tools.iter().enumerate() {
-        if allowed_tools[..i].contains(t) {
+        if !seen.insert(t.as_str()) {
             r.error(
                 format!("allowed-tools[{i}]"),
                 ShapeError::Duplicate(t.clone()),

@@ -4,7 +4,6 @@
 
 use std::{collections::BTreeMap, fmt, str::FromStr};
 
-use jsonschema::paths::LocationSegment;
 use semver::VersionReq;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value as Json;
@@ -14,9 +13,11 @@ use yaml_serde::{Mapping, Value};
 // shared with agent.yaml and the catalog.
 pub use crate::capability::Capability;
 use crate::{
+    agent::reader::{MAX_DESCRIPTION_CHARS, too_long},
     diagnostics::{Diagnostics, index, join},
+    json_schema::{self, RegexBudget},
     keys::{EXTENSION_PREFIX, check_keys, kind_of, suggest},
-    names::{PackageName, Version},
+    names::{PackageName, Version, parse_requirement},
     tree::MemberPath,
     yaml::{YamlLimits, parse_value},
 };
@@ -187,6 +188,12 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
         if s.trim().is_empty() {
             diags.push("description", "must not be empty");
             None
+        } else if let Some(chars) = too_long(s, MAX_DESCRIPTION_CHARS) {
+            diags.push(
+                "description",
+                format!("is {chars} characters long; at most {MAX_DESCRIPTION_CHARS} are allowed"),
+            );
+            None
         } else {
             Some(s.to_owned())
         }
@@ -197,16 +204,18 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
             .ok()
     });
 
+    // One budget of regexes for the document's schemas together.
+    let mut regexes = RegexBudget::default();
     let input_schema = match top.get("input_schema") {
         None => {
             diags.push("input_schema", "missing required key");
             None
         }
-        Some(v) => schema(v, "input_schema", true, &mut diags),
+        Some(v) => schema(v, "input_schema", true, &mut regexes, &mut diags),
     };
     let output_schema = top
         .get("output_schema")
-        .map(|v| schema(v, "output_schema", false, &mut diags));
+        .map(|v| schema(v, "output_schema", false, &mut regexes, &mut diags));
 
     let dependencies = match top.get("dependencies") {
         None => BTreeMap::new(),
@@ -299,14 +308,14 @@ fn to_json(value: &Value, path: &str, diags: &mut Diagnostics) -> Option<Json> {
         .ok()
 }
 
-/// Checks a schema against its JSON Schema metaschema (the draft its
-/// `$schema` names, 2020-12 when absent), then compiles it, which also
-/// catches references that do not resolve. MCP requires an input schema to
-/// describe an object.
+/// Checks a schema (`json_schema::check`: metaschema, regex bounds,
+/// compilation), its regexes counted against the document's `regexes`. MCP
+/// requires an input schema to describe an object.
 pub(crate) fn schema(
     value: &Value,
     path: &str,
     is_input: bool,
+    regexes: &mut RegexBudget,
     diags: &mut Diagnostics,
 ) -> Option<Json> {
     let json = to_json(value, path, diags)?;
@@ -323,39 +332,7 @@ pub(crate) fn schema(
             "an MCP input schema must have `type: object`",
         );
     }
-    let meta = match jsonschema::meta::validator_for(&json) {
-        Ok(meta) => meta,
-        Err(e) => {
-            diags.push(
-                join(path, "$schema"),
-                format!("unsupported metaschema: {e}"),
-            );
-            return None;
-        }
-    };
-    let before = diags.len();
-    for error in meta.iter_errors(&json) {
-        diags.push(
-            schema_path(path, error.instance_path().segments()),
-            format!("not a valid JSON Schema: {error}"),
-        );
-    }
-    if diags.len() > before {
-        return None;
-    }
-    if let Err(e) = jsonschema::validator_for(&json) {
-        diags.push(path, format!("JSON Schema does not compile: {e}"));
-        return None;
-    }
-    Some(json)
-}
-
-/// `input_schema` plus a JSON Pointer's segments, in our dotted form.
-fn schema_path<'a>(base: &str, segments: impl Iterator<Item = LocationSegment<'a>>) -> String {
-    segments.fold(base.to_owned(), |path, segment| match segment {
-        LocationSegment::Property(key) => join(&path, &key),
-        LocationSegment::Index(i) => index(&path, i),
-    })
+    json_schema::check(&json, path, regexes, diags).then_some(json)
 }
 
 fn dependencies(
@@ -383,8 +360,8 @@ fn dependencies(
             }
         };
         let requirement = match value {
-            Value::String(s) => VersionReq::parse(s)
-                .map_err(|e| diags.push(&path, format!("{s:?} is not a version requirement: {e}")))
+            Value::String(s) => parse_requirement(s)
+                .map_err(|e| diags.push(&path, e.to_string()))
                 .ok(),
             other => {
                 diags.push(

@@ -447,7 +447,7 @@ const CASES: &[Case] = &[
         AY,
         "      auth: bearer\n",
         "      auth: bearer\n      messages: {type: 12}\n",
-        "x-protocols.acme-sync.schema.messages",
+        "x-protocols.acme-sync.schema.messages.type",
         "not a valid JSON Schema",
     ),
     case(

@@ -138,3 +138,29 @@ fn role_parses() {
         Err(PromptError::UnknownRole("bot".into()))
     );
 }
+
+#[test]
+fn section_names_are_bounded_and_duplicates_found_in_one_pass() {
+    let name = |n: usize| format!("s{}", "x".repeat(n - 1));
+    let doc = format!(
+        "version: 2\nrole: system\nsections:\n  - name: {}\n    content: a\n  - name: {}\n    content: b\n",
+        name(64),
+        name(65)
+    );
+    assert_eq!(
+        messages(doc.as_bytes()),
+        ["sections[1].name: section name is 65 bytes long; at most 64 are allowed"]
+    );
+    // Many sections, each named twice: every duplicate reported (up to the
+    // cap of a problem list), with where the name was first used.
+    let mut doc = String::from("version: 2\nrole: system\nsections:\n");
+    for i in 0..20_000 {
+        doc.push_str(&format!("  - name: s{}\n    content: c\n", i % 10_000));
+    }
+    let err = parse_prompt(doc.as_bytes()).unwrap_err();
+    assert_eq!(err.len(), 10_000);
+    assert_eq!(
+        err.iter().next().unwrap().to_string(),
+        "sections[10000].name: duplicate section name \"s0\" (first used at sections[0].name)"
+    );
+}

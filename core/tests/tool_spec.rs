@@ -226,3 +226,72 @@ fn kind_and_capability_parse() {
         Ok(Capability::ScreenCapture)
     );
 }
+
+/// A tool whose input schema has `n` `patternProperties` regexes and whose
+/// output schema has `m` `pattern`s.
+fn with_regexes(n: usize, m: usize) -> Vec<u8> {
+    let mut yaml = String::from(
+        "name: t\nversion: 1.0.0\ndescription: d\nkind: mcp\ninput_schema:\n  type: object\n  patternProperties:\n",
+    );
+    for i in 0..n {
+        yaml.push_str(&format!("    \"^k{i}_[a-z]+$\": {{type: string}}\n"));
+    }
+    if m > 0 {
+        yaml.push_str("output_schema:\n  type: object\n  properties:\n");
+        for i in 0..m {
+            yaml.push_str(&format!(
+                "    p{i}: {{type: string, pattern: \"^v{i}[0-9]+$\"}}\n"
+            ));
+        }
+    }
+    yaml.into_bytes()
+}
+
+#[test]
+fn a_tool_holds_at_most_100_regexes_in_its_schemas() {
+    use agentlang_core::json_schema::MAX_REGEXES;
+    assert!(parse_tool(&with_regexes(MAX_REGEXES - 10, 10)).is_ok());
+    let all = messages(&with_regexes(MAX_REGEXES - 10, 11));
+    assert_eq!(
+        all,
+        [
+            "output_schema: holds 11 regexes (`pattern` and `patternProperties`), and the document may hold at most 100 in all its schemas (10 left)"
+        ]
+    );
+    // The review's 20,000: refused by counting, before any is compiled.
+    let all = messages(&with_regexes(20_000, 0));
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert!(
+        all[0].starts_with("input_schema: holds 20000 regexes"),
+        "{all:?}"
+    );
+}
+
+#[test]
+fn long_texts_in_tool_yaml_are_refused() {
+    let description = "d".repeat(2_001);
+    let yaml = format!(
+        "name: t\nversion: 1.0.0+{}\ndescription: {description}\nkind: mcp\ninput_schema: {{type: object}}\ndependencies:\n  other: \">={}.0.0\"\n",
+        "b".repeat(65),
+        "1".repeat(300)
+    );
+    let all = messages(yaml.as_bytes());
+    assert_reports(
+        &all,
+        "version: the version's build metadata is 65 bytes long; at most 64 are allowed",
+    );
+    assert_reports(
+        &all,
+        "description: is 2001 characters long; at most 2000 are allowed",
+    );
+    assert_reports(
+        &all,
+        "dependencies.other: the version requirement is 306 bytes long; at most 256 are allowed",
+    );
+    let at = format!(
+        "name: t\nversion: 1.0.0+{}\ndescription: {}\nkind: mcp\ninput_schema: {{type: object}}\n",
+        "b".repeat(64),
+        "d".repeat(2_000)
+    );
+    assert!(parse_tool(at.as_bytes()).is_ok());
+}

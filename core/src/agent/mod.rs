@@ -25,6 +25,7 @@ pub use model::*;
 pub use parse::AgentRole;
 pub(crate) use parse::labels as read_labels;
 pub use patterns::{PatternError, check_path_pattern, check_url_pattern};
+pub use reader::{MAX_DESCRIPTION_CHARS, MAX_KEY_CHARS, MAX_LABEL_CHARS, MAX_TEXT_CHARS};
 // Re-exported so agent call sites keep one import path; the table itself is
 // shared with tool.yaml and the catalog.
 pub use crate::capability::{Capability, CapabilityCategory, RiskLevel, UnknownCapability};

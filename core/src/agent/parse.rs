@@ -8,7 +8,7 @@ use yaml_serde::Value;
 
 use super::model::*;
 use super::permissions::{CronSchedule, PermissionMode};
-use super::reader::{Fields, Reader, ShapeError, to_json};
+use super::reader::{Fields, MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, Reader, ShapeError, to_json};
 use super::template::{self, check_env_template, is_env_name};
 use crate::capability::Capability;
 use crate::diagnostics::{index, join};
@@ -64,12 +64,12 @@ pub(super) fn read_agent(r: &mut Reader, doc: &Value, role: AgentRole) -> Option
     };
     // Subagents are routed to by their description, and the catalog shows a
     // top-level agent's: both need one.
-    let description = r.req_text(&f, "description");
+    let description = r.req_text_max(&f, "description", MAX_DESCRIPTION_CHARS);
 
-    let title = r.opt_text(&f, "title");
-    let subtitle = r.opt_text(&f, "subtitle");
-    let developer = r.opt_text(&f, "developer");
-    let category = r.opt_text(&f, "category");
+    let title = r.opt_text_max(&f, "title", MAX_LABEL_CHARS);
+    let subtitle = r.opt_text_max(&f, "subtitle", MAX_LABEL_CHARS);
+    let developer = r.opt_text_max(&f, "developer", MAX_LABEL_CHARS);
+    let category = r.opt_text_max(&f, "category", MAX_LABEL_CHARS);
     let models = section(&f, "models", |v, p| models(r, v, p)).unwrap_or_default();
     let tools = section(&f, "tools", |v, p| tools(r, v, p)).unwrap_or_default();
     let mcp_servers = section(&f, "mcp_servers", |v, p| mcp_servers(r, v, p)).unwrap_or_default();
@@ -132,6 +132,10 @@ fn strict_version(r: &mut Reader, v: &Value, path: &str) -> Option<Version> {
     let s = r.scalar(v, path)?;
     match Version::parse(&s) {
         Ok(v) => Some(v),
+        Err(e @ crate::names::NameError::VersionLabelTooLong { .. }) => {
+            r.error(path, e);
+            None
+        }
         Err(_) => {
             r.error(
                 path,
@@ -144,13 +148,17 @@ fn strict_version(r: &mut Reader, v: &Value, path: &str) -> Option<Version> {
 
 fn version_req(r: &mut Reader, v: &Value, path: &str) -> Option<VersionReq> {
     let s = r.scalar(v, path)?;
-    match VersionReq::parse(&s) {
+    match crate::names::parse_requirement(&s) {
         Ok(req) => Some(req),
-        Err(e) => {
+        Err(crate::names::NameError::BadRequirement(text, why)) => {
             r.error(
                 path,
-                format!("{s:?} is not a valid version requirement: {e}"),
+                format!("{text:?} is not a valid version requirement: {why}"),
             );
+            None
+        }
+        Err(e) => {
+            r.error(path, e);
             None
         }
     }
@@ -247,6 +255,8 @@ fn models(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, ModelSpec> 
 
 fn tools(r: &mut Reader, v: &Value, path: &str) -> Vec<ToolDecl> {
     let mut out: Vec<ToolDecl> = Vec::new();
+    // normalized name -> name as first declared
+    let mut declared: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for (i, item) in r.seq(v, path).iter().enumerate() {
         let p = index(path, i);
         let Some(f) = r.fields(
@@ -262,18 +272,19 @@ fn tools(r: &mut Reader, v: &Value, path: &str) -> Vec<ToolDecl> {
         else {
             continue;
         };
-        if let Some(prev) = out
-            .iter()
-            .find(|t| t.name.normalized() == name.normalized())
-        {
-            r.error(
+        // A map, not a scan of `out`: the check stays linear in the tools.
+        match declared.entry(name.normalized()) {
+            std::collections::hash_map::Entry::Occupied(prev) => r.error(
                 f.at("name"),
                 format!(
                     "tool {:?} is already declared (as {:?})",
                     name.as_str(),
-                    prev.name.as_str()
+                    prev.get()
                 ),
-            );
+            ),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(name.as_str().to_owned());
+            }
         }
         let is_delegate = name.as_str() == DELEGATE_TOOL;
         let version = f.get("version").and_then(|v| {
@@ -504,7 +515,7 @@ fn http_tools(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, HttpToo
         let ui_component = f
             .get("ui_component")
             .and_then(|u| tool_ui(r, u, &f.at("ui_component")));
-        let description = r.opt_text(&f, "description");
+        let description = r.opt_text_max(&f, "description", MAX_DESCRIPTION_CHARS);
         if let (Some(endpoint), Some(method)) = (endpoint, method) {
             out.insert(
                 name.to_owned(),
@@ -548,7 +559,7 @@ fn http_params(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, HttpPa
             })
         });
         let required = f.get("required").and_then(|b| r.bool(b, &f.at("required")));
-        let description = r.opt_text(&f, "description");
+        let description = r.opt_text_max(&f, "description", MAX_DESCRIPTION_CHARS);
         if let Some(ty) = ty {
             out.insert(
                 name.to_owned(),
@@ -632,7 +643,7 @@ fn bash_tools(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, BashToo
                 }
             }
         }
-        let description = r.opt_text(&f, "description");
+        let description = r.opt_text_max(&f, "description", MAX_DESCRIPTION_CHARS);
         let help_command = r.opt_text(&f, "help_command");
         if let Some(command) = command {
             out.insert(
@@ -1000,6 +1011,7 @@ fn static_crew(r: &mut Reader, v: &Value, path: &str) -> Option<StaticCrew> {
 
 fn protocols(r: &mut Reader, v: &Value, path: &str) -> Vec<ProtocolDecl> {
     let mut out: Vec<ProtocolDecl> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (i, item) in r.seq(v, path).iter().enumerate() {
         let p = index(path, i);
         let Some(f) = r.fields(item, &p, &["name", "version"]) else {
@@ -1016,7 +1028,7 @@ fn protocols(r: &mut Reader, v: &Value, path: &str) -> Vec<ProtocolDecl> {
             );
             continue;
         }
-        if out.iter().any(|d| d.name == name) {
+        if !seen.insert(name.clone()) {
             r.error(f.at("name"), ShapeError::Duplicate(name.clone()));
         }
         let version = f
@@ -1148,7 +1160,7 @@ fn ui_actions(r: &mut Reader, v: &Value, path: &str, component: bool) -> Option<
     // Checked as a tool's input schema is: it becomes one.
     let props = f
         .get("props")
-        .and_then(|p| crate::tool::schema(p, &f.at("props"), true, &mut r.diags));
+        .and_then(|p| crate::tool::schema(p, &f.at("props"), true, &mut r.regexes, &mut r.diags));
     let mut sync_actions = IndexMap::new();
     if let Some(s) = f.get("sync_actions") {
         let sp = f.at("sync_actions");
@@ -1228,6 +1240,7 @@ fn params(r: &mut Reader, f: &Fields<'_>) -> serde_json::Map<String, Json> {
 
 fn skills(r: &mut Reader, v: &Value, path: &str) -> Vec<SkillRef> {
     let mut out: Vec<SkillRef> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (i, item) in r.seq(v, path).iter().enumerate() {
         let p = index(path, i);
         let Some(f) = r.fields(item, &p, &["name"]) else {
@@ -1239,7 +1252,7 @@ fn skills(r: &mut Reader, v: &Value, path: &str) -> Vec<SkillRef> {
         else {
             continue;
         };
-        if out.iter().any(|s| s.name == name) {
+        if !seen.insert(name.clone()) {
             r.error(f.at("name"), ShapeError::Duplicate(name.to_string()));
             continue;
         }

@@ -15,6 +15,30 @@ use crate::{
 /// Kept `x-` extension keys of one mapping, in their JSON form.
 pub type Extensions = BTreeMap<String, serde_json::Value>;
 
+/// Longest string the reader takes where no tighter bound applies, in
+/// characters: what a document says reaches stored specs and pages, so
+/// every field has a bound when it is read.
+pub const MAX_TEXT_CHARS: usize = 8_192;
+/// Longest description (agents, subagents, skills; tools and protocols
+/// have the same bound): the catalog and search show it.
+pub const MAX_DESCRIPTION_CHARS: usize = 2_000;
+/// Longest label (`title`, `subtitle`, `developer`, `category`): shown
+/// as headings and searched as keywords.
+pub const MAX_LABEL_CHARS: usize = 200;
+/// Longest key of a mapping with user-chosen keys (model, server, tool,
+/// component and variable names).
+pub const MAX_KEY_CHARS: usize = 128;
+
+/// Whether `s` is longer than `max` characters; counts only when its
+/// bytes could be.
+pub fn too_long(s: &str, max: usize) -> Option<usize> {
+    if s.len() <= max {
+        return None;
+    }
+    let chars = s.chars().count();
+    (chars > max).then_some(chars)
+}
+
 /// The shape problems the reader reports; their text is the diagnostic
 /// message.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -43,6 +67,8 @@ pub enum ShapeError {
     NotOneOf { value: String, expected: String },
     #[error("{0:?} appears more than once")]
     Duplicate(String),
+    #[error("is {chars} characters long; at most {max} are allowed")]
+    TooLong { chars: usize, max: usize },
 }
 
 /// What a YAML value is, for "expected X, found Y" messages.
@@ -133,6 +159,8 @@ impl<'v> Fields<'v> {
 #[derive(Debug, Default)]
 pub struct Reader {
     pub diags: Diagnostics,
+    /// The regexes the document's JSON Schemas may still hold.
+    pub regexes: crate::json_schema::RegexBudget,
 }
 
 impl Reader {
@@ -174,7 +202,22 @@ impl Reader {
             Value::Mapping(m) => m
                 .iter()
                 .filter_map(|(k, val)| match k {
-                    Value::String(s) => Some((s.as_str(), val)),
+                    Value::String(s) => match too_long(s, MAX_KEY_CHARS) {
+                        None => Some((s.as_str(), val)),
+                        Some(chars) => {
+                            self.error(
+                                path,
+                                format!(
+                                    "a key {}",
+                                    ShapeError::TooLong {
+                                        chars,
+                                        max: MAX_KEY_CHARS
+                                    }
+                                ),
+                            );
+                            None
+                        }
+                    },
                     other => {
                         self.error(path, ShapeError::NonStringKey(type_name(other)));
                         None
@@ -233,9 +276,21 @@ impl Reader {
         v
     }
 
+    /// A string of at most [`MAX_TEXT_CHARS`] characters.
     pub fn string(&mut self, v: &Value, path: &str) -> Option<String> {
+        self.string_max(v, path, MAX_TEXT_CHARS)
+    }
+
+    /// A string of at most `max` characters.
+    pub fn string_max(&mut self, v: &Value, path: &str, max: usize) -> Option<String> {
         match v {
-            Value::String(s) => Some(s.clone()),
+            Value::String(s) => {
+                if let Some(chars) = too_long(s, max) {
+                    self.error(path, ShapeError::TooLong { chars, max });
+                    return None;
+                }
+                Some(s.clone())
+            }
             other => {
                 self.wrong_type(path, "a string", other);
                 None
@@ -243,9 +298,15 @@ impl Reader {
         }
     }
 
-    /// A string that may not be blank.
+    /// A string that may not be blank, of at most [`MAX_TEXT_CHARS`]
+    /// characters.
     pub fn text(&mut self, v: &Value, path: &str) -> Option<String> {
-        let s = self.string(v, path)?;
+        self.text_max(v, path, MAX_TEXT_CHARS)
+    }
+
+    /// A string that may not be blank, of at most `max` characters.
+    pub fn text_max(&mut self, v: &Value, path: &str, max: usize) -> Option<String> {
+        let s = self.string_max(v, path, max)?;
         if s.trim().is_empty() {
             self.error(path, ShapeError::Empty);
             return None;
@@ -256,7 +317,19 @@ impl Reader {
     /// A scalar read as text: `version: 1` and `version: "1"` both give "1".
     pub fn scalar(&mut self, v: &Value, path: &str) -> Option<String> {
         match scalar_text(v) {
-            Some(s) => Some(s),
+            Some(s) => {
+                if let Some(chars) = too_long(&s, MAX_TEXT_CHARS) {
+                    self.error(
+                        path,
+                        ShapeError::TooLong {
+                            chars,
+                            max: MAX_TEXT_CHARS,
+                        },
+                    );
+                    return None;
+                }
+                Some(s)
+            }
             None => {
                 self.wrong_type(path, "a string", v);
                 None
@@ -270,6 +343,17 @@ impl Reader {
 
     pub fn req_text(&mut self, f: &Fields<'_>, key: &str) -> Option<String> {
         self.required(f, key).and_then(|v| self.text(v, &f.at(key)))
+    }
+
+    /// An optional text of at most `max` characters.
+    pub fn opt_text_max(&mut self, f: &Fields<'_>, key: &str, max: usize) -> Option<String> {
+        f.get(key).and_then(|v| self.text_max(v, &f.at(key), max))
+    }
+
+    /// A required text of at most `max` characters.
+    pub fn req_text_max(&mut self, f: &Fields<'_>, key: &str, max: usize) -> Option<String> {
+        self.required(f, key)
+            .and_then(|v| self.text_max(v, &f.at(key), max))
     }
 
     pub fn bool(&mut self, v: &Value, path: &str) -> Option<bool> {
@@ -416,6 +500,43 @@ mod tests {
             [
                 "desciption: unknown key; did you mean \"description\"?",
                 "zzz: unknown key; expected one of: name, description",
+            ]
+        );
+    }
+
+    #[test]
+    fn texts_and_keys_are_bounded() {
+        let at = "é".repeat(MAX_LABEL_CHARS);
+        let over = "é".repeat(MAX_LABEL_CHARS + 1);
+        let long_key = "k".repeat(MAX_KEY_CHARS + 1);
+        let v = yaml(&format!(
+            "a: {at}\nb: {over}\nc: {}\nd:\n  {}: 1\n  {long_key}: 2\n",
+            "x".repeat(MAX_TEXT_CHARS + 1),
+            "k".repeat(MAX_KEY_CHARS)
+        ));
+        let mut r = Reader::new();
+        let f = r.fields(&v, "", &["a", "b", "c", "d"]).unwrap();
+        assert_eq!(r.opt_text_max(&f, "a", MAX_LABEL_CHARS), Some(at));
+        assert_eq!(r.opt_text_max(&f, "b", MAX_LABEL_CHARS), None);
+        assert_eq!(r.opt_text(&f, "c"), None);
+        let d = f.get("d").unwrap();
+        assert_eq!(r.dict(d, "d").len(), 1);
+        let msgs: Vec<String> = r.finish().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            msgs,
+            [
+                format!(
+                    "b: is {} characters long; at most {MAX_LABEL_CHARS} are allowed",
+                    MAX_LABEL_CHARS + 1
+                ),
+                format!(
+                    "c: is {} characters long; at most {MAX_TEXT_CHARS} are allowed",
+                    MAX_TEXT_CHARS + 1
+                ),
+                format!(
+                    "d: a key is {} characters long; at most {MAX_KEY_CHARS} are allowed",
+                    MAX_KEY_CHARS + 1
+                ),
             ]
         );
     }
