@@ -433,3 +433,87 @@ fn reports_round_trip_through_json() {
         report.summary()
     );
 }
+
+#[test]
+fn findings_are_capped_per_report_with_a_count_of_the_rest() {
+    // The review's prompt: a flood of snake_case words, each an undeclared
+    // tool; plus one error the cap must keep (a prompt larger than the
+    // model's window comes after the flood in the rules' order).
+    let words: Vec<String> = (0..5_000).map(|i| format!("name_{i}")).collect();
+    let prompt = format!(
+        "version: 2\nrole: system\nsections:\n  - name: role\n    content: {}\n",
+        words.join(" ")
+    );
+    let t = tree(&[("agent.yaml", CLEAN_AGENT), ("prompt.yaml", &prompt)]);
+    let report = run(&t, Some(&models(1_000)));
+    assert_eq!(report.findings.len(), quality::MAX_FINDINGS);
+    assert_eq!(report.findings[0].rule, rules::PROMPT_EXCEEDS_CONTEXT);
+    assert_eq!(report.count(Severity::Error), 1);
+    // Every undeclared word, and the two declared tools the prompt no
+    // longer mentions.
+    assert_eq!(report.count(Severity::Warning), 5_002);
+    assert_eq!(report.omitted.warnings, 5_002 - (quality::MAX_FINDINGS - 1));
+    assert_eq!(report.more().as_deref(), Some("and 4903 more findings"));
+    assert_eq!(report.summary(), "1 error, 5002 warnings");
+    assert!(!report.passes(false));
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        json["omitted"],
+        serde_json::json!({"errors": 0, "warnings": 4903})
+    );
+    // Stored and read back, it is the same report.
+    let back: QualityReport = serde_json::from_value(json).unwrap();
+    assert_eq!(back.capped(), report);
+
+    // At the cap exactly, nothing is omitted.
+    let at: Vec<String> = (0..quality::MAX_FINDINGS - 2)
+        .map(|i| format!("name_{i}"))
+        .collect();
+    let prompt = format!(
+        "version: 2\nrole: system\nsections:\n  - name: role\n    content: {}\n",
+        at.join(" ")
+    );
+    let t = tree(&[("agent.yaml", CLEAN_AGENT), ("prompt.yaml", &prompt)]);
+    let report = run(&t, Some(&models(200_000)));
+    assert_eq!(report.findings.len(), quality::MAX_FINDINGS);
+    assert!(report.omitted.is_empty());
+    assert_eq!(report.more(), None);
+    assert!(
+        !serde_json::to_value(&report)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .contains_key("omitted")
+    );
+}
+
+#[test]
+fn a_report_stored_before_the_cap_is_capped_when_read() {
+    let finding = |severity, i: usize| Finding {
+        rule: rules::UNDECLARED_TOOL.to_owned(),
+        severity,
+        file: Some("prompt.yaml".to_owned()),
+        path: format!("sections[{i}].content"),
+        message: "m".repeat(quality::MAX_FINDING_TEXT + 10),
+        hint: None,
+        source: Source::Rules,
+    };
+    let mut findings: Vec<Finding> = (0..300).map(|i| finding(Severity::Warning, i)).collect();
+    findings.push(finding(Severity::Error, 300));
+    let old = QualityReport {
+        findings,
+        ..QualityReport::default()
+    };
+    let capped = old.capped();
+    assert_eq!(capped.findings.len(), quality::MAX_FINDINGS);
+    assert_eq!(capped.findings[0].severity, Severity::Error);
+    assert_eq!(capped.findings[1].path, "sections[0].content");
+    assert_eq!(capped.omitted.warnings, 201);
+    assert_eq!(capped.summary(), "1 error, 300 warnings");
+    assert!(
+        capped
+            .findings
+            .iter()
+            .all(|f| f.message.chars().count() == quality::MAX_FINDING_TEXT + 1)
+    );
+}

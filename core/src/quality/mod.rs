@@ -26,6 +26,12 @@
 //! | `delegation-depth` | error | `delegate.max_depth` above `constraints.limits.max_delegation_depth` (default 3) |
 //! | `budget-price-mismatch` | warning | a budget price that no declared model has in the registry's catalog |
 //!
+//! A report keeps at most [`MAX_FINDINGS`] findings (errors first) and
+//! counts the rest by severity ([`Omitted`]); each text is clipped to
+//! [`MAX_FINDING_TEXT`] characters. So a report, and a page showing one, is
+//! small whatever the prompt names: renderers end the list with
+//! [`QualityReport::more`] ("and N more findings").
+//!
 //! Token counts are estimates: four characters a token, rounded up, which
 //! is close for English prose and errs large for code. A registry sees only
 //! an encrypted prompt's size; the estimate then comes from the plaintext's
@@ -65,6 +71,11 @@ pub const MAX_SECTIONS_COMPARED: usize = 200;
 const MIN_DESCRIPTION_WORDS: usize = 4;
 /// Relative difference from which a budget price contradicts the catalog.
 const PRICE_TOLERANCE: f64 = 0.01;
+/// Most findings a report keeps; the rest are counted in [`Omitted`].
+pub const MAX_FINDINGS: usize = 100;
+/// Longest path, message or hint a finding keeps, in characters (they
+/// quote the prompt's words, which can be as long as the prompt).
+pub const MAX_FINDING_TEXT: usize = 500;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -148,9 +159,40 @@ pub enum ModelReview {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Findings past [`MAX_FINDINGS`], counted by severity but not kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Omitted {
+    #[serde(default)]
+    pub errors: usize,
+    #[serde(default)]
+    pub warnings: usize,
+}
+
+impl Omitted {
+    pub fn is_empty(&self) -> bool {
+        self.errors == 0 && self.warnings == 0
+    }
+
+    pub fn total(&self) -> usize {
+        self.errors.saturating_add(self.warnings)
+    }
+
+    fn add(&mut self, severity: Severity, n: usize) {
+        let count = match severity {
+            Severity::Error => &mut self.errors,
+            Severity::Warning => &mut self.warnings,
+        };
+        *count = count.saturating_add(n);
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QualityReport {
+    /// At most [`MAX_FINDINGS`], errors first.
     pub findings: Vec<Finding>,
+    /// What the cap left out.
+    #[serde(default, skip_serializing_if = "Omitted::is_empty")]
+    pub omitted: Omitted,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
     /// The compiled prompt's estimated size.
@@ -162,11 +204,40 @@ pub struct QualityReport {
 }
 
 impl QualityReport {
+    /// Findings of one severity, those the cap left out included.
     pub fn count(&self, severity: Severity) -> usize {
+        let omitted = match severity {
+            Severity::Error => self.omitted.errors,
+            Severity::Warning => self.omitted.warnings,
+        };
         self.findings
             .iter()
             .filter(|f| f.severity == severity)
             .count()
+            .saturating_add(omitted)
+    }
+
+    /// `and N more findings`, when the cap left some out.
+    pub fn more(&self) -> Option<String> {
+        crate::diagnostics::more_line(self.omitted.total(), "finding", "findings")
+    }
+
+    /// The report within its bounds: errors first, at most
+    /// [`MAX_FINDINGS`] kept (the rest counted), every text clipped. Every
+    /// report this module makes already is; the registry also applies it
+    /// to reports stored before the cap.
+    pub fn capped(mut self) -> Self {
+        // Stable: the order within a severity is kept.
+        self.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        if self.findings.len() > MAX_FINDINGS {
+            for f in self.findings.drain(MAX_FINDINGS..) {
+                self.omitted.add(f.severity, 1);
+            }
+        }
+        for f in &mut self.findings {
+            clip_finding(f);
+        }
+        self
     }
 
     /// Whether a build may go on: no errors, and no warnings either when
@@ -193,10 +264,12 @@ impl QualityReport {
         }
     }
 
-    /// Adds a model review's findings (already marked) and its status.
+    /// Adds a model review's findings (already marked) and its status,
+    /// within the same cap.
     pub fn merge_model_review(&mut self, review: ModelReview, findings: Vec<Finding>) {
         self.findings.extend(findings);
         self.model_review = Some(review);
+        *self = std::mem::take(self).capped();
     }
 }
 
@@ -263,8 +336,18 @@ const TEXT_RULES: [&str; 6] = [
     rules::CAPABILITY_NOT_REQUESTED,
 ];
 
+fn clip_finding(f: &mut Finding) {
+    use crate::diagnostics::clip;
+    f.path = clip(std::mem::take(&mut f.path), MAX_FINDING_TEXT);
+    f.message = clip(std::mem::take(&mut f.message), MAX_FINDING_TEXT);
+    f.hint = f.hint.take().map(|h| clip(h, MAX_FINDING_TEXT));
+}
+
 struct Out {
     findings: Vec<Finding>,
+    /// Findings kept so far per severity, to stop keeping at the cap.
+    kept: [usize; 2],
+    omitted: Omitted,
     skipped: Vec<Skipped>,
 }
 
@@ -278,6 +361,14 @@ impl Out {
         message: impl Into<String>,
         hint: impl Into<String>,
     ) {
+        // Up to the cap of each severity, so the errors found after a flood
+        // of warnings are still kept; `capped` then cuts to the cap overall.
+        let kept = &mut self.kept[usize::from(severity == Severity::Error)];
+        if *kept >= MAX_FINDINGS {
+            self.omitted.add(severity, 1);
+            return;
+        }
+        *kept += 1;
         self.findings.push(Finding {
             rule: rule.to_owned(),
             severity,
@@ -301,6 +392,8 @@ impl Out {
 pub fn check(input: &QualityInput<'_>) -> QualityReport {
     let mut out = Out {
         findings: Vec::new(),
+        kept: [0; 2],
+        omitted: Omitted::default(),
         skipped: Vec::new(),
     };
     let pkg = input.package;
@@ -339,10 +432,12 @@ pub fn check(input: &QualityInput<'_>) -> QualityReport {
     });
     QualityReport {
         findings: out.findings,
+        omitted: out.omitted,
         skipped: out.skipped,
         prompt_tokens,
         model_review: None,
     }
+    .capped()
 }
 
 /// `ceil(chars / 4)`.
