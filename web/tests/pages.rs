@@ -89,6 +89,7 @@ fn quality_report() -> agentlang_core::quality::QualityReport {
         }],
         prompt_tokens: Some(212),
         model_review: None,
+        omitted: Default::default(),
     }
 }
 
