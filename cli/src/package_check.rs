@@ -33,7 +33,7 @@ pub fn validated_package(env: &Env, kind: Kind, tree: &SourceTree, shown: &str) 
                 String::new,
             );
         } else {
-            for p in problems.iter() {
+            for p in problems.lines() {
                 eprintln!("  {} {p}", env.out.red("✗"));
             }
         }

@@ -128,6 +128,9 @@ pub fn print_report(
             eprintln!("  hint: {hint}");
         }
     }
+    if let Some(more) = report.more() {
+        eprintln!("{more}, not listed");
+    }
     for s in &report.skipped {
         eprintln!("skipped: {} ({})", s.rule, s.reason);
     }

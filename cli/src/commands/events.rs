@@ -17,8 +17,10 @@ fn read(file: &Path) -> Result<Vec<u8>> {
     std::fs::read(file).with_context(|| format!("reading {}", file.display()))
 }
 
+/// The problems kept (`core::diagnostics` caps them), the "and N more"
+/// line, and the count of all.
 fn print_problems(out: &Output, shown: &str, problems: &Diagnostics) {
-    for p in problems.iter() {
+    for p in problems.lines() {
         eprintln!("{} {shown}: {p}", out.red("error:"));
     }
     eprintln!("{} problem(s) in {shown}", problems.len());

@@ -14,7 +14,7 @@ pub fn compile(env: &Env, file: &Path, format: PromptFormat) -> Result<ExitCode>
         Ok(p) => p,
         Err(problems) => {
             if !env.out.json {
-                for p in problems.iter() {
+                for p in problems.lines() {
                     // Listed above the one `error:` line the command ends with.
                     eprintln!("  {} {p}", env.out.red("✗"));
                 }

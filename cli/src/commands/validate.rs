@@ -167,7 +167,7 @@ fn report(
                     String::new,
                 );
             } else {
-                for p in problems.iter() {
+                for p in problems.lines() {
                     eprintln!("{} {p}", env.out.red("error:"));
                 }
                 eprintln!("{} problem(s) in {shown}", problems.len());
