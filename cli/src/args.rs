@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     version,
     about = "Build, sign, publish and pull AgentLang agents and tools",
     propagate_version = true,
-    after_help = "Examples:\n  agentlang keygen\n  agentlang login --username alice\n  agentlang build ./my-agent\n  agentlang publish ./my-agent\n  agentlang pull research-assistant@^1"
+    after_help = "Examples:\n  agentlang keygen\n  agentlang login --username alice\n  agentlang build ./my-agent\n  agentlang publish ./my-agent\n  agentlang pull research-assistant@^1\n\nEnvironment:\n  AGENTLANG_HTTP_TIMEOUT  seconds to wait for the registry to connect, to start answering\n                          or to send more of an answer (default 30); an answer must arrive\n                          whole within 4 times that, a download or upload within that\n                          plus its size at 16 KiB/s"
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -413,7 +413,7 @@ pub enum PromptCommand {
 pub enum KeysCommand {
     /// Register a key with the registry, proving you hold its private half
     #[command(
-        after_help = "The proof is a signature, by the private key, of\n`agentlang-key-registration:<username>:<key id>`; the private key is the\nfile beside PUBKEY without `.pub`, or --key.\n\nExamples:\n  agentlang keys register\n  agentlang keys register ~/.config/agentlang/signing.pem.pub\n  agentlang keys register --key ci-signing.pem"
+        after_help = "The proof is a signature, by the private key, of\n`agentlang-key-registration:<origin>:<username>:<key id>`, the origin being\nthe registry's scheme://host[:port]; the private key is the file beside\nPUBKEY without `.pub`, or --key.\n\nExamples:\n  agentlang keys register\n  agentlang keys register ~/.config/agentlang/signing.pem.pub\n  agentlang keys register --key ci-signing.pem"
     )]
     Register {
         /// The public key (SPKI PEM) [default: the --key file + `.pub`]

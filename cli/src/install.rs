@@ -23,7 +23,7 @@
 use std::{
     collections::{BTreeMap, HashMap},
     fs,
-    io::{self, BufReader, Read, Write},
+    io::{BufReader, Read, Write},
     path::{Path, PathBuf},
 };
 
@@ -43,14 +43,13 @@ use agentlang_core::{
 };
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
 use crate::{
     client::Client,
+    download,
     env::Env,
     index::{Index, pick_version},
-    progress,
     spec::PackageReq,
     tlog::LogRef,
 };
@@ -525,6 +524,8 @@ pub fn load_verified(dir: &Path) -> Result<LoadedInstall> {
 #[derive(Debug, Deserialize)]
 struct VersionRecord {
     sha256: String,
+    /// Bytes of the container: the download stops past them.
+    size: u64,
     signer: Option<SignerRecord>,
     published_at: String,
     yanked: bool,
@@ -583,30 +584,18 @@ impl Fetcher<'_> {
             );
         }
         let path = into.join(rel.as_str());
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-        }
-        let resp = self.client.send(self.client.get(&format!(
-            "/api/v1/{}/{name}/{version}/download",
-            kind.plural()
-        )))?;
-        let bar = progress::bytes_bar(
+        let dir = path.parent().unwrap_or(into);
+        // A temporary file until every check passes: a failure leaves
+        // nothing in `into`, which outlives one tool for `PinnedTools`.
+        let downloaded = download::download(
+            &self.client,
             &self.env.out,
-            resp.content_length(),
-            &format!("downloading {name}@{version}"),
-        );
-        let mut file =
-            fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
-        let mut hashing = HashingWriter {
-            inner: &mut file,
-            hasher: Sha256::new(),
-            written: 0,
-        };
-        let copied = io::copy(&mut bar.wrap_read(resp), &mut hashing);
-        bar.finish_and_clear();
-        copied.with_context(|| format!("downloading {label}"))?;
-        let size = hashing.written;
-        let actual = Sha256Digest::from_bytes(hashing.hasher.finalize().into());
+            (kind, name, version),
+            record.size,
+            dir,
+        )?;
+        let size = downloaded.size;
+        let actual = downloaded.sha256;
         if actual != expected {
             bail!(
                 "the download of {label} has sha256 {}, but the lock and the registry's index say {}",
@@ -614,10 +603,11 @@ impl Fetcher<'_> {
                 expected.hex()
             );
         }
-        file.sync_all()?;
-        drop(file);
-        let container = container::read(BufReader::new(fs::File::open(&path)?), &Limits::default())
-            .with_context(|| format!("the registry's {label} is not a valid container"))?;
+        let container = container::read(
+            BufReader::new(downloaded.file.reopen()?),
+            &Limits::default(),
+        )
+        .with_context(|| format!("the registry's {label} is not a valid container"))?;
         let m = container.manifest();
         if m.kind() != kind || m.name() != name || m.version() != version {
             bail!(
@@ -652,6 +642,7 @@ impl Fetcher<'_> {
             &actual,
             record.log.map(|l| l.index),
         )?;
+        crate::container_file::persist(downloaded.file, &path)?;
         let artifact = Artifact {
             kind,
             name: name.clone(),
@@ -668,25 +659,6 @@ impl Fetcher<'_> {
             yanked: record.yanked,
         };
         Ok((artifact, container))
-    }
-}
-
-struct HashingWriter<W> {
-    inner: W,
-    hasher: Sha256,
-    written: u64,
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.written += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
     }
 }
 

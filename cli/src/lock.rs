@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::{
     catalogs,
-    client::ApiError,
+    client::{ApiError, Bound},
     container_file,
     env::Env,
     lockdiff::{self, LocalLock, LockChange},
@@ -221,7 +221,9 @@ fn resolve(
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("yaml"));
-    let bytes = resp.bytes().context("reading the registry's resolution")?;
+    let bytes = resp
+        .bytes(Bound::RESOLUTION)
+        .context("reading the registry's resolution")?;
     parse_resolution(&bytes, is_yaml).with_context(|| {
         format!(
             "the registry at {} answered /api/v1/resolve with something that is not a lock",

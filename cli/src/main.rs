@@ -7,6 +7,7 @@ mod client;
 mod commands;
 mod config;
 mod container_file;
+mod download;
 mod env;
 mod hosts;
 mod index;

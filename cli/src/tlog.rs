@@ -8,7 +8,7 @@
 //! extend the saved one (a fork), or a smaller one (a rollback) is an
 //! error, never a warning.
 
-use std::{path::PathBuf, thread, time::Duration};
+use std::{cell::RefCell, path::PathBuf, thread, time::Duration};
 
 use agentlang_core::{
     Kind, PackageName, Version,
@@ -19,7 +19,11 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{client::Client, config, output::Output};
+use crate::{
+    client::{Bound, Client},
+    config,
+    output::Output,
+};
 
 /// How the log is checked: flags and environment.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +46,14 @@ pub struct LoggedRecord {
 #[derive(Debug, Clone, Copy, Deserialize)]
 pub struct LogRef {
     pub index: u64,
+}
+
+/// What [`CheckedLog::prove`] proves: an entry's inclusion, or that the
+/// tree of so many entries is a prefix of the checkpoint's.
+#[derive(Debug, Clone, Copy)]
+enum Proof {
+    Inclusion(u64),
+    Consistency(u64),
 }
 
 /// How long to wait for a checkpoint that covers a fresh entry: the
@@ -105,7 +117,7 @@ impl<'c> CheckedLog<'c> {
             (None, None) => {
                 let served = client
                     .send(client.get("/log/key"))
-                    .and_then(|r| Ok(r.text()?))
+                    .and_then(|r| r.text(Bound::LOG_KEY))
                     .context("fetching the registry's log key")?;
                 let served = served.trim().to_owned();
                 tlog::check_log_key(&served)
@@ -171,7 +183,7 @@ impl<'c> CheckedLog<'c> {
         let note = self
             .client
             .send(self.client.get("/log/checkpoint"))
-            .and_then(|r| Ok(r.text()?))
+            .and_then(|r| r.text(Bound::CHECKPOINT))
             .context("fetching the registry's log checkpoint")?;
         let (opened, cosigned) =
             tlog::open_witnessed_checkpoint(note.as_bytes(), &self.key, &self.witnesses).map_err(
@@ -217,9 +229,8 @@ impl<'c> CheckedLog<'c> {
             );
         }
         let proof = self
-            .proofs()
-            .consistency(old.size)
-            .map_err(|e| anyhow!("proving the log consistent with the one seen before: {e}"))?;
+            .prove(Proof::Consistency(old.size))
+            .context("proving the log consistent with the one seen before")?;
         tlog::check_consistency(&proof, new.size, new.root, old.size, old.root).map_err(|_| {
             anyhow!(
                 "the registry's log forked: its tree of {} entries does not extend the one of {} seen before",
@@ -229,24 +240,48 @@ impl<'c> CheckedLog<'c> {
         })
     }
 
-    fn proofs(&self) -> TileProofs<impl Fn(&str) -> Result<Vec<u8>, String> + '_> {
-        TileProofs::new(self.checkpoint.size, self.checkpoint.root, |path: &str| {
-            self.client
-                .send(self.client.get(&format!("/log/{path}")))
-                .and_then(|r| Ok(r.bytes()?.to_vec()))
-                .map_err(|e| e.to_string())
-        })
+    /// A proof read from the checkpoint's hash tiles. `TileProofs` sees
+    /// only that a tile could not be had, so the reason (a tile too large,
+    /// a stalled answer) is kept here and reported instead.
+    fn prove(&self, proof: Proof) -> Result<Vec<[u8; 32]>> {
+        let failed = RefCell::new(None);
+        let fetch = |path: &str| {
+            self.hash_tile(path).map_err(|e| {
+                let line = format!("{e:#}");
+                failed.replace(Some(e));
+                line
+            })
+        };
+        let proofs = TileProofs::new(self.checkpoint.size, self.checkpoint.root, fetch);
+        let proved = match proof {
+            Proof::Inclusion(index) => proofs.inclusion(index),
+            Proof::Consistency(old) => proofs.consistency(old),
+        };
+        proved.map_err(|e| failed.take().unwrap_or_else(|| anyhow!("{e}")))
+    }
+
+    /// Hash tile `path` (`tile/<L>/<N>[.p/<W>]`), within its bound.
+    fn hash_tile(&self, path: &str) -> Result<Vec<u8>> {
+        self.client
+            .send(self.client.get(&format!("/log/{path}")))
+            .and_then(|r| r.bytes(Bound::HASH_TILE))
+            .with_context(|| format!("fetching log hashes ({path})"))
+    }
+
+    /// Entries in bundle `tile` of the checkpoint's tree.
+    fn bundle_width(&self, tile: u64) -> u64 {
+        (self.checkpoint.size - tile * tlog::TILE_WIDTH).min(tlog::TILE_WIDTH)
     }
 
     /// Entry bundle `tile` of the checkpoint's tree, split and checked to
     /// hold as many entries as the tree says.
     fn bundle(&self, tile: u64) -> Result<Vec<Vec<u8>>> {
-        let width = (self.checkpoint.size - tile * tlog::TILE_WIDTH).min(tlog::TILE_WIDTH);
+        let width = self.bundle_width(tile);
         let path = tlog::tile_path(None, tile, width);
         let bundle = self
             .client
             .send(self.client.get(&format!("/log/{path}")))
-            .and_then(|r| Ok(r.bytes()?))
+            .and_then(|r| r.bytes(Bound::ENTRY_BUNDLE))
             .with_context(|| format!("fetching log entries ({path})"))?;
         tlog::split_bundle(&bundle)
             .filter(|e| e.len() as u64 == width)
@@ -257,11 +292,12 @@ impl<'c> CheckedLog<'c> {
     /// Entry `index`, proved to be in the checkpoint's tree.
     pub fn entry(&self, index: u64) -> Result<Value> {
         let entries = self.bundle(index / tlog::TILE_WIDTH)?;
-        let bytes = &entries[(index % tlog::TILE_WIDTH) as usize];
+        let bytes = entries
+            .get(usize::try_from(index % tlog::TILE_WIDTH).unwrap_or(usize::MAX))
+            .ok_or_else(|| anyhow!("log entry {index} is not in its bundle"))?;
         let proof = self
-            .proofs()
-            .inclusion(index)
-            .map_err(|e| anyhow!("proving log entry {index}: {e}"))?;
+            .prove(Proof::Inclusion(index))
+            .with_context(|| format!("proving log entry {index}"))?;
         tlog::check_inclusion(
             &proof,
             self.checkpoint.size,

@@ -151,6 +151,29 @@ impl Run {
         }
     }
 
+    /// Insists on failure with exactly one `error:` line, and returns it.
+    pub fn failure(&self) -> String {
+        assert_ne!(
+            self.code,
+            Some(0),
+            "agentlang should have failed:\n{}",
+            self.stdout
+        );
+        let errors: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .collect();
+        assert_eq!(
+            errors.len(),
+            1,
+            "want one error line, got:\n{}",
+            self.stderr
+        );
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+        errors[0].trim_start_matches("error: ").to_owned()
+    }
+
     /// Parses stdout as JSON (for `--json` runs).
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
@@ -205,6 +228,61 @@ impl User {
         self.run_with(args, &[], "")
     }
 
+    /// Runs with extra environment, watching the process's peak resident
+    /// memory (`VmHWM` in `/proc/<pid>/status`, sampled until it exits);
+    /// returns the run and that peak in KiB. A run that has not ended
+    /// after two minutes is killed and fails the test: a hang, not a
+    /// timing.
+    pub fn run_watched(&self, args: &[&str], env: &[(&str, &str)]) -> (Run, u64) {
+        let mut cmd = self.command(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting agentlang");
+        let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut text = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut text);
+                }
+                text
+            })
+        };
+        let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+        let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+        let status_file = format!("/proc/{}/status", child.id());
+        let started = std::time::Instant::now();
+        let mut peak_kib = 0;
+        let status = loop {
+            if let Some(kib) = std::fs::read_to_string(&status_file)
+                .ok()
+                .and_then(|s| vm_hwm_kib(&s))
+            {
+                peak_kib = peak_kib.max(kib);
+            }
+            if let Some(status) = child.try_wait().expect("waiting for agentlang") {
+                break status;
+            }
+            if started.elapsed() > std::time::Duration::from_secs(120) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("agentlang {args:?} did not finish");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        let run = Run {
+            code: status.code(),
+            stdout: String::from_utf8_lossy(&stdout.join().expect("stdout")).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr.join().expect("stderr")).into_owned(),
+        };
+        (run, peak_kib)
+    }
+
     /// Runs and insists on success.
     pub fn ok(&self, args: &[&str]) -> Run {
         let run = self.run(args);
@@ -220,21 +298,7 @@ impl User {
 
     /// Runs and insists on failure with exactly one `error:` line.
     pub fn fails(&self, args: &[&str]) -> String {
-        let run = self.run(args);
-        assert_ne!(
-            run.code,
-            Some(0),
-            "agentlang {args:?} should have failed:\n{}",
-            run.stdout
-        );
-        let errors: Vec<&str> = run
-            .stderr
-            .lines()
-            .filter(|l| l.starts_with("error: "))
-            .collect();
-        assert_eq!(errors.len(), 1, "want one error line, got:\n{}", run.stderr);
-        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
-        errors[0].trim_start_matches("error: ").to_owned()
+        self.run(args).failure()
     }
 
     /// register + login, password on stdin.
@@ -253,6 +317,14 @@ impl User {
         );
         assert_eq!(run.code, Some(0), "login failed:\n{}", run.stderr);
     }
+}
+
+/// `VmHWM: 1234 kB` from a `/proc/<pid>/status`.
+fn vm_hwm_kib(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// Copies a folder recursively (fixtures into a test's work folder).

@@ -1,7 +1,8 @@
 //! A scripted stand-in for the registry, for the client behaviours that
 //! must hold whatever the real server does: a download whose hash does not
-//! match, a key that does not verify, a 409, a resolution conflict. Routes
-//! answer canned responses; every request is recorded for assertions.
+//! match, a key that does not verify, a 409, a resolution conflict, and a
+//! hostile registry's answers: endless, stalled or silent. Routes answer
+//! canned responses; every request is recorded for assertions.
 
 use std::{
     collections::HashMap,
@@ -9,6 +10,7 @@ use std::{
     net::{TcpListener, TcpStream},
     sync::{Arc, Mutex},
     thread,
+    time::Duration,
 };
 
 /// One canned answer.
@@ -17,7 +19,27 @@ pub struct Reply {
     pub status: u16,
     pub content_type: String,
     pub body: Vec<u8>,
+    pub delivery: Delivery,
 }
+
+/// How a reply's body is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Whole, with its `Content-Length`.
+    Whole,
+    /// Without a length, the body sent again and again until the client
+    /// hangs up.
+    Endless,
+    /// The head, announcing the body's length, and the first half of the
+    /// body; then nothing, the connection held open.
+    Stalled,
+    /// Nothing: the request is read and never answered.
+    Silent,
+}
+
+/// How long a stalled or silent reply holds its connection: longer than
+/// any client should wait.
+const HOLD: Duration = Duration::from_secs(300);
 
 impl Reply {
     pub fn json(status: u16, value: &serde_json::Value) -> Self {
@@ -25,6 +47,7 @@ impl Reply {
             status,
             content_type: "application/json".into(),
             body: value.to_string().into_bytes(),
+            delivery: Delivery::Whole,
         }
     }
 
@@ -35,6 +58,7 @@ impl Reply {
             body: serde_json::json!({ "type": "about:blank", "title": title, "status": status, "detail": detail })
                 .to_string()
                 .into_bytes(),
+            delivery: Delivery::Whole,
         }
     }
 
@@ -43,6 +67,32 @@ impl Reply {
             status: 200,
             content_type: "application/octet-stream".into(),
             body,
+            delivery: Delivery::Whole,
+        }
+    }
+
+    /// The same reply, its body repeated without end.
+    pub fn endless(self) -> Self {
+        assert!(!self.body.is_empty(), "an endless body repeats something");
+        Self {
+            delivery: Delivery::Endless,
+            ..self
+        }
+    }
+
+    /// The same reply, stalled halfway through its body.
+    pub fn stalled(self) -> Self {
+        Self {
+            delivery: Delivery::Stalled,
+            ..self
+        }
+    }
+
+    /// No reply at all.
+    pub fn silent(self) -> Self {
+        Self {
+            delivery: Delivery::Silent,
+            ..self
         }
     }
 }
@@ -147,23 +197,44 @@ fn serve(stream: TcpStream, routes: &Routes, seen: &Arc<Mutex<Vec<Seen>>>) {
         body,
     });
     let mut stream = reader.into_inner();
-    let head = format!(
-        "HTTP/1.1 {} X\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        reply.status,
-        reply.content_type,
-        reply.body.len()
-    );
-    let _ = stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(&reply.body));
+    let head = |length: Option<usize>| {
+        let length = length.map_or_else(String::new, |n| format!("Content-Length: {n}\r\n"));
+        format!(
+            "HTTP/1.1 {} X\r\nContent-Type: {}\r\n{length}Connection: close\r\n\r\n",
+            reply.status, reply.content_type
+        )
+    };
+    match reply.delivery {
+        Delivery::Whole => {
+            let _ = stream
+                .write_all(head(Some(reply.body.len())).as_bytes())
+                .and_then(|()| stream.write_all(&reply.body));
+        }
+        Delivery::Endless => {
+            // Until the client hangs up and a write fails.
+            if stream.write_all(head(None).as_bytes()).is_ok() {
+                while stream.write_all(&reply.body).is_ok() {}
+            }
+        }
+        Delivery::Stalled => {
+            let half = &reply.body[..reply.body.len() / 2];
+            let _ = stream
+                .write_all(head(Some(reply.body.len())).as_bytes())
+                .and_then(|()| stream.write_all(half))
+                .and_then(|()| stream.flush());
+            thread::sleep(HOLD);
+        }
+        Delivery::Silent => thread::sleep(HOLD),
+    }
 }
 
 impl MockRegistry {
     /// Serves a transparency log of `entries` (fewer than 256): the key,
     /// a checkpoint signed with `key`, the level-0 hash tile and the entry
-    /// bundle, as a registry serves them. Returns the checkpoint note.
+    /// bundle, as a registry serves them (an entry too long for the
+    /// bundle's framing as a placeholder). Returns the checkpoint note.
     pub fn serve_log(&self, key: &agentlang_core::tlog::LogKey, entries: &[Vec<u8>]) -> String {
-        use agentlang_core::tlog::{Tree, entry_bundle, tile_path};
+        use agentlang_core::tlog::{Tree, served_entry_bundle, tile_path};
         assert!(entries.len() < 256, "one partial tile per level");
         let mut tree = Tree::default();
         for entry in entries {
@@ -188,7 +259,7 @@ impl MockRegistry {
         self.route(
             "GET",
             &format!("/log/{}", tile_path(None, 0, size)),
-            Reply::bytes(entry_bundle(entries.iter().map(Vec::as_slice)).expect("bundle")),
+            Reply::bytes(served_entry_bundle(entries.iter().map(Vec::as_slice))),
         );
         String::from_utf8(note).expect("a note is text")
     }

@@ -44,10 +44,14 @@ fn echo_log(url: &str, key_id: &str, sha256: &str) -> Vec<Vec<u8>> {
     publish.sha256 = Some(sha256.to_owned());
     publish.signer = Some(key_id.to_owned());
     publish.account = Some("alice".to_owned());
-    vec![genesis.to_bytes(), key.to_bytes(), publish.to_bytes()]
+    [genesis, key, publish]
+        .iter()
+        .map(|e| e.to_bytes().expect("a short entry"))
+        .collect()
 }
 
 fn serve_tool(mock: &MockRegistry, user: &User, key_id: &str, pem: &str, index_hash: &str) {
+    let container = fs::read(user.path("echo@1.0.0.tool")).unwrap();
     mock.route(
         "GET",
         "/api/v1/index/tools/echo",
@@ -60,7 +64,7 @@ fn serve_tool(mock: &MockRegistry, user: &User, key_id: &str, pem: &str, index_h
     mock.route(
         "GET",
         "/api/v1/tools/echo/1.0.0/download",
-        Reply::bytes(fs::read(user.path("echo@1.0.0.tool")).unwrap()),
+        Reply::bytes(container.clone()),
     );
     mock.route(
         "GET",
@@ -72,7 +76,7 @@ fn serve_tool(mock: &MockRegistry, user: &User, key_id: &str, pem: &str, index_h
         "/api/v1/tools/echo/1.0.0",
         Reply::json(
             200,
-            &json!({ "kind": "tool", "name": "echo", "version": "1.0.0", "log": {"index": 2} }),
+            &json!({ "kind": "tool", "name": "echo", "version": "1.0.0", "size": container.len(), "log": {"index": 2} }),
         ),
     );
 }
@@ -458,10 +462,10 @@ fn keys_yank_and_search_send_what_the_contract_says() {
     agentlang_core::signing::PublicKey::from_spki_pem(&public)
         .unwrap()
         .verify(
-            format!("agentlang-key-registration:mock-user:{key_id}").as_bytes(),
+            format!("agentlang-key-registration:{}:mock-user:{key_id}", mock.url).as_bytes(),
             &signature,
         )
-        .expect("the proof verifies for this account and key");
+        .expect("the proof verifies for this registry, account and key");
 
     mock.route(
         "GET",
@@ -612,8 +616,14 @@ fn pull_proves_the_publish_in_the_log_and_refuses_forks_and_rollbacks() {
 
     // Forked: a bigger log whose history differs from the one seen.
     let mut forked = echo_log(&mock.url, &key_id, &sha);
-    forked[1] = LogEntry::new(LogOp::KeyAdd, "2026-01-01T00:00:09Z").to_bytes();
-    forked.push(LogEntry::new(LogOp::Yank, "2026-01-02T00:00:00Z").to_bytes());
+    forked[1] = LogEntry::new(LogOp::KeyAdd, "2026-01-01T00:00:09Z")
+        .to_bytes()
+        .unwrap();
+    forked.push(
+        LogEntry::new(LogOp::Yank, "2026-01-02T00:00:00Z")
+            .to_bytes()
+            .unwrap(),
+    );
     mock.serve_log(&log_key, &forked);
     let err = user.fails(&["pull", "echo", "--kind", "tool"]);
     assert!(err.contains("forked"), "{err}");
@@ -635,4 +645,257 @@ fn pull_proves_the_publish_in_the_log_and_refuses_forks_and_rollbacks() {
         "1",
     ]);
     assert!(err.contains("0 of the 1 witness cosignatures"), "{err}");
+}
+
+// A hostile registry: every answer the CLI reads is bounded in bytes and
+// time, so what it sends ends each command with one line, and the CLI's
+// memory stays where the bounds put it.
+
+/// The peak resident memory a bounded read stays under: the largest bound
+/// is an entry bundle's 16 MiB; the review saw 9.75 GiB.
+const MEMORY_CEILING_KIB: u64 = 128 * 1024;
+
+/// Runs, insists on one error line, and on the process having stayed
+/// under [`MEMORY_CEILING_KIB`]; returns the line.
+fn fails_small(user: &User, args: &[&str], env: &[(&str, &str)]) -> String {
+    let (run, peak_kib) = user.run_watched(args, env);
+    let err = run.failure();
+    assert!(peak_kib > 0, "the process's memory was read");
+    assert!(
+        peak_kib < MEMORY_CEILING_KIB,
+        "agentlang {args:?} peaked at {peak_kib} KiB before: {err}"
+    );
+    eprintln!("agentlang {args:?}: peak {peak_kib} KiB");
+    err
+}
+
+fn new_log_key(mock: &MockRegistry) -> LogKey {
+    LogKey::new(
+        agentlang_e2e::mock::origin(&mock.url),
+        SecretKey::generate().unwrap(),
+    )
+    .unwrap()
+}
+
+/// A registry serving echo@1.0.0 and its honest log; returns the
+/// publisher and the container's bytes.
+fn echo_registry(mock: &MockRegistry) -> (User, Vec<u8>) {
+    let publisher = User::new(&mock.url);
+    let (key_id, pem, sha) = built_tool(&publisher);
+    serve_tool(mock, &publisher, &key_id, &pem, &sha);
+    mock.serve_log(&new_log_key(mock), &echo_log(&mock.url, &key_id, &sha));
+    let container = fs::read(publisher.path("echo@1.0.0.tool")).unwrap();
+    (publisher, container)
+}
+
+#[test]
+fn endless_log_keys_and_error_bodies_stop_at_their_bounds() {
+    let mock = MockRegistry::start();
+    mock.route(
+        "GET",
+        "/log/key",
+        Reply::bytes(vec![b'k'; 64 * 1024]).endless(),
+    );
+    let user = User::new(&mock.url);
+    let err = fails_small(&user, &["log", "verify"], &[]);
+    assert_eq!(
+        err,
+        format!(
+            "fetching the registry's log key: the registry at {} sent more than 4096 bytes of its log key",
+            mock.url
+        )
+    );
+    assert!(
+        !user.config.path().join("logs").exists(),
+        "no key was pinned"
+    );
+
+    let mut problem = Reply::problem(500, "Internal Server Error", "and then some");
+    problem.body = vec![b' '; 64 * 1024];
+    mock.route("GET", "/api/v1/search", problem.endless());
+    let err = fails_small(&user, &["search", "anything"], &[]);
+    assert_eq!(
+        err,
+        format!(
+            "the registry at {} sent more than 65536 bytes of an error answer (500)",
+            mock.url
+        )
+    );
+    // A length announced past the bound is refused before reading.
+    mock.route(
+        "GET",
+        "/api/v1/search",
+        Reply::json(
+            200,
+            &json!({ "results": [], "pad": "x".repeat(2 * 1024 * 1024) }),
+        ),
+    );
+    let err = fails_small(&user, &["search", "anything"], &[]);
+    assert_eq!(
+        err,
+        format!(
+            "the registry at {} sent more than 1048576 bytes of search results",
+            mock.url
+        )
+    );
+}
+
+#[test]
+fn downloads_stop_at_the_size_the_record_announces_and_leave_nothing() {
+    let mock = MockRegistry::start();
+    let (_, container) = echo_registry(&mock);
+    let n = container.len();
+    let download = "/api/v1/tools/echo/1.0.0/download";
+    let user = User::new(&mock.url);
+
+    mock.route("GET", download, Reply::bytes(container.clone()).endless());
+    let err = fails_small(
+        &user,
+        &["pull", "echo", "--kind", "tool", "-o", "out/echo.tool"],
+        &[],
+    );
+    assert_eq!(
+        err,
+        format!(
+            "downloading tool echo@1.0.0, which its record says is {n} bytes: the registry at {} sent more than {n} bytes of tool echo@1.0.0",
+            mock.url
+        )
+    );
+    assert!(!user.path("out/echo.tool").exists());
+    assert_eq!(leftovers(&user.path("out")), Vec::<String>::new());
+
+    // Fewer bytes than announced.
+    let record = |size: u64| {
+        Reply::json(
+            200,
+            &json!({ "kind": "tool", "name": "echo", "version": "1.0.0", "size": size, "log": {"index": 2} }),
+        )
+    };
+    mock.route("GET", download, Reply::bytes(container.clone()));
+    mock.route("GET", "/api/v1/tools/echo/1.0.0", record(n as u64 + 10));
+    let err = user.fails(&["pull", "echo", "--kind", "tool", "-o", "out/echo.tool"]);
+    assert_eq!(
+        err,
+        format!(
+            "the download of tool echo@1.0.0 ended after {n} of the {} bytes its record announces; nothing was written",
+            n + 10
+        )
+    );
+    assert_eq!(leftovers(&user.path("out")), Vec::<String>::new());
+
+    // More than any container may have is refused before asking.
+    mock.route("GET", "/api/v1/tools/echo/1.0.0", record(1 << 40));
+    let err = user.fails(&["pull", "echo", "--kind", "tool", "-o", "out/echo.tool"]);
+    assert_eq!(
+        err,
+        "the registry's record of tool echo@1.0.0 announces 1099511627776 bytes, more than the 67108864 a container may have"
+    );
+    assert!(!user.path("out/echo.tool").exists());
+
+    // install downloads the same way, and leaves no staging folder.
+    let agent_hash = "ab".repeat(32);
+    mock.route(
+        "GET",
+        "/api/v1/index/agents/ra",
+        Reply::json(
+            200,
+            &json!({ "name": "ra", "versions": [
+                { "version": "1.0.0", "hash": format!("sha256:{agent_hash}"), "yanked": false },
+            ]}),
+        ),
+    );
+    mock.route(
+        "GET",
+        "/api/v1/agents/ra/1.0.0",
+        Reply::json(200, &json!({
+            "kind": "agent", "name": "ra", "version": "1.0.0", "sha256": agent_hash, "size": 4096,
+            "signer": null, "published_at": "2026-01-01T00:00:00Z", "yanked": false,
+        })),
+    );
+    mock.route(
+        "GET",
+        "/api/v1/agents/ra/1.0.0/download",
+        Reply::bytes(vec![0; 64 * 1024]).endless(),
+    );
+    let err = fails_small(&user, &["install", "ra", "--dir", "ra"], &[]);
+    assert_eq!(
+        err,
+        format!(
+            "downloading agent ra@1.0.0, which its record says is 4096 bytes: the registry at {} sent more than 4096 bytes of agent ra@1.0.0",
+            mock.url
+        )
+    );
+    assert!(!user.path("ra").exists());
+    let staged: Vec<_> = fs::read_dir(user.work.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".agentlang"))
+        .collect();
+    assert_eq!(staged, Vec::<String>::new());
+}
+
+#[test]
+fn a_stalled_or_silent_registry_fails_after_agentlang_http_timeout() {
+    let mock = MockRegistry::start();
+    let (_, container) = echo_registry(&mock);
+    let user = User::new(&mock.url);
+    let quick = [("AGENTLANG_HTTP_TIMEOUT", "1")];
+
+    mock.route(
+        "GET",
+        "/api/v1/search",
+        Reply::json(200, &json!({ "total": 0, "results": [] })).stalled(),
+    );
+    let err = fails_small(&user, &["search", "anything"], &quick);
+    assert_eq!(
+        err,
+        format!(
+            "the registry at {} stopped sending search results for 1 s (AGENTLANG_HTTP_TIMEOUT)",
+            mock.url
+        )
+    );
+
+    mock.route(
+        "GET",
+        "/api/v1/search",
+        Reply::json(200, &json!({})).silent(),
+    );
+    let err = fails_small(&user, &["search", "anything"], &quick);
+    assert_eq!(
+        err,
+        format!(
+            "the registry at {} did not answer within 1 s (AGENTLANG_HTTP_TIMEOUT)",
+            mock.url
+        )
+    );
+
+    mock.route(
+        "GET",
+        "/api/v1/tools/echo/1.0.0/download",
+        Reply::bytes(container.clone()).stalled(),
+    );
+    let err = fails_small(
+        &user,
+        &["pull", "echo", "--kind", "tool", "-o", "out/echo.tool"],
+        &quick,
+    );
+    assert_eq!(
+        err,
+        format!(
+            "downloading tool echo@1.0.0, which its record says is {} bytes: the registry at {} stopped sending tool echo@1.0.0 for 1 s (AGENTLANG_HTTP_TIMEOUT)",
+            container.len(),
+            mock.url
+        )
+    );
+    assert!(!user.path("out/echo.tool").exists());
+    assert_eq!(leftovers(&user.path("out")), Vec::<String>::new());
+
+    let (run, _) = user.run_watched(
+        &["search", "anything"],
+        &[("AGENTLANG_HTTP_TIMEOUT", "soon")],
+    );
+    assert_eq!(
+        run.failure(),
+        "AGENTLANG_HTTP_TIMEOUT is \"soon\"; give a whole number of seconds from 1 to 3600"
+    );
 }

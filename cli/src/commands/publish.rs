@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use reqwest::blocking::Body;
 use serde_json::{Value, json};
 
-use crate::{args::BuildKeys, build, container_file, env::Env, progress};
+use crate::{args::BuildKeys, build, client::Bound, container_file, env::Env, progress};
 
 pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
     let built = if path.is_dir() {
@@ -37,22 +37,20 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
         &format!("uploading {}@{}", m.name(), m.version()),
     );
     let body = Body::sized(bar.wrap_read(reader), len);
+    // The upload may take long but not for ever: the answer must come
+    // within the time the bytes take at the slowest rate tolerated.
     let sent = client.send(
         client
             .post("/api/v1/publish")
             .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+            .timeout(client.timeouts().transfer(len))
             .body(body),
     );
     bar.finish_and_clear();
     let response = sent.with_context(|| format!("publishing {}@{}", m.name(), m.version()))?;
     // 200 rather than 201: these exact bytes were this version already.
     let already = response.status() == reqwest::StatusCode::OK;
-    let record: Value = response.json().with_context(|| {
-        format!(
-            "the registry at {} sent a response that is not the expected JSON",
-            env.ctx.registry
-        )
-    })?;
+    let record: Value = response.json(Bound::JSON)?;
     let url = format!(
         "{}/{}/{}/{}",
         env.ctx.registry,

@@ -3,28 +3,33 @@
 //! the registry's key, and only then put it in place.
 
 use std::{
-    io::{self, BufReader, Seek, Write},
+    io::{BufReader, Seek, Write},
     path::PathBuf,
     process::ExitCode,
 };
 
-use agentlang_core::{
-    container::{self, Limits},
-    digest::Sha256Digest,
-};
+use agentlang_core::container::{self, Limits};
 use anyhow::{Context, Result, bail};
+use serde::Deserialize;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use crate::{
     args::KindArg,
-    container_file,
+    container_file, download,
     env::Env,
     index::{Index, pick_version},
-    progress,
     spec::PackageReq,
-    tlog::{self, LoggedRecord},
+    tlog::{self, LogRef},
 };
+
+/// `GET /api/v1/{kind}/{name}/{version}` as pull needs it.
+#[derive(Debug, Deserialize)]
+struct Record {
+    /// Bytes of the container: the download stops past them.
+    size: u64,
+    #[serde(default)]
+    log: Option<LogRef>,
+}
 
 pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Result<ExitCode> {
     let wanted = PackageReq::parse(spec)?;
@@ -39,26 +44,28 @@ pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Res
     let path = output.unwrap_or_else(|| {
         PathBuf::from(format!("{}@{version}.{}", wanted.name, kind.extension()))
     });
+    let record: Record = client
+        .send_json(client.get(&format!(
+            "/api/v1/{}/{}/{version}",
+            kind.plural(),
+            wanted.name
+        )))
+        .with_context(|| format!("looking up {kind} {}@{version}", wanted.name))?;
 
-    let resp = client.send(client.get(&format!(
-        "/api/v1/{}/{}/{version}/download",
-        kind.plural(),
-        wanted.name
-    )))?;
-    let bar = progress::bytes_bar(
-        &env.out,
-        resp.content_length(),
-        &format!("downloading {}@{version}", wanted.name),
-    );
-    let mut tmp = container_file::temp_beside(&path)?;
-    let mut hashing = HashingWriter {
-        inner: tmp.as_file_mut(),
-        hasher: Sha256::new(),
+    // Beside the destination, so the final rename stays on one file system;
+    // removed on any failure below.
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
     };
-    let copied = io::copy(&mut bar.wrap_read(resp), &mut hashing);
-    bar.finish_and_clear();
-    copied.with_context(|| format!("downloading {}@{version}", wanted.name))?;
-    let actual = Sha256Digest::from_bytes(hashing.hasher.finalize().into());
+    let mut downloaded = download::download(
+        &client,
+        &env.out,
+        (kind, &wanted.name, version),
+        record.size,
+        &dir,
+    )?;
+    let actual = downloaded.sha256;
     if actual != expected {
         bail!(
             "the download of {}@{version} has sha256 {}, but the index says {}; nothing was written",
@@ -67,7 +74,7 @@ pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Res
             expected.to_hex()
         );
     }
-    let file = tmp.as_file_mut();
+    let file = downloaded.file.as_file_mut();
     file.flush()?;
     file.rewind()?;
     let container =
@@ -91,13 +98,6 @@ pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Res
     container
         .verify_signature(&key.key)
         .with_context(|| format!("{}@{version} does not verify", wanted.name))?;
-    let record: LoggedRecord = client
-        .send_json(client.get(&format!(
-            "/api/v1/{}/{}/{version}",
-            kind.plural(),
-            wanted.name
-        )))
-        .with_context(|| format!("looking up {kind} {}@{version}", wanted.name))?;
     let log_index = tlog::check_version(
         &client,
         &env.log,
@@ -106,8 +106,7 @@ pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Res
         &actual,
         record.log.map(|l| l.index),
     )?;
-    file.sync_all()?;
-    container_file::persist(tmp, &path)?;
+    container_file::persist(downloaded.file, &path)?;
 
     env.out.emit(
         &json!({
@@ -137,21 +136,4 @@ pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Res
         },
     );
     Ok(ExitCode::SUCCESS)
-}
-
-struct HashingWriter<W> {
-    inner: W,
-    hasher: Sha256,
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
 }

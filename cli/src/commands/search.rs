@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::{args::KindArg, env::Env};
+use crate::{args::KindArg, client::Bound, env::Env};
 
 pub fn run(env: &Env, query: &str, kind: Option<KindArg>, page: u32) -> Result<ExitCode> {
     let client = env.anonymous()?;
@@ -13,7 +13,9 @@ pub fn run(env: &Env, query: &str, kind: Option<KindArg>, page: u32) -> Result<E
     if let Some(k) = kind {
         params.push(("kind", k.plural().trim_end_matches('s').to_owned()));
     }
-    let result: Value = client.send_json(client.get("/api/v1/search").query(&params))?;
+    let result: Value = client
+        .send(client.get("/api/v1/search").query(&params))?
+        .json(Bound::SEARCH)?;
     let empty = Vec::new();
     let hits = result["results"].as_array().unwrap_or(&empty);
     env.out.emit(&result, || {
