@@ -7,6 +7,11 @@
 //! checkpoint seen. A checkpoint under another key, one that does not
 //! extend the saved one (a fork), or a smaller one (a rollback) is an
 //! error, never a warning.
+//!
+//! An entry too long for a bundle's 2-byte framing is served as an empty
+//! placeholder (`tlog::is_placeholder`); its leaf hash is still in the
+//! level-0 hash tile, so a whole-log audit recomputes the root with it,
+//! but the entry itself can be neither read nor proved.
 
 use std::{cell::RefCell, path::PathBuf, thread, time::Duration};
 
@@ -18,12 +23,20 @@ use agentlang_core::{
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 use serde_json::Value;
+use tlog_tiles::{Hash, HashReader};
 
 use crate::{
     client::{Bound, Client},
     config,
     output::Output,
 };
+
+/// The most entries `log verify` and `log show` read. They read every
+/// entry, one bundle of 256 a request; a log this large takes hours to
+/// read over HTTP, and a checkpoint claiming more (2^40, say) is refused
+/// rather than looped over. Single entries are proved from a few tiles at
+/// any size (`pull`, `install`, `verify`).
+pub const MAX_AUDITED_ENTRIES: u64 = 1 << 24;
 
 /// How the log is checked: flags and environment.
 #[derive(Debug, Clone, Default)]
@@ -274,7 +287,7 @@ impl<'c> CheckedLog<'c> {
     }
 
     /// Entry bundle `tile` of the checkpoint's tree, split and checked to
-    /// hold as many entries as the tree says.
+    /// hold as many entries as the tree says. A placeholder is empty.
     fn bundle(&self, tile: u64) -> Result<Vec<Vec<u8>>> {
         let width = self.bundle_width(tile);
         let path = tlog::tile_path(None, tile, width);
@@ -295,6 +308,9 @@ impl<'c> CheckedLog<'c> {
         let bytes = entries
             .get(usize::try_from(index % tlog::TILE_WIDTH).unwrap_or(usize::MAX))
             .ok_or_else(|| anyhow!("log entry {index} is not in its bundle"))?;
+        if tlog::is_placeholder(bytes) {
+            bail!("log entry {index} is too long to be served; the registry serves a placeholder");
+        }
         let proof = self
             .prove(Proof::Inclusion(index))
             .with_context(|| format!("proving log entry {index}"))?;
@@ -309,29 +325,73 @@ impl<'c> CheckedLog<'c> {
         serde_json::from_slice(bytes).with_context(|| format!("log entry {index} is not JSON"))
     }
 
-    /// Every entry of the checkpoint's tree, fetched bundle by bundle; the
-    /// tree recomputed from them must have the checkpoint's root.
-    pub fn all_entries(&self, out: &Output) -> Result<Vec<Vec<u8>>> {
+    /// Every entry of the checkpoint's tree, fetched bundle by bundle and
+    /// handed to `each` with its index (`None` for a placeholder, whose
+    /// leaf hash comes from the level-0 hash tile). The tree recomputed
+    /// from the leaf hashes must have the checkpoint's root; that is known
+    /// only after the last entry, so `each` should keep what it finds until
+    /// this returns. Returns how many entries were placeholders.
+    pub fn for_each_entry(
+        &self,
+        out: &Output,
+        mut each: impl FnMut(u64, Option<&[u8]>),
+    ) -> Result<u64> {
         let size = self.checkpoint.size;
+        if size > MAX_AUDITED_ENTRIES {
+            bail!(
+                "the registry's log checkpoint claims {size} entries; reading every entry stops at {MAX_AUDITED_ENTRIES}"
+            );
+        }
         let bundles = size.div_ceil(tlog::TILE_WIDTH);
         let bar = crate::progress::count_bar(out, bundles, "reading the log");
-        let mut tree = tlog::Tree::default();
-        let mut all = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        let mut tree = Frontier::default();
+        let mut placeholders = 0;
         for tile in 0..bundles {
             let entries = self.bundle(tile)?;
-            for entry in entries {
-                tree.append(&entry).map_err(|e| anyhow!("{e}"))?;
-                all.push(entry);
+            // The level-0 tile of the same index holds the bundle's leaf
+            // hashes; needed only for its placeholders.
+            let mut leaves = None;
+            for (offset, entry) in (0u16..).zip(&entries) {
+                let index = tile * tlog::TILE_WIDTH + u64::from(offset);
+                if tlog::is_placeholder(entry) {
+                    placeholders += 1;
+                    if leaves.is_none() {
+                        leaves = Some(self.leaf_hashes(tile)?);
+                    }
+                    let leaf = leaves
+                        .as_deref()
+                        .and_then(|l: &[u8]| l.chunks_exact(32).nth(usize::from(offset)))
+                        .and_then(|h| <[u8; 32]>::try_from(h).ok())
+                        .ok_or_else(|| anyhow!("log entry {index} has no leaf hash"))?;
+                    tree.push(leaf)?;
+                    each(index, None);
+                } else {
+                    tree.push(tlog::leaf_hash(entry))?;
+                    each(index, Some(entry));
+                }
             }
             bar.inc(1);
         }
         bar.finish_and_clear();
-        if tree.root() != self.checkpoint.root {
+        if tree.root()? != self.checkpoint.root {
             bail!(
                 "the registry's log entries do not give the root its checkpoint of {size} entries signs"
             );
         }
-        Ok(all)
+        Ok(placeholders)
+    }
+
+    /// The level-0 hash tile beside entry bundle `tile`: its entries' leaf
+    /// hashes, checked to be as many. Whether they are right is known when
+    /// the root recomputed with them is the checkpoint's.
+    fn leaf_hashes(&self, tile: u64) -> Result<Vec<u8>> {
+        let width = self.bundle_width(tile);
+        let path = tlog::tile_path(Some(0), tile, width);
+        let hashes = self.hash_tile(&path)?;
+        if hashes.len() as u64 != width * 32 {
+            bail!("the registry's log tile {path} does not hold {width} hashes");
+        }
+        Ok(hashes)
     }
 
     /// Proves that entry `index` records the publish of `kind name@version`
@@ -377,4 +437,74 @@ pub fn check_version(
     let log = CheckedLog::open(client, opts, out, Some(index))?;
     log.prove_publish(kind, name, version, sha256, index)?;
     Ok(index)
+}
+
+/// A Merkle tree rebuilt leaf by leaf, kept as its right edge only: the
+/// hash of each largest complete subtree (one per set bit of the size),
+/// which is all `tlog_tiles` reads to add a leaf and to hash the tree. So
+/// an audit holds a few dozen hashes however large the log.
+#[derive(Debug, Default)]
+struct Frontier {
+    size: u64,
+    /// (stored-hash index, hash), largest subtree first.
+    edge: Vec<(u64, Hash)>,
+}
+
+impl HashReader for Frontier {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
+        indexes
+            .iter()
+            .map(|i| {
+                self.edge
+                    .iter()
+                    .find(|(at, _)| at == i)
+                    .map(|(_, h)| *h)
+                    .ok_or(tlog_tiles::Error::IndexesNotInTree)
+            })
+            .collect()
+    }
+}
+
+impl Frontier {
+    fn push(&mut self, leaf: [u8; 32]) -> Result<()> {
+        let added = tlog_tiles::stored_hashes_for_record_hash(self.size, Hash(leaf), self)
+            .map_err(|e| anyhow!("recomputing the log's tree: {e}"))?;
+        // The leaf completes one subtree per trailing one bit of the size:
+        // that many edge hashes merge with it into the last one added.
+        let merged = added.len() - 1;
+        self.edge.truncate(self.edge.len() - merged);
+        let level = u8::try_from(merged).expect("at most 64 levels");
+        let top = *added.last().expect("the leaf's own hash");
+        self.edge.push((
+            tlog_tiles::stored_hash_index(level, self.size >> level),
+            top,
+        ));
+        self.size += 1;
+        Ok(())
+    }
+
+    fn root(&self) -> Result<[u8; 32]> {
+        tlog_tiles::tree_hash(self.size, self)
+            .map(|h| h.0)
+            .map_err(|e| anyhow!("recomputing the log's tree: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_frontier_gives_the_roots_of_the_whole_tree() {
+        let mut tree = tlog::Tree::default();
+        let mut frontier = Frontier::default();
+        assert_eq!(frontier.root().unwrap(), tree.root());
+        for i in 0u32..600 {
+            let entry = format!("{{\"n\":{i}}}");
+            tree.append(entry.as_bytes()).unwrap();
+            frontier.push(tlog::leaf_hash(entry.as_bytes())).unwrap();
+            assert_eq!(frontier.root().unwrap(), tree.root(), "size {}", i + 1);
+            assert!(frontier.edge.len() <= 10, "one hash per set bit");
+        }
+    }
 }

@@ -741,6 +741,30 @@ fn endless_log_keys_and_error_bodies_stop_at_their_bounds() {
 }
 
 #[test]
+fn a_checkpoint_of_two_to_the_forty_entries_is_refused_not_read() {
+    let mock = MockRegistry::start();
+    let key = new_log_key(&mock);
+    mock.serve_log(
+        &key,
+        &[LogEntry::new(LogOp::Genesis, "2026-01-01T00:00:00Z")
+            .to_bytes()
+            .unwrap()],
+    );
+    let huge = key
+        .sign_checkpoint(&agentlang_e2e::mock::origin(&mock.url), 1 << 40, [7; 32])
+        .unwrap();
+    mock.route("GET", "/log/checkpoint", Reply::bytes(huge));
+    let user = User::new(&mock.url);
+    for command in ["verify", "show"] {
+        let err = fails_small(&user, &["log", command], &[]);
+        assert_eq!(
+            err,
+            "the registry's log checkpoint claims 1099511627776 entries; reading every entry stops at 16777216"
+        );
+    }
+}
+
+#[test]
 fn downloads_stop_at_the_size_the_record_announces_and_leave_nothing() {
     let mock = MockRegistry::start();
     let (_, container) = echo_registry(&mock);
@@ -897,5 +921,113 @@ fn a_stalled_or_silent_registry_fails_after_agentlang_http_timeout() {
     assert_eq!(
         run.failure(),
         "AGENTLANG_HTTP_TIMEOUT is \"soon\"; give a whole number of seconds from 1 to 3600"
+    );
+}
+
+/// An entry of 64 KiB or more cannot be framed in a bundle, so the registry
+/// serves an empty placeholder in its place; its leaf hash is still in the
+/// level-0 tile.
+#[test]
+fn a_placeholder_entry_is_counted_by_log_verify_and_refused_by_pull() {
+    let mock = MockRegistry::start();
+    let publisher = User::new(&mock.url);
+    let (key_id, pem, sha) = built_tool(&publisher);
+    write_tool(
+        &publisher.path("echo09"),
+        &simple_tool("echo", "0.9.0", &[]),
+    );
+    let old_sha = publisher.ok(&["--json", "build", "echo09"]).json()["sha256"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    serve_tool(&mock, &publisher, &key_id, &pem, &sha);
+    mock.route(
+        "GET",
+        "/api/v1/index/tools/echo",
+        Reply::json(
+            200,
+            &json!({ "name": "echo", "versions": [
+                { "version": "0.9.0", "hash": format!("sha256:{old_sha}"), "yanked": false },
+                { "version": "1.0.0", "hash": format!("sha256:{sha}"), "yanked": false },
+            ]}),
+        ),
+    );
+    let old = fs::read(publisher.path("echo@0.9.0.tool")).unwrap();
+    mock.route(
+        "GET",
+        "/api/v1/tools/echo/0.9.0",
+        Reply::json(
+            200,
+            &json!({ "kind": "tool", "name": "echo", "version": "0.9.0", "size": old.len(), "log": {"index": 3} }),
+        ),
+    );
+    mock.route(
+        "GET",
+        "/api/v1/tools/echo/0.9.0/download",
+        Reply::bytes(old),
+    );
+    // echo@0.9.0's entry, written before the registry bounded entries.
+    let mut entries = echo_log(&mock.url, &key_id, &sha);
+    let long = json!({
+        "v": 1, "op": "publish", "time": "2026-01-01T00:00:03Z", "kind": "tool",
+        "name": "echo", "version": "0.9.0", "sha256": old_sha, "signer": key_id,
+        "reason": "x".repeat(70_000),
+    });
+    entries.push(serde_json::to_vec(&long).unwrap());
+    let log_key = new_log_key(&mock);
+    mock.serve_log(&log_key, &entries);
+
+    let user = User::new(&mock.url);
+    let run = user.ok(&["log", "verify"]);
+    assert!(
+        run.stderr.contains(
+            "warning: 1 of the log's entries are too long to be served (the registry serves placeholders)"
+        ),
+        "{}",
+        run.stderr
+    );
+    let audited = user.ok(&["--json", "log", "verify"]).json();
+    assert_eq!(
+        (audited["size"].clone(), audited["unavailable"].clone()),
+        (json!(4), json!(1))
+    );
+    let shown = user.ok(&["log", "show"]).stdout;
+    assert!(
+        shown.contains("      3  (too long to be served)"),
+        "{shown}"
+    );
+
+    // Another version in the same bundle is proved as ever.
+    let pulled = user
+        .ok(&["--json", "pull", "echo@=1.0.0", "--kind", "tool"])
+        .json();
+    assert_eq!(pulled["log_index"], 2);
+    // The placeholder's own version cannot be.
+    let err = user.fails(&["pull", "echo@=0.9.0", "--kind", "tool"]);
+    assert_eq!(
+        err,
+        "log entry 3 is too long to be served; the registry serves a placeholder"
+    );
+    assert!(!user.path("echo@0.9.0.tool").exists());
+    assert_eq!(leftovers(user.work.path()), Vec::<String>::new());
+
+    // A placeholder's leaf hash is checked by the root: another one fails
+    // the audit.
+    let size = entries.len() as u64;
+    let tile_path = agentlang_core::tlog::tile_path(Some(0), 0, size);
+    let mut tree = agentlang_core::tlog::Tree::default();
+    for e in &entries {
+        tree.append(e).unwrap();
+    }
+    let mut tile = tree
+        .hash_tile(size, 0, 0, u32::try_from(size).unwrap())
+        .unwrap();
+    tile[3 * 32] ^= 1;
+    mock.route("GET", &format!("/log/{tile_path}"), Reply::bytes(tile));
+    let fresh = User::new(&mock.url);
+    let err = fresh.fails(&["log", "verify"]);
+    assert_eq!(
+        err,
+        "the registry's log entries do not give the root its checkpoint of 4 entries signs"
     );
 }

@@ -27,26 +27,32 @@ pub fn verify(env: &Env) -> Result<ExitCode> {
     let started = Instant::now();
     let client = env.anonymous()?;
     let log = CheckedLog::open(&client, &env.log, &env.out, None)?;
-    let entries = log.all_entries(&env.out)?;
-    for (index, bytes) in entries.iter().enumerate() {
-        let entry: Value = serde_json::from_slice(bytes)
-            .with_context(|| format!("log entry {index} is not JSON"))?;
-        let op = entry["op"].as_str().unwrap_or_default();
-        if entry["v"] != 1 || !OPS.contains(&op) || !entry["time"].is_string() {
-            bail!("log entry {index} is not a version-1 entry of a known kind: {entry}");
+    // Kept until the root is known to hold: a log that does not verify is
+    // reported as that, not as its first odd entry.
+    let mut problem = None;
+    let unavailable = log.for_each_entry(&env.out, |index, bytes| {
+        if problem.is_none() {
+            problem = bytes.and_then(|b| shape_problem(index, b));
         }
-        if op == "genesis" && index != 0 {
-            bail!("log entry {index} is a second genesis");
-        }
+    })?;
+    if let Some(problem) = problem {
+        bail!("{problem}");
     }
     let seconds = started.elapsed().as_secs_f64();
     let c = &log.checkpoint;
+    if unavailable > 0 && !env.out.json {
+        eprintln!(
+            "{} {unavailable} of the log's entries are too long to be served (the registry serves placeholders): their leaf hashes are in the verified tree, but what they say could not be checked",
+            env.out.yellow("warning:")
+        );
+    }
     env.out.emit(
         &json!({
             "origin": c.origin,
             "size": c.size,
             "root": hex::encode(c.root),
             "verified": true,
+            "unavailable": unavailable,
             "seconds": seconds,
         }),
         || {
@@ -61,6 +67,23 @@ pub fn verify(env: &Env) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What is wrong with entry `index`'s shape, if anything.
+fn shape_problem(index: u64, bytes: &[u8]) -> Option<String> {
+    let Ok(entry) = serde_json::from_slice::<Value>(bytes) else {
+        return Some(format!("log entry {index} is not JSON"));
+    };
+    let op = entry["op"].as_str().unwrap_or_default();
+    if entry["v"] != 1 || !OPS.contains(&op) || !entry["time"].is_string() {
+        return Some(format!(
+            "log entry {index} is not a version-1 entry of a known kind: {entry}"
+        ));
+    }
+    if op == "genesis" && index != 0 {
+        return Some(format!("log entry {index} is a second genesis"));
+    }
+    None
+}
+
 /// The entries, oldest first, optionally only those naming a package.
 pub fn show(env: &Env, name: Option<&str>) -> Result<ExitCode> {
     let name = name
@@ -68,28 +91,40 @@ pub fn show(env: &Env, name: Option<&str>) -> Result<ExitCode> {
         .transpose()?;
     let client = env.anonymous()?;
     let log = CheckedLog::open(&client, &env.log, &env.out, None)?;
-    let entries: Vec<(usize, Value)> = log
-        .all_entries(&env.out)?
-        .iter()
-        .enumerate()
-        .map(|(i, bytes)| {
-            serde_json::from_slice(bytes)
-                .map(|e| (i, e))
-                .with_context(|| format!("log entry {i} is not JSON"))
-        })
-        .collect::<Result<_>>()?;
-    let shown: Vec<&(usize, Value)> = entries
-        .iter()
-        .filter(|(_, e)| {
-            name.as_ref().is_none_or(|n| {
-                e["name"]
-                    .as_str()
-                    .and_then(|s| PackageName::new(s).ok())
-                    .as_ref()
-                    == Some(n)
-            })
-        })
-        .collect();
+    // Only the entries shown are kept; `None` for a placeholder (shown
+    // when no name is asked for, since it could name any).
+    let mut shown: Vec<(u64, Option<Value>)> = Vec::new();
+    let mut problem = None;
+    let unavailable = log.for_each_entry(&env.out, |index, bytes| match bytes {
+        None if name.is_none() => shown.push((index, None)),
+        None => {}
+        Some(bytes) => match serde_json::from_slice::<Value>(bytes) {
+            Ok(entry) => {
+                let named = name.as_ref().is_none_or(|n| {
+                    entry["name"]
+                        .as_str()
+                        .and_then(|s| PackageName::new(s).ok())
+                        .as_ref()
+                        == Some(n)
+                });
+                if named {
+                    shown.push((index, Some(entry)));
+                }
+            }
+            Err(_) => {
+                problem.get_or_insert_with(|| format!("log entry {index} is not JSON"));
+            }
+        },
+    })?;
+    if let Some(problem) = problem {
+        bail!("{problem}");
+    }
+    if unavailable > 0 && !env.out.json {
+        eprintln!(
+            "{} {unavailable} of the log's entries are too long to be served (the registry serves placeholders)",
+            env.out.yellow("warning:")
+        );
+    }
     env.out.emit(
         &shown
             .iter()
@@ -99,6 +134,9 @@ pub fn show(env: &Env, name: Option<&str>) -> Result<ExitCode> {
             shown
                 .iter()
                 .map(|(i, e)| {
+                    let Some(e) = e else {
+                        return format!("{i:>7}  (too long to be served)");
+                    };
                     let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
                     let what = match s("op").as_str() {
                         "genesis" => s("origin"),
