@@ -795,7 +795,7 @@ fn downloads_stop_at_the_size_the_record_announces_and_leave_nothing() {
             &json!({ "kind": "tool", "name": "echo", "version": "1.0.0", "size": size, "log": {"index": 2} }),
         )
     };
-    mock.route("GET", download, Reply::bytes(container.clone()));
+    mock.route("GET", download, Reply::bytes(container));
     mock.route("GET", "/api/v1/tools/echo/1.0.0", record(n as u64 + 10));
     let err = user.fails(&["pull", "echo", "--kind", "tool", "-o", "out/echo.tool"]);
     assert_eq!(
