@@ -1,12 +1,17 @@
 //! The HTTP side of authentication: the bearer token of a request, checked
-//! by [`app::tokens::authenticate`], as the [`Caller`] extractor.
+//! by [`app::tokens::authenticate`] (usually already by the rate-limit
+//! middleware, through [`app::tokens::admit`]), as the [`Caller`]
+//! extractor.
 
 use std::{future::Future, ops::Deref, pin::Pin};
 
 use actix_web::{FromRequest, HttpMessage, HttpRequest, dev::Payload, http::header, web};
-use app::{ServiceError, tokens::Authenticated};
+use app::{
+    ServiceError,
+    tokens::{Authenticated, Bearer},
+};
 
-use crate::{error::ApiError, rate_limit::VerifiedClaims, state::AppState};
+use crate::{error::ApiError, rate_limit::FoundBearer, state::AppState};
 
 /// The account a request's bearer token authenticates, with what the token
 /// may do. Extracting it answers 401 for a missing, malformed, expired or
@@ -23,6 +28,13 @@ impl Deref for Caller {
 }
 
 async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
+    // The rate-limit middleware has usually found the caller already.
+    let found = req.extensions().get::<FoundBearer>().map(|f| f.0.clone());
+    match found {
+        Some(Bearer::Live(caller)) => return Ok(Caller(caller)),
+        Some(Bearer::Dead(reason)) => return Err(ServiceError::Unauthenticated(reason).into()),
+        Some(Bearer::None | Bearer::Unchecked) | None => {}
+    }
     let state = req
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("AppState is not registered")))?;
@@ -33,13 +45,8 @@ async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
     let token = app::tokens::bearer_token(header.to_str().ok()).ok_or_else(|| {
         ServiceError::Unauthenticated("the Authorization header is not a bearer token".into())
     })?;
-    // The rate-limit middleware has usually checked the signature already.
-    let verified = req
-        .extensions()
-        .get::<VerifiedClaims>()
-        .map(|v| v.0.clone());
     Ok(Caller(
-        app::tokens::authenticate(&state.registry, token, verified).await?,
+        app::tokens::authenticate(&state.registry, token, None).await?,
     ))
 }
 

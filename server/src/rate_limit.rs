@@ -1,14 +1,17 @@
 //! The HTTP side of rate limits: one middleware identifies the client and
-//! counts every request; the few rules that need what the body says
-//! (publish per token, passwords per username, agent messages per message)
-//! count on top, in `app`. 429 with `Retry-After`.
+//! its token and counts every request; the few rules that need what the
+//! body says (publish per account, passwords per address and username,
+//! agent messages per message) count on top, in `app`. 429 with
+//! `Retry-After`.
 //!
-//! Which budget a request spends: a bearer token whose signature verifies
-//! spends its token's (per `jti`); anything else, a missing, garbage or
-//! forged token included, spends its address's anonymous budget, so an
-//! `Authorization` header never buys more than its token is worth.
-//! Resolution and search also spend a smaller budget of their own. Who the
-//! client is and how budgets count: `app::rate_limits`.
+//! Which budget a request spends is [`app::tokens::admit`]'s rule: a live
+//! token spends its account's (every token of the account shares it);
+//! anything else, a missing, garbage, forged, revoked or unknown token
+//! included, spends its address's anonymous budget, so an `Authorization`
+//! header never buys more than its account is worth. Resolution and search
+//! also spend a smaller budget of their own. The caller found is kept for
+//! the route ([`crate::auth::Caller`]), so a token is read once per
+//! request. Who the client is and how budgets count: `app::rate_limits`.
 
 use std::future::{Ready, ready};
 
@@ -21,8 +24,8 @@ use actix_web::{
     web,
 };
 use app::{
-    rate_limits::{Bucket, ClientAddr, RateLimits},
-    tokens::{Claims, bearer_token},
+    rate_limits::{ClientAddr, Cost, RateLimits},
+    tokens::{self, Bearer},
 };
 
 use crate::{error::ApiError, state::AppState};
@@ -63,23 +66,14 @@ impl FromRequest for Client {
     }
 }
 
-/// Claims of a bearer token whose signature, issuer, audience and expiry the
-/// middleware checked; the authentication extractor reuses them.
+/// The caller [`limit_requests`] found for a request's token; the
+/// authentication extractor takes it from here.
 #[derive(Debug, Clone)]
-pub struct VerifiedClaims(pub Claims);
+pub struct FoundBearer(pub Bearer);
 
-/// What a request costs, by its method and path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cost {
-    /// Liveness, readiness, metrics, static assets: cheap, and wanted by
-    /// monitors and browsers without limit.
-    Free,
-    /// Resolution and search: the general budget and the expensive one.
-    Expensive,
-    /// Everything else: the general budget.
-    General,
-}
-
+/// What a request costs, by its method and path: liveness, readiness,
+/// metrics and static assets are free (wanted by monitors and browsers
+/// without limit); resolution and search expensive.
 fn cost(method: &Method, path: &str) -> Cost {
     match (method, path) {
         (_, "/healthz" | "/readyz" | "/metrics") => Cost::Free,
@@ -90,8 +84,9 @@ fn cost(method: &Method, path: &str) -> Cost {
     }
 }
 
-/// Middleware for every request: finds the client, then counts the request
-/// against its token's or its address's budget (see the module docs).
+/// Middleware for every request: finds the client and its token's caller,
+/// then counts the request against the budget that caller spends (see the
+/// module docs).
 pub async fn limit_requests(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -100,35 +95,15 @@ pub async fn limit_requests(
         return Ok(next.call(req).await?.map_into_left_body());
     };
     let client = client_addr(state.rate_limits(), req.request());
-    let claims = bearer_token(
-        req.headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok()),
-    )
-    .and_then(|token| state.tokens().verify(token).ok());
-    let caller_key = match &claims {
-        Some(claims) => format!("token:{}", claims.jti),
-        None => client.as_str().to_owned(),
-    };
+    let authorization = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let cost = cost(req.method(), req.path());
+    let (bearer, spent) = tokens::admit(&state.registry, &client, authorization, cost).await;
     req.extensions_mut().insert(client);
-    if let Some(claims) = claims.clone() {
-        req.extensions_mut().insert(VerifiedClaims(claims));
-    }
-    let general = if claims.is_some() {
-        Bucket::Authenticated
-    } else {
-        Bucket::Anonymous
-    };
-    let refused = match cost(req.method(), req.path()) {
-        Cost::Free => None,
-        Cost::General => state.rate_limits().check(general, &caller_key).err(),
-        Cost::Expensive => state
-            .rate_limits()
-            .check(general, &caller_key)
-            .and_then(|()| state.rate_limits().check(Bucket::Expensive, &caller_key))
-            .err(),
-    };
-    if let Some(err) = refused {
+    req.extensions_mut().insert(FoundBearer(bearer));
+    if let Err(err) = spent {
         let response = actix_web::ResponseError::error_response(&ApiError::from(err));
         return Ok(req.into_response(response).map_into_right_body());
     }

@@ -2,12 +2,19 @@
 //! and the catalog alike.
 //!
 //! argon2id is deliberately slow, so it runs on threads of its own, one per
-//! core ([`PasswordWork`]); past a short queue the answer is 429 at once
-//! (checks are at their rate, whoever sends them) instead of a pile of
-//! waiting requests. A check is counted per
-//! client address and per username tried, whether that account exists or
-//! not, and an unknown username is checked against a decoy hash, so it costs
-//! what a known one costs and reveals nothing by its timing.
+//! core ([`PasswordWork`](crate::passwords::PasswordWork)), behind a queue
+//! in which each client address has a small share: a spray of wrong
+//! passwords from many addresses delays an innocent sign-in by its turn,
+//! never refuses it, and a client past its share is answered 429 at once.
+//!
+//! A check is counted per client address, and per client address and
+//! username tried (whether that account exists or not): never per username
+//! alone, so nobody can lock another person out of their account by
+//! failing to sign in as them; guessing one password from many addresses
+//! is bounded by each address's budgets and by the hashing rate. An
+//! unknown username is checked against a decoy hash and refused exactly as
+//! a wrong password is (same problem, same cost), so neither the answer nor
+//! its timing says which usernames exist.
 
 use agentlang_core::{Username, names::normalize};
 use store::accounts::AccountRecord;
@@ -23,10 +30,11 @@ use crate::{
 /// longer, so a longer guess cannot make keys (and memory) grow.
 const MAX_KEYED_USERNAME: usize = 64;
 
-/// The rate-limit key of a username tried at sign-in.
-fn username_key(username: &str) -> String {
+/// The rate-limit key of a username tried at sign-in from `client`: the
+/// pair, so one address's failures spend nobody else's attempts.
+fn username_key(client: &ClientAddr, username: &str) -> String {
     let prefix: String = username.chars().take(MAX_KEYED_USERNAME).collect();
-    format!("user:{}", normalize(&prefix))
+    format!("{} user:{}", client.as_str(), normalize(&prefix))
 }
 
 /// The account `username` names, when `password` is its password; else
@@ -42,7 +50,7 @@ pub async fn check_password(
         .check(Bucket::Credentials, client.as_str())?;
     registry
         .rate_limits
-        .check(Bucket::LoginsPerUsername, &username_key(username))?;
+        .check(Bucket::LoginsPerUsername, &username_key(client, username))?;
     // A name that cannot be a username names no account, and no account
     // has a password longer than any password may be: the decoy is checked
     // all the same (never the long text itself).
@@ -61,7 +69,7 @@ pub async fn check_password(
     };
     let verified = registry
         .passwords
-        .run(move || verify_password(&password, &stored))
+        .run(client.as_str(), move || verify_password(&password, &stored))
         .await?;
     match account {
         Some(account) if verified => Ok(account),
@@ -81,7 +89,7 @@ pub async fn hash_new_password(
         .check(Bucket::Credentials, client.as_str())?;
     registry
         .passwords
-        .run(move || hash_password(&password))
+        .run(client.as_str(), move || hash_password(&password))
         .await?
         .map_err(ServiceError::internal)
 }
@@ -91,11 +99,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn username_keys_fold_spelling_and_stay_short() {
-        assert_eq!(username_key("Alice-B"), username_key("alice_b"));
+    fn username_keys_are_per_address_fold_spelling_and_stay_short() {
+        let here = ClientAddr::of([192, 0, 2, 1].into());
+        let there = ClientAddr::of([192, 0, 2, 2].into());
         assert_eq!(
-            username_key(&"x".repeat(10_000)).len(),
-            5 + MAX_KEYED_USERNAME
+            username_key(&here, "Alice-B"),
+            username_key(&here, "alice_b")
+        );
+        assert_ne!(username_key(&here, "alice"), username_key(&there, "alice"));
+        assert_eq!(
+            username_key(&here, &"x".repeat(10_000)).len(),
+            username_key(&here, "").len() + MAX_KEYED_USERNAME
         );
     }
 }

@@ -1,6 +1,6 @@
 //! Passwords as the registry accepts, hashes and checks them: argon2id
-//! on threads of its own, one per core ([`PasswordWork`]), behind a short
-//! queue.
+//! on threads of its own, one per core ([`PasswordWork`]), behind a queue
+//! each client has only a small share of.
 
 use std::fmt;
 
@@ -44,50 +44,83 @@ impl fmt::Debug for Password {
     }
 }
 
-/// Checks allowed to wait for a password thread, per thread.
-const WAITING_PER_THREAD: usize = 4;
+/// Checks allowed to wait for a password thread, per thread: with one
+/// argon2 run taking tens of milliseconds, a full queue drains well within
+/// a request's deadline.
+const WAITING_PER_THREAD: usize = 256;
+
+/// Checks one client (address) may have waiting at once. The queue is
+/// served in arrival order, so with this share a spray of wrong passwords
+/// from many addresses puts at most this many checks of each ahead of an
+/// innocent sign-in: it waits its turn instead of finding the queue full.
+pub const WAITING_PER_CLIENT: usize = 2;
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// Threads of their own for argon2, one per core, fed through a short
-/// queue. Their own, not the shared blocking pool: each argon2 run takes
-/// 19 MiB, and the allocator keeps that much per thread that ever ran one,
-/// so runs spread over hundreds of pool threads would hold hundreds of
-/// MiB. A full queue is answered at once (429) rather than piled up.
-#[derive(Debug)]
+/// What the password threads take work from.
+#[derive(Default)]
+struct Queue {
+    jobs: std::collections::VecDeque<(String, Job)>,
+    /// Jobs waiting per client key; a key with none is removed.
+    waiting: std::collections::HashMap<String, usize>,
+    /// The registry is gone: threads finish what is queued and stop.
+    closed: bool,
+}
+
+type Shared = std::sync::Arc<(std::sync::Mutex<Queue>, std::sync::Condvar)>;
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Queue> {
+    shared
+        .0
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Threads of their own for argon2, one per core, fed through a queue
+/// shared fairly between clients. Their own, not the shared blocking pool:
+/// each argon2 run takes 19 MiB, and the allocator keeps that much per
+/// thread that ever ran one, so runs spread over hundreds of pool threads
+/// would hold hundreds of MiB.
+///
+/// Fairness: a queue open to everyone is filled by whoever sends most, so
+/// each client (address) may have only [`WAITING_PER_CLIENT`] checks
+/// waiting; past that its next one is answered 429 at once, while a
+/// client with none waiting is queued behind at most that many of each
+/// other client's. The whole queue is long ([`WAITING_PER_THREAD`] per
+/// thread) because it is this share, not the length, that bounds what one
+/// client holds; a check whose caller gave up (its deadline passed) is
+/// dropped unrun when its turn comes.
 pub struct PasswordWork {
-    jobs: std::sync::mpsc::SyncSender<Job>,
+    shared: Shared,
     threads: usize,
+}
+
+impl std::fmt::Debug for PasswordWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PasswordWork")
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PasswordWork {
     pub fn new(threads: usize) -> Self {
         let threads = threads.max(1);
-        let (jobs, queue) = std::sync::mpsc::sync_channel::<Job>(threads * WAITING_PER_THREAD);
-        let queue = std::sync::Arc::new(std::sync::Mutex::new(queue));
+        let shared: Shared = Shared::default();
         for i in 0..threads {
-            let queue = std::sync::Arc::clone(&queue);
+            let shared = Shared::clone(&shared);
             let spawned = std::thread::Builder::new()
                 .name(format!("argon2-{i}"))
                 .spawn(move || {
-                    loop {
-                        // The lock is held only to take a job, not to run it.
-                        let job = queue
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .recv();
-                        match job {
-                            Ok(job) => job(),
-                            // The registry is gone.
-                            Err(_) => return,
-                        }
+                    while let Some(job) = next_job(&shared) {
+                        job();
                     }
                 });
             if let Err(e) = spawned {
                 tracing::error!(error = %e, "cannot start a password thread");
             }
         }
-        Self { jobs, threads }
+        Self { shared, threads }
     }
 
     /// One thread per core.
@@ -95,35 +128,70 @@ impl PasswordWork {
         Self::new(std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
     }
 
-    /// Runs `work` on a password thread; 429 when the queue is full.
+    /// Runs `work` on a password thread for `client` (the key of its
+    /// share); 429 at once when the client has its share waiting or the
+    /// queue is full.
     pub(crate) async fn run<T: Send + 'static>(
         &self,
+        client: &str,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ServiceError> {
         let (done, result) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {
-            // A caller that gave up is not an error here.
-            let _ = done.send(work());
+            // Nobody waits for it any more (the request's deadline passed):
+            // its argon2 run would be wasted on the queue's time.
+            if !done.is_closed() {
+                let _ = done.send(work());
+            }
         });
-        match self.jobs.try_send(job) {
-            Ok(()) => {}
-            Err(std::sync::mpsc::TrySendError::Full(_)) => {
-                // Every thread busy and the queue full: checks are at their
-                // rate, whoever sends them.
+        {
+            let mut queue = lock(&self.shared);
+            let mine = queue.waiting.get(client).copied().unwrap_or(0);
+            if mine >= WAITING_PER_CLIENT || queue.jobs.len() >= self.threads * WAITING_PER_THREAD {
                 return Err(ServiceError::RateLimited {
                     retry_after_secs: 1,
                 });
             }
-            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => {
-                return Err(ServiceError::internal(anyhow::anyhow!(
-                    "the password threads are gone ({} started)",
-                    self.threads
-                )));
-            }
+            *queue.waiting.entry(client.to_owned()).or_default() += 1;
+            queue.jobs.push_back((client.to_owned(), job));
         }
+        self.shared.1.notify_one();
         result
             .await
             .map_err(|_| ServiceError::internal(anyhow::anyhow!("a password check was dropped")))
+    }
+}
+
+/// The next job for a password thread, waiting for one; `None` once the
+/// registry is gone and the queue is empty.
+fn next_job(shared: &Shared) -> Option<Job> {
+    let mut queue = lock(shared);
+    loop {
+        if let Some((client, job)) = queue.jobs.pop_front() {
+            if let Some(n) = queue.waiting.get_mut(&client) {
+                *n -= 1;
+                if *n == 0 {
+                    queue.waiting.remove(&client);
+                }
+            }
+            return Some(job);
+        }
+        if queue.closed {
+            return None;
+        }
+        queue = shared
+            .1
+            .wait(queue)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}
+
+impl Drop for PasswordWork {
+    /// The threads stop once the queue is empty (a registry in a test
+    /// process is opened and dropped many times).
+    fn drop(&mut self) {
+        lock(&self.shared).closed = true;
+        self.shared.1.notify_all();
     }
 }
 
@@ -136,7 +204,7 @@ pub enum PasswordError {
 }
 
 /// Hashes with argon2id and a fresh salt. CPU-heavy: call it off the async
-/// workers (the password threads of `service::credentials`).
+/// workers (the password threads of `crate::credentials`).
 pub fn hash_password(password: &Password) -> Result<String, PasswordError> {
     let hash_err = |e: &dyn std::fmt::Display| PasswordError::Hash(e.to_string());
     let mut salt = [0u8; 16];
@@ -233,31 +301,34 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn work_past_the_queue_is_refused_at_once() {
+    async fn each_client_has_a_share_of_the_queue_and_abandoned_work_is_skipped() {
         use futures_util::FutureExt;
+        use std::sync::{
+            Arc,
+            atomic::{AtomicBool, Ordering},
+        };
         let work = PasswordWork::new(1);
         let (started, running) = std::sync::mpsc::channel();
         let (release, hold) = std::sync::mpsc::channel::<()>();
         // The only thread takes a job that waits for the test...
-        let first = work.run(move || {
+        let mut first = Box::pin(work.run("a", move || {
             started.send(()).unwrap();
             hold.recv().is_ok()
-        });
-        let mut first = Box::pin(first);
+        }));
         assert!((&mut first).now_or_never().is_none());
         running
             .recv_timeout(std::time::Duration::from_secs(10))
             .unwrap();
-        // ...the queue takes WAITING_PER_THREAD more...
-        let mut queued: Vec<_> = (0..WAITING_PER_THREAD)
-            .map(|_| Box::pin(work.run(|| true)))
+        // ...a sprayer queues its share...
+        let mut sprayed: Vec<_> = (0..WAITING_PER_CLIENT)
+            .map(|_| Box::pin(work.run("sprayer", || true)))
             .collect();
-        for job in &mut queued {
+        for job in &mut sprayed {
             assert!(job.now_or_never().is_none(), "queued");
         }
-        // ...and one more is refused at once, without waiting.
+        // ...and one more of its checks is refused at once, without waiting...
         let refused = work
-            .run(|| true)
+            .run("sprayer", || true)
             .now_or_never()
             .expect("answered at once")
             .unwrap_err();
@@ -265,14 +336,27 @@ mod tests {
             matches!(refused, ServiceError::RateLimited { .. }),
             "{refused:?}"
         );
+        // ...while another client still gets in line, behind the share.
+        let mut innocent = Box::pin(work.run("innocent", || true));
+        assert!((&mut innocent).now_or_never().is_none(), "queued");
+        // A check whose caller gave up is never run.
+        let ran = Arc::new(AtomicBool::new(false));
+        let mut abandoned = {
+            let ran = Arc::clone(&ran);
+            Box::pin(work.run("leaver", move || ran.store(true, Ordering::SeqCst)))
+        };
+        assert!((&mut abandoned).now_or_never().is_none(), "queued");
+        drop(abandoned);
         release.send(()).unwrap();
         assert!(first.await.unwrap());
-        // The queue drains (awaited, so the thread has taken every queued
-        // job); the threads take work again.
-        for job in queued {
+        for job in sprayed {
             assert!(job.await.unwrap());
         }
-        assert!(work.run(|| true).await.unwrap());
+        assert!(innocent.await.unwrap());
+        // The queue is drained in order: the abandoned job's turn has come
+        // (the next job runs after it) and it did not run.
+        assert!(work.run("sprayer", || true).await.unwrap());
+        assert!(!ran.load(Ordering::SeqCst));
     }
 
     #[test]

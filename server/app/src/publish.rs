@@ -349,7 +349,7 @@ pub struct Publishing {
 }
 
 /// Everything a publish can refuse before its body: the token's `publish`
-/// scope, the publish budgets of the token and of the client's address, an
+/// scope, the publish budgets of the account and of the client's address, an
 /// upload slot (per process and per account), and the caller's signing
 /// keys, read once for the manifest check.
 pub async fn begin_publish(
@@ -360,7 +360,7 @@ pub async fn begin_publish(
     auth.require(Scope::Publish)?;
     registry
         .rate_limits
-        .check(Bucket::Publish, &format!("token:{}", auth.token_id))?;
+        .check(Bucket::Publish, &auth.budget_key())?;
     registry
         .rate_limits
         .check(Bucket::Publish, client.as_str())?;

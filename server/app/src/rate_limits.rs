@@ -1,5 +1,8 @@
 //! Rate-limit budgets: which bucket a request or an attempt spends, keyed
-//! by client address, token or username; 429 (`RateLimited`) when over.
+//! by client address, account, or address and username; 429
+//! (`RateLimited`) when over. Which budget a request's token spends is
+//! [`crate::tokens::admit`]'s rule: its account's when it is live, its
+//! address's otherwise.
 //!
 //! Who a request is from ([`ClientAddr`]): the peer address, or, when the
 //! peer is a configured trusted proxy, the client address it forwards in
@@ -11,8 +14,8 @@
 //! replicas behind a proxy a client gets at most N times the configured rate,
 //! and no request pays a database write for counting. The HTTP middleware
 //! that spends the general budgets lives with the routes; the rules that
-//! spend more (publish per token, passwords per username, agent messages per
-//! message) call [`RateLimits::check`] themselves.
+//! spend more (publish per account, passwords per address and username,
+//! agent messages per message) call [`RateLimits::check`] themselves.
 
 use std::{
     net::{IpAddr, Ipv6Addr},
@@ -33,23 +36,42 @@ const PURGE_ABOVE_KEYS: usize = 100_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bucket {
-    /// `POST /api/v1/publish`: keyed by token and by address.
+    /// `POST /api/v1/publish`: keyed by account and by address.
     Publish,
     /// Account and token creation, sign-in: keyed by address.
     Credentials,
-    /// Password checks: keyed by the normalized username tried, whether or
-    /// not the account exists.
+    /// Password checks: keyed by the client address and the normalized
+    /// username tried (whether or not the account exists), never by the
+    /// username alone: that would let anyone lock its holder out.
     LoginsPerUsername,
-    /// Requests without a valid token: keyed by address.
+    /// Requests without a live token: keyed by address.
     Anonymous,
-    /// Requests with a token whose signature verifies: keyed by token.
+    /// Requests with a live token: keyed by its account, so every token of
+    /// an account shares one budget.
     Authenticated,
-    /// Resolution and search, on top of the above: keyed by token or
+    /// Resolution and search, on top of the above: keyed by account or
     /// address.
     Expensive,
     /// CLowl and MoltSpeak messages (each item of a batch): keyed by
     /// address.
     AgentMessage,
+}
+
+/// What a request costs, by its route (the HTTP layer says which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cost {
+    /// Liveness, readiness, metrics, static assets: nothing.
+    Free,
+    /// The general budget.
+    General,
+    /// Resolution and search: the general budget and the expensive one.
+    Expensive,
+}
+
+/// The key of an account's budgets (`account_id` as a number or as a
+/// token's `sub` claim, which is that number).
+pub fn account_budget(account_id: impl std::fmt::Display) -> String {
+    format!("account:{account_id}")
 }
 
 #[derive(Debug)]
@@ -91,6 +113,19 @@ impl RateLimits {
             Bucket::Authenticated => &self.authenticated,
             Bucket::Expensive => &self.expensive,
             Bucket::AgentMessage => &self.agent_messages,
+        }
+    }
+
+    /// Spends what a request `cost`s: `key` in the `general` bucket
+    /// (`Anonymous` or `Authenticated`), and in `Expensive` too when it is
+    /// expensive.
+    pub fn spend(&self, general: Bucket, key: &str, cost: Cost) -> Result<(), ServiceError> {
+        match cost {
+            Cost::Free => Ok(()),
+            Cost::General => self.check(general, key),
+            Cost::Expensive => self
+                .check(general, key)
+                .and_then(|()| self.check(Bucket::Expensive, key)),
         }
     }
 

@@ -28,19 +28,22 @@ pub enum RegistrationMode {
 #[serde(default, deny_unknown_fields)]
 pub struct RateLimitSettings {
     pub enabled: bool,
-    /// Publishes per token, and per client address.
+    /// Publishes per account (all its tokens together), and per client
+    /// address.
     pub publish_per_minute: NonZeroU32,
     /// Account creations, token creations and sign-ins per client address.
     pub credentials_per_minute: NonZeroU32,
-    /// Password checks per username tried (existing or not).
+    /// Password checks per username tried (existing or not) from one
+    /// client address: never per username alone, which would let anyone
+    /// lock its holder out.
     pub logins_per_username_per_minute: NonZeroU32,
     /// Requests without a valid token per client address: API reads,
     /// catalog pages, downloads.
     pub anonymous_reads_per_minute: NonZeroU32,
-    /// Requests per token whose signature verifies.
+    /// Requests per account with a live token (all its tokens together).
     pub authenticated_per_minute: NonZeroU32,
-    /// Resolutions and searches per token or client address, on top of the
-    /// budgets above.
+    /// Resolutions and searches per account or client address, on top of
+    /// the budgets above.
     pub expensive_per_minute: NonZeroU32,
     /// Agent-protocol messages (`POST /clowl`, each MoltSpeak message, each
     /// item of a batch) per client address.
@@ -232,7 +235,8 @@ pub struct Settings {
     /// HS256 secret for API tokens; `None`: generated once and kept in the
     /// database.
     pub jwt_secret: Option<String>,
-    /// Usernames that are admins.
+    /// Usernames of existing accounts to make admins at start-up
+    /// (`accounts::apply_configured_admins`).
     pub admins: Vec<String>,
     pub identity: IdentitySettings,
     pub log: LogSettings,

@@ -1,7 +1,7 @@
 //! Tokens as JWTs: the claims, and the HS256 keys that sign and verify
-//! them.
+//! them (and remember which tokens they signed are dead).
 
-use std::fmt;
+use std::{fmt, sync::Arc};
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind};
 use serde::{Deserialize, Serialize};
@@ -44,14 +44,26 @@ pub enum TokenError {
     Sign(String),
 }
 
+/// Dead tokens remembered per replica: past this many, the least used are
+/// forgotten (and cost one read of the database at their next use).
+const DEAD_TOKENS_KEPT: usize = 10_000;
+
 /// Signs and verifies tokens with the registry's HS256 secret. Exactly one
 /// algorithm is accepted, so `alg: none` and algorithm-confusion tokens fail.
+///
+/// It also remembers tokens it signed that were found not to authenticate
+/// (revoked, unknown, expired): that never changes back, so the memory is
+/// never stale, and a request bearing one costs no read of the database
+/// again.
 #[derive(Clone)]
 pub struct TokenKeys {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
     issuer: String,
+    /// A dead token's `jti` and secret's hash to why it does not
+    /// authenticate.
+    dead: Arc<quick_cache::sync::Cache<String, String>>,
 }
 
 impl fmt::Debug for TokenKeys {
@@ -60,6 +72,14 @@ impl fmt::Debug for TokenKeys {
             .field("issuer", &self.issuer)
             .finish_non_exhaustive()
     }
+}
+
+fn dead_key(claims: &Claims) -> String {
+    format!(
+        "{} {}",
+        claims.jti,
+        crate::secrets::secret_hash(&claims.sec)
+    )
 }
 
 impl TokenKeys {
@@ -76,11 +96,26 @@ impl TokenKeys {
             decoding: DecodingKey::from_secret(secret),
             validation,
             issuer: issuer.to_owned(),
+            dead: Arc::new(quick_cache::sync::Cache::new(DEAD_TOKENS_KEPT)),
         }
     }
 
     pub fn issuer(&self) -> &str {
         &self.issuer
+    }
+
+    /// Remembers that the token with these claims does not authenticate,
+    /// and why. Keyed by its id and secret together: a token forged with
+    /// a real id (by whoever holds the signing key) buries only itself,
+    /// never the token it imitates.
+    pub fn bury(&self, claims: &Claims, reason: &str) {
+        self.dead.insert(dead_key(claims), reason.to_owned());
+    }
+
+    /// Why the token with these claims does not authenticate, if it was
+    /// found so.
+    pub fn buried(&self, claims: &Claims) -> Option<String> {
+        self.dead.get(&dead_key(claims))
     }
 
     pub fn issue(

@@ -5,6 +5,13 @@
 //! public) and a random secret (`sec`) of which the database keeps only the
 //! SHA-256: the signing key alone mints nothing, and neither does a read of
 //! the database.
+//!
+//! What a request's token buys ([`admit`]): a live token spends its
+//! account's budgets, shared by all of the account's tokens, so minting
+//! tokens buys no requests. A token that no longer authenticates (revoked,
+//! unknown) buys nothing: the request spends its address's anonymous
+//! budget, and the token is remembered as dead so its next use costs no
+//! read of the database.
 
 use std::collections::BTreeSet;
 
@@ -14,6 +21,7 @@ use crate::{
     FieldError, Registry, ServiceError,
     accounts::Actor,
     audit,
+    rate_limits::{Bucket, ClientAddr, Cost, account_budget},
     secrets::{constant_time_eq, random_hex, secret_hash},
 };
 use store::{Db, now, tokens::NewToken};
@@ -243,12 +251,22 @@ pub struct Authenticated {
 }
 
 impl Authenticated {
+    /// The account acting through this token: as an admin only when the
+    /// account is one and the token carries the `admin` scope, so an
+    /// admin's token minted for other work (`owners`, say) has no more
+    /// power than anyone's.
     pub fn actor(&self) -> Actor<'_> {
         Actor {
             account_id: self.account_id,
             username: &self.username,
-            is_admin: self.is_admin,
+            is_admin: self.is_admin && self.scopes.contains(&Scope::Admin),
         }
+    }
+
+    /// The key of the account's budgets, which every token of the account
+    /// spends.
+    pub fn budget_key(&self) -> String {
+        account_budget(self.account_id)
     }
 
     /// 403 `missing-scope` unless the token carries `scope`.
@@ -343,6 +361,69 @@ pub async fn authenticate(
         scopes: grant.scopes.0,
         patterns: grant.packages.map(|p| p.0),
     })
+}
+
+/// What a request's `Authorization` header makes its caller, found before
+/// the request spends a budget.
+#[derive(Debug, Clone)]
+pub enum Bearer {
+    /// No bearer token, or one this registry did not sign (garbage, forged,
+    /// another registry's, past its `exp`): its address's budget.
+    None,
+    /// A live token: its account's budget. Routes take the caller from here
+    /// instead of reading the token again.
+    Live(Authenticated),
+    /// A token this registry signed that no longer authenticates (revoked,
+    /// or unknown), with why: its address's budget, and 401 where a caller
+    /// is needed.
+    Dead(String),
+    /// Signed, but its row could not be read (the database is away): a
+    /// route that needs the caller reads it again and says why it cannot.
+    Unchecked,
+}
+
+/// Finds who a request is from by its `Authorization` header and spends
+/// the budgets its `cost` asks for: the account's for a live token, the
+/// client address's anonymous ones otherwise. A token whose signature
+/// verifies spends its account's budget before its row is read, so a flood
+/// of requests with a token is refused without a read per request; one
+/// found dead is remembered ([`TokenKeys::bury`]) and costs no read again.
+/// Returns the caller with the refusal, if any.
+pub async fn admit(
+    registry: &Registry,
+    client: &ClientAddr,
+    authorization: Option<&str>,
+    cost: Cost,
+) -> (Bearer, Result<(), ServiceError>) {
+    let limits = &registry.rate_limits;
+    let anonymous = |bearer: Bearer| {
+        let spent = limits.spend(Bucket::Anonymous, client.as_str(), cost);
+        (bearer, spent)
+    };
+    if cost == Cost::Free {
+        return (Bearer::None, Ok(()));
+    }
+    let Some(token) = bearer_token(authorization) else {
+        return anonymous(Bearer::None);
+    };
+    let Ok(claims) = registry.tokens.verify(token) else {
+        return anonymous(Bearer::None);
+    };
+    if let Some(reason) = registry.tokens.buried(&claims) {
+        return anonymous(Bearer::Dead(reason));
+    }
+    // The subject is this registry's own signed claim: the account.
+    if let Err(refused) = limits.spend(Bucket::Authenticated, &account_budget(&claims.sub), cost) {
+        return (Bearer::Unchecked, Err(refused));
+    }
+    match authenticate(registry, token, Some(claims.clone())).await {
+        Ok(caller) => (Bearer::Live(caller), Ok(())),
+        Err(ServiceError::Unauthenticated(reason)) => {
+            registry.tokens.bury(&claims, &reason);
+            anonymous(Bearer::Dead(reason))
+        }
+        Err(_) => (Bearer::Unchecked, Ok(())),
+    }
 }
 
 #[cfg(test)]
