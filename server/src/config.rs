@@ -59,9 +59,10 @@ pub struct Config {
     /// refused at start-up). When absent, the registry generates one and
     /// keeps it in its database, so every replica of the database shares it.
     pub jwt_secret: Option<String>,
-    /// Usernames that are admins: made so at start-up when the account
-    /// exists, or when it registers. Nobody becomes an admin otherwise
-    /// (besides `agentlang-registry admin grant`).
+    /// Usernames of accounts to make admins at start-up. Each binds to the
+    /// account holding the name the first time a registry starts with it,
+    /// or to none: an account registered under the name later is not made
+    /// an admin (`agentlang-registry admin grant` is how to, once known).
     pub admins: Vec<String>,
     /// HTTP worker threads; `None` means one per core.
     pub workers: Option<usize>,
@@ -532,7 +533,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "JWT_SECRET",
         "token signing secret, 32+ random bytes (default: generated, kept in the database)",
     ),
-    ("ADMINS", "comma-separated usernames made admins"),
+    (
+        "ADMINS",
+        "comma-separated usernames of existing accounts made admins (a name with no account when first named binds to none)",
+    ),
     ("WORKERS", "HTTP worker threads (default: one per core)"),
     ("AGENT_ID", "the registry's agent id in CLowl and MoltSpeak"),
     ("AGENT_ORG", "the registry's organisation in MoltSpeak"),

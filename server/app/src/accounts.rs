@@ -1,13 +1,15 @@
 //! Accounts: registration, admins, password changes. Nobody becomes an
-//! admin by registering: admins are named by the operator
-//! (`AGENTLANG_REGISTRY_ADMINS`, applied when the account exists or is
-//! created) or made with `agentlang-registry admin grant USER`.
+//! admin by registering: admins are named by the operator, with
+//! `agentlang-registry admin grant USER` or `AGENTLANG_REGISTRY_ADMINS`.
+//! A name in that list binds, the first time a registry starts with it, to
+//! the account holding the name then (and to no account if none does), so
+//! whoever registers a configured name later gains nothing by it.
 
 use crate::{
     Registry, ServiceError, audit, credentials, credentials::Password, rate_limits::ClientAddr,
     settings::RegistrationMode,
 };
-use agentlang_core::{Username, names::normalize};
+use agentlang_core::Username;
 use store::accounts::CreateAccountError;
 
 pub use store::accounts::AccountRecord;
@@ -17,17 +19,9 @@ pub use store::accounts::AccountRecord;
 pub struct Actor<'a> {
     pub account_id: i64,
     pub username: &'a Username,
+    /// Acts with an admin's rights: an admin's catalog session (signed in
+    /// with the password), or an admin's token carrying the `admin` scope.
     pub is_admin: bool,
-}
-
-/// Whether the configuration names `username` an admin.
-fn configured_admin(registry: &Registry, username: &Username) -> bool {
-    let wanted = normalize(username.as_str());
-    registry
-        .settings
-        .admins
-        .iter()
-        .any(|admin| normalize(admin) == wanted)
 }
 
 /// Creates an account while registration is open.
@@ -43,7 +37,7 @@ pub async fn register(
     let hash = credentials::hash_new_password(registry, client, password).await?;
     let account = registry
         .db
-        .create_account(username, &hash, configured_admin(registry, username))
+        .create_account(username, &hash, false)
         .await
         .map_err(|e| match e {
             CreateAccountError::UsernameTaken => ServiceError::Conflict(format!(
@@ -56,22 +50,35 @@ pub async fn register(
     Ok(account)
 }
 
-/// Makes the configured admins that exist admins (at start-up); says how
-/// to make one when there is none.
+/// Makes the configured admins admins (at start-up): each name binds to
+/// the account that held it when a registry first started with it, or to
+/// none (said in the log, with what to do); says how to make one when
+/// there is no admin.
 pub async fn apply_configured_admins(registry: &Registry) -> Result<(), ServiceError> {
     for name in &registry.settings.admins {
         let Ok(username) = Username::parse(name) else {
+            tracing::warn!(
+                name,
+                "AGENTLANG_REGISTRY_ADMINS names something that cannot be a username"
+            );
             continue;
         };
-        if let Some(account) = registry.db.set_admin(&username, true).await? {
-            tracing::info!(username = %account.username, "admin (AGENTLANG_REGISTRY_ADMINS)");
+        match registry.db.bind_configured_admin(&username).await? {
+            Some(account) => {
+                tracing::info!(username = %account.username, "admin (AGENTLANG_REGISTRY_ADMINS)");
+            }
+            None => tracing::warn!(
+                %username,
+                "AGENTLANG_REGISTRY_ADMINS named {username} when no account held the name, so \
+                 no account registered under it later becomes an admin by it: once you know \
+                 the account is yours, run `agentlang-registry admin grant {username}`"
+            ),
         }
     }
     if !registry.db.any_admin().await? {
         tracing::info!(
-            "no account is an admin: name them with AGENTLANG_REGISTRY_ADMINS=alice,bob \
-             (applied when the account exists or registers) or run \
-             `agentlang-registry admin grant USER`"
+            "no account is an admin: run `agentlang-registry admin grant USER`, or name \
+             existing accounts with AGENTLANG_REGISTRY_ADMINS=alice,bob"
         );
     }
     Ok(())

@@ -4,13 +4,24 @@
 //!   accepts (so no package is attributed to an account without consent).
 //! - An owner may leave, but never as the last one.
 //! - An owner removes only owners who joined after them; an admin removes
-//!   anyone (never the last).
+//!   anyone (never the last). A token acts as an admin only with the
+//!   `admin` scope ([`Authenticated::actor`]).
+//! - A removed owner's invitations are void: they go with the ownership,
+//!   and an invitation is accepted only while its sender owns the package.
+//! - A token changes owners, and answers invitations, only with the
+//!   `owners` scope and for packages its patterns admit
+//!   ([`package_for_token`]).
 
 use std::collections::BTreeMap;
 
 use agentlang_core::{Kind, PackageName, tlog::LogOp};
 
-use crate::{FieldError, Registry, ServiceError, accounts::Actor, audit, tlog};
+use crate::{
+    FieldError, Registry, ServiceError,
+    accounts::Actor,
+    audit, tlog,
+    tokens::{Authenticated, Scope},
+};
 use agentlang_core::Username;
 use store::{
     owners::{OwnerError, Remover},
@@ -42,6 +53,21 @@ pub async fn find_package(
         .find_package(kind, &name)
         .await?
         .ok_or_else(not_found)
+}
+
+/// The package `kind`/`name` whose owners a token may change, or whose
+/// invitation it may answer: 403 unless the token carries the `owners`
+/// scope and its patterns admit the name (checked before the package is
+/// looked up); 404 when there is no such package.
+pub async fn package_for_token(
+    registry: &Registry,
+    auth: &Authenticated,
+    kind: Kind,
+    name: &PackageName,
+) -> Result<PackageRecord, ServiceError> {
+    auth.require(Scope::Owners)?;
+    auth.require_package(name)?;
+    find_package(registry, kind, name.as_str()).await
 }
 
 /// An owner's standing on a package.
@@ -259,7 +285,8 @@ pub enum Answer {
     Decline,
 }
 
-/// Answers the account's invitation; 404 when it has no (unexpired) one.
+/// Answers the account's invitation; 404 when it has no (unexpired) one,
+/// or its sender no longer owns the package.
 pub async fn answer_invitation(
     registry: &Registry,
     actor: Actor<'_>,
@@ -315,7 +342,8 @@ pub async fn answer_invitation(
 }
 
 /// Removes owners: an owner may leave and remove owners who joined after
-/// them; an admin may remove anyone. Never the last owner (409).
+/// them; an admin may remove anyone. Never the last owner (409). Their
+/// pending invitations to the package are withdrawn with them.
 pub async fn remove_owners(
     registry: &Registry,
     actor: Actor<'_>,
@@ -326,9 +354,13 @@ pub async fn remove_owners(
     let remover = match (is_owner, actor.is_admin) {
         (true, _) => Remover::Owner(actor.account_id),
         (false, true) => Remover::Admin,
-        (false, false) => require_owner(registry, actor.account_id, package)
-            .await
-            .map(|()| Remover::Admin)?,
+        (false, false) => {
+            return Err(ServiceError::NotOwner(format!(
+                "you are not an owner of {} (an admin removes others' owners only with a \
+                 token carrying the `admin` scope)",
+                package.name
+            )));
+        }
     };
     let accounts = resolve_accounts(registry, usernames).await?;
     let entries: Vec<_> = accounts

@@ -14,7 +14,6 @@ use app::{
     owners::{self, Owners},
     packages::PackageRecord,
     time::rfc3339,
-    tokens::Scope,
 };
 
 /// The kind as a package URL spells it (the document's name for it; any
@@ -134,17 +133,15 @@ impl From<Owners> for OwnerList {
     }
 }
 
-/// The package whose owners the token may change: scope `owners`, and the
-/// package among the token's patterns.
+/// The package whose owners the token may change, or whose invitation it
+/// may answer: scope `owners`, and the package among the token's patterns.
 async fn package_to_change(
     state: &AppState,
     auth: &Caller,
     path: &PackagePath,
 ) -> Result<PackageRecord, ApiError> {
-    auth.require(Scope::Owners)?;
-    let (_, name) = path.parse()?;
-    auth.require_package(&name)?;
-    path.package(state).await
+    let (kind, name) = path.parse()?;
+    Ok(owners::package_for_token(state, auth, kind, &name).await?)
 }
 
 async fn owner_list(state: &AppState, package: &PackageRecord) -> Result<HttpResponse, ApiError> {
@@ -198,8 +195,9 @@ pub async fn add_owners(
 }
 
 /// Removes owners (token scope `owners`): any owner may leave; an owner
-/// removes only owners who joined after them; an admin removes anyone.
-/// Never the last owner.
+/// removes only owners who joined after them; an admin (with a token
+/// carrying the `admin` scope too) removes anyone. Never the last owner.
+/// The invitations a removed owner sent to the package are withdrawn.
 #[utoipa::path(
     tag = "owners",
     params(PackagePath),
@@ -249,7 +247,8 @@ pub async fn list_invitations(
 }
 
 /// Accepts an invitation: the caller becomes an owner (token scope
-/// `owners`).
+/// `owners`, and the package among the token's patterns). An invitation
+/// whose sender is no longer an owner is void.
 #[utoipa::path(
     tag = "owners",
     params(PackagePath),
@@ -257,8 +256,8 @@ pub async fn list_invitations(
     responses(
         (status = 200, description = "The owners after accepting", body = OwnerList),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the `owners` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such package, or no invitation to it", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token lacks the `owners` scope (`missing-scope`) or the package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such package, or no live invitation to it (none, expired, or its sender no longer an owner)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 #[put("/api/v1/invitations/{kind}/{name}")]
@@ -267,13 +266,13 @@ pub async fn accept_invitation(
     auth: Caller,
     path: web::Path<PackagePath>,
 ) -> Result<HttpResponse, ApiError> {
-    auth.require(Scope::Owners)?;
-    let package = path.package(&state).await?;
+    let package = package_to_change(&state, &auth, &path).await?;
     owners::answer_invitation(&state, auth.actor(), &package, owners::Answer::Accept).await?;
     owner_list(&state, &package).await
 }
 
-/// Declines an invitation (token scope `owners`).
+/// Declines an invitation (token scope `owners`, and the package among the
+/// token's patterns).
 #[utoipa::path(
     tag = "owners",
     params(PackagePath),
@@ -281,7 +280,7 @@ pub async fn accept_invitation(
     responses(
         (status = 204, description = "Declined"),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the `owners` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token lacks the `owners` scope (`missing-scope`) or the package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such package, or no invitation to it", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -291,8 +290,7 @@ pub async fn decline_invitation(
     auth: Caller,
     path: web::Path<PackagePath>,
 ) -> Result<HttpResponse, ApiError> {
-    auth.require(Scope::Owners)?;
-    let package = path.package(&state).await?;
+    let package = package_to_change(&state, &auth, &path).await?;
     owners::answer_invitation(&state, auth.actor(), &package, owners::Answer::Decline).await?;
     Ok(HttpResponse::NoContent().finish())
 }

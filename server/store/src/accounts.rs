@@ -26,8 +26,8 @@ const ACCOUNT_COLUMNS: &str = "id, username, password_hash, is_admin, created_at
 
 impl Db {
     /// Creates an account. Usernames are unique in normalized form, so
-    /// `Alice` and `alice` cannot both exist. `is_admin` comes from the
-    /// operator's configuration, never from the order of registration.
+    /// `Alice` and `alice` cannot both exist. `is_admin` is the operator's
+    /// decision (seeding tools), never the registering client's.
     pub async fn create_account(
         &self,
         username: &Username,
@@ -97,6 +97,38 @@ impl Db {
             )))
             .bind(is_admin)
             .bind(normalize(username.as_str()))
+            .fetch_optional(pool)
+            .await
+        })
+    }
+
+    /// Binds a name of the operator's admin list to the account it names
+    /// the first time the list names it (the account of that name then, or
+    /// none), and makes the bound account an admin. Returns it; `None`
+    /// when the name was first named with no account behind it: an account
+    /// registered under the name later is not the one the operator meant.
+    pub async fn bind_configured_admin(
+        &self,
+        username: &Username,
+    ) -> Result<Option<AccountRecord>, sqlx::Error> {
+        let name = normalize(username.as_str());
+        with_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO configured_admins (normalized_username, account_id, named_at)
+                 SELECT $1, (SELECT id FROM accounts WHERE normalized_username = $1), $2
+                 ON CONFLICT (normalized_username) DO NOTHING",
+            )
+            .bind(&name)
+            .bind(now())
+            .execute(pool)
+            .await?;
+            sqlx::query_as::<_, AccountRecord>(sqlx::AssertSqlSafe(format!(
+                "UPDATE accounts SET is_admin = $1
+                 WHERE id = (SELECT account_id FROM configured_admins WHERE normalized_username = $2)
+                 RETURNING {ACCOUNT_COLUMNS}"
+            )))
+            .bind(true)
+            .bind(&name)
             .fetch_optional(pool)
             .await
         })

@@ -198,7 +198,9 @@ impl Db {
     }
 
     /// Turns the account's unexpired invitation into ownership, ranked after
-    /// every owner so far. Returns false when there is no such invitation.
+    /// every owner so far. Returns false when there is no such invitation,
+    /// or when whoever sent it is no longer an owner (an invitation speaks
+    /// for its sender only while they own the package).
     pub async fn accept_invitation(
         &self,
         package_id: i64,
@@ -217,6 +219,8 @@ impl Db {
             let invited_by: Option<Option<i64>> = sqlx::query_scalar(
                 "DELETE FROM owner_invitations
                  WHERE package_id = $1 AND account_id = $2 AND expires_at > $3
+                   AND invited_by IN (SELECT o.account_id FROM package_owners o
+                                      WHERE o.package_id = $1)
                  RETURNING invited_by",
             )
             .bind(package_id)
@@ -308,6 +312,14 @@ impl Db {
             }
             for (account_id, _) in accounts {
                 sqlx::query("DELETE FROM package_owners WHERE package_id = $1 AND account_id = $2")
+                    .bind(package_id)
+                    .bind(account_id)
+                    .execute(&mut *tx)
+                    .await?;
+                // A removed owner's invitations go with their ownership:
+                // otherwise one sent to another account of theirs would be
+                // a way back in.
+                sqlx::query("DELETE FROM owner_invitations WHERE package_id = $1 AND invited_by = $2")
                     .bind(package_id)
                     .bind(account_id)
                     .execute(&mut *tx)

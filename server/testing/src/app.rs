@@ -111,6 +111,8 @@ pub struct TestApp {
     /// `None` with `binary_defaults`: the registry keeps its own.
     jwt_secret: Option<String>,
     users: Arc<BTreeMap<String, User>>,
+    /// The builder's `admins`: made admins when the harness registers them.
+    admins: Vec<String>,
     /// What a process was started with, for restarts and replicas.
     binary: Option<PathBuf>,
     env: Vec<(String, String)>,
@@ -179,6 +181,8 @@ impl TestAppBuilder {
         self
     }
 
+    /// `AGENTLANG_REGISTRY_ADMINS`; the harness also grants these names
+    /// admin rights when it registers them ([`TestApp::grant_admin`]).
     pub fn admins(mut self, admins: &[&str]) -> Self {
         self.admins = admins.iter().map(|a| (*a).to_owned()).collect();
         self
@@ -448,6 +452,7 @@ impl TestAppBuilder {
             server,
             jwt_secret,
             users: Arc::default(),
+            admins: self.admins.clone(),
             binary,
             env,
             proxies,
@@ -530,6 +535,39 @@ impl TestApp {
             .send()
             .await
             .expect("POST")
+    }
+
+    /// Makes `username` an admin as an operator does once the account
+    /// exists (`agentlang-registry admin grant`): an admin named before
+    /// the account registered is not made one by registering.
+    pub async fn grant_admin(&self, username: &str) {
+        match &self.server {
+            Server::InProcess { store, .. } => {
+                let username = agentlang_core::Username::parse(username).expect("a username");
+                app::accounts::set_admin(&store.db, &username, true)
+                    .await
+                    .expect("grant admin");
+            }
+            Server::Process(_) => {
+                let binary = self.binary.as_deref().expect("a process");
+                let out = std::process::Command::new(binary)
+                    .env_clear()
+                    .envs(self.env.iter().cloned())
+                    .current_dir(self.dir.path())
+                    .args(["admin", "grant", username])
+                    .output()
+                    .expect("run admin grant");
+                assert!(out.status.success(), "admin grant {username}: {out:?}");
+            }
+        }
+    }
+
+    /// Whether the builder named `username` an admin.
+    pub(crate) fn is_configured_admin(&self, username: &str) -> bool {
+        let wanted = agentlang_core::names::normalize(username);
+        self.admins
+            .iter()
+            .any(|admin| agentlang_core::names::normalize(admin) == wanted)
     }
 
     /// The HS256 secret the registry signs tokens with, to forge some.
@@ -679,6 +717,7 @@ impl TestApp {
             server: Server::Process(process),
             jwt_secret: self.jwt_secret.clone(),
             users: Arc::clone(&self.users),
+            admins: self.admins.clone(),
             binary: Some(binary),
             env,
             proxies: self.proxies.clone(),

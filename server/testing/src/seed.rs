@@ -43,12 +43,19 @@ pub fn key_proof(key: &SecretKey, username: &str) -> String {
 }
 
 impl TestApp {
+    /// `POST /api/v1/accounts`; a name the builder listed in `admins` is
+    /// then granted admin rights, as its operator would.
     pub async fn create_account(&self, username: &str, password: &str) -> Response {
-        self.post_json(
-            "/api/v1/accounts",
-            &json!({"username": username, "password": password}),
-        )
-        .await
+        let res = self
+            .post_json(
+                "/api/v1/accounts",
+                &json!({"username": username, "password": password}),
+            )
+            .await;
+        if res.status() == StatusCode::CREATED && self.is_configured_admin(username) {
+            self.grant_admin(username).await;
+        }
+        res
     }
 
     /// Creates the account and a token with `scopes`; returns the token.

@@ -9,7 +9,7 @@ backend_tests!(
     duplicate_and_look_alike_usernames_conflict,
     invalid_input_lists_every_field,
     closed_registration_refuses,
-    configured_admins_are_admins_from_registration_or_start_up,
+    configured_admins_bind_to_the_accounts_they_named,
 );
 
 async fn no_account_becomes_admin_by_registering(backend: Backend) {
@@ -112,40 +112,63 @@ async fn closed_registration_refuses(backend: Backend) {
     assert!(app.account_record("alice").await.is_none());
 }
 
-async fn configured_admins_are_admins_from_registration_or_start_up(backend: Backend) {
-    let Some(app) = TestApp::builder(backend)
-        .admins(&["Root", "later"])
+/// `AGENTLANG_REGISTRY_ADMINS` names bind to the accounts holding them
+/// when a registry first starts with them: whoever registers a name the
+/// operator listed before it existed is not made an admin, then or at any
+/// later start.
+async fn configured_admins_bind_to_the_accounts_they_named(backend: Backend) {
+    // The variable itself, not the builder's `admins` (which grants its
+    // names as an operator would once they register).
+    let Some(mut app) = TestApp::builder(backend)
+        .process()
+        // A fixed public URL: the log's origin survives a restart on
+        // another port.
+        .public_url("http://registry.test")
+        .env("AGENTLANG_REGISTRY_ADMINS", "Alice")
         .build()
         .await
     else {
         return;
     };
-    let first: Value = app
-        .create_account("alice", "password-123")
+    let admin_token = |app: &TestApp, username: &str| {
+        let body = json!({"username": username, "password": "password-123",
+                          "name": "ops", "scopes": ["admin"]});
+        let request = app
+            .request(reqwest::Method::POST, "/api/v1/tokens")
+            .json(&body);
+        async move { request.send().await.unwrap().status() }
+    };
+    // Someone else registers the name first (in another spelling).
+    let squatter: Value = app
+        .create_account("ALICE", "password-123")
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!(first["is_admin"], false);
-    let root: Value = app
-        .create_account("root", "password-123")
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(root["is_admin"], true);
-    // An account named later is made admin when a registry starts with it
-    // configured: the start-up pass, on the same database.
-    app.create_account("later", "password-123").await;
-    app.store()
-        .db
-        .set_admin(&agentlang_core::Username::parse("later").unwrap(), false)
-        .await
-        .unwrap();
-    assert!(!app.account_record("later").await.unwrap().is_admin);
-    app::accounts::apply_configured_admins(app.state())
-        .await
-        .unwrap();
-    assert!(app.account_record("later").await.unwrap().is_admin);
-    assert!(!app.account_record("alice").await.unwrap().is_admin);
+    assert_eq!(squatter["is_admin"], false);
+    app.create_account("carol", "password-123").await;
+    assert_eq!(
+        admin_token(&app, "ALICE").await,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    // Restarted, with carol named now that her account exists: she is
+    // bound and made an admin; the squatter is not, however often the
+    // registry starts.
+    let admins = ("AGENTLANG_REGISTRY_ADMINS", "Alice,carol".to_owned());
+    app.restart(std::slice::from_ref(&admins)).await;
+    assert_eq!(admin_token(&app, "carol").await, StatusCode::CREATED);
+    assert_eq!(
+        admin_token(&app, "alice").await,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    app.restart(&[admins]).await;
+    assert_eq!(
+        admin_token(&app, "alice").await,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    assert_eq!(admin_token(&app, "carol").await, StatusCode::CREATED);
+    assert!(
+        app.log().contains("no account held the name"),
+        "the log says why"
+    );
 }

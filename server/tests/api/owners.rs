@@ -8,6 +8,8 @@ backend_tests!(
     owners_are_invited_accept_and_leave,
     only_owners_with_the_scope_change_owners,
     unknown_packages_kinds_and_accounts,
+    a_removed_owners_invitations_are_void,
+    answering_an_invitation_honours_the_tokens_packages,
 );
 
 async fn change(
@@ -232,7 +234,9 @@ async fn only_owners_with_the_scope_change_owners(backend: Backend) {
     )
     .await;
 
-    // An admin removes any owner, never the last.
+    // An admin removes any owner, never the last; but only with a token
+    // carrying the `admin` scope: an admin's token for owner work is a
+    // member's, and cannot touch another's package.
     change(&app, Method::PUT, path, &alice, &["mallory"]).await;
     send(
         &app,
@@ -241,6 +245,19 @@ async fn only_owners_with_the_scope_change_owners(backend: Backend) {
         &mallory,
     )
     .await;
+    let body = problem(
+        change(&app, Method::DELETE, path, &root, &["alice"]).await,
+        StatusCode::FORBIDDEN,
+        "not-owner",
+    )
+    .await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("`admin` scope"),
+        "{body}"
+    );
+    let list: Value = app.get(path).await.json().await.unwrap();
+    assert_eq!(usernames(&list), ["alice", "mallory"], "the founder stays");
+    let root = app.token("root", &["owners", "admin"]).await;
     let res = change(&app, Method::DELETE, path, &root, &["alice"]).await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(usernames(&res.json::<Value>().await.unwrap()), ["mallory"]);
@@ -315,4 +332,126 @@ async fn unknown_packages_kinds_and_accounts(backend: Backend) {
         "validation-failed",
     )
     .await;
+}
+
+/// An invitation speaks for its sender only while they own the package:
+/// a co-owner who invited another account of theirs, then was removed,
+/// does not get back in through it.
+async fn a_removed_owners_invitations_are_void(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = app.account_with_token("alice", &["owners"]).await;
+    let mallory = app.account_with_token("mallory", &["owners"]).await;
+    let sock = app.account_with_token("sock", &["owners"]).await;
+    let bob = app.account_with_token("bob", &["owners"]).await;
+    let published = seed_version(&app, Kind::Tool, "calc", "0.1.0", "alice")
+        .await
+        .unwrap();
+    let path = "/api/v1/tools/calc/owners";
+    let accept = "/api/v1/invitations/tools/calc";
+
+    change(&app, Method::PUT, path, &alice, &["mallory"]).await;
+    assert_eq!(
+        send(&app, Method::PUT, accept, &mallory).await.status(),
+        StatusCode::OK
+    );
+    let res = change(&app, Method::PUT, path, &mallory, &["sock"]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = change(&app, Method::DELETE, path, &alice, &["mallory"]).await;
+    let list: Value = res.json().await.unwrap();
+    assert_eq!(usernames(&list), ["alice"]);
+    assert_eq!(list["invitations"], json!([]), "withdrawn with her: {list}");
+
+    problem(
+        send(&app, Method::PUT, accept, &sock).await,
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+    let inbox: Value = send(&app, Method::GET, "/api/v1/invitations", &sock)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(inbox["invitations"], json!([]), "{inbox}");
+
+    // However it came about, an invitation whose sender owns nothing here
+    // is not accepted (written behind the API's back: the API cannot make
+    // one).
+    let db = &app.store().db;
+    let bobs = app.account_id("bob").await;
+    let mallorys = app.account_id("mallory").await;
+    let expires = store::now() + 3600;
+    assert!(
+        db.invite_owner(published.package_id, bobs, mallorys, expires)
+            .await
+            .unwrap()
+    );
+    problem(
+        send(&app, Method::PUT, accept, &bob).await,
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+    let list: Value = app.get(path).await.json().await.unwrap();
+    assert_eq!(usernames(&list), ["alice"]);
+}
+
+/// A token restricted to some packages answers invitations to those only.
+async fn answering_an_invitation_honours_the_tokens_packages(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = app.account_with_token("alice", &["owners"]).await;
+    app.create_account("bob", "password-123").await;
+    seed_version(&app, Kind::Tool, "calc", "0.1.0", "alice")
+        .await
+        .unwrap();
+    let narrow = app
+        .post_json(
+            "/api/v1/tokens",
+            &json!({"username": "bob", "password": "password-123", "name": "narrow",
+                    "scopes": ["owners"], "packages": ["other-*"]}),
+        )
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    change(
+        &app,
+        Method::PUT,
+        "/api/v1/tools/calc/owners",
+        &alice,
+        &["bob"],
+    )
+    .await;
+    let invitation = "/api/v1/invitations/tools/calc";
+    for method in [Method::PUT, Method::DELETE] {
+        problem(
+            send(&app, method, invitation, &narrow).await,
+            StatusCode::FORBIDDEN,
+            "token-not-for-package",
+        )
+        .await;
+    }
+    let list: Value = app
+        .get("/api/v1/tools/calc/owners")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(usernames(&list), ["alice"]);
+    assert_eq!(list["invitations"][0]["username"], "bob", "still pending");
+
+    let wide = app.token("bob", &["owners"]).await;
+    let res = send(&app, Method::PUT, invitation, &wide).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        usernames(&res.json::<Value>().await.unwrap()),
+        ["alice", "bob"]
+    );
 }
