@@ -468,6 +468,28 @@ impl Config {
             .unwrap_or_else(|| StorageUrl::File(self.data_dir.clone()))
     }
 
+    /// Headers of every response: `Strict-Transport-Security` when the
+    /// configured public URL is https, so a browser that saw the registry
+    /// once never again reaches it over plain http (where its session
+    /// cookie and forms would travel in the clear). A year; no
+    /// `includeSubDomains`, since the registry does not know what else its
+    /// domain serves. None on http: the header would pin nothing there.
+    pub fn default_headers(&self) -> actix_web::middleware::DefaultHeaders {
+        let headers = actix_web::middleware::DefaultHeaders::new();
+        if self
+            .public_url
+            .as_deref()
+            .is_some_and(|url| url.starts_with("https://"))
+        {
+            headers.add((
+                actix_web::http::header::STRICT_TRANSPORT_SECURITY,
+                "max-age=31536000",
+            ))
+        } else {
+            headers
+        }
+    }
+
     /// What the registry's rules are opened with: this configuration, with
     /// the public URL the server settled on and the number of runtimes
     /// that will query the database.

@@ -110,6 +110,8 @@ impl Application {
                 .wrap(TracingLogger::<RequestSpan>::new())
                 .wrap(from_fn(request_id::assign_request_id))
                 .wrap(from_fn(crate::head::route_head_as_get))
+                // On every response, whatever answered it (HSTS over https).
+                .wrap(app_state.config.default_headers())
         })
         .shutdown_timeout(SHUTDOWN_GRACE_SECS)
         .workers(workers);

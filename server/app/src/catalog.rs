@@ -51,7 +51,10 @@ pub struct Publisher {
     pub keys: Vec<SigningKeyRecord>,
 }
 
-/// The publisher page's read model; `None` for an unknown account.
+/// The publisher page's read model; `None` for an unknown account, and
+/// for one that has published nothing (no package, no key): such an
+/// account is answered like a name nobody holds, so the page does not say
+/// which usernames exist.
 pub async fn publisher(
     registry: &Registry,
     username: &Username,
@@ -62,9 +65,13 @@ pub async fn publisher(
         return Ok(None);
     };
     let owned = ids(db.owned_package_listings(account.id, max_packages).await?);
+    let keys = db.account_signing_keys(account.id).await?;
+    if owned.is_empty() && keys.is_empty() {
+        return Ok(None);
+    }
     Ok(Some(Publisher {
         packages: search::summaries(db, &owned).await?,
-        keys: db.account_signing_keys(account.id).await?,
+        keys,
         account,
     }))
 }

@@ -10,6 +10,7 @@ backend_tests!(
     invalid_input_lists_every_field,
     closed_registration_refuses,
     configured_admins_bind_to_the_accounts_they_named,
+    unknown_users_and_wrong_passwords_answer_alike,
 );
 
 async fn no_account_becomes_admin_by_registering(backend: Backend) {
@@ -171,4 +172,56 @@ async fn configured_admins_bind_to_the_accounts_they_named(backend: Backend) {
         app.log().contains("no account held the name"),
         "the log says why"
     );
+}
+
+/// An unknown username and a wrong password get one answer: the same
+/// status and problem (but for the request's own path and id), on every
+/// path that checks a password.
+async fn unknown_users_and_wrong_passwords_answer_alike(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    app.create_account("alice", "password-123").await;
+    let answer = |path: &'static str, body: Value| {
+        let app = &app;
+        async move {
+            let res = app.post_json(path, &body).await;
+            let status = res.status();
+            let mut problem: Value = res.json().await.unwrap();
+            let problem = problem.as_object_mut().unwrap();
+            problem.remove("request_id");
+            (status, Value::Object(problem.clone()))
+        }
+    };
+    let token = |username: &str| json!({"username": username, "password": "wrong-password", "name": "t", "scopes": []});
+    let change = |username: &str| json!({"username": username, "password": "wrong-password", "new_password": "new-password-456"});
+    for (path, wrong, unknown) in [
+        ("/api/v1/tokens", token("alice"), token("nobody")),
+        ("/api/v1/tokens", token("alice"), token("not a name!")),
+        (
+            "/api/v1/account/password",
+            change("alice"),
+            change("nobody"),
+        ),
+    ] {
+        let wrong = answer(path, wrong).await;
+        assert_eq!(wrong.0, StatusCode::UNAUTHORIZED, "{}", wrong.1);
+        assert_eq!(
+            wrong.1["type"].as_str().unwrap().rsplit('/').next(),
+            Some("invalid-credentials")
+        );
+        assert_eq!(answer(path, unknown).await, wrong, "{path}");
+    }
+    // The catalog's publisher page of an account that has published
+    // nothing is the page of a name nobody holds.
+    let page = |path: &'static str| {
+        let app = &app;
+        async move {
+            let res = app.get(path).await;
+            (res.status(), res.text().await.unwrap())
+        }
+    };
+    let (status, held) = page("/publishers/alice").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(page("/publishers/nobody").await, (status, held));
 }

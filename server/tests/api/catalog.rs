@@ -15,9 +15,15 @@ backend_tests!(
     owners_yank_from_the_version_page,
     static_assets_revalidate_with_etags,
     session_cookies_are_secure_behind_https,
+    plain_http_gets_neither_secure_cookies_nor_hsts,
+    the_sign_in_form_answers_unknown_users_as_wrong_passwords,
     agent_pages_say_on_which_hosts_the_agent_runs,
     password_change_and_sign_out_everywhere_end_sessions,
 );
+
+/// Paths of every kind: a page, an API answer, a problem, an operational
+/// endpoint.
+const EVERY_KIND_OF_PATH: [&str; 4] = ["/", "/api/v1/models", "/api/v1/nope", "/healthz"];
 
 fn no_redirects() -> reqwest::Client {
     reqwest::Client::builder()
@@ -609,6 +615,84 @@ async fn session_cookies_are_secure_behind_https(backend: Backend) {
     let session = set_cookie(&res, "agentlang_session").unwrap();
     assert!(session.contains("Secure"), "{session}");
     assert!(session.contains("HttpOnly"), "{session}");
+    // And every response, whoever answers it, pins https.
+    assert_eq!(
+        res.headers()[header::STRICT_TRANSPORT_SECURITY],
+        "max-age=31536000"
+    );
+    for path in EVERY_KIND_OF_PATH {
+        let res = app.get(path).await;
+        assert_eq!(
+            res.headers()[header::STRICT_TRANSPORT_SECURITY],
+            "max-age=31536000",
+            "{path}"
+        );
+    }
+}
+
+/// On a plain-http public URL (localhost, tests) cookies cannot be
+/// `Secure` (the browser would drop them) and HSTS would pin nothing.
+async fn plain_http_gets_neither_secure_cookies_nor_hsts(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    app.create_account("alice", seed::PASSWORD).await;
+    let res = no_redirects()
+        .get(format!("{}/login", app.url))
+        .send()
+        .await
+        .unwrap();
+    let form_cookie = set_cookie(&res, "agentlang_login_csrf").unwrap();
+    assert!(!form_cookie.contains("Secure"), "{form_cookie}");
+    let session = sign_in(&app, "alice", seed::PASSWORD).await.unwrap();
+    assert!(!session.is_empty());
+    for path in EVERY_KIND_OF_PATH {
+        let res = app.get(path).await;
+        assert!(
+            !res.headers()
+                .contains_key(header::STRICT_TRANSPORT_SECURITY),
+            "{path}"
+        );
+    }
+}
+
+/// The sign-in form's answer to a wrong password, with its form token
+/// taken out and the name typed replaced by `NAME` (the form shows it
+/// again): its status and page.
+async fn refused_sign_in_page(app: &TestApp, username: &str) -> (StatusCode, String) {
+    let client = no_redirects();
+    let url = format!("{}/login", app.url);
+    let res = client.get(&url).send().await.unwrap();
+    let cookie = cookie_pair(&set_cookie(&res, "agentlang_login_csrf").unwrap());
+    let token = csrf_field(&res.text().await.unwrap());
+    let res = client
+        .post(&url)
+        .header(header::COOKIE, cookie)
+        .form(&[
+            ("username", username),
+            ("password", "wrong-password"),
+            ("csrf_token", &token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let html = res.text().await.unwrap();
+    let fresh = csrf_field(&html);
+    (
+        status,
+        html.replace(&fresh, "TOKEN").replace(username, "NAME"),
+    )
+}
+
+async fn the_sign_in_form_answers_unknown_users_as_wrong_passwords(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    app.create_account("alice", seed::PASSWORD).await;
+    let wrong = refused_sign_in_page(&app, "alice").await;
+    assert_eq!(wrong.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(refused_sign_in_page(&app, "nobody").await, wrong);
 }
 
 /// The hosts table counts what locked tools require, not only the agent.
