@@ -39,23 +39,35 @@ fn username(client: &Client) -> Result<String> {
         .context("the registry did not say which account the token belongs to")
 }
 
+/// The origin of the registry this command talks to, as a key proof names
+/// it: `scheme://host[:port]` of its configured URL. The registry refuses a
+/// proof naming another origin, so a proof this registry saw cannot
+/// register the key on another.
+fn origin(env: &Env) -> Result<String> {
+    let url = reqwest::Url::parse(&env.ctx.registry)
+        .with_context(|| format!("the registry URL {:?} is not a URL", env.ctx.registry))?;
+    Ok(url.origin().ascii_serialization())
+}
+
 /// The proof of possession: base64 of the key's signature over
-/// `agentlang-key-registration:<username>:<key id>`.
-fn proof(key: &SecretKey, username: &str) -> String {
+/// `agentlang-key-registration:<origin>:<username>:<key id>`.
+fn proof(key: &SecretKey, origin: &str, username: &str) -> String {
     let message = format!(
-        "agentlang-key-registration:{username}:{}",
+        "agentlang-key-registration:{origin}:{username}:{}",
         key.public_key().key_id()
     );
     base64::engine::general_purpose::STANDARD.encode(key.sign(message.as_bytes()))
 }
 
-/// Prints a key's proof for `username` (the web form's field).
-fn emit_proof(env: &Env, key: &SecretKey, username: &str) {
-    let proof = proof(key, username);
+/// Prints a key's proof for `username` on this registry (the web form's
+/// field).
+fn emit_proof(env: &Env, key: &SecretKey, username: &str) -> Result<()> {
+    let proof = proof(key, &origin(env)?, username);
     env.out.emit(
         &json!({ "key_id": key.public_key().key_id().as_str(), "proof": proof }),
         || proof.clone(),
     );
+    Ok(())
 }
 
 pub fn run(env: &Env, cmd: KeysCommand) -> Result<ExitCode> {
@@ -66,7 +78,7 @@ pub fn run(env: &Env, cmd: KeysCommand) -> Result<ExitCode> {
     {
         // Needs no registry: print and stop.
         let secret = keyfiles::read_secret_key(&private_key_path(None, key.clone())?)?;
-        emit_proof(env, &secret, username);
+        emit_proof(env, &secret, username)?;
         return Ok(ExitCode::SUCCESS);
     }
     // A wrong public key file (the private key, say) is named before
@@ -81,7 +93,7 @@ pub fn run(env: &Env, cmd: KeysCommand) -> Result<ExitCode> {
     match cmd {
         KeysCommand::Proof { username: _, key } => {
             let secret = keyfiles::read_secret_key(&private_key_path(None, key)?)?;
-            emit_proof(env, &secret, &username(&client)?);
+            emit_proof(env, &secret, &username(&client)?)?;
         }
         KeysCommand::Register { pubkey, key } => {
             let private = private_key_path(pubkey.as_deref(), key)?;
@@ -94,7 +106,7 @@ pub fn run(env: &Env, cmd: KeysCommand) -> Result<ExitCode> {
                 );
             }
             let key_id = public.key_id();
-            let proof = proof(&secret, &username(&client)?);
+            let proof = proof(&secret, &origin(env)?, &username(&client)?);
             let record: Value = client.send_json(client.post("/api/v1/keys").json(&json!({
                 "public_key_pem": public.to_spki_pem(),
                 "proof": proof,

@@ -2,10 +2,14 @@
 //! private half, revoked (never deleted) by their holder.
 //!
 //! The proof is an Ed25519 signature over
-//! `agentlang-key-registration:<username>:<key id>`: it names the account,
-//! so a proof made for one account cannot register the key to another, and
-//! someone who only saw the public key cannot claim it (and then publish
-//! its holder's signed containers as their own).
+//! `agentlang-key-registration:<origin>:<username>:<key id>`. It names the
+//! account, so a proof made for one account cannot register the key to
+//! another, and someone who only saw the public key cannot claim it (and
+//! then publish its holder's signed containers as their own). It names the
+//! registry's origin (`scheme://host[:port]` of its public URL), so a proof
+//! sent to one registry cannot be replayed to register the key on another
+//! (by that registry's operator, say). Proofs of the older text, without
+//! the origin, do not verify and are refused.
 
 use std::{sync::Arc, time::Instant};
 
@@ -42,14 +46,35 @@ pub async fn publishing_keys(
     Ok((keys, false))
 }
 
-/// What a key registration's proof signs.
-pub fn registration_message(username: &str, key_id: &KeyId) -> String {
-    format!("agentlang-key-registration:{username}:{key_id}")
+/// The origin a key proof names for a registry at `public_url`: RFC 6454's
+/// serialization, `scheme://host[:port]` (lowercase, no default port, no
+/// path), as a client computes it from the URL it was configured with.
+pub fn origin_of(public_url: &str) -> String {
+    url::Url::parse(public_url).map_or_else(
+        |_| public_url.to_owned(),
+        |url| url.origin().ascii_serialization(),
+    )
 }
 
-/// Parses a public key and checks its proof of possession: every problem
-/// as a field error (`public_key_pem`, `proof`).
+/// What a key registration's proof signs.
+pub fn registration_message(origin: &str, username: &str, key_id: &KeyId) -> String {
+    format!("agentlang-key-registration:{origin}:{username}:{key_id}")
+}
+
+/// The text an account signs to register a key on this registry, with
+/// `<key id>` standing for the key's id (the web form shows it).
+pub fn registration_text(registry: &Registry, username: &Username) -> String {
+    format!(
+        "agentlang-key-registration:{}:{username}:<key id>",
+        origin_of(registry.public_url())
+    )
+}
+
+/// Parses a public key and checks its proof of possession for the
+/// registry at `origin`: every problem as a field error (`public_key_pem`,
+/// `proof`).
 pub fn check_key_and_proof(
+    origin: &str,
     username: &str,
     public_key_pem: &str,
     proof: &str,
@@ -66,8 +91,10 @@ pub fn check_key_and_proof(
             "proof",
             format!(
                 "{why}: sign the text {:?} with the private key and send the signature in base64 \
-                 (`agentlang keys register` does this)",
-                registration_message(username, &key.key_id())
+                 (`agentlang keys register` does this; a proof names the registry's origin, so \
+                 one made for another registry, or for another URL of this one, does not verify \
+                 here)",
+                registration_message(origin, username, &key.key_id())
             ),
         )])
     };
@@ -75,7 +102,7 @@ pub fn check_key_and_proof(
         .decode(proof.trim())
         .map_err(|_| refused("the proof is not base64"))?;
     key.verify(
-        registration_message(username, &key.key_id()).as_bytes(),
+        registration_message(origin, username, &key.key_id()).as_bytes(),
         &signature,
     )
     .map_err(|_| refused("the proof does not verify"))?;
@@ -91,7 +118,8 @@ pub async fn register_key(
     public_key_pem: &str,
     proof: &str,
 ) -> Result<SigningKeyRecord, ServiceError> {
-    let key = check_key_and_proof(username.as_str(), public_key_pem, proof)?;
+    let origin = origin_of(registry.public_url());
+    let key = check_key_and_proof(&origin, username.as_str(), public_key_pem, proof)?;
     let key_id = key.key_id();
     let record = registry
         .db
@@ -168,25 +196,37 @@ mod tests {
 
     use super::*;
 
-    fn proof(secret: &SecretKey, username: &str) -> String {
-        let message = registration_message(username, &secret.public_key().key_id());
+    const HERE: &str = "https://registry.example";
+
+    fn proof(secret: &SecretKey, origin: &str, username: &str) -> String {
+        let message = registration_message(origin, username, &secret.public_key().key_id());
         base64::engine::general_purpose::STANDARD.encode(secret.sign(message.as_bytes()))
     }
 
     #[test]
-    fn a_key_registers_only_with_its_holders_proof_for_this_account() {
+    fn a_key_registers_only_with_its_holders_proof_for_this_account_and_registry() {
         let secret = SecretKey::generate().unwrap();
         let pem = secret.public_key().to_spki_pem();
-        assert!(check_key_and_proof("alice", &pem, &proof(&secret, "alice")).is_ok());
-        // A proof for another account, by another key, or not a signature.
+        assert!(check_key_and_proof(HERE, "alice", &pem, &proof(&secret, HERE, "alice")).is_ok());
+        // A proof for another account, for another registry, of the text
+        // without an origin, by another key, or not a signature.
         let other = SecretKey::generate().unwrap();
+        let without_origin = {
+            let message = format!(
+                "agentlang-key-registration:alice:{}",
+                secret.public_key().key_id()
+            );
+            base64::engine::general_purpose::STANDARD.encode(secret.sign(message.as_bytes()))
+        };
         for bad in [
-            proof(&secret, "mallory"),
-            proof(&other, "alice"),
+            proof(&secret, HERE, "mallory"),
+            proof(&secret, "https://other.example", "alice"),
+            without_origin,
+            proof(&other, HERE, "alice"),
             "AAAA".into(),
             "%%".into(),
         ] {
-            let err = check_key_and_proof("alice", &pem, &bad).unwrap_err();
+            let err = check_key_and_proof(HERE, "alice", &pem, &bad).unwrap_err();
             let ServiceError::Validation(fields) = err else {
                 panic!("{err:?}")
             };
@@ -194,8 +234,17 @@ mod tests {
             assert!(
                 fields[0]
                     .message
-                    .contains("agentlang-key-registration:alice:")
+                    .contains("agentlang-key-registration:https://registry.example:alice:"),
+                "{}",
+                fields[0].message
             );
         }
+    }
+
+    #[test]
+    fn the_origin_is_the_public_urls_scheme_host_and_port() {
+        assert_eq!(origin_of("https://Registry.Example"), HERE);
+        assert_eq!(origin_of("https://registry.example:443/x/"), HERE);
+        assert_eq!(origin_of("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
     }
 }

@@ -113,7 +113,7 @@ async fn account_page(
             })
             .collect(),
         keys,
-        key_proof_text: format!("agentlang-key-registration:{}:<key id>", s.username),
+        key_proof_text: keys::registration_text(state, &s.username),
         packages,
         invitations,
         audit,

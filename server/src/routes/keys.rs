@@ -26,8 +26,11 @@ pub struct CreateKeyRequest {
     )]
     pub public_key_pem: String,
     /// Proof of possession: the base64 Ed25519 signature, by the private
-    /// key, of the UTF-8 text `agentlang-key-registration:<username>:<key id>`
-    /// (the caller's username, the key's id).
+    /// key, of the UTF-8 text
+    /// `agentlang-key-registration:<origin>:<username>:<key id>` (this
+    /// registry's origin, `scheme://host[:port]` of its public URL; the
+    /// caller's username; the key's id). A proof for another registry, or
+    /// of the older text without the origin, is refused.
     #[schema(example = "q8Xb...==")]
     pub proof: String,
 }
@@ -95,7 +98,7 @@ pub struct KeyDetails {
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 403, description = "The token lacks the `keys` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "The key is already registered (to any account)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Not an Ed25519 SPKI PEM key, a weak key, or a proof that does not verify", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Not an Ed25519 SPKI PEM key, a weak key, or a proof that does not verify (for this account, key and registry origin)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 #[post("/api/v1/keys")]

@@ -562,6 +562,18 @@ impl TestApp {
         }
     }
 
+    /// The registry's public URL: its address unless configured.
+    pub fn public_url(&self) -> String {
+        match &self.server {
+            Server::InProcess { state, .. } => state.registry.public_url().to_owned(),
+            Server::Process(_) => self
+                .env
+                .iter()
+                .find(|(k, _)| k == "AGENTLANG_REGISTRY_PUBLIC_URL")
+                .map_or_else(|| self.url.clone(), |(_, v)| v.clone()),
+        }
+    }
+
     /// Whether the builder named `username` an admin.
     pub(crate) fn is_configured_admin(&self, username: &str) -> bool {
         let wanted = agentlang_core::names::normalize(username);

@@ -31,13 +31,15 @@ pub const PASSWORD: &str = "password-123";
 pub const PUBLISHER: &str = "alice";
 pub const AGENT: &str = "research-assistant";
 
-/// The proof of possession a key registration for `username` needs: the
-/// base64 signature of `agentlang-key-registration:<username>:<key id>`.
-pub fn key_proof(key: &SecretKey, username: &str) -> String {
+/// The proof of possession a key registration for `username` on the
+/// registry at `public_url` needs: the base64 signature of
+/// `agentlang-key-registration:<origin>:<username>:<key id>`.
+pub fn key_proof(key: &SecretKey, public_url: &str, username: &str) -> String {
     use base64::Engine;
-    let message = format!(
-        "agentlang-key-registration:{username}:{}",
-        key.public_key().key_id()
+    let message = app::keys::registration_message(
+        &app::keys::origin_of(public_url),
+        username,
+        &key.public_key().key_id(),
     );
     base64::engine::general_purpose::STANDARD.encode(key.sign(message.as_bytes()))
 }
@@ -114,7 +116,7 @@ impl TestApp {
         let username = account["username"].as_str().expect("the token's account");
         json!({
             "public_key_pem": key.public_key().to_spki_pem(),
-            "proof": key_proof(key, username),
+            "proof": key_proof(key, &self.public_url(), username),
         })
     }
 

@@ -235,7 +235,7 @@ async fn a_generated_python_client_publishes_resolves_and_downloads() {
             .arg(username)
             .arg(PASSWORD)
             .arg(&public_key)
-            .arg(key_proof(&key, username))
+            .arg(key_proof(&key, &app.url, username))
             .arg(&container)
             .env("PYTHONPATH", dir.path())
             .env("PYTHONDONTWRITEBYTECODE", "1"),

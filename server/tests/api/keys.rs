@@ -122,15 +122,28 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     assert_eq!(body["errors"][0]["field"], "public_key_pem");
 
     // Proof of possession: someone who only saw the public key cannot make
-    // one, and a proof made for another account does not transfer.
+    // one, and a proof made for another account, or for another registry
+    // (which could replay what it was sent), does not transfer; nor does
+    // one of the text from before proofs named the registry.
+    let here = app.url.as_str();
     let key = SecretKey::generate().unwrap();
     let pem = key.public_key().to_spki_pem();
     let stranger = SecretKey::generate().unwrap();
+    let without_origin = {
+        use base64::Engine;
+        let text = format!(
+            "agentlang-key-registration:alice:{}",
+            key.public_key().key_id()
+        );
+        base64::engine::general_purpose::STANDARD.encode(key.sign(text.as_bytes()))
+    };
     for bad in [
         String::new(),
         "not base64!".to_owned(),
-        key_proof(&stranger, "alice"),
-        key_proof(&key, "bob"),
+        key_proof(&stranger, here, "alice"),
+        key_proof(&key, here, "bob"),
+        key_proof(&key, "https://another-registry.example", "alice"),
+        without_origin,
     ] {
         let body = problem(
             post(pem.clone(), bad, token.clone()).await.unwrap(),
@@ -143,7 +156,7 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
             body["errors"][0]["message"]
                 .as_str()
                 .unwrap()
-                .contains("agentlang-key-registration:alice:"),
+                .contains(&format!("agentlang-key-registration:{here}:alice:")),
             "{body}"
         );
     }
@@ -156,14 +169,14 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     );
 
     assert_eq!(
-        post(pem.clone(), key_proof(&key, "alice"), token.clone())
+        post(pem.clone(), key_proof(&key, here, "alice"), token.clone())
             .await
             .unwrap()
             .status(),
         StatusCode::CREATED
     );
     problem(
-        post(pem.clone(), key_proof(&key, "alice"), token.clone())
+        post(pem.clone(), key_proof(&key, here, "alice"), token.clone())
             .await
             .unwrap(),
         StatusCode::CONFLICT,
@@ -173,7 +186,7 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     // Registered to someone else is a conflict too, even with a valid proof.
     let bob = app.account_with_token("bob", &["keys"]).await;
     problem(
-        post(pem.clone(), key_proof(&key, "bob"), bob)
+        post(pem.clone(), key_proof(&key, here, "bob"), bob)
             .await
             .unwrap(),
         StatusCode::CONFLICT,
@@ -187,7 +200,7 @@ async fn bad_weak_and_duplicate_keys_are_refused(backend: Backend) {
     problem(
         post(
             other.public_key().to_spki_pem(),
-            key_proof(&other, "alice"),
+            key_proof(&other, here, "alice"),
             no_scope,
         )
         .await
