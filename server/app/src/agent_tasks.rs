@@ -13,7 +13,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use agentlang_core::{Kind, PackageName, Version, lockfile::Lockfile};
-use semver::VersionReq;
 use serde_json::{Map, Value, json};
 
 use crate::{
@@ -327,9 +326,10 @@ impl ResolveTask {
                 .map_err(|e| TaskError::invalid(path.clone(), e.to_string()))?;
             let req = match req {
                 None | Some(Value::Null) => None,
-                Some(Value::String(r)) => Some(VersionReq::parse(r).map_err(|e| {
-                    TaskError::invalid(path.clone(), format!("{r:?} is not a requirement: {e}"))
-                })?),
+                Some(Value::String(r)) => Some(
+                    agentlang_core::names::parse_requirement(r)
+                        .map_err(|e| TaskError::invalid(path.clone(), e.to_string()))?,
+                ),
                 Some(_) => {
                     return Err(TaskError::invalid(path, "the requirement must be a string"));
                 }

@@ -427,7 +427,8 @@ async fn check_signer(
 }
 
 /// Every problem of the package, each with its file and path, as
-/// `agentlang validate` lists them.
+/// `agentlang validate` lists them: the ones `Diagnostics` kept, then its
+/// "and N more problems" line.
 fn validation_errors(diags: &Diagnostics) -> ServiceError {
     ServiceError::Validation(
         diags
@@ -435,6 +436,7 @@ fn validation_errors(diags: &Diagnostics) -> ServiceError {
             .map(|d| {
                 FieldError::in_file(d.file.as_deref().unwrap_or(""), &d.path, d.message.clone())
             })
+            .chain(diags.more().map(|more| FieldError::new("", more)))
             .collect(),
     )
 }

@@ -65,6 +65,8 @@ impl QualitySource {
     }
 
     /// Runs the rules; CPU work, so callers run it off the async workers.
+    /// The report is capped (`core::quality::MAX_FINDINGS`, texts clipped),
+    /// so what publish stores with the version is bounded.
     pub fn report(&self, models: &BTreeMap<String, ModelFacts>) -> QualityReport {
         let prompt = self.prompt.as_deref().and_then(|b| parse_prompt(b).ok());
         let text = match (&prompt, self.encrypted_prompt_bytes) {
@@ -82,14 +84,17 @@ impl QualitySource {
     }
 }
 
-/// A version's stored report; `None` for versions without one.
+/// A version's stored report; `None` for versions without one. Capped as
+/// it is read (`QualityReport::capped`): reports stored before the cap
+/// could hold any number of findings, and the pages and the API show
+/// what this answers.
 pub async fn stored_report(
     registry: &Registry,
     version_id: i64,
 ) -> Result<Option<QualityReport>, ServiceError> {
     match registry.db.quality_report(version_id).await? {
-        Some(json) => serde_json::from_value(json)
-            .map(Some)
+        Some(json) => serde_json::from_value::<QualityReport>(json)
+            .map(|report| Some(report.capped()))
             .map_err(ServiceError::internal),
         None => Ok(None),
     }

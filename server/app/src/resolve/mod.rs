@@ -97,15 +97,9 @@ impl ResolveInput {
                 .ok();
             let parsed_req = match requirement {
                 None => Some(None),
-                Some(req) => req
-                    .parse::<semver::VersionReq>()
+                Some(req) => agentlang_core::names::parse_requirement(&req)
                     .map(Some)
-                    .map_err(|e| {
-                        errors.push(FieldError::new(
-                            field.clone(),
-                            format!("{req:?} is not a version requirement: {e}"),
-                        ));
-                    })
+                    .map_err(|e| errors.push(FieldError::new(field.clone(), e.to_string())))
                     .ok(),
             };
             if let (Some(name), Some(req)) = (parsed_name, parsed_req) {

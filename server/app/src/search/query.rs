@@ -1,6 +1,6 @@
 //! A search as asked for: the query text, filters and page, checked.
 
-use agentlang_core::Kind;
+use agentlang_core::{Kind, agent::MAX_LABEL_CHARS};
 
 use crate::{FieldError, ServiceError};
 
@@ -8,6 +8,8 @@ use crate::{FieldError, ServiceError};
 pub const MAX_CANDIDATES: i64 = store::search::MAX_COUNTED;
 pub const DEFAULT_PER_PAGE: u32 = 20;
 pub const MAX_PER_PAGE: u32 = 100;
+/// Longest search text, in characters.
+pub const MAX_QUERY_CHARS: usize = 256;
 
 /// A checked search request.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -43,6 +45,19 @@ impl SearchQuery {
                 }
             },
         };
+        // Both reach the search, its cache key and the page that echoes
+        // them: bounded like what they are compared with.
+        for (field, text, max) in [
+            ("q", q, MAX_QUERY_CHARS),
+            ("category", category, MAX_LABEL_CHARS),
+        ] {
+            if text.is_some_and(|t| t.chars().count() > max) {
+                errors.push(FieldError::new(
+                    field,
+                    format!("must be at most {max} characters"),
+                ));
+            }
+        }
         let page = page.unwrap_or(1);
         if page == 0 {
             errors.push(FieldError::new("page", "must be at least 1"));
@@ -82,6 +97,16 @@ mod tests {
         };
         let fields: Vec<_> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["kind", "page", "per_page"]);
+        let long = "q".repeat(MAX_QUERY_CHARS + 1);
+        let label = "c".repeat(MAX_LABEL_CHARS + 1);
+        let err = SearchQuery::parse(Some(&long), None, Some(&label), None, None).unwrap_err();
+        let ServiceError::Validation(errors) = err else {
+            panic!("expected a validation error, got {err:?}");
+        };
+        let fields: Vec<_> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["q", "category"]);
+        let at = "q".repeat(MAX_QUERY_CHARS);
+        assert!(SearchQuery::parse(Some(&at), None, None, None, None).is_ok());
         let q = SearchQuery::parse(Some("x"), Some("tools"), Some(" "), None, None).unwrap();
         assert_eq!(q.kind, Some(Kind::Tool));
         assert_eq!(q.category, None);
