@@ -7,7 +7,9 @@
 //! the log may hold at most [`MAX_REPLAY_EVENTS`] events, each upload counts
 //! against the caller's address in the `expensive` rate bucket (with
 //! resolution and search), and parsing, checking, laying out
-//! and rendering run on a blocking thread, all linear in the events. Nothing
+//! and rendering run on a blocking thread, all linear in the events; the
+//! problems shown are capped where they are found (`core::diagnostics`),
+//! so a file of bad lines costs a counter past the first ones. Nothing
 //! is stored. The form needs no CSRF token: it changes nothing, and its
 //! answer goes only to whoever sent it.
 
@@ -186,8 +188,9 @@ fn render(
             StatusCode::OK
         }
         Err(problems) => {
-            // The first problems are enough to fix a file by.
-            page.errors = problems.iter().take(50).map(ToString::to_string).collect();
+            // Capped where they are found (`Diagnostics`), with the "and N
+            // more" line: the first problems are enough to fix a file by.
+            page.errors = problems.lines().collect();
             StatusCode::UNPROCESSABLE_ENTITY
         }
     };

@@ -5,6 +5,7 @@ use agentlang_registry_testing as support;
 
 mod accounts;
 mod binary;
+mod bounds;
 mod catalog;
 mod clowl;
 mod conformance;
