@@ -1,5 +1,6 @@
 //! Prometheus metrics: requests by route pattern and status, latency, and
-//! the registry's own events (publishes, resolves). Served at `/metrics`.
+//! the registry's own events (publishes, resolves, cache lookups). Served
+//! at `/metrics`.
 
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
@@ -17,6 +18,41 @@ pub struct Metrics {
     /// Batched index reads resolutions made (one per level of a dependency
     /// graph the cache did not hold).
     pub index_reads: IntCounter,
+    /// Lookups of the in-process caches, answered or computed.
+    pub caches: CacheCounters,
+}
+
+/// Lookups of the in-process caches by cache (`index_documents`,
+/// `resolutions`, `version_records`, ...) and result: `hit` (answered from
+/// memory) or `miss` (computed, as after a change the answer shows). Cheap
+/// to clone; every clone counts into the same series.
+#[derive(Debug, Clone)]
+pub struct CacheCounters(IntCounterVec);
+
+impl CacheCounters {
+    fn new() -> Result<Self, prometheus::Error> {
+        Ok(Self(IntCounterVec::new(
+            Opts::new(
+                "cache_lookups_total",
+                "In-process cache lookups by cache and result (hit or miss)",
+            ),
+            &["cache", "result"],
+        )?))
+    }
+
+    /// Counts one lookup of `cache`.
+    pub fn count(&self, cache: &str, hit: bool) {
+        self.0
+            .with_label_values(&[cache, if hit { "hit" } else { "miss" }])
+            .inc();
+    }
+}
+
+/// Counters no registry exports: for caches made without [`Metrics`].
+impl Default for CacheCounters {
+    fn default() -> Self {
+        Self::new().expect("the counters' name and labels are constant and valid")
+    }
 }
 
 impl Metrics {
@@ -50,6 +86,8 @@ impl Metrics {
         registry.register(Box::new(publishes.clone()))?;
         registry.register(Box::new(resolves.clone()))?;
         registry.register(Box::new(index_reads.clone()))?;
+        let caches = CacheCounters::new()?;
+        registry.register(Box::new(caches.0.clone()))?;
         Ok(Self {
             registry,
             requests,
@@ -57,6 +95,7 @@ impl Metrics {
             publishes,
             resolves,
             index_reads,
+            caches,
         })
     }
 

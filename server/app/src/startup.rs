@@ -100,6 +100,12 @@ impl Registry {
             .await
             .context("cannot bring the transparency log up to date")?;
 
+        // The caches count their lookups, and keep across a move of the
+        // generation what it did not change, as the index cache reads it.
+        let metrics = Metrics::new()?;
+        let index_cache = Arc::new(
+            IndexCache::with_freshness_window(settings.freshness_window).counting(&metrics.caches),
+        );
         let registry = Self {
             rate_limits: RateLimits::new(&settings.rate_limits),
             passwords: PasswordWork::per_core(),
@@ -111,10 +117,11 @@ impl Registry {
             publish_queue: PublishQueue::start(db.clone())
                 .context("cannot start the publish queue's thread")?,
             publishing_keys: PublishingKeys::default(),
-            metrics: Metrics::new()?,
-            index_cache: Arc::new(IndexCache::with_freshness_window(settings.freshness_window)),
-            rendered: cache::rendered_cache(),
-            download_targets: downloads::download_targets(),
+            rendered: cache::rendered_cache().tracking(index_cache.changes(), &metrics.caches),
+            download_targets: downloads::download_targets()
+                .tracking(index_cache.changes(), &metrics.caches),
+            metrics,
+            index_cache,
             identity: Arc::new(identity),
             tlog: Arc::new(tlog),
             settings: Arc::new(settings),

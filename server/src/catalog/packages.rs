@@ -203,13 +203,16 @@ pub async fn agent_page(
 
 /// What a package page is cached under: every spelling of the name and
 /// version shares one entry.
-fn page_key(kind: Kind, raw_name: &str, version: Option<&Version>) -> Result<String, CatalogError> {
+fn page_key(
+    kind: Kind,
+    raw_name: &str,
+    version: Option<&Version>,
+) -> Result<RenderedKey, CatalogError> {
     let name = PackageName::new(raw_name).map_err(|_| CatalogError::NotFound)?;
-    Ok(format!(
-        "/{}/{}/{}",
-        kind.plural(),
+    Ok(RenderedKey::PackagePage(
+        kind,
         name.normalized(),
-        version.map_or_else(|| "latest".to_owned(), Version::to_string)
+        version.cloned(),
     ))
 }
 
@@ -398,14 +401,14 @@ pub async fn shared_page<T: Template>(
     req: &HttpRequest,
     state: &AppState,
     session: &MaybeSession,
-    key: String,
+    key: RenderedKey,
     render: impl AsyncFnOnce() -> Result<T, CatalogError>,
 ) -> Result<HttpResponse, CatalogError> {
     if session.0.is_some() {
         return html(&render().await?);
     }
     let page = state
-        .rendered(RenderedKey::Page(key), || async move {
+        .rendered(key, || async move {
             Ok::<_, CatalogError>(Rendered::new(Bytes::from(render().await?.render()?)))
         })
         .await?;

@@ -1,9 +1,18 @@
 //! What resolution keeps between requests: index entries, model rows,
-//! resolutions and rendered answers, each valid for one registry
-//! generation, and the shared reads of that generation.
+//! resolutions, rendered answers and index documents, and the shared reads
+//! of the registry generation they are valid at.
+//!
+//! When a read finds a newer generation, one caller reads from the changes
+//! journal what the generations since changed (`store::changes`) and drops
+//! only that: the changed packages' index entries and documents, and every
+//! resolution whose solve looked up one of them (found, rejected or
+//! unknown: [`ToolReads`]). Answers over many packages (categories, whole
+//! resolve answers) go at every move; models only when everything does.
+//! The move is recorded in a [`ChangeHistory`] the other caches
+//! (`crate::cache`) check their entries against.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::{Arc, Mutex},
     time::Instant,
 };
@@ -15,21 +24,32 @@ use agentlang_core::{
 };
 use store::{Db, models::ModelRecord};
 
-use crate::{ServiceError, solvers::SolverPool};
+use crate::{
+    ServiceError,
+    cache::{ChangeHistory, Changes},
+    metrics::CacheCounters,
+    solvers::SolverPool,
+};
 
 pub(super) type Entries = Option<Arc<Vec<VersionEntry>>>;
 pub(super) type LockTools = BTreeMap<PackageName, LockedTool>;
+/// The normalized names of every tool a solve looked up: what its
+/// resolution depends on.
+pub(super) type ToolReads = HashSet<String>;
 
-#[derive(Debug, Default)]
+/// The generation of caches that have read none yet.
+const UNREAD: i64 = i64::MIN;
+
+#[derive(Debug)]
 struct CacheState {
     generation: i64,
     /// The whole models catalog (a few dozen rows), read once per
     /// generation.
     models: Option<Arc<HashMap<String, ModelRecord>>>,
-    /// Successful resolutions by request, as the lock's `tools:` section.
-    /// A request is small and its resolution a pure function of the index
-    /// at this generation.
-    resolutions: HashMap<Request, Arc<LockTools>>,
+    /// Successful resolutions by request, as the lock's `tools:` section,
+    /// with the tools each solve looked up. A request is small and its
+    /// resolution a pure function of those tools' index entries.
+    resolutions: HashMap<Request, Resolved>,
     /// Whole answers by exact request, for the second `rendered_second`
     /// (the lock's `resolved_at`): identical requests within a second get
     /// identical bytes, so they are rendered once.
@@ -44,6 +64,62 @@ struct CacheState {
     categories: Option<Vec<String>>,
 }
 
+impl Default for CacheState {
+    fn default() -> Self {
+        Self {
+            generation: UNREAD,
+            models: None,
+            resolutions: HashMap::new(),
+            rendered: HashMap::new(),
+            rendered_second: 0,
+            rendered_bytes: 0,
+            index_bodies: HashMap::new(),
+            index_bytes: 0,
+            categories: None,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Resolved {
+    tools: Arc<LockTools>,
+    reads: ToolReads,
+}
+
+impl CacheState {
+    /// Drops what `changes` may have changed.
+    fn drop_changed(&mut self, changes: &Changes) {
+        // Over many packages: whole answers (kept for a second anyway) and
+        // the categories every live version names.
+        self.rendered.clear();
+        self.rendered_bytes = 0;
+        self.categories = None;
+        if changes.is_everything() {
+            self.models = None;
+            self.resolutions.clear();
+            self.index_bodies.clear();
+            self.index_bytes = 0;
+            return;
+        }
+        for (kind, name) in changes.packages() {
+            if let Some((body, etag)) = self.index_bodies.remove(&(kind, name.to_owned())) {
+                self.index_bytes -= index_body_size(name, &body, &etag);
+            }
+        }
+        if changes.any_package(Kind::Tool) {
+            self.resolutions.retain(|_, resolved| {
+                !changes
+                    .packages_of(Kind::Tool)
+                    .any(|name| resolved.reads.contains(name))
+            });
+        }
+    }
+}
+
+fn index_body_size(normalized: &str, body: &[u8], etag: &str) -> usize {
+    body.len() + etag.len() + normalized.len()
+}
+
 /// Index entries at one generation: normalized tool name to its versions;
 /// `None` remembers an unknown name (creating a package publishes a
 /// version, which bumps the generation). Apart from [`CacheState`], under
@@ -51,10 +127,33 @@ struct CacheState {
 /// and behind the one lock of everything else (held by handlers hashing
 /// request bodies and resolutions) solver threads slept on it under a load
 /// of warm first-time resolves (`deploy/bench/RESULTS.md`, Decisions).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ToolCache {
     generation: i64,
     entries: HashMap<String, Entries>,
+}
+
+impl Default for ToolCache {
+    fn default() -> Self {
+        Self {
+            generation: UNREAD,
+            entries: HashMap::new(),
+        }
+    }
+}
+
+impl ToolCache {
+    /// Takes out what `changes` may have changed, to be dropped once the
+    /// lock is released.
+    fn take_changed(&mut self, changes: &Changes) -> HashMap<String, Entries> {
+        if changes.is_everything() {
+            return std::mem::take(&mut self.entries);
+        }
+        changes
+            .packages_of(Kind::Tool)
+            .filter_map(|name| self.entries.remove_entry(name))
+            .collect()
+    }
 }
 
 /// An exact resolve request over HTTP: the answer is a function of this, the
@@ -67,8 +166,8 @@ pub struct RenderKey {
     pub body: bytes::Bytes,
 }
 
-/// Index entries, model rows and resolutions, valid for one registry
-/// generation.
+/// Index entries, model rows and resolutions at the registry generation
+/// last moved to, and what each move changed.
 #[derive(Debug)]
 pub struct IndexCache {
     state: Mutex<CacheState>,
@@ -76,6 +175,12 @@ pub struct IndexCache {
     generation_reads: GenerationReads,
     /// The newest generation any read has returned.
     newest: std::sync::atomic::AtomicI64,
+    /// Held by the one caller moving the caches to a newer generation (a
+    /// read of the journal): one query per move, not one per caller.
+    moving: tokio::sync::Mutex<()>,
+    /// The moves so far, for every other cache ([`crate::cache`]).
+    history: Arc<ChangeHistory>,
+    counters: CacheCounters,
     /// [`SOLVERS_PER_CORE`] threads per core: solvers run in arrival order,
     /// each to its end, rather than all at once sharing the cores, where
     /// every request in flight would take as long as the slowest (see
@@ -120,11 +225,27 @@ impl IndexCache {
             tools: std::sync::RwLock::default(),
             generation_reads: GenerationReads::new(window),
             newest: std::sync::atomic::AtomicI64::new(0),
+            moving: tokio::sync::Mutex::new(()),
+            history: Arc::default(),
+            counters: CacheCounters::default(),
             solvers: SolverPool::new(
                 SOLVERS_PER_CORE
                     * std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             ),
         }
+    }
+
+    /// Counts lookups into `counters` (the registry's metrics).
+    #[must_use]
+    pub fn counting(mut self, counters: &CacheCounters) -> Self {
+        self.counters = counters.clone();
+        self
+    }
+
+    /// The moves of the generation this cache has made, each with what it
+    /// changed: what the other caches keep their entries by.
+    pub fn changes(&self) -> Arc<ChangeHistory> {
+        Arc::clone(&self.history)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
@@ -134,33 +255,52 @@ impl IndexCache {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The database's current generation, after forgetting everything read
-    /// at another one.
+    /// The database's current generation, with the caches moved to it if
+    /// it is newer than theirs. A caller holding an older read than the
+    /// caches' gets it back unchanged (its lookups miss; nothing it
+    /// computes is kept).
     pub async fn current_generation(&self, db: &Db) -> Result<i64, ServiceError> {
         let generation = self.generation_reads.read(db).await?;
         self.newest
             .fetch_max(generation, std::sync::atomic::Ordering::Relaxed);
-        let mut state = self.lock();
-        if state.generation != generation {
-            // Under the state's lock, so both move to a generation together;
-            // the old entries are dropped after both locks are released.
-            let stale_tools = {
-                let mut tools = self.tools_mut();
-                tools.generation = generation;
-                std::mem::take(&mut tools.entries)
-            };
-            state.models = None;
-            state.resolutions.clear();
-            state.rendered.clear();
-            state.rendered_bytes = 0;
-            state.index_bodies.clear();
-            state.index_bytes = 0;
-            state.categories = None;
-            state.generation = generation;
-            drop(state);
-            drop(stale_tools);
+        if self.lock().generation < generation {
+            // Boxed, as a miss is (see `GenerationCache::get_or_compute`):
+            // rare, and its journal read would size every request's future.
+            Box::pin(self.move_to(db, generation)).await?;
         }
         Ok(generation)
+    }
+
+    /// Moves to `generation`, dropping what the generations since the
+    /// current one changed, as the journal says (everything, when it cannot
+    /// tell or nothing was read before). The first caller reads the
+    /// journal; the rest wait for it and find the move made.
+    async fn move_to(&self, db: &Db, generation: i64) -> Result<(), ServiceError> {
+        let _moving = self.moving.lock().await;
+        let from = self.lock().generation;
+        if from >= generation {
+            return Ok(());
+        }
+        let changes = if from == UNREAD {
+            Changes::everything()
+        } else {
+            Changes::from_journal(db.changes_between(from, generation).await?)
+        };
+        let changes = Arc::new(changes);
+        self.history.record(from, generation, Arc::clone(&changes));
+        let mut state = self.lock();
+        // Under the state's lock, so both move to a generation together;
+        // what is dropped is freed after both locks are released.
+        let stale_tools = {
+            let mut tools = self.tools_mut();
+            tools.generation = generation;
+            tools.take_changed(&changes)
+        };
+        state.drop_changed(&changes);
+        state.generation = generation;
+        drop(state);
+        drop(stale_tools);
+        Ok(())
     }
 
     /// The newest generation read so far, without reading it again: for
@@ -193,13 +333,13 @@ impl IndexCache {
         normalized: &str,
     ) -> Option<(bytes::Bytes, String)> {
         let state = self.lock();
-        if state.generation != generation {
-            return None;
-        }
-        state
-            .index_bodies
-            .get(&(kind, normalized.to_owned()))
-            .cloned()
+        let found = (state.generation == generation)
+            .then(|| state.index_bodies.get(&(kind, normalized.to_owned())))
+            .flatten()
+            .cloned();
+        drop(state);
+        self.counters.count("index_documents", found.is_some());
+        found
     }
 
     pub fn put_index_body(
@@ -211,7 +351,7 @@ impl IndexCache {
         etag: String,
     ) {
         let mut state = self.lock();
-        let size = body.len() + etag.len() + normalized.len();
+        let size = index_body_size(&normalized, &body, &etag);
         if state.generation == generation && state.index_bytes + size <= MAX_INDEX_BYTES {
             state.index_bytes += size;
             state.index_bodies.insert((kind, normalized), (body, etag));
@@ -297,24 +437,36 @@ impl IndexCache {
 
     pub(super) fn resolution(&self, generation: i64, request: &Request) -> Option<Arc<LockTools>> {
         let state = self.lock();
-        if state.generation != generation {
-            return None;
-        }
-        state.resolutions.get(request).cloned()
+        let found = (state.generation == generation)
+            .then(|| state.resolutions.get(request))
+            .flatten()
+            .map(|resolved| Arc::clone(&resolved.tools));
+        drop(state);
+        self.counters.count("resolutions", found.is_some());
+        found
     }
 
+    /// Keeps a resolution made at `generation` by a solve that looked up
+    /// `reads`.
     pub(super) fn put_resolution(
         &self,
         generation: i64,
         request: Request,
         resolution: Arc<LockTools>,
+        reads: ToolReads,
     ) {
         let mut state = self.lock();
         if state.generation == generation {
             if state.resolutions.len() >= MAX_CACHED_RESOLUTIONS {
                 state.resolutions.clear();
             }
-            state.resolutions.insert(request, resolution);
+            state.resolutions.insert(
+                request,
+                Resolved {
+                    tools: resolution,
+                    reads,
+                },
+            );
         }
     }
 }
@@ -454,6 +606,82 @@ mod tests {
             .execute(pool)
             .await
             .unwrap();
+    }
+
+    /// Another replica's change as its trigger writes it: a bump and the
+    /// journal's rows (none: a bump the journal does not account for).
+    async fn change(db: &Db, rows: &[(&str, &str)]) {
+        bump(db).await;
+        let Db::Sqlite(pool) = db else {
+            unreachable!("the test opens SQLite")
+        };
+        for (scope, name) in rows {
+            sqlx::query(
+                "INSERT INTO registry_changes (generation, scope, kind, normalized_name)
+                 SELECT generation, $1, 'tool', $2 FROM registry_generation WHERE id = 1",
+            )
+            .bind(scope)
+            .bind(name)
+            .execute(pool)
+            .await
+            .unwrap();
+        }
+    }
+
+    fn request(tool: &str) -> Request {
+        Request {
+            requirements: [(PackageName::new(tool).unwrap(), None)].into(),
+            pins: BTreeMap::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_move_drops_what_the_journal_names_and_what_read_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::connect(
+            &DatabaseUrl::SqlitePath(dir.path().join("j.db")),
+            std::time::Duration::from_secs(5),
+            1,
+        )
+        .await
+        .unwrap();
+        let cache = IndexCache::default();
+        let at = cache.current_generation(&db).await.unwrap();
+        for tool in ["a", "b", "c"] {
+            cache.put_tool(at, tool.to_owned(), None);
+            let body = bytes::Bytes::from(format!("index of {tool}"));
+            cache.put_index_body(at, Kind::Tool, tool.to_owned(), body, tool.to_owned());
+        }
+        let tools = Arc::new(LockTools::new());
+        // `a`'s solve looked `c` up too (a version it rejected, say).
+        let reads = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect();
+        cache.put_resolution(at, request("a"), Arc::clone(&tools), reads(&["a", "c"]));
+        cache.put_resolution(at, request("b"), Arc::clone(&tools), reads(&["b"]));
+        cache.put_categories(at, vec!["Research".to_owned()]);
+
+        change(&db, &[("package", "c"), ("dependents", "b")]).await;
+        let next = cache.current_generation(&db).await.unwrap();
+        assert_eq!(next, at + 1);
+        assert!(cache.tool("c").is_none());
+        assert!(cache.index_body(next, Kind::Tool, "c").is_none());
+        assert!(cache.resolution(next, &request("a")).is_none());
+        // Untouched by `c`, and `b`'s dependents are not its index.
+        assert!(cache.tool("a").is_some() && cache.tool("b").is_some());
+        assert!(cache.index_body(next, Kind::Tool, "b").is_some());
+        assert!(cache.resolution(next, &request("b")).is_some());
+        // Over many packages: gone at any move.
+        assert!(cache.categories(next).is_none());
+        let history = cache.changes();
+        assert!(history.touched(at, next, |c| c.package(Kind::Tool, "c")));
+        assert!(!history.touched(at, next, |c| c.package(Kind::Tool, "b")));
+
+        // A bump the journal has no row for: everything goes.
+        change(&db, &[]).await;
+        let last = cache.current_generation(&db).await.unwrap();
+        assert!(cache.tool("a").is_none());
+        assert!(cache.index_body(last, Kind::Tool, "b").is_none());
+        assert!(cache.resolution(last, &request("b")).is_none());
+        assert!(history.touched(next, last, |c| c.package(Kind::Tool, "b")));
     }
 
     #[tokio::test]

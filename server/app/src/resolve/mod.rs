@@ -3,12 +3,14 @@
 //!
 //! Version metadata never changes except the yanked flag and new versions,
 //! so index entries, model rows and whole resolutions are cached in-process
-//! and trusted only while the registry-wide generation (one row, bumped by
-//! the database in the same transaction as every publish, yank and model
-//! write) is the one they were read at. The generation is read for every
+//! and trusted only while nothing they were read from has changed: the
+//! registry-wide generation (one row, bumped by the database in the same
+//! transaction as every publish, yank and model write) is read for every
 //! request, by a read that began after the request arrived (concurrent
-//! requests share one: [`GenerationReads`]), so replicas never serve a
-//! resolution older than the database.
+//! requests share one: [`GenerationReads`]), and a newer one drops what
+//! the changes journal says it changed (a resolution goes when any tool
+//! its solve looked up did), so replicas never serve a resolution older
+//! than the database.
 //!
 //! The core resolver is synchronous; it runs on a blocking thread with a
 //! deadline and asks for each package it reaches, from the cache or, on a
@@ -34,7 +36,7 @@ use semver::VersionReq;
 
 mod cache;
 
-use cache::{Entries, LockTools};
+use cache::{Entries, LockTools, ToolReads};
 pub use cache::{IndexCache, RenderKey};
 
 use crate::{FieldError, Registry, ServiceError};
@@ -171,6 +173,10 @@ struct IndexSource {
     generation: i64,
     runtime: tokio::runtime::Handle,
     cache_only: bool,
+    /// Every tool the solver looked up, found or not, in the answer or
+    /// only in a version it rejected: what the resolution depends on, so a
+    /// change to any of them drops it from the cache.
+    reads: std::cell::RefCell<ToolReads>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -197,6 +203,7 @@ impl IndexSource {
 impl PackageSource for IndexSource {
     fn versions(&self, name: &PackageName) -> Result<Entries, SourceError> {
         let normalized = name.normalized();
+        self.reads.borrow_mut().insert(normalized.clone());
         let entries = match self.cache.tool(&normalized) {
             Some(entries) => entries,
             None if self.cache_only => return Err(SourceError::new(NotCached)),
@@ -357,10 +364,10 @@ pub async fn resolve_lock_at<R>(
     };
     let (tools, fresh) = match registry.index_cache.resolution(generation, &request) {
         Some(tools) => (LockTools::clone(&tools), None),
-        None => (
-            solve(registry, generation, &request, deadline).await?,
-            Some(request),
-        ),
+        None => {
+            let (tools, reads) = solve(registry, generation, &request, deadline).await?;
+            (tools, Some((request, reads)))
+        }
     };
     registry.metrics.resolves.inc();
 
@@ -373,11 +380,12 @@ pub async fn resolve_lock_at<R>(
         lock.files = previous.files;
     }
     let rendered = render(&lock);
-    if let Some(request) = fresh {
+    if let Some((request, reads)) = fresh {
         registry.index_cache.put_resolution(
             generation,
             request,
             Arc::new(std::mem::take(&mut lock.tools)),
+            reads,
         );
     }
     Ok(rendered)
@@ -574,15 +582,15 @@ async fn solve(
     generation: i64,
     request: &Request,
     deadline: Instant,
-) -> Result<LockTools, ServiceError> {
-    let solved = match run_solver(registry, generation, request, deadline, true).await? {
-        Err(ResolveError::Source { source, .. }) if source.is::<NotCached>() => {
+) -> Result<(LockTools, ToolReads), ServiceError> {
+    let (solved, reads) = match run_solver(registry, generation, request, deadline, true).await? {
+        (Err(ResolveError::Source { source, .. }), _) if source.is::<NotCached>() => {
             prefetch(registry, generation, request, deadline).await?;
             run_solver(registry, generation, request, deadline, false).await?
         }
         solved => solved,
     };
-    solved.map_err(|e| match e {
+    solved.map(|tools| (tools, reads)).map_err(|e| match e {
         ResolveError::Unsatisfiable {
             explanation,
             conflicts,
@@ -606,20 +614,21 @@ async fn solve(
 /// One run of the solver on a solver thread, over the cache alone
 /// (`cache_only`) or reading misses from the database. The resolution
 /// becomes the lock's tools there too, while it is in that core's cache
-/// and off the async workers.
+/// and off the async workers. Answers with the tools the solver looked up.
 async fn run_solver(
     registry: &Registry,
     generation: i64,
     request: &Request,
     deadline: Instant,
     cache_only: bool,
-) -> Result<Result<LockTools, ResolveError>, ServiceError> {
+) -> Result<(Result<LockTools, ResolveError>, ToolReads), ServiceError> {
     let source = IndexSource {
         db: registry.db.clone(),
         cache: Arc::clone(&registry.index_cache),
         generation,
         runtime: tokio::runtime::Handle::current(),
         cache_only,
+        reads: std::cell::RefCell::default(),
     };
     let cancel = Cancel::with_deadline(deadline);
     let request = request.clone();
@@ -627,7 +636,8 @@ async fn run_solver(
         .index_cache
         .solvers
         .run(deadline.into(), move || {
-            resolve(&source, &request, &cancel).map(Resolution::into_lock_tools)
+            let solved = resolve(&source, &request, &cancel).map(Resolution::into_lock_tools);
+            (solved, source.reads.into_inner())
         })
         .await
         .map_err(ServiceError::internal)?
