@@ -432,7 +432,10 @@ mod tests {
             format!("1.0.0-{at}+{at}"),
         ] {
             let v = Version::parse(&ok).unwrap();
-            assert_eq!(serde_json::from_str::<Version>(&format!("{ok:?}")).unwrap(), v);
+            assert_eq!(
+                serde_json::from_str::<Version>(&format!("{ok:?}")).unwrap(),
+                v
+            );
         }
         let longest =
             format!("18446744073709551615.18446744073709551615.18446744073709551615-{at}+{at}");

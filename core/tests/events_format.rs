@@ -257,7 +257,11 @@ fn problems_are_capped_per_log_with_a_count_of_the_rest() {
         "{}",
         lines[0]
     );
-    assert!(lines[99].starts_with("events[99]: line 100 "), "{}", lines[99]);
+    assert!(
+        lines[99].starts_with("events[99]: line 100 "),
+        "{}",
+        lines[99]
+    );
     assert_eq!(lines[MAX_DIAGNOSTICS], "and 9900 more problems");
 
     // JSON that breaks the schema, as an array and as lines: the same cap.
