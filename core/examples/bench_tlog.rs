@@ -29,7 +29,7 @@ fn entry(i: u64) -> Vec<u8> {
     e.sha256 = Some(format!("{:064x}", u128::from(i) * 0x9e37_79b9_7f4a_7c15));
     e.signer = Some("3b".repeat(32));
     e.account = Some("seeder".to_owned());
-    e.to_bytes()
+    e.to_bytes().unwrap()
 }
 
 fn main() {

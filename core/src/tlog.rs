@@ -86,11 +86,25 @@ impl LogEntry {
         }
     }
 
-    /// The entry's bytes in the log: RFC 8785 canonical JSON.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json_canonicalizer::to_vec(self).expect("an entry is plain JSON")
+    /// The entry's bytes in the log: RFC 8785 canonical JSON, refused when
+    /// longer than an entry bundle can frame. Every append goes through
+    /// here, so the log never holds an entry its bundles cannot serve.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, EntryTooLong> {
+        let bytes = serde_json_canonicalizer::to_vec(self).expect("an entry is plain JSON");
+        if bytes.len() > MAX_ENTRY_LEN {
+            return Err(EntryTooLong(bytes.len()));
+        }
+        Ok(bytes)
     }
 }
+
+/// The longest entry an entry bundle can frame (a 2-byte length).
+pub const MAX_ENTRY_LEN: usize = u16::MAX as usize;
+
+/// An entry longer than [`MAX_ENTRY_LEN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a log entry of {0} bytes is longer than an entry bundle can serve ({MAX_ENTRY_LEN})")]
+pub struct EntryTooLong(pub usize);
 
 /// A log's Merkle tree as its stored hashes, in the order Go's sumdb (and
 /// `tlog_tiles`) number them: every leaf hash and every complete subtree's
@@ -190,7 +204,13 @@ impl Tree {
     /// Appends one entry; returns the stored hashes it added (to be written
     /// after those already stored).
     pub fn append(&mut self, entry: &[u8]) -> Result<Vec<[u8; 32]>, TreeError> {
-        let added = tlog_tiles::stored_hashes(self.size, entry, self)?;
+        self.append_leaf_hash(leaf_hash(entry))
+    }
+
+    /// Appends an entry known only by its leaf hash: a bundle's
+    /// [placeholder](is_placeholder), whose hash comes from the level-0 tile.
+    pub fn append_leaf_hash(&mut self, leaf: [u8; 32]) -> Result<Vec<[u8; 32]>, TreeError> {
+        let added = tlog_tiles::stored_hashes_for_record_hash(self.size, Hash(leaf), self)?;
         self.hashes.extend(&added);
         self.size += 1;
         Ok(added.into_iter().map(|h| h.0).collect())
@@ -279,6 +299,32 @@ pub fn entry_bundle<'a>(entries: impl IntoIterator<Item = &'a [u8]>) -> Option<V
         out.extend_from_slice(entry);
     }
     Some(out)
+}
+
+/// The entry bundle a registry serves: [`entry_bundle`], except that an
+/// entry too long to frame is replaced by an empty [placeholder]
+/// (is_placeholder). [`LogEntry::to_bytes`] refuses such entries, so only a
+/// log written before that bound can hold one; without the placeholder its
+/// bundle, and every entry sharing it, could never be served again.
+pub fn served_entry_bundle<'a>(entries: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = if entry.len() > MAX_ENTRY_LEN {
+            &[][..]
+        } else {
+            entry
+        };
+        out.extend_from_slice(&(entry.len() as u16).to_be_bytes());
+        out.extend_from_slice(entry);
+    }
+    out
+}
+
+/// Whether an entry read from a bundle is the placeholder of one too long
+/// to serve. Entries of this log are JSON objects, never empty, so an empty
+/// one can mean nothing else; its leaf hash is still in the level-0 tile.
+pub fn is_placeholder(entry: &[u8]) -> bool {
+    entry.is_empty()
 }
 
 /// A tile's path under the log's prefix, as c2sp.org/tlog-tiles writes it:

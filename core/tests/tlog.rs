@@ -6,9 +6,10 @@
 use agentlang_core::{
     signing::SecretKey,
     tlog::{
-        LogEntry, LogKey, LogOp, TILE_WIDTH, TileAddress, Tree, Witness, WitnessKey,
-        check_consistency, check_inclusion, entry_bundle, leaf_hash, open_checkpoint,
-        open_witnessed_checkpoint, parse_tile_path, tile_path,
+        EntryTooLong, LogEntry, LogKey, LogOp, MAX_ENTRY_LEN, TILE_WIDTH, TileAddress, Tree,
+        Witness, WitnessKey, check_consistency, check_inclusion, entry_bundle, is_placeholder,
+        leaf_hash, open_checkpoint, open_witnessed_checkpoint, parse_tile_path,
+        served_entry_bundle, split_bundle, tile_path,
     },
 };
 use sha2::{Digest, Sha256};
@@ -43,7 +44,7 @@ fn entry(i: u64) -> Vec<u8> {
     e.kind = Some("tool".into());
     e.name = Some(format!("tool_{i}"));
     e.version = Some("1.0.0".into());
-    e.to_bytes()
+    e.to_bytes().unwrap()
 }
 
 #[test]
@@ -55,7 +56,7 @@ fn entries_are_canonical_json() {
     e.account = Some("alice".into());
     e.reason = Some("leaks a key \"here\"".into());
     assert_eq!(
-        String::from_utf8(e.to_bytes()).unwrap(),
+        String::from_utf8(e.to_bytes().unwrap()).unwrap(),
         r#"{"account":"alice","kind":"agent","name":"research-assistant","op":"yank","reason":"leaks a key \"here\"","time":"2026-11-23T10:30:00Z","v":1,"version":"1.1.0"}"#
     );
 }
@@ -140,6 +141,48 @@ fn tiles_hold_the_hashes_and_paths_follow_c2sp() {
     let bundle = entry_bundle([b"ab".as_slice(), b"".as_slice(), b"xyz".as_slice()]).unwrap();
     assert_eq!(bundle, b"\x00\x02ab\x00\x00\x00\x03xyz");
     assert!(entry_bundle([vec![0u8; 70_000].as_slice()]).is_none());
+}
+
+#[test]
+fn an_entry_a_bundle_cannot_frame_is_never_written_and_never_breaks_one() {
+    // The longest entry a bundle frames is accepted; one byte more is not.
+    let mut entry = LogEntry::new(LogOp::Yank, "2026-01-01T00:00:00Z");
+    let base = entry.to_bytes().unwrap().len() + r#","reason":"""#.len();
+    entry.reason = Some("r".repeat(MAX_ENTRY_LEN - base));
+    let longest = entry.to_bytes().unwrap();
+    assert_eq!(longest.len(), MAX_ENTRY_LEN);
+    assert!(entry_bundle([longest.as_slice()]).is_some());
+    entry.reason = Some("r".repeat(MAX_ENTRY_LEN - base + 1));
+    assert_eq!(entry.to_bytes(), Err(EntryTooLong(MAX_ENTRY_LEN + 1)));
+
+    // One a log took before that bound is served as an empty placeholder,
+    // and its neighbours as they are.
+    let long = vec![b'x'; 70_000];
+    let entries = [
+        b"{\"a\":1}".as_slice(),
+        long.as_slice(),
+        b"{\"b\":2}".as_slice(),
+    ];
+    let bundle = served_entry_bundle(entries);
+    let split = split_bundle(&bundle).unwrap();
+    assert_eq!(split.len(), 3);
+    assert_eq!(split[0], entries[0]);
+    assert!(is_placeholder(split[1]) && !is_placeholder(split[0]));
+    assert_eq!(split[2], entries[2]);
+
+    // With the placeholder's leaf hash (from the level-0 tile), the tree
+    // is the one the real entries give.
+    let mut real = Tree::default();
+    let mut served = Tree::default();
+    for (i, entry) in entries.iter().enumerate() {
+        real.append(entry).unwrap();
+        if is_placeholder(split[i]) {
+            served.append_leaf_hash(leaf_hash(entry)).unwrap();
+        } else {
+            served.append(split[i]).unwrap();
+        }
+    }
+    assert_eq!(served.root(), real.root());
 }
 
 #[test]

@@ -66,22 +66,32 @@ const APPEND_ROWS: usize = 1_000;
 /// held.
 macro_rules! append_logs {
     ($tx:expr, $entries:expr) => {{
+        let encoded = $entries
+            .iter()
+            .map(|e| encoded(e))
+            .collect::<sqlx::Result<Vec<_>>>()?;
         let first: i64 = sqlx::query_scalar(NEXT_INDEX).fetch_one(&mut **$tx).await?;
         let created_at = now();
         let mut idx = first;
-        for chunk in $entries.chunks(APPEND_ROWS) {
+        for chunk in encoded.chunks(APPEND_ROWS) {
             let mut insert =
                 sqlx::QueryBuilder::new("INSERT INTO log_entries (idx, entry, created_at) ");
             insert.push_values(chunk, |mut row, entry| {
-                row.push_bind(idx)
-                    .push_bind(entry.to_bytes())
-                    .push_bind(created_at);
+                row.push_bind(idx).push_bind(entry).push_bind(created_at);
                 idx += 1;
             });
             insert.build().execute(&mut **$tx).await?;
         }
         Ok(first)
     }};
+}
+
+/// An entry's bytes, or the refusal of one too long for a bundle to serve,
+/// before anything of it is written.
+fn encoded(entry: &LogEntry) -> sqlx::Result<Vec<u8>> {
+    entry
+        .to_bytes()
+        .map_err(|e| sqlx::Error::Encode(Box::new(e)))
 }
 
 const APPEND: &str = "INSERT INTO log_entries (idx, entry, created_at)
@@ -96,7 +106,7 @@ impl AppendLog for WriteTx<Sqlite> {
 
     async fn append_log(&mut self, entry: &LogEntry) -> sqlx::Result<i64> {
         sqlx::query_scalar(APPEND)
-            .bind(entry.to_bytes())
+            .bind(encoded(entry)?)
             .bind(now())
             .fetch_one(&mut **self)
             .await
@@ -120,9 +130,10 @@ impl AppendLog for WriteTx<Postgres> {
     }
 
     async fn append_log(&mut self, entry: &LogEntry) -> sqlx::Result<i64> {
+        let bytes = encoded(entry)?;
         self.lock_log().await?;
         sqlx::query_scalar(APPEND)
-            .bind(entry.to_bytes())
+            .bind(bytes)
             .bind(now())
             .fetch_one(&mut **self)
             .await

@@ -519,7 +519,9 @@ impl TransparencyLog {
                 "entries {from}..{to} are not all stored"
             )));
         }
-        Ok(tlog::entry_bundle(rows.iter().map(|(_, e)| e.as_slice())))
+        Ok(Some(tlog::served_entry_bundle(
+            rows.iter().map(|(_, e)| e.as_slice()),
+        )))
     }
 
     /// Up to `count` entries of the served tree, newest first: the newest

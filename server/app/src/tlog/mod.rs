@@ -83,6 +83,18 @@ pub fn key_entry(op: LogOp, key: &KeyId, account: &str) -> LogEntry {
     e
 }
 
+/// Refuses a change whose entry is longer than an entry bundle can serve
+/// (the store refuses to append one too, but a refusal here comes before
+/// the change's other writes and says why).
+pub fn check_servable(entry: &LogEntry) -> Result<(), ServiceError> {
+    entry.to_bytes().map(drop).map_err(|e| {
+        ServiceError::Validation(vec![crate::FieldError::new(
+            "container",
+            format!("its transparency-log entry would be too long: {e}"),
+        )])
+    })
+}
+
 // ------------------------------------------------------------ what is served
 
 /// The checkpoint this replica serves, with every cosignature it holds:
