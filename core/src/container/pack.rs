@@ -1,6 +1,7 @@
 //! Deterministic tar + gzip: the same members always give the same bytes.
 //!
-//! Tar: POSIX ustar headers, entries in path order, regular files only,
+//! Tar: POSIX ustar headers, `manifest.json` and `signature.sig` first, then
+//! the other entries in path order, regular files only,
 //! mode 0644, uid/gid 0, mtime 0, no user or group names. A path longer than
 //! ustar's name/prefix split allows gets a PAX `path` record (POSIX.1-2001),
 //! never a GNU extension. Gzip: no file name, mtime 0, OS byte 255
@@ -11,20 +12,33 @@ use std::{collections::BTreeMap, io::Write};
 
 use flate2::{Compression, GzBuilder};
 
+use super::manifest::{MANIFEST_PATH, SIGNATURE_PATH};
 use crate::MemberPath;
 
 const GZIP_LEVEL: u32 = 9;
 const GZIP_OS_UNKNOWN: u8 = 255;
 const FILE_MODE: u32 = 0o644;
 
-/// Packs `members` (already in path order, being a `BTreeMap`).
+/// The members written first: a reader checks the manifest (and whoever
+/// signed it) before the payload arrives, and the registry gives an upload
+/// its verification slot only then.
+const FIRST: [&str; 2] = [MANIFEST_PATH, SIGNATURE_PATH];
+
+/// Packs `members`: [`FIRST`], then the rest in path order (being a
+/// `BTreeMap`).
 pub(crate) fn pack(members: &BTreeMap<MemberPath, Vec<u8>>) -> std::io::Result<Vec<u8>> {
     let gzip = GzBuilder::new()
         .mtime(0)
         .operating_system(GZIP_OS_UNKNOWN)
         .write(Vec::new(), Compression::new(GZIP_LEVEL));
     let mut tar = tar::Builder::new(gzip);
-    for (path, bytes) in members {
+    let first = FIRST
+        .iter()
+        .filter_map(|name| members.iter().find(|(path, _)| path.as_str() == *name));
+    let rest = members
+        .iter()
+        .filter(|(path, _)| !FIRST.contains(&path.as_str()));
+    for (path, bytes) in first.chain(rest) {
         let mut header = tar::Header::new_ustar();
         header.set_entry_type(tar::EntryType::Regular);
         header.set_mode(FILE_MODE);
