@@ -93,3 +93,76 @@ fn an_already_cancelled_resolution_does_not_start() {
     assert!(matches!(result, Err(ResolveError::Cancelled)), "{result:?}");
     assert_eq!(source.lookups.load(Ordering::Relaxed), 0);
 }
+
+/// The pigeonhole principle as tools: `pigeon<i>` (i in 0..=holes) has one
+/// version per hole, `1.<j>.0` needing `hole<j>` at `=1.<i>.0`; each
+/// `hole<j>` has one version per pigeon. No two pigeons can share a hole,
+/// so there is no solution, and resolution-based solvers need time
+/// exponential in the number of holes to show it.
+struct Pigeonhole {
+    holes: u64,
+}
+
+impl PackageSource for Pigeonhole {
+    fn versions(
+        &self,
+        name: &PackageName,
+    ) -> Result<Option<std::sync::Arc<Vec<VersionEntry>>>, SourceError> {
+        let entry = |version: String, dependencies| VersionEntry {
+            version: Version::parse(&version).unwrap(),
+            yanked: false,
+            hash: Sha256Digest::of(version.as_bytes()),
+            dependencies,
+        };
+        let versions = if let Some(i) = name.as_str().strip_prefix("pigeon") {
+            (0..self.holes)
+                .map(|j| {
+                    let hole = PackageName::new(format!("hole{j}")).unwrap();
+                    let req = semver::VersionReq::parse(&format!("=1.{i}.0")).unwrap();
+                    entry(format!("1.{j}.0"), [(hole, req)].into())
+                })
+                .collect()
+        } else {
+            (0..=self.holes)
+                .map(|i| entry(format!("1.{i}.0"), Default::default()))
+                .collect()
+        };
+        Ok(Some(std::sync::Arc::new(versions)))
+    }
+}
+
+#[test]
+fn a_hard_instance_is_cut_by_the_work_bound_not_the_clock() {
+    let holes = 12;
+    let source = Pigeonhole { holes };
+    let request = Request {
+        requirements: (0..=holes)
+            .map(|i| (PackageName::new(format!("pigeon{i}")).unwrap(), None))
+            .collect(),
+        pins: Default::default(),
+    };
+    // A deadline far beyond any run: only the work bound can end it.
+    let cancel = Cancel::with_deadline(Instant::now() + Duration::from_secs(600));
+    let result = resolve(&source, &request, &cancel);
+    assert!(
+        matches!(result, Err(ResolveError::TooComplex)),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn a_small_instance_of_the_same_shape_is_explained_within_the_bound() {
+    let holes = 3;
+    let source = Pigeonhole { holes };
+    let request = Request {
+        requirements: (0..=holes)
+            .map(|i| (PackageName::new(format!("pigeon{i}")).unwrap(), None))
+            .collect(),
+        pins: Default::default(),
+    };
+    let result = resolve(&source, &request, &Cancel::new());
+    assert!(
+        matches!(result, Err(ResolveError::Unsatisfiable { .. })),
+        "{result:?}"
+    );
+}

@@ -40,10 +40,10 @@ pub enum ApiError {
     BadRequest(String),
     #[error("the request body must be {expected}")]
     UnsupportedMediaType { expected: &'static str },
-    /// The body went silent, or took too long in all; the number is the
-    /// limit passed, in seconds.
-    #[error("the request body took too long (limit: {0} s); send it again without pauses")]
-    RequestTimeout(u64),
+    /// The body went silent, took too long in all, or (an upload) arrived
+    /// too slowly; the text says which limit it passed.
+    #[error("the request body {0}; send it again without pauses")]
+    RequestTimeout(String),
     /// The path exists, not with this method; `allow` lists the methods it
     /// answers (the `Allow` header).
     #[error("{method} is not allowed here; use {}", .allow.join(", "))]
@@ -66,7 +66,7 @@ impl ApiError {
     pub fn from_payload(err: &actix_web::error::PayloadError) -> Self {
         match err {
             actix_web::error::PayloadError::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                Self::RequestTimeout(0)
+                Self::RequestTimeout(e.to_string())
             }
             other => Self::BadRequest(format!("cannot read the request body: {other}")),
         }
@@ -168,6 +168,7 @@ fn service_problem(err: &ServiceError) -> ProblemType {
         E::Lock(kind, _) => ProblemType::from(*kind),
         E::Unsatisfiable { .. } => ProblemType::Unsatisfiable,
         E::ResolveTimeout(_) => ProblemType::ResolveTimeout,
+        E::ResolveTooComplex(_) => ProblemType::ResolveTooComplex,
         E::Internal(_) => ProblemType::Internal,
     }
 }
@@ -434,6 +435,7 @@ pub enum ProblemType {
     LockYanked,
     Unsatisfiable,
     ResolveTimeout,
+    ResolveTooComplex,
     Internal,
 }
 
@@ -712,6 +714,12 @@ impl ProblemType {
                 422,
                 "The requirements cannot be met",
                 "No set of published versions meets every requirement; `detail` explains why and `conflicts` lists the clashing requirements. Relax a requirement or publish a version that fits.",
+            ),
+            Self::ResolveTooComplex => (
+                "resolve-too-complex",
+                422,
+                "The requirements are too intricate to resolve",
+                "The solver stopped after its bound on work without an answer. Pin some tools (a lock's pins are kept) or narrow their requirements.",
             ),
             Self::ResolveTimeout => (
                 "resolve-timeout",

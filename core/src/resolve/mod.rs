@@ -247,7 +247,23 @@ pub enum ResolveError {
     },
     #[error("resolution was cancelled")]
     Cancelled,
+    /// The solver went back on its choices [`MAX_BACKTRACKS`] times
+    /// without an answer: requirements built to make it search (a
+    /// pigeonhole of versions, say) end here, after milliseconds, rather
+    /// than at the clock, whose time other requests could use.
+    #[error(
+        "the tool requirements are too intricate to resolve (the solver went back on its choices {MAX_BACKTRACKS} times); \
+         pin or narrow some of them"
+    )]
+    TooComplex,
 }
+
+/// How often the solver may decide a package again after a backtrack.
+/// Deciding each package once costs little whatever their number; what
+/// grows fast is each backtrack's cost, with the incompatibilities learned
+/// so far (`deploy/bench/RESULTS.md` has the figures). Real requirements
+/// backtrack rarely.
+pub const MAX_BACKTRACKS: u64 = 1_000;
 
 /// Resolves `request` against `source`.
 pub fn resolve<S: PackageSource + ?Sized>(

@@ -3,9 +3,9 @@
 //! requirement was written so failures can be explained in those words.
 
 use std::{
-    cell::RefCell,
+    cell::{Cell, RefCell},
     cmp::Reverse,
-    collections::{BTreeMap, HashMap, hash_map::Entry},
+    collections::{BTreeMap, HashMap, HashSet, hash_map::Entry},
     rc::Rc,
     sync::Arc,
 };
@@ -17,8 +17,8 @@ use pubgrub::{
 use semver::VersionReq;
 
 use super::{
-    Cancel, PackageSource, Pkg, Request, Resolution, ResolveError, ResolvedTool, VersionEntry,
-    candidates::CandidateSet,
+    Cancel, MAX_BACKTRACKS, PackageSource, Pkg, Request, Resolution, ResolveError, ResolvedTool,
+    VersionEntry, candidates::CandidateSet,
 };
 use crate::names::PackageName;
 
@@ -119,6 +119,10 @@ pub(super) struct Provider<'a, S: ?Sized> {
     pins: HashMap<String, semver::Version>,
     pub(super) packages: RefCell<HashMap<String, Rc<PackageInfo>>>,
     pub(super) texts: RefCell<RequirementTexts>,
+    /// Packages decided so far, and how often one was decided again
+    /// after a backtrack, against [`MAX_BACKTRACKS`].
+    decided: RefCell<HashSet<Pkg>>,
+    backtracks: Cell<u64>,
 }
 
 /// The agent's requirements on one package, under the first spelling the
@@ -159,6 +163,8 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
             pins,
             packages: RefCell::default(),
             texts: RefCell::default(),
+            decided: RefCell::default(),
+            backtracks: Cell::new(0),
         }
     }
 
@@ -354,6 +360,9 @@ impl<S: PackageSource + ?Sized> DependencyProvider for Provider<'_, S> {
         package: &Pkg,
         range: &CandidateSet,
     ) -> Result<Option<semver::Version>, ResolveError> {
+        if !self.decided.borrow_mut().insert(package.clone()) {
+            self.backtracks.set(self.backtracks.get() + 1);
+        }
         let Some(info) = self.info(package) else {
             let root = root_version();
             return Ok(range.contains(&root).then_some(root));
@@ -404,7 +413,9 @@ impl<S: PackageSource + ?Sized> DependencyProvider for Provider<'_, S> {
     }
 
     fn should_cancel(&self) -> Result<(), ResolveError> {
-        if self.cancel.is_cancelled() {
+        if self.backtracks.get() > MAX_BACKTRACKS {
+            Err(ResolveError::TooComplex)
+        } else if self.cancel.is_cancelled() {
             Err(ResolveError::Cancelled)
         } else {
             Ok(())

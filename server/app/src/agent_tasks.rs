@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     Registry, ServiceError,
     models::ModelName,
+    rate_limits::ClientAddr,
     resolve::{MAX_RESOLVE_MODELS, MAX_RESOLVE_TOOLS, ResolveInput},
     search::SearchQuery,
 };
@@ -430,10 +431,11 @@ impl ResolveTask {
 /// same as JSON>}`, by the resolver `POST /api/v1/resolve` uses.
 pub async fn resolve(
     registry: &Registry,
+    client: &ClientAddr,
     task: &ResolveTask,
     prefix: &str,
 ) -> Result<Value, TaskError> {
-    let lock = crate::resolve::resolve_lock(registry, task.input.clone())
+    let lock = crate::resolve::resolve_lock(registry, client, task.input.clone())
         .await
         .map_err(|e| TaskError::from_service(e, prefix))?;
     let yaml = lock.to_yaml().map_err(|e| TaskError::Internal(e.into()))?;

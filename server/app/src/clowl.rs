@@ -55,7 +55,8 @@ pub async fn answer_message(
         return Ok(rate_limited(&registry, &raw, retry_after_secs));
     }
     let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || runtime.block_on(answer(&registry, &raw)))
+    let client = client.clone();
+    tokio::task::spawn_blocking(move || runtime.block_on(answer(&registry, &client, &raw)))
         .await
         .map_err(ServiceError::internal)
 }
@@ -147,7 +148,7 @@ fn rate_limited(registry: &Registry, raw: &[u8], retry_after_secs: u64) -> Messa
 
 /// Answers the bytes of one CLowl message, already counted against its
 /// sender's limit.
-async fn answer(registry: &Registry, raw: &[u8]) -> Message {
+async fn answer(registry: &Registry, client: &ClientAddr, raw: &[u8]) -> Message {
     let me = registry_id(registry);
     let request = match Message::from_slice(raw) {
         Ok(message) => message,
@@ -156,7 +157,7 @@ async fn answer(registry: &Registry, raw: &[u8]) -> Message {
         }
     };
     let outcome = match request.performative() {
-        Performative::Req | Performative::Qry => run_task(registry, &request).await,
+        Performative::Req | Performative::Qry => run_task(registry, client, &request).await,
         Performative::Caps => Ok(caps_reply(&request, me.clone())),
         Performative::Inf => Message::reply(
             &request,
@@ -194,7 +195,11 @@ fn caps_reply(request: &Message, me: Id) -> Message {
     .expect("the registry's CAPS body is valid")
 }
 
-async fn run_task(registry: &Registry, request: &Message) -> Result<Message, ClowlError> {
+async fn run_task(
+    registry: &Registry,
+    client: &ClientAddr,
+    request: &Message,
+) -> Result<Message, ClowlError> {
     let me = registry_id(registry);
     let task = request.body().t.as_str();
     let d = &request.body().d;
@@ -216,7 +221,7 @@ async fn run_task(registry: &Registry, request: &Message) -> Result<Message, Clo
             Err(e) => Err(e),
         },
         "resolve" => match ResolveTask::parse(d, "body.d") {
-            Ok(t) => agent_tasks::resolve(registry, &t, "body.d").await,
+            Ok(t) => agent_tasks::resolve(registry, client, &t, "body.d").await,
             Err(e) => Err(e),
         },
         other => {

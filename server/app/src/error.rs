@@ -126,6 +126,9 @@ pub enum ServiceError {
     },
     #[error("resolution did not finish within {0} ms")]
     ResolveTimeout(u64),
+    /// The solver's work bound ended the resolution (the reason in words).
+    #[error("{0}")]
+    ResolveTooComplex(String),
     /// Anything the client cannot fix. Its cause is logged, never sent.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),

@@ -74,7 +74,8 @@ pub async fn answer_message(
     {
         return Ok(rate_limited(&registry, &raw, retry_after_secs));
     }
-    off_workers(move |runtime| runtime.block_on(answer(&registry, &raw))).await
+    let client = client.clone();
+    off_workers(move |runtime| runtime.block_on(answer(&registry, &client, &raw))).await
 }
 
 /// Answers a batch: the answers in order, or a single `error` when the body
@@ -113,7 +114,7 @@ pub async fn answer_batch(
         Ok(Value::Array(
             items
                 .iter()
-                .map(|item| runtime.block_on(answer(&registry, item.get().as_bytes())))
+                .map(|item| runtime.block_on(answer(&registry, &client, item.get().as_bytes())))
                 .collect(),
         ))
     })
@@ -358,7 +359,7 @@ async fn off_workers<T: Send + 'static>(
 
 /// Answers the bytes of one message (or envelope), already counted against
 /// its sender's limit.
-async fn answer(registry: &Registry, raw: &[u8]) -> Value {
+async fn answer(registry: &Registry, client: &ClientAddr, raw: &[u8]) -> Value {
     let salvaged = || moltspeak::salvage_id(raw).unwrap_or_else(|| UNKNOWN_ID.to_owned());
     let transmission = match Transmission::from_slice(raw) {
         Ok(t) => t,
@@ -373,13 +374,17 @@ async fn answer(registry: &Registry, raw: &[u8]) -> Value {
         return error_message(registry, refusal, UNKNOWN_ID, None);
     };
     let sender = message.from();
-    match handle(registry, message).await {
+    match handle(registry, client, message).await {
         Ok(reply) => reply.to_value(),
         Err(refusal) => error_message(registry, refusal, message.id(), sender),
     }
 }
 
-async fn handle(registry: &Registry, message: &Message) -> Result<Message, Refusal> {
+async fn handle(
+    registry: &Registry,
+    client: &ClientAddr,
+    message: &Message,
+) -> Result<Message, Refusal> {
     authenticate(registry, message).await?;
     message.check(now_ms()).map_err(|e| Refusal::from(&e))?;
     message
@@ -423,7 +428,7 @@ async fn handle(registry: &Registry, message: &Message) -> Result<Message, Refus
             .map_err(sign_failed)
         }
         Op::Query => {
-            let data = query(registry, message.payload())
+            let data = query(registry, client, message.payload())
                 .await
                 .map_err(|e| Refusal::from(&e))?;
             let payload = json!({"status": "success", "data": data});
@@ -490,7 +495,11 @@ async fn authenticate(registry: &Registry, message: &Message) -> Result<(), Refu
     }
 }
 
-async fn query(registry: &Registry, p: &Map<String, Value>) -> Result<Value, TaskError> {
+async fn query(
+    registry: &Registry,
+    client: &ClientAddr,
+    p: &Map<String, Value>,
+) -> Result<Value, TaskError> {
     let text = |key: &str| match p.get(key) {
         None => Err(TaskError::Missing {
             field: format!("p.{key}"),
@@ -540,6 +549,7 @@ async fn query(registry: &Registry, p: &Map<String, Value>) -> Result<Value, Tas
         "resolve" => {
             agent_tasks::resolve(
                 registry,
+                client,
                 &ResolveTask::parse(params, "p.params")?,
                 "p.params",
             )

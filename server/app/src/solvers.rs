@@ -1,7 +1,11 @@
 //! The threads first-time resolutions run on.
 //!
 //! A solve is CPU work of about a millisecond: it runs off the async
-//! workers, a few at a time per core, in arrival order. A thread that
+//! workers, a few at a time per core, in arrival order. Each client (an
+//! address) has a share of the threads, a quarter of them: its solves
+//! past that wait for its own to finish before they join the queue, so a
+//! client sending hard instances holds a quarter of the pool at most, and
+//! the work bound in `core::resolve` ends each of them early. A thread that
 //! finishes a solve takes the next queued one itself. Through a semaphore
 //! and tokio's blocking pool, a finished solve's turn went first to a
 //! waiting request's (busy) worker, which then woke a blocking thread;
@@ -9,13 +13,16 @@
 //! times as much that way as here (`deploy/bench/RESULTS.md`, Decisions).
 
 use std::{
+    collections::HashMap,
     panic::AssertUnwindSafe,
     sync::{
-        Arc, Once,
+        Arc, Mutex, Once, PoisonError,
         atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -33,6 +40,31 @@ pub struct SolverPool {
     started: Once,
     /// Threads taking jobs now, stand-ins included.
     threads: Arc<AtomicUsize>,
+    /// Each client's share: solves it may have queued or running.
+    shares: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+    share: usize,
+}
+
+/// A client's turn, held by its job until the job ends; the client's
+/// entry goes when nobody holds or awaits one.
+struct Turn {
+    permit: Option<OwnedSemaphorePermit>,
+    client: String,
+    shares: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
+        drop(self.permit.take());
+        // The map's own reference is the last one: nobody waits.
+        if shares
+            .get(&self.client)
+            .is_some_and(|s| Arc::strong_count(s) == 1)
+        {
+            shares.remove(&self.client);
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,20 +80,49 @@ impl SolverPool {
     /// A pool of `size` threads (at least one).
     pub fn new(size: usize) -> Self {
         let (queue, jobs) = flume::unbounded();
+        let size = size.max(1);
         Self {
             queue,
             jobs,
-            size: size.max(1),
+            size,
             started: Once::new(),
             threads: Arc::new(AtomicUsize::new(0)),
+            shares: Arc::default(),
+            share: (size / 4).max(1),
         }
     }
 
-    /// Runs `solve` on a solver thread once the solves queued before it
-    /// have started; `None` when `deadline` passes first (the solve is then
-    /// skipped, or, if it started, left to its own cancellation).
+    /// `client`'s turn: at once while it has fewer than its share of solves
+    /// queued or running, else when one of them ends; `None` past
+    /// `deadline`.
+    async fn turn(&self, client: &str, deadline: tokio::time::Instant) -> Option<Turn> {
+        let share = {
+            let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(
+                shares
+                    .entry(client.to_owned())
+                    .or_insert_with(|| Arc::new(Semaphore::new(self.share))),
+            )
+        };
+        let mut turn = Turn {
+            permit: None,
+            client: client.to_owned(),
+            shares: Arc::clone(&self.shares),
+        };
+        let acquired = tokio::time::timeout_at(deadline, Arc::clone(&share).acquire_owned()).await;
+        // Released before the turn can drop, so the entry can go.
+        drop(share);
+        turn.permit = Some(acquired.ok()?.ok()?);
+        Some(turn)
+    }
+
+    /// Runs `solve` for `client` on a solver thread once it is the
+    /// client's turn and the solves queued before it have started; `None`
+    /// when `deadline` passes first (the solve is then skipped, or, if it
+    /// started, left to its own cancellation).
     pub async fn run<T: Send + 'static>(
         &self,
+        client: &str,
         deadline: tokio::time::Instant,
         solve: impl FnOnce() -> T + Send + 'static,
     ) -> Result<Option<T>, SolveFailed> {
@@ -75,12 +136,16 @@ impl SolverPool {
         if self.threads.load(Ordering::Relaxed) == 0 {
             return Err(SolveFailed::NoThreads);
         }
+        let Some(turn) = self.turn(client, deadline).await else {
+            return Ok(None);
+        };
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {
             // The request has gone (timed out, or its client left).
             if !answer.is_closed() {
                 let _ = answer.send(solve());
             }
+            drop(turn);
         });
         // Unbounded, and never closed while `self` lives: what is queued is
         // bounded by the requests in flight, each holding one job at most.
@@ -166,7 +231,7 @@ mod tests {
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let runs = (0..8).map(|i| {
             let order = Arc::clone(&order);
-            pool.run(later(5_000), move || {
+            pool.run("client", later(5_000), move || {
                 order.lock().unwrap().push(i);
                 std::thread::current().name().map(str::to_owned)
             })
@@ -183,9 +248,12 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_solve_fails_alone() {
         let pool = SolverPool::new(1);
-        let failed = pool.run(later(5_000), || panic!("a bug")).await;
+        let failed = pool.run("client", later(5_000), || panic!("a bug")).await;
         assert!(matches!(failed, Err(SolveFailed::NoAnswer)));
-        assert_eq!(pool.run(later(5_000), || 7).await.unwrap(), Some(7));
+        assert_eq!(
+            pool.run("client", later(5_000), || 7).await.unwrap(),
+            Some(7)
+        );
     }
 
     #[tokio::test]
@@ -196,7 +264,7 @@ mod tests {
             let inner = Arc::clone(&pool);
             tokio::spawn(async move {
                 let pool = Arc::clone(&inner);
-                pool.run(later(5_000), move || {
+                pool.run("client", later(5_000), move || {
                     inner.while_blocked(|| released.recv().unwrap());
                     "blocked"
                 })
@@ -205,7 +273,7 @@ mod tests {
         };
         // With one thread, this runs only on the stand-in.
         assert_eq!(
-            pool.run(later(5_000), || "next").await.unwrap(),
+            pool.run("another", later(5_000), || "next").await.unwrap(),
             Some("next")
         );
         release.send(()).unwrap();
@@ -216,11 +284,13 @@ mod tests {
     async fn a_solve_queued_past_its_deadline_is_skipped() {
         let pool = SolverPool::new(1);
         let (release, released) = std::sync::mpsc::channel::<()>();
-        let busy = pool.run(later(5_000), move || released.recv().unwrap());
+        let busy = pool.run("client", later(5_000), move || released.recv().unwrap());
         let ran = Arc::new(AtomicBool::new(false));
         let late = {
             let ran = Arc::clone(&ran);
-            pool.run(later(20), move || ran.store(true, Ordering::SeqCst))
+            pool.run("another", later(20), move || {
+                ran.store(true, Ordering::SeqCst)
+            })
         };
         let (busy, late) = tokio::join!(busy, async {
             let late = late.await;
@@ -231,7 +301,40 @@ mod tests {
         busy.unwrap().unwrap();
         // The skipped job was dequeued after the busy one; one more solve
         // behind it shows the queue moved past it without running it.
-        assert_eq!(pool.run(later(5_000), || ()).await.unwrap(), Some(()));
+        assert_eq!(
+            pool.run("client", later(5_000), || ()).await.unwrap(),
+            Some(())
+        );
         assert!(!ran.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn a_client_past_its_share_waits_and_others_go_first() {
+        // Four threads: a client's share is one.
+        let pool = Arc::new(SolverPool::new(4));
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let hard = {
+            let pool = Arc::clone(&pool);
+            tokio::spawn(async move {
+                pool.run("greedy", later(5_000), move || released.recv().unwrap())
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Its second solve waits for its first, though threads are idle...
+        let second = pool.run("greedy", later(100), || "second");
+        // ...while another client's runs at once.
+        let other = pool.run("innocent", later(5_000), || "innocent");
+        let (second, other) = tokio::join!(second, other);
+        assert_eq!(other.unwrap(), Some("innocent"));
+        assert_eq!(second.unwrap(), None);
+        release.send(()).unwrap();
+        hard.await.unwrap().unwrap();
+        // Its turn is back once its solve ended, and the entry is gone.
+        assert_eq!(
+            pool.run("greedy", later(5_000), || 1).await.unwrap(),
+            Some(1)
+        );
+        assert!(pool.shares.lock().unwrap().is_empty());
     }
 }

@@ -12,7 +12,7 @@ use actix_web::{
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::{error::ApiError, state::AppState};
+use crate::{error::ApiError, rate_limit::Client, state::AppState};
 use app::ServiceError;
 use app::resolve::{self, RenderKey, ResolveInput};
 
@@ -117,7 +117,7 @@ fn answer_in_json(req: &HttpRequest, json_request: bool) -> Result<bool, ApiErro
         (status = 406, description = "`Accept` admits neither YAML nor JSON (`not-acceptable`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "Larger than 1 MiB", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 415, description = "Neither YAML nor JSON", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid input, an unknown tool or model (`validation-failed`), or requirements that cannot be met (`unsatisfiable`: the explanation in `detail`, the clashing requirements in `conflicts`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid input, an unknown tool or model (`validation-failed`), requirements that cannot be met (`unsatisfiable`: the explanation in `detail`, the clashing requirements in `conflicts`), or requirements too intricate for the solver's bound on work (`resolve-too-complex`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 503, description = "Resolution took too long (`resolve-timeout`)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -125,6 +125,7 @@ fn answer_in_json(req: &HttpRequest, json_request: bool) -> Result<bool, ApiErro
 pub async fn resolve_lock(
     req: HttpRequest,
     state: web::Data<AppState>,
+    Client(client): Client,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let content_type = match content_type(&req).as_str() {
@@ -142,7 +143,7 @@ pub async fn resolve_lock(
         body: super::read_body(&req, payload, MAX_RESOLVE_BODY).await?,
     };
     let json_answer = key.json_answer;
-    let answer = resolve::resolve_answer(&state, key, |body| {
+    let answer = resolve::resolve_answer(&state, &client, key, |body| {
         if content_type == "application/json" {
             let request: ResolveRequest = serde_json::from_slice(body)
                 .map_err(|e| ServiceError::Malformed(format!("invalid JSON body: {e}")))?;

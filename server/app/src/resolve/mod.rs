@@ -39,7 +39,7 @@ mod cache;
 use cache::{Entries, LockTools, ToolReads};
 pub use cache::{IndexCache, RenderKey};
 
-use crate::{FieldError, Registry, ServiceError};
+use crate::{FieldError, Registry, ServiceError, rate_limits::ClientAddr};
 use store::{
     Db,
     index::PackageIndex,
@@ -325,21 +325,32 @@ async fn lock_models(
 /// files of a given lock are carried over where still valid.
 pub async fn resolve_lock(
     registry: &Registry,
+    client: &ClientAddr,
     input: ResolveInput,
 ) -> Result<Lockfile, ServiceError> {
     let generation = registry
         .index_cache
         .current_generation(&registry.db)
         .await?;
-    resolve_lock_at(registry, generation, store::now(), input, Lockfile::clone).await
+    resolve_lock_at(
+        registry,
+        client,
+        generation,
+        store::now(),
+        input,
+        Lockfile::clone,
+    )
+    .await
 }
 
 /// [`resolve_lock`] at a generation the caller read, with `resolved_at`
 /// given in Unix seconds, answering what `render` makes of the lock. A
 /// fresh resolution's tools are cached after `render` has read them, so
-/// they are moved there rather than copied.
+/// they are moved there rather than copied. `client` solves within its
+/// share of the solver threads.
 pub async fn resolve_lock_at<R>(
     registry: &Registry,
+    client: &ClientAddr,
     generation: i64,
     resolved_at: i64,
     input: ResolveInput,
@@ -365,7 +376,7 @@ pub async fn resolve_lock_at<R>(
     let (tools, fresh) = match registry.index_cache.resolution(generation, &request) {
         Some(tools) => (LockTools::clone(&tools), None),
         None => {
-            let (tools, reads) = solve(registry, generation, &request, deadline).await?;
+            let (tools, reads) = solve(registry, client, generation, &request, deadline).await?;
             (tools, Some((request, reads)))
         }
     };
@@ -398,6 +409,7 @@ pub async fn resolve_lock_at<R>(
 /// must be resolved.
 pub async fn resolve_answer(
     registry: &Registry,
+    client: &ClientAddr,
     key: RenderKey,
     parse: impl FnOnce(&[u8]) -> Result<ResolveInput, ServiceError>,
 ) -> Result<bytes::Bytes, ServiceError> {
@@ -413,7 +425,7 @@ pub async fn resolve_answer(
     let input = parse(&key.body)?;
     let json_answer = key.json_answer;
     let answer = bytes::Bytes::from(
-        resolve_lock_at(registry, generation, now, input, |lock| {
+        resolve_lock_at(registry, client, generation, now, input, |lock| {
             if json_answer {
                 serde_json::to_vec(lock).map_err(ServiceError::internal)
             } else {
@@ -579,17 +591,19 @@ impl Wanted {
 /// own, which keeps the slow end of the distribution near the middle.
 async fn solve(
     registry: &Registry,
+    client: &ClientAddr,
     generation: i64,
     request: &Request,
     deadline: Instant,
 ) -> Result<(LockTools, ToolReads), ServiceError> {
-    let (solved, reads) = match run_solver(registry, generation, request, deadline, true).await? {
-        (Err(ResolveError::Source { source, .. }), _) if source.is::<NotCached>() => {
-            prefetch(registry, generation, request, deadline).await?;
-            run_solver(registry, generation, request, deadline, false).await?
-        }
-        solved => solved,
-    };
+    let (solved, reads) =
+        match run_solver(registry, client, generation, request, deadline, true).await? {
+            (Err(ResolveError::Source { source, .. }), _) if source.is::<NotCached>() => {
+                prefetch(registry, generation, request, deadline).await?;
+                run_solver(registry, client, generation, request, deadline, false).await?
+            }
+            solved => solved,
+        };
     solved.map(|tools| (tools, reads)).map_err(|e| match e {
         ResolveError::Unsatisfiable {
             explanation,
@@ -607,6 +621,7 @@ async fn solve(
             )])
         }
         ResolveError::Cancelled => timed_out(registry),
+        e @ ResolveError::TooComplex => ServiceError::ResolveTooComplex(e.to_string()),
         other => ServiceError::internal(other),
     })
 }
@@ -617,6 +632,7 @@ async fn solve(
 /// and off the async workers. Answers with the tools the solver looked up.
 async fn run_solver(
     registry: &Registry,
+    client: &ClientAddr,
     generation: i64,
     request: &Request,
     deadline: Instant,
@@ -635,7 +651,7 @@ async fn run_solver(
     registry
         .index_cache
         .solvers
-        .run(deadline.into(), move || {
+        .run(client.as_str(), deadline.into(), move || {
             let solved = resolve(&source, &request, &cancel).map(Resolution::into_lock_tools);
             (solved, source.reads.into_inner())
         })
