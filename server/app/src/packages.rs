@@ -17,6 +17,7 @@ use crate::{
     FieldError, Registry, ServiceError,
     accounts::Actor,
     cache::{self, Rendered, RenderedKey},
+    rate_limits::{Bucket, account_budget},
     tlog,
     tokens::Authenticated,
 };
@@ -413,9 +414,32 @@ pub async fn set_yanked(
     Ok(view)
 }
 
+/// Marks deleted the live versions whose text `Version` refuses today: a
+/// registry from before versions were bounded may hold one (a publish of
+/// `x@1.0.0+<70,000 characters>` was accepted then). Such a row could not
+/// be read (rows are typed), so every page and index listing it would
+/// fail; deleted, it is skipped like any deleted version, and its log
+/// entry is served as a placeholder (`core::tlog::served_entry_bundle`).
+/// Runs at start-up; one scan of the versions longer than any bound allows
+/// without a parse. Returns how many were retired.
+pub async fn retire_unreadable_versions(db: &store::Db) -> Result<u64, store::Error> {
+    let candidates = db.long_version_texts(64).await?;
+    let unreadable: Vec<i64> = candidates
+        .into_iter()
+        .filter(|(_, text)| agentlang_core::Version::parse(text).is_err())
+        .map(|(id, _)| id)
+        .collect();
+    if unreadable.is_empty() {
+        return Ok(0);
+    }
+    db.delete_versions_by_id(&unreadable).await
+}
+
 /// The rule of a yank, for the API and the catalog: the account must own
-/// the package, and a reason is at most 500 characters. The change and its
-/// log entry are one write; returns the entry's index.
+/// the package, a reason is at most 500 characters, and a version changes
+/// at most [`crate::rate_limits::YANKS_PER_VERSION_PER_MINUTE`] times a
+/// minute (an account, [`crate::rate_limits::YANKS_PER_ACCOUNT_PER_MINUTE`]). The change and its log entry are
+/// one write; returns the entry's index.
 pub async fn set_yanked_by_owner(
     registry: &Registry,
     actor: Actor<'_>,
@@ -431,6 +455,23 @@ pub async fn set_yanked_by_owner(
             format!("must be at most {MAX_YANK_REASON_CHARS} characters"),
         )]));
     }
+    // A change is a permanent log entry and moves every replica's caches:
+    // budgeted per version and per account. Asking for the state a version
+    // already has writes nothing, and costs nothing.
+    let current = registry.db.find_version(package.id, version).await?;
+    if current.is_some_and(|v| v.deleted_at.is_none() && v.yanked != yanked) {
+        registry.rate_limits.check(
+            Bucket::YankPerVersion,
+            &format!(
+                "{}:{}@{version}",
+                package.kind.as_str(),
+                package.normalized_name
+            ),
+        )?;
+        registry
+            .rate_limits
+            .check(Bucket::YankPerAccount, &account_budget(actor.account_id))?;
+    }
     let entry = tlog::yank_entry(
         package.kind,
         &package.name,
@@ -439,6 +480,7 @@ pub async fn set_yanked_by_owner(
         reason,
         actor.username.as_str(),
     );
+    tlog::check_servable(&entry)?;
     let change = YankChange {
         yanked,
         reason,

@@ -55,7 +55,19 @@ pub enum Bucket {
     /// CLowl and MoltSpeak messages (each item of a batch): keyed by
     /// address.
     AgentMessage,
+    /// Yanks and unyanks of one version: keyed by the version. Each is a
+    /// permanent log entry and moves every replica's caches, so a version
+    /// may change [`YANKS_PER_VERSION_PER_MINUTE`] times a minute.
+    YankPerVersion,
+    /// Yanks and unyanks by one account, whatever the version: keyed by
+    /// account ([`YANKS_PER_ACCOUNT_PER_MINUTE`] a minute).
+    YankPerAccount,
 }
+
+/// Fixed rather than configured: no registry needs a version to change
+/// more often, and a burst of these is what a loop looks like.
+pub const YANKS_PER_VERSION_PER_MINUTE: u32 = 4;
+pub const YANKS_PER_ACCOUNT_PER_MINUTE: u32 = 30;
 
 /// What a request costs, by its route (the HTTP layer says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +96,8 @@ pub struct RateLimits {
     authenticated: DefaultKeyedRateLimiter<String>,
     expensive: DefaultKeyedRateLimiter<String>,
     agent_messages: DefaultKeyedRateLimiter<String>,
+    yanks_per_version: DefaultKeyedRateLimiter<String>,
+    yanks_per_account: DefaultKeyedRateLimiter<String>,
     trusted_proxies: Vec<IpNet>,
 }
 
@@ -100,6 +114,12 @@ impl RateLimits {
             authenticated: limiter(settings.authenticated_per_minute),
             expensive: limiter(settings.expensive_per_minute),
             agent_messages: limiter(settings.agent_messages_per_minute),
+            yanks_per_version: limiter(
+                NonZeroU32::new(YANKS_PER_VERSION_PER_MINUTE).unwrap_or(NonZeroU32::MIN),
+            ),
+            yanks_per_account: limiter(
+                NonZeroU32::new(YANKS_PER_ACCOUNT_PER_MINUTE).unwrap_or(NonZeroU32::MIN),
+            ),
             trusted_proxies: settings.trusted_proxies.clone(),
         }
     }
@@ -113,6 +133,8 @@ impl RateLimits {
             Bucket::Authenticated => &self.authenticated,
             Bucket::Expensive => &self.expensive,
             Bucket::AgentMessage => &self.agent_messages,
+            Bucket::YankPerVersion => &self.yanks_per_version,
+            Bucket::YankPerAccount => &self.yanks_per_account,
         }
     }
 

@@ -565,6 +565,29 @@ macro_rules! publish_round {
 }
 
 impl Db {
+    /// Whether `account_id` owns a package with a live version published at
+    /// or before `before` (Unix seconds): an established publisher. Read
+    /// through the owner index, then each owned package's live versions.
+    pub async fn published_before(
+        &self,
+        account_id: i64,
+        before: i64,
+    ) -> Result<bool, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM package_owners o
+                  JOIN versions v ON v.package_id = o.package_id
+                  WHERE o.account_id = $1 AND v.published_at <= $2 AND v.deleted_at IS NULL
+                  LIMIT 1) AS found",
+            )
+            .bind(account_id)
+            .bind(before)
+            .fetch_one(pool)
+            .await
+        })
+        .map(|n| n > 0)
+    }
+
     /// The package with any spelling of `name` in `kind`.
     pub async fn find_package(
         &self,
@@ -940,6 +963,39 @@ impl Db {
             .fetch_all(pool)
             .await
         })
+    }
+
+    /// Live versions whose text is longer than `bytes`, as stored (not
+    /// parsed: a repair reads them to find the rows today's rules refuse).
+    pub async fn long_version_texts(&self, bytes: i64) -> Result<Vec<(i64, String)>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT id, version FROM versions
+                 WHERE deleted_at IS NULL AND LENGTH(version) > $1 ORDER BY id",
+            )
+            .bind(bytes)
+            .fetch_all(pool)
+            .await
+        })
+    }
+
+    /// Marks the versions `ids` deleted, as [`Db::delete_version`] does.
+    pub async fn delete_versions_by_id(&self, ids: &[i64]) -> Result<u64, sqlx::Error> {
+        let mut deleted = 0;
+        for id in ids {
+            deleted += with_pool!(self, pool => {
+                sqlx::query("UPDATE versions SET deleted_at = $1 WHERE id = $2 AND deleted_at IS NULL")
+                    .bind(now())
+                    .bind(*id)
+                    .execute(pool)
+                    .await
+                    .map(|done| done.rows_affected())
+            })?;
+        }
+        if deleted > 0 {
+            super::note_local_write();
+        }
+        Ok(deleted)
     }
 
     /// Marks a version deleted. Its row stays, so the version can never be

@@ -28,6 +28,9 @@ backend_tests!(
     a_log_that_does_not_verify_is_not_served,
     tile_paths_outside_the_tree_are_not_found,
     the_log_page_shows_the_checkpoint_and_links_each_entry,
+    every_entry_the_log_accepts_is_served,
+    an_entry_too_long_to_frame_is_served_as_a_placeholder,
+    a_version_todays_bounds_refuse_is_retired_at_start,
 );
 
 /// What an outsider holds after checking a checkpoint.
@@ -521,4 +524,206 @@ async fn the_log_page_shows_the_checkpoint_and_links_each_entry(backend: Backend
     // Past the end, the newest entries.
     let res = app.get("/log?at=999999").await;
     assert_eq!(res.status(), StatusCode::OK);
+}
+
+/// The root of a tree of these leaf hashes, by `tlog_tiles` alone.
+fn root_of(leaves: &[Hash]) -> Hash {
+    struct Stored(Vec<Hash>);
+    impl tlog_tiles::HashReader for Stored {
+        fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
+            indexes
+                .iter()
+                .map(|&i| {
+                    self.0
+                        .get(i as usize)
+                        .copied()
+                        .ok_or(tlog_tiles::Error::IndexesNotInTree)
+                })
+                .collect()
+        }
+    }
+    let mut stored = Stored(Vec::new());
+    for (n, leaf) in leaves.iter().enumerate() {
+        let added = tlog_tiles::stored_hashes_for_record_hash(n as u64, *leaf, &stored).unwrap();
+        stored.0.extend(added);
+    }
+    tlog_tiles::tree_hash(leaves.len() as u64, &stored).unwrap()
+}
+
+/// Bundle 0 of a tree of `size` entries, split on its 2-byte lengths.
+async fn raw_entries(app: &TestApp, size: u64) -> Vec<Vec<u8>> {
+    let path = agentlang_core::tlog::tile_path(None, 0, size);
+    let res = app.get(&format!("/log/{path}")).await;
+    assert_eq!(res.status(), StatusCode::OK, "{path}");
+    let bundle = res.bytes().await.unwrap();
+    let mut out = Vec::new();
+    let mut rest = &bundle[..];
+    while !rest.is_empty() {
+        let len = usize::from(u16::from_be_bytes([rest[0], rest[1]]));
+        out.push(rest[2..2 + len].to_vec());
+        rest = &rest[2 + len..];
+    }
+    assert_eq!(out.len() as u64, size);
+    out
+}
+
+async fn every_entry_the_log_accepts_is_served(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    // Every field of the entries at its bound: the longest name, a version
+    // with the longest pre-release and build metadata, the longest reason.
+    let name = format!("t{}", "o".repeat(63));
+    let version = format!("1.0.0-{}+{}", "a".repeat(64), "b".repeat(64));
+    published(&app, &alice.token, tool(&alice.key, &name, &version, &[])).await;
+    let yank = |reason: String| {
+        app.request(
+            reqwest::Method::POST,
+            &format!("/api/v1/tools/{name}/{version}/yank"),
+        )
+        .bearer_auth(&alice.token)
+        .json(&json!({ "reason": reason }))
+        .send()
+    };
+    // Past a field's bound is refused where it is read, and writes nothing.
+    problem(
+        yank("r".repeat(501)).await.unwrap(),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    let past = format!("1.0.0+{}", "b".repeat(65));
+    assert!(agentlang_core::Version::parse(&past).is_err());
+    let yanked: Value = yank("r".repeat(500)).await.unwrap().json().await.unwrap();
+    let size = yanked["log"]["index"].as_u64().unwrap() + 1;
+    let checked = checkpoint_of(&app, size).await;
+    // Whatever the log took, its bundles serve, and the entries they hold
+    // give the root the checkpoint signs.
+    let entries = raw_entries(&app, checked.size).await;
+    assert!(entries.iter().all(|e| !e.is_empty()), "no placeholder");
+    let leaves: Vec<Hash> = entries.iter().map(|e| tlog_tiles::record_hash(e)).collect();
+    assert_eq!(root_of(&leaves), checked.root);
+    // And no entry the store would take is past what a bundle frames.
+    let mut long = agentlang_core::tlog::LogEntry::new(
+        agentlang_core::tlog::LogOp::Yank,
+        "2026-01-01T00:00:00Z",
+    );
+    long.reason = Some("r".repeat(70_000));
+    assert!(app::tlog::check_servable(&long).is_err());
+}
+
+async fn an_entry_too_long_to_frame_is_served_as_a_placeholder(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    published(&app, &alice.token, tool(&alice.key, "calc", "1.0.0", &[])).await;
+    // What a registry from before entries were bounded could hold: the
+    // entry of `x@1.0.0+<70,000 characters>`, written straight to the
+    // table as that registry's append did.
+    let poison = format!(
+        r#"{{"account":"alice","kind":"tool","name":"x","op":"publish","time":"2026-01-01T00:00:00Z","v":1,"version":"1.0.0+{}"}}"#,
+        "b".repeat(70_000)
+    );
+    let insert = "INSERT INTO log_entries (idx, entry, created_at)
+                  SELECT COALESCE(MAX(idx) + 1, 0), $1, 0 FROM log_entries";
+    match &app.store().db {
+        Db::Sqlite(pool) => sqlx::query(insert)
+            .bind(poison.as_bytes().to_vec())
+            .execute(pool)
+            .await
+            .map(drop),
+        Db::Postgres(pools) => sqlx::query(insert)
+            .bind(poison.as_bytes().to_vec())
+            .execute(pools.current())
+            .await
+            .map(drop),
+    }
+    .unwrap();
+    // Entries after it are served and provable too.
+    let after = published(&app, &alice.token, tool(&alice.key, "calc", "1.1.0", &[])).await;
+    let size = after["log"]["index"].as_u64().unwrap() + 1;
+    let checked = checkpoint_of(&app, size).await;
+    let entries = raw_entries(&app, checked.size).await;
+    let placeholder = entries
+        .iter()
+        .position(|e| e.is_empty())
+        .expect("the long entry's placeholder");
+    assert_eq!(placeholder as u64, size - 2);
+    for (i, entry) in entries.iter().enumerate() {
+        if i != placeholder {
+            serde_json::from_slice::<Value>(entry).expect("an entry is JSON");
+        }
+    }
+    // The placeholder's leaf hash is in the level-0 tile; with it, the
+    // entries give the signed root.
+    let tile = app
+        .get(&format!(
+            "/log/{}",
+            agentlang_core::tlog::tile_path(Some(0), 0, checked.size)
+        ))
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let leaves: Vec<Hash> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            if i == placeholder {
+                Hash(tile[32 * i..32 * (i + 1)].try_into().unwrap())
+            } else {
+                tlog_tiles::record_hash(e)
+            }
+        })
+        .collect();
+    assert_eq!(
+        leaves[placeholder],
+        tlog_tiles::record_hash(poison.as_bytes())
+    );
+    assert_eq!(root_of(&leaves), checked.root);
+}
+
+async fn a_version_todays_bounds_refuse_is_retired_at_start(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    published(&app, &alice.token, tool(&alice.key, "calc", "1.0.0", &[])).await;
+    published(&app, &alice.token, tool(&alice.key, "calc", "1.1.0", &[])).await;
+    // What a registry from before versions were bounded could hold: a row
+    // whose text no `Version` parses today.
+    let long = format!("1.0.0+{}", "b".repeat(70_000));
+    let update = "UPDATE versions SET version = $1 WHERE version = '1.0.0'";
+    match &app.store().db {
+        Db::Sqlite(pool) => sqlx::query(update)
+            .bind(&long)
+            .execute(pool)
+            .await
+            .map(drop),
+        Db::Postgres(pools) => sqlx::query(update)
+            .bind(&long)
+            .execute(pools.current())
+            .await
+            .map(drop),
+    }
+    .unwrap();
+    // What start-up runs before it serves.
+    let retired = app::packages::retire_unreadable_versions(&app.store().db)
+        .await
+        .unwrap();
+    assert_eq!(retired, 1);
+    // The package reads again, without the row it could not type.
+    let res = app.get("/api/v1/tools/calc").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let package: Value = res.json().await.unwrap();
+    let versions: Vec<&str> = package["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["1.1.0"]);
+    assert_eq!(app.get("/tools/calc").await.status(), StatusCode::OK);
 }
