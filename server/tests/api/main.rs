@@ -6,6 +6,7 @@ use agentlang_registry_testing as support;
 mod accounts;
 mod binary;
 mod bounds;
+mod caches;
 mod catalog;
 mod clowl;
 mod conformance;
