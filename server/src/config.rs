@@ -151,6 +151,11 @@ struct FileConfig {
     request_timeout_secs: Option<u64>,
     max_concurrent_uploads: Option<usize>,
     max_concurrent_uploads_per_account: Option<usize>,
+    max_concurrent_uploads_per_address: Option<usize>,
+    max_requests_per_address: Option<usize>,
+    body_budget_mib: Option<usize>,
+    upload_min_bytes_per_sec: Option<u64>,
+    upload_rate_grace_secs: Option<u64>,
     database_timeout_secs: Option<u64>,
     storage_timeout_secs: Option<u64>,
 }
@@ -253,6 +258,7 @@ impl Config {
         for (value, slot) in [
             (file.body_idle_timeout_secs, &mut limits.body_idle_timeout),
             (file.upload_timeout_secs, &mut limits.upload_timeout),
+            (file.upload_rate_grace_secs, &mut limits.upload_rate_grace),
             (file.request_timeout_secs, &mut limits.request_timeout),
             (file.database_timeout_secs, &mut limits.database_timeout),
             (file.storage_timeout_secs, &mut limits.storage_timeout),
@@ -267,6 +273,18 @@ impl Config {
         if let Some(v) = file.max_concurrent_uploads_per_account {
             limits.max_concurrent_uploads_per_account = v;
         }
+        if let Some(v) = file.max_concurrent_uploads_per_address {
+            limits.max_concurrent_uploads_per_address = v;
+        }
+        if let Some(v) = file.max_requests_per_address {
+            limits.max_requests_per_address = v;
+        }
+        if let Some(v) = file.body_budget_mib {
+            limits.body_budget_bytes = v.saturating_mul(1024 * 1024);
+        }
+        if let Some(v) = file.upload_min_bytes_per_sec {
+            limits.upload_min_bytes_per_sec = v;
+        }
         self.check_limits()
             .map_err(|(key, message)| invalid(&key.to_ascii_lowercase(), message))
     }
@@ -278,6 +296,7 @@ impl Config {
         for (name, value) in [
             ("BODY_IDLE_TIMEOUT_SECS", limits.body_idle_timeout),
             ("UPLOAD_TIMEOUT_SECS", limits.upload_timeout),
+            ("UPLOAD_RATE_GRACE_SECS", limits.upload_rate_grace),
             ("REQUEST_TIMEOUT_SECS", limits.request_timeout),
             ("DATABASE_TIMEOUT_SECS", limits.database_timeout),
             ("STORAGE_TIMEOUT_SECS", limits.storage_timeout),
@@ -291,6 +310,16 @@ impl Config {
             (
                 "MAX_CONCURRENT_UPLOADS_PER_ACCOUNT",
                 limits.max_concurrent_uploads_per_account,
+            ),
+            (
+                "MAX_CONCURRENT_UPLOADS_PER_ADDRESS",
+                limits.max_concurrent_uploads_per_address,
+            ),
+            ("MAX_REQUESTS_PER_ADDRESS", limits.max_requests_per_address),
+            ("BODY_BUDGET_MIB", limits.body_budget_bytes),
+            (
+                "UPLOAD_MIN_BYTES_PER_SEC",
+                usize::try_from(limits.upload_min_bytes_per_sec).unwrap_or(usize::MAX),
             ),
         ] {
             if value == 0 {
@@ -424,6 +453,7 @@ impl Config {
         for (name, slot) in [
             ("BODY_IDLE_TIMEOUT_SECS", &mut self.limits.body_idle_timeout),
             ("UPLOAD_TIMEOUT_SECS", &mut self.limits.upload_timeout),
+            ("UPLOAD_RATE_GRACE_SECS", &mut self.limits.upload_rate_grace),
             ("REQUEST_TIMEOUT_SECS", &mut self.limits.request_timeout),
             ("DATABASE_TIMEOUT_SECS", &mut self.limits.database_timeout),
             ("STORAGE_TIMEOUT_SECS", &mut self.limits.storage_timeout),
@@ -438,6 +468,20 @@ impl Config {
         if let Some(v) = number("MAX_CONCURRENT_UPLOADS_PER_ACCOUNT")? {
             self.limits.max_concurrent_uploads_per_account =
                 usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = number("MAX_CONCURRENT_UPLOADS_PER_ADDRESS")? {
+            self.limits.max_concurrent_uploads_per_address =
+                usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = number("MAX_REQUESTS_PER_ADDRESS")? {
+            self.limits.max_requests_per_address = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = number("BODY_BUDGET_MIB")? {
+            self.limits.body_budget_bytes =
+                usize::try_from(v.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = number("UPLOAD_MIN_BYTES_PER_SEC")? {
+            self.limits.upload_min_bytes_per_sec = v;
         }
         if let Some(v) = var("TRUSTED_PROXIES") {
             self.rate_limits.trusted_proxies = v
@@ -632,6 +676,26 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "MAX_CONCURRENT_UPLOADS_PER_ACCOUNT",
         "uploads one account may have in flight",
     ),
+    (
+        "MAX_CONCURRENT_UPLOADS_PER_ADDRESS",
+        "uploads one address may have in flight",
+    ),
+    (
+        "MAX_REQUESTS_PER_ADDRESS",
+        "requests one address may have in flight",
+    ),
+    (
+        "BODY_BUDGET_MIB",
+        "request bodies all requests in flight may hold in memory, in MiB",
+    ),
+    (
+        "UPLOAD_MIN_BYTES_PER_SEC",
+        "the slowest an upload may arrive, on average, once its grace has passed",
+    ),
+    (
+        "UPLOAD_RATE_GRACE_SECS",
+        "how long an upload may arrive slower than its least rate",
+    ),
 ];
 
 /// Shown instead of a secret.
@@ -739,6 +803,13 @@ impl Config {
             "MAX_CONCURRENT_UPLOADS_PER_ACCOUNT" => {
                 limits.max_concurrent_uploads_per_account.to_string()
             }
+            "MAX_CONCURRENT_UPLOADS_PER_ADDRESS" => {
+                limits.max_concurrent_uploads_per_address.to_string()
+            }
+            "MAX_REQUESTS_PER_ADDRESS" => limits.max_requests_per_address.to_string(),
+            "BODY_BUDGET_MIB" => (limits.body_budget_bytes / (1024 * 1024)).to_string(),
+            "UPLOAD_MIN_BYTES_PER_SEC" => limits.upload_min_bytes_per_sec.to_string(),
+            "UPLOAD_RATE_GRACE_SECS" => secs(limits.upload_rate_grace),
             _ => return None,
         })
     }

@@ -1,8 +1,12 @@
 //! What one request may hold, in time: a request body that goes silent for
 //! the idle timeout, or takes longer than its total time, is cut off with
-//! 408 and the connection closed; a request (other than an upload) that is
-//! not answered within the request timeout gets 503. Dropping the handler
-//! releases what it held (a spool file, a blocking thread, a connection).
+//! 408 and the connection closed, and so is an upload that arrives slower
+//! than its least rate once a grace period has passed (an upload
+//! holds a spool file and a reading thread: they go to clients that send;
+//! both figures are `RequestLimits`').
+//! A request (other than an upload) that is not answered within the
+//! request timeout gets 503. Dropping the handler releases what it held (a
+//! spool file, a blocking thread, a connection).
 
 use std::{
     cell::Cell,
@@ -32,7 +36,41 @@ use app::ServiceError;
 /// The one route whose body may take minutes (an upload of tens of MiB) and
 /// whose work after the body has its own deadlines (database and storage
 /// timeouts).
-const UPLOAD_PATH: &str = "/api/v1/publish";
+pub(crate) const UPLOAD_PATH: &str = "/api/v1/publish";
+
+/// An upload's least rate: by when its next byte must have arrived.
+struct MinRate {
+    started: Instant,
+    grace: Duration,
+    bytes_per_sec: u64,
+    received: u64,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl MinRate {
+    fn new(started: Instant, grace: Duration, bytes_per_sec: u64) -> Self {
+        Self {
+            started,
+            grace,
+            bytes_per_sec: bytes_per_sec.max(1),
+            received: 0,
+            timer: Box::pin(sleep_until(started + grace)),
+        }
+    }
+
+    /// The grace, plus the time `received` bytes take at the least rate.
+    fn due(&self) -> Instant {
+        self.started
+            + self.grace
+            + Duration::from_secs_f64(self.received as f64 / self.bytes_per_sec as f64)
+    }
+
+    fn arrived(&mut self, bytes: usize) {
+        self.received += bytes as u64;
+        let due = self.due();
+        self.timer.as_mut().reset(due);
+    }
+}
 
 /// A request body that times out: after each chunk it waits at most
 /// `idle` for the next, and the whole body must arrive by `deadline`.
@@ -42,23 +80,44 @@ struct TimedBody {
     idle_timer: Pin<Box<Sleep>>,
     whole: Duration,
     deadline: Pin<Box<Sleep>>,
-    /// Set when a timer fired, to the limit that was passed, so the
-    /// middleware answers 408 whatever the handler made of the error.
-    fired: Rc<Cell<Option<Duration>>>,
+    /// Uploads only.
+    min_rate: Option<MinRate>,
+    /// Set when a timer fired, to what was passed, so the middleware
+    /// answers 408 whatever the handler made of the error.
+    fired: Rc<Cell<Option<Passed>>>,
     done: bool,
 }
 
+/// Which time limit a body passed.
+#[derive(Debug, Clone, Copy)]
+enum Passed {
+    /// Sent nothing for this long.
+    Idle(Duration),
+    /// Was not whole within this.
+    Whole(Duration),
+    /// Slower than this many bytes a second.
+    Rate(u64),
+}
+
+impl std::fmt::Display for Passed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Idle(limit) => write!(f, "sent nothing for {} s", limit.as_secs()),
+            Self::Whole(limit) => write!(f, "did not arrive within {} s", limit.as_secs()),
+            Self::Rate(bytes_per_sec) => {
+                write!(f, "arrived slower than {bytes_per_sec} bytes a second")
+            }
+        }
+    }
+}
+
 impl TimedBody {
-    fn timed_out(
-        &mut self,
-        limit: Duration,
-        what: &str,
-    ) -> Poll<Option<Result<Bytes, PayloadError>>> {
+    fn timed_out(&mut self, passed: Passed) -> Poll<Option<Result<Bytes, PayloadError>>> {
         self.done = true;
-        self.fired.set(Some(limit));
+        self.fired.set(Some(passed));
         Poll::Ready(Some(Err(PayloadError::Io(io::Error::new(
             io::ErrorKind::TimedOut,
-            format!("the request body {what} {} s", limit.as_secs()),
+            passed.to_string(),
         )))))
     }
 }
@@ -75,6 +134,9 @@ impl Stream for TimedBody {
             Poll::Ready(Some(Ok(chunk))) => {
                 let next = Instant::now() + this.idle;
                 this.idle_timer.as_mut().reset(next);
+                if let Some(rate) = &mut this.min_rate {
+                    rate.arrived(chunk.len());
+                }
                 Poll::Ready(Some(Ok(chunk)))
             }
             Poll::Ready(other) => {
@@ -84,11 +146,17 @@ impl Stream for TimedBody {
             Poll::Pending => {
                 if this.deadline.as_mut().poll(cx).is_ready() {
                     let whole = this.whole;
-                    return this.timed_out(whole, "did not arrive within");
+                    return this.timed_out(Passed::Whole(whole));
                 }
                 if this.idle_timer.as_mut().poll(cx).is_ready() {
                     let idle = this.idle;
-                    return this.timed_out(idle, "sent nothing for");
+                    return this.timed_out(Passed::Idle(idle));
+                }
+                if let Some(rate) = &mut this.min_rate
+                    && rate.timer.as_mut().poll(cx).is_ready()
+                {
+                    let bytes_per_sec = rate.bytes_per_sec;
+                    return this.timed_out(Passed::Rate(bytes_per_sec));
                 }
                 Poll::Pending
             }
@@ -135,6 +203,13 @@ pub async fn bound_request(
             idle_timer: Box::pin(sleep_until(now + limits.body_idle_timeout)),
             whole,
             deadline: Box::pin(sleep_until(now + whole)),
+            min_rate: is_upload.then(|| {
+                MinRate::new(
+                    now,
+                    limits.upload_rate_grace,
+                    limits.upload_min_bytes_per_sec,
+                )
+            }),
             fired: Rc::clone(&fired),
             done: false,
         };
@@ -153,9 +228,9 @@ pub async fn bound_request(
         tokio::time::timeout(limits.request_timeout, next.call(req)).await
     };
     match (answered, fired.get()) {
-        (Ok(response), Some(limit)) => {
+        (Ok(response), Some(passed)) => {
             let response = response?;
-            let mut refusal = ApiError::RequestTimeout(limit.as_secs()).error_response();
+            let mut refusal = ApiError::RequestTimeout(passed.to_string()).error_response();
             // The rest of the body is never read: the connection cannot
             // carry another request.
             refusal

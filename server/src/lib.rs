@@ -6,6 +6,7 @@
 //! [`startup::Application::build`] turns a [`config::Config`] into a bound
 //! server; `main.rs` only reads the configuration and runs it.
 
+pub mod admission;
 pub mod auth;
 pub mod catalog;
 pub mod conditional;

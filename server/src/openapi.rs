@@ -173,19 +173,19 @@ const SHARED: [Shared; 8] = [
     Shared {
         name: "RateLimited",
         status: "429",
-        description: "Too many requests from this client or token (`rate-limited`)",
+        description: "Too many requests from this client or token, or too many in flight from its address (`rate-limited`)",
         header: Some(("Retry-After", "Seconds to wait before retrying")),
     },
     Shared {
         name: "Unavailable",
         status: "503",
-        description: "A backend is out of reach, or the request ran past its deadline (`unavailable`)",
+        description: "A backend is out of reach, the request ran past its deadline, or the registry holds as many request bodies as it can (`unavailable`)",
         header: Some(("Retry-After", "Seconds to wait before retrying")),
     },
     Shared {
         name: "RequestTimeout",
         status: "408",
-        description: "The request body went silent for 30 s, or took longer than the request's time in all (`request-timeout`); the connection is closed",
+        description: "The request body went silent for 30 s, took longer than the request's time in all, or (an upload) arrived slower than 8 KiB/s after its first 10 s (`request-timeout`); the connection is closed",
         header: None,
     },
     Shared {

@@ -15,6 +15,7 @@ use utoipa_swagger_ui::SwaggerUi;
 use app::Registry;
 
 use crate::{
+    admission,
     config::Config,
     deadlines, error, metrics,
     openapi::ApiDoc,
@@ -29,6 +30,27 @@ const JSON_BODY_LIMIT: usize = 64 * 1024;
 
 /// How long a stopping server lets in-flight requests finish.
 const SHUTDOWN_GRACE_SECS: u64 = 30;
+
+/// Open files kept out of the connections' share: database connections,
+/// spool files, blob files, logs.
+const FILES_NOT_FOR_CONNECTIONS: u64 = 512;
+
+/// Connections each worker accepts: the open-files limit (raised to the
+/// hard limit first) less what the rest of the process needs, shared by
+/// the workers. Past it, a worker stops accepting until one closes (new
+/// clients wait in the kernel's queue) instead of failing `accept` and
+/// every file the process then tries to open.
+fn connections_per_worker(workers: usize) -> usize {
+    let files = match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(files) => files,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read or raise the open-files limit");
+            1024
+        }
+    };
+    let per_worker = files.saturating_sub(FILES_NOT_FOR_CONNECTIONS) / workers.max(1) as u64;
+    usize::try_from(per_worker).unwrap_or(usize::MAX).max(64)
+}
 
 /// A bound, not yet running registry.
 pub struct Application {
@@ -102,8 +124,10 @@ impl Application {
                 )
                 .default_service(web::to(crate::openapi::unmatched))
                 // Outermost last: request id, then the log span, metrics,
-                // problem completion, rate limits, and the deadlines.
+                // problem completion, rate limits, admission, and the
+                // deadlines.
                 .wrap(from_fn(deadlines::bound_request))
+                .wrap(from_fn(admission::admit_request))
                 .wrap(from_fn(rate_limit::limit_requests))
                 .wrap(from_fn(error::problem_details))
                 .wrap(from_fn(metrics::record_requests))
@@ -114,6 +138,7 @@ impl Application {
                 .wrap(app_state.config.default_headers())
         })
         .shutdown_timeout(SHUTDOWN_GRACE_SECS)
+        .max_connections(connections_per_worker(workers))
         .workers(workers);
         let server = server.listen(listener)?.run();
         let background = state.registry.start_background();

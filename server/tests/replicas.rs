@@ -45,6 +45,8 @@ impl Cluster {
             .process()
             .public_url(PUBLIC_URL)
             .rate_limits_off()
+            // Every publisher here shares 127.0.0.1.
+            .limits(|l| l.max_concurrent_uploads_per_address = 16)
             .workers(2)
             .build()
             .await?;

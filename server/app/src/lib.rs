@@ -10,6 +10,7 @@
 //! how, is `agentlang-registry-store`'s; no SQL is written here.
 
 pub mod accounts;
+pub mod admission;
 pub mod agent_tasks;
 pub mod audit;
 pub mod cache;

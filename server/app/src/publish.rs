@@ -47,7 +47,7 @@ use store::{
     time::rfc3339,
 };
 
-pub use crate::uploads::{UploadSlot, UploadSlots};
+pub use crate::uploads::{UploadEntry, UploadSlot, UploadSlots};
 
 /// Where uploads are spooled, under the data folder.
 pub const SPOOL_DIR: &str = "uploads";
@@ -60,6 +60,16 @@ const BATCH_BYTES: usize = 128 * 1024;
 /// Batches queued between the handler and the verifying thread: at most
 /// 512 KiB per upload in flight.
 const QUEUED_BATCHES: usize = 4;
+
+/// The body bytes an upload may send before its manifest has checked out
+/// and it holds a verification slot. Builders write `manifest.json` first
+/// (it is at most 1 MiB); the verifying thread trails the body by at most
+/// `(QUEUED_BATCHES + 1) * BATCH_BYTES`.
+const BEFORE_MANIFEST_BYTES: u64 = 2 * 1024 * 1024;
+
+/// How long ago an account must have published to count as established
+/// (for the reserved upload slots).
+const ESTABLISHED_AFTER_SECS: i64 = 24 * 60 * 60;
 
 /// An upload in progress. The handler hands it the body chunk by chunk; a
 /// blocking thread writes each chunk to a temporary file and reads it as a
@@ -77,6 +87,7 @@ pub struct Upload {
     verifier: Option<tokio::task::JoinHandle<Verified>>,
     received: u64,
     limit: u64,
+    check: Arc<ManifestCheck>,
 }
 
 /// What the verifying thread ends with.
@@ -101,17 +112,37 @@ pub struct ManifestCheck {
     kept: bool,
     account_id: i64,
     patterns: Option<Vec<NamePattern>>,
+    /// Where the verification slot comes from once the manifest checks
+    /// out, and whether the account may take a reserved one.
+    slots: Arc<UploadSlots>,
+    established: bool,
+    slot: std::sync::Mutex<Option<UploadSlot>>,
 }
 
 impl ManifestCheck {
     pub async fn load(registry: &Registry, auth: &Authenticated) -> Result<Self, ServiceError> {
         let (keys, kept) = keys::publishing_keys(registry, auth.account_id, false).await?;
+        let established = registry
+            .db
+            .published_before(auth.account_id, store::now() - ESTABLISHED_AFTER_SECS)
+            .await?;
         Ok(Self {
             keys,
             kept,
             account_id: auth.account_id,
             patterns: auth.patterns.clone(),
+            slots: Arc::clone(&registry.uploads),
+            established,
+            slot: std::sync::Mutex::default(),
         })
+    }
+
+    /// Whether the manifest checked out and the upload holds a slot.
+    fn has_slot(&self) -> bool {
+        self.slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
     }
 
     /// The caller's unrevoked key `key_id` among `keys`.
@@ -139,12 +170,17 @@ impl ManifestCheck {
             }
         }
         let name = manifest.name();
-        match &self.patterns {
-            Some(patterns) if !patterns.iter().any(|p| p.matches(name)) => {
-                Err(ServiceError::TokenNotForPackage(name.to_string()))
-            }
-            _ => Ok(()),
+        if let Some(patterns) = &self.patterns
+            && !patterns.iter().any(|p| p.matches(name))
+        {
+            return Err(ServiceError::TokenNotForPackage(name.to_string()));
         }
+        let slot = self.slots.claim(self.established)?;
+        *self
+            .slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(slot);
+        Ok(())
     }
 }
 
@@ -226,6 +262,7 @@ impl Upload {
             max_compressed_bytes: limit,
             ..Limits::default()
         };
+        let checked = Arc::clone(&check);
         let verifier = tokio::task::spawn_blocking(move || -> Verified {
             let spool = store::files::create_private_dir(&dir)
                 .and_then(|()| tempfile::NamedTempFile::new_in(&dir));
@@ -242,7 +279,7 @@ impl Upload {
                 file,
                 write_error: None,
             };
-            let verified = container::read_checked(&mut reader, &limits, |m| check.check(m));
+            let verified = container::read_checked(&mut reader, &limits, |m| checked.check(m));
             let spooled = match reader.write_error.take() {
                 Some(e) => Err(e),
                 None => reader.file.flush().map(|()| path),
@@ -255,6 +292,7 @@ impl Upload {
             verifier: Some(verifier),
             received: 0,
             limit,
+            check,
         }
     }
 
@@ -264,6 +302,17 @@ impl Upload {
         self.received += chunk.len() as u64;
         if self.received > self.limit {
             return Err(self.too_large());
+        }
+        if self.received > BEFORE_MANIFEST_BYTES && !self.check.has_slot() {
+            // A refusal of the verifying thread explains itself better.
+            self.feed = None;
+            return Err(self.outcome().await.err().unwrap_or_else(|| {
+                ServiceError::ContainerInvalid(format!(
+                    "manifest.json did not arrive within the first {} MiB of the container; \
+                     containers are built with it first",
+                    BEFORE_MANIFEST_BYTES / (1024 * 1024)
+                ))
+            }));
         }
         if self.batch.is_empty() && chunk.len() >= BATCH_BYTES {
             return self.send(chunk).await;
@@ -336,12 +385,13 @@ impl Upload {
     }
 }
 
-/// A publish under way: the caller's upload slot, what the manifest will
-/// be checked against, and the upload the body is handed to
-/// ([`Upload::write`]) as it arrives.
+/// A publish under way: the caller's upload entry, what the manifest will
+/// be checked against (which takes a verification slot once it checks
+/// out), and the upload the body is handed to ([`Upload::write`]) as it
+/// arrives.
 #[derive(Debug)]
 pub struct Publishing {
-    _slot: UploadSlot,
+    _entry: UploadEntry,
     check: Arc<ManifestCheck>,
     pub upload: Upload,
     /// The largest container accepted, in bytes.
@@ -350,8 +400,8 @@ pub struct Publishing {
 
 /// Everything a publish can refuse before its body: the token's `publish`
 /// scope, the publish budgets of the account and of the client's address, an
-/// upload slot (per process and per account), and the caller's signing
-/// keys, read once for the manifest check.
+/// upload entry (per process, account and address), and the caller's
+/// signing keys, read once for the manifest check.
 pub async fn begin_publish(
     registry: &Registry,
     auth: &Authenticated,
@@ -364,12 +414,12 @@ pub async fn begin_publish(
     registry
         .rate_limits
         .check(Bucket::Publish, client.as_str())?;
-    let slot = registry.uploads.claim(auth.account_id)?;
+    let entry = registry.uploads.enter(auth.account_id, client)?;
     let check = Arc::new(ManifestCheck::load(registry, auth).await?);
     let limit = registry.settings.max_upload_bytes as u64;
     Ok(Publishing {
         upload: Upload::start(&registry.settings.data_dir, limit, Arc::clone(&check)),
-        _slot: slot,
+        _entry: entry,
         check,
         limit,
     })
@@ -382,7 +432,7 @@ pub async fn complete_publish(
     publishing: Publishing,
 ) -> Result<PublishOutcome, ServiceError> {
     let Publishing {
-        _slot,
+        _entry,
         check,
         upload,
         ..
@@ -814,10 +864,6 @@ pub async fn publish(
     let trust = extras.trust.clone();
     let extras = extras.to_stored();
 
-    registry
-        .blobs
-        .put_file(upload.path(), &upload.sha256)
-        .await?;
     let log_entry = tlog::publish_entry(
         kind,
         name,
@@ -826,6 +872,14 @@ pub async fn publish(
         Some(signer.as_str()),
         auth.username.as_str(),
     );
+    // Refused before anything is written: an entry the log's bundles
+    // could not serve would break them for good. The parsed fields' own
+    // bounds keep every entry far below this.
+    tlog::check_servable(&log_entry)?;
+    registry
+        .blobs
+        .put_file(upload.path(), &upload.sha256)
+        .await?;
     let new = NewVersion {
         kind,
         name: name.clone(),

@@ -9,6 +9,7 @@ use store::{Blobs, Db};
 
 use crate::{
     ServiceError,
+    admission::Admission,
     cache::{Rendered, RenderedCache, RenderedKey},
     downloads::{DownloadCounter, DownloadTargets},
     identity::RegistryIdentity,
@@ -50,7 +51,9 @@ pub struct Registry {
     /// Slots for password hashing and checking.
     pub(crate) passwords: PasswordWork,
     /// Slots for uploads being verified.
-    pub(crate) uploads: UploadSlots,
+    pub(crate) uploads: Arc<UploadSlots>,
+    /// What requests in flight hold: per address, and their bodies' bytes.
+    pub(crate) admission: Admission,
     /// Where publishes commit, in batches.
     pub(crate) publish_queue: PublishQueue,
     /// Signing keys as publishes check them, kept briefly.
@@ -76,6 +79,11 @@ impl Registry {
     /// The rate-limit budgets every request and attempt spends.
     pub fn rate_limits(&self) -> &RateLimits {
         &self.rate_limits
+    }
+
+    /// What requests in flight may hold (the HTTP layer admits each).
+    pub fn admission(&self) -> &Admission {
+        &self.admission
     }
 
     /// The registry's counters, for `/metrics` and the HTTP layer's own.

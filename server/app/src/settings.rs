@@ -120,6 +120,20 @@ pub struct RequestLimits {
     pub max_concurrent_uploads: usize,
     /// Uploads one account may have in flight at once; more get 429.
     pub max_concurrent_uploads_per_account: usize,
+    /// Uploads one address may have in flight at once, before their
+    /// manifest as after; more get 429.
+    pub max_concurrent_uploads_per_address: usize,
+    /// Requests one address may have in flight at once; more get 429.
+    pub max_requests_per_address: usize,
+    /// Bytes of request bodies all requests in flight may hold in memory
+    /// (uploads, spooled to disk, are not counted); past it, 503.
+    pub body_budget_bytes: usize,
+    /// The slowest an upload may arrive, on average since it started, once
+    /// `upload_rate_grace` has passed (408): uploads hold a spool file and
+    /// a reading thread, and those go to clients that send.
+    pub upload_min_bytes_per_sec: u64,
+    /// Before the rate counts: connection set-up and a slow start.
+    pub upload_rate_grace: Duration,
     /// How long a request waits for a database connection before 503.
     pub database_timeout: Duration,
     /// How long one object-storage call may take (retries included).
@@ -134,6 +148,12 @@ impl Default for RequestLimits {
             request_timeout: Duration::from_secs(30),
             max_concurrent_uploads: 32,
             max_concurrent_uploads_per_account: 4,
+            max_concurrent_uploads_per_address: 4,
+            max_requests_per_address: 64,
+            body_budget_bytes: 128 * 1024 * 1024,
+            // 64 kbit/s: below any publisher's link, far above a trickle.
+            upload_min_bytes_per_sec: 8 * 1024,
+            upload_rate_grace: Duration::from_secs(10),
             database_timeout: Duration::from_secs(5),
             storage_timeout: Duration::from_secs(30),
         }

@@ -9,6 +9,7 @@ use store::{Blobs, Db, files::create_private_dir};
 use crate::{
     Registry,
     accounts::apply_configured_admins,
+    admission::{Admission, AdmissionLimits},
     cache,
     downloads::{self, DownloadCounter},
     identity::RegistryIdentity,
@@ -93,6 +94,15 @@ impl Registry {
         let identity = RegistryIdentity::load(&settings.identity, &settings.data_dir)
             .context("cannot load the registry's agent identity")?;
 
+        let retired = packages::retire_unreadable_versions(&db)
+            .await
+            .context("cannot check stored versions against today's bounds")?;
+        if retired > 0 {
+            tracing::warn!(
+                retired,
+                "marked deleted the versions whose text today's bounds refuse"
+            );
+        }
         let tlog = TransparencyLog::open(&db, &settings.log, &public_url)
             .await
             .context("cannot open the transparency log")?;
@@ -109,10 +119,11 @@ impl Registry {
         let registry = Self {
             rate_limits: RateLimits::new(&settings.rate_limits),
             passwords: PasswordWork::per_core(),
-            uploads: UploadSlots::new(
-                settings.limits.max_concurrent_uploads,
-                settings.limits.max_concurrent_uploads_per_account,
-            ),
+            uploads: Arc::new(UploadSlots::new(&settings.limits)),
+            admission: Admission::new(AdmissionLimits::new(
+                settings.limits.max_requests_per_address,
+                settings.limits.body_budget_bytes,
+            )),
             downloads: DownloadCounter::default(),
             publish_queue: PublishQueue::start(db.clone())
                 .context("cannot start the publish queue's thread")?,

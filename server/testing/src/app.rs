@@ -318,6 +318,11 @@ impl TestAppBuilder {
                 defaults.upload_timeout,
             ),
             (
+                "UPLOAD_RATE_GRACE_SECS",
+                limits.upload_rate_grace,
+                defaults.upload_rate_grace,
+            ),
+            (
                 "REQUEST_TIMEOUT_SECS",
                 limits.request_timeout,
                 defaults.request_timeout,
@@ -348,10 +353,31 @@ impl TestAppBuilder {
                 limits.max_concurrent_uploads_per_account,
                 defaults.max_concurrent_uploads_per_account,
             ),
+            (
+                "MAX_CONCURRENT_UPLOADS_PER_ADDRESS",
+                limits.max_concurrent_uploads_per_address,
+                defaults.max_concurrent_uploads_per_address,
+            ),
+            (
+                "MAX_REQUESTS_PER_ADDRESS",
+                limits.max_requests_per_address,
+                defaults.max_requests_per_address,
+            ),
+            (
+                "BODY_BUDGET_MIB",
+                limits.body_budget_bytes / (1024 * 1024),
+                defaults.body_budget_bytes / (1024 * 1024),
+            ),
         ] {
             if value != default {
                 set(key, value.to_string());
             }
+        }
+        if limits.upload_min_bytes_per_sec != defaults.upload_min_bytes_per_sec {
+            set(
+                "UPLOAD_MIN_BYTES_PER_SEC",
+                limits.upload_min_bytes_per_sec.to_string(),
+            );
         }
         if let Some((backends, database_host, s3_endpoint)) = backends {
             env.extend(backends.env(database_host, s3_endpoint));

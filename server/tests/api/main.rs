@@ -4,6 +4,7 @@
 use agentlang_registry_testing as support;
 
 mod accounts;
+mod admission;
 mod binary;
 mod bounds;
 mod caches;

@@ -668,8 +668,13 @@ async fn uploads_past_the_limit_are_refused(backend: Backend) {
 async fn thirty_concurrent_publishes_give_one_version(backend: Backend) {
     let Some(app) = TestApp::builder(backend)
         .workers(4)
-        // All thirty race; the per-account bound is tested on its own.
-        .limits(|l| l.max_concurrent_uploads_per_account = 30)
+        // All thirty race; the per-account, per-address and per-process
+        // bounds are tested on their own.
+        .limits(|l| {
+            l.max_concurrent_uploads = 40;
+            l.max_concurrent_uploads_per_account = 30;
+            l.max_concurrent_uploads_per_address = 30;
+        })
         .build()
         .await
     else {
