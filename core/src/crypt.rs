@@ -47,6 +47,8 @@ pub enum CryptError {
     KeyFile(String),
     #[error("the operating system's random number generator failed: {0}")]
     Random(String),
+    #[error("{0:?} is not a prompt key id (16 lowercase hex digits)")]
+    KeyId(String),
 }
 
 /// A publisher's 32-byte prompt key. Zeroized on drop; never printed.
@@ -88,13 +90,26 @@ impl PromptKey {
 
     /// The key file's text: base64 and a newline.
     pub fn to_key_file(&self) -> Zeroizing<String> {
-        let mut text = Zeroizing::new(STANDARD.encode(self.0.as_ref()));
+        let mut text = Zeroizing::new(STANDARD.encode(&self.0[..]));
         text.push('\n');
         text
     }
 
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
+    }
+
+    /// The key's public name: the first 8 bytes of SHA-256 over a domain
+    /// tag and the key. Recorded in the manifest of what the key seals, so
+    /// a grant of the key reaches every version it opens; it says nothing
+    /// of the key.
+    pub fn id(&self) -> PromptKeyId {
+        use sha2::Digest;
+        let digest = Sha256::new()
+            .chain_update(b"agentlang-prompt-key-id\n")
+            .chain_update(&self.0[..])
+            .finalize();
+        PromptKeyId(hex::encode(&digest[..8]))
     }
 
     fn cipher(&self) -> Aes256Gcm {
@@ -105,6 +120,43 @@ impl PromptKey {
 impl fmt::Debug for PromptKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("PromptKey(..)")
+    }
+}
+
+/// A prompt key's id ([`PromptKey::id`]): 16 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PromptKeyId(String);
+
+impl PromptKeyId {
+    pub fn parse(text: &str) -> Result<Self, CryptError> {
+        if text.len() == 16 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(CryptError::KeyId(text.chars().take(40).collect()))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PromptKeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl serde::Serialize for PromptKeyId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PromptKeyId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 

@@ -12,6 +12,7 @@ pub mod crypt;
 pub mod diagnostics;
 pub mod digest;
 pub mod events;
+pub mod grants;
 pub mod handoff;
 pub mod host;
 pub mod json_schema;

@@ -6,7 +6,13 @@
 
 use sqlx::{Database, Decode, Encode, Type, encode::IsNull, error::BoxDynError};
 
-use crate::{Kind, PackageName, Username, Version, digest::Sha256Digest, signing::KeyId};
+use crate::{
+    Kind, PackageName, Username, Version,
+    crypt::PromptKeyId,
+    digest::Sha256Digest,
+    grants::{PromptMode, Recipient},
+    signing::KeyId,
+};
 
 /// Implements `Type`, `Decode` and `Encode` for a newtype stored as text:
 /// `parse` builds it from the column's `&str`, `text` gives its spelling.
@@ -59,4 +65,11 @@ text_column!(PackageName, parse: |s| PackageName::new(s).map_err(|e| e.to_string
 text_column!(Version, parse: |s| Version::parse(s).map_err(|e| e.to_string()), text: Version::to_string);
 text_column!(Username, parse: Username::parse, text: |u| u.as_str().to_owned());
 text_column!(KeyId, parse: |s| KeyId::new(s).map_err(|e| e.to_string()), text: |k| k.as_str().to_owned());
+text_column!(PromptKeyId, parse: |s| PromptKeyId::parse(s).map_err(|e| e.to_string()), text: |k| k.as_str().to_owned());
+text_column!(Recipient, parse: |s| Recipient::parse(s).map_err(|e| e.to_string()), text: Recipient::to_string);
+text_column!(PromptMode, parse: |s| match s {
+    "open" => Ok(PromptMode::Open),
+    "sealed" => Ok(PromptMode::Sealed),
+    _ => Err("expected open or sealed".to_owned()),
+}, text: |m| m.as_str().to_owned());
 text_column!(Sha256Digest, parse: |s| Sha256Digest::parse_hex(s).map_err(|e| e.to_string()), text: Sha256Digest::to_hex);

@@ -35,6 +35,10 @@ pub enum LogOp {
     OwnerRemove,
     KeyAdd,
     KeyRevoke,
+    /// An owner granted a sealed agent's prompt key to an account.
+    GrantAdd,
+    /// An owner revoked a grant.
+    GrantRevoke,
 }
 
 /// One entry. Serialized as RFC 8785 canonical JSON ([`LogEntry::to_bytes`]):
@@ -66,6 +70,10 @@ pub struct LogEntry {
     /// For the genesis entry: the log's origin.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// For a grant or its revocation: the hex commitment to the grant
+    /// (`grants::commitment`), never the grantee's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
 }
 
 impl LogEntry {
@@ -83,6 +91,7 @@ impl LogEntry {
             account: None,
             reason: None,
             origin: None,
+            grant: None,
         }
     }
 

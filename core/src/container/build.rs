@@ -68,7 +68,12 @@ pub fn build(input: &BuildInput<'_>) -> Result<Vec<u8>, ContainerError> {
 
     let files = members
         .iter()
-        .map(|(path, bytes)| FileEntry::of(path.clone(), bytes, encrypted.contains(path)))
+        .map(|(path, bytes)| match input.prompt_key {
+            Some(key) if encrypted.contains(path) => {
+                FileEntry::sealed(path.clone(), bytes, key.id())
+            }
+            _ => FileEntry::of(path.clone(), bytes, false),
+        })
         .collect();
     let manifest = Manifest::new(
         input.kind,

@@ -20,7 +20,9 @@ use time::{
 };
 
 use crate::{
-    Kind, MemberPath, PackageName, Version, crypt::ENCRYPTED_SUFFIX, digest::Sha256Digest,
+    Kind, MemberPath, PackageName, Version,
+    crypt::{ENCRYPTED_SUFFIX, PromptKeyId},
+    digest::Sha256Digest,
     signing::KeyId,
 };
 
@@ -50,6 +52,8 @@ pub enum ManifestError {
     ListsReserved(String),
     #[error("manifest.json marks {0:?} encrypted, but encrypted members end in \".enc\"")]
     EncryptedWithoutSuffix(String),
+    #[error("manifest.json names a prompt key for {0:?}, which is not encrypted")]
+    KeyIdWithoutEncryption(String),
     #[error(
         "{0:?} is not a creation time in RFC 3339 UTC with whole seconds (like 2025-01-29T10:30:00Z)"
     )]
@@ -132,6 +136,11 @@ pub struct FileEntry {
     pub sha256: Sha256Digest,
     #[serde(default, skip_serializing_if = "is_false")]
     pub encrypted: bool,
+    /// For an encrypted member: the id of the key that sealed it, so the
+    /// registry can tell which grants open it (absent in containers built
+    /// before grants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<PromptKeyId>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -145,6 +154,15 @@ impl FileEntry {
             size: bytes.len() as u64,
             sha256: Sha256Digest::of(bytes),
             encrypted,
+            key_id: None,
+        }
+    }
+
+    /// An encrypted member, sealed by the key `key_id`.
+    pub fn sealed(path: MemberPath, bytes: &[u8], key_id: PromptKeyId) -> Self {
+        Self {
+            key_id: Some(key_id),
+            ..Self::of(path, bytes, true)
         }
     }
 }
@@ -267,6 +285,9 @@ impl Manifest {
             if file.encrypted && !path.ends_with(ENCRYPTED_SUFFIX) {
                 return Err(ManifestError::EncryptedWithoutSuffix(path.to_owned()));
             }
+            if file.key_id.is_some() && !file.encrypted {
+                return Err(ManifestError::KeyIdWithoutEncryption(path.to_owned()));
+            }
         }
         Ok(())
     }
@@ -298,6 +319,25 @@ impl Manifest {
     /// Every member except `manifest.json` and `signature.sig`, sorted by path.
     pub fn files(&self) -> &[FileEntry] {
         &self.files
+    }
+
+    /// An agent's prompt mode: sealed when it holds `prompt.yaml.enc`.
+    /// `None` for what is not an agent.
+    pub fn prompt_mode(&self) -> Option<crate::grants::PromptMode> {
+        use crate::grants::PromptMode;
+        (self.kind == Kind::Agent).then(|| {
+            if self.file(super::ENCRYPTED_PROMPT_PATH).is_some() {
+                PromptMode::Sealed
+            } else {
+                PromptMode::Open
+            }
+        })
+    }
+
+    /// The id of the key that sealed the prompt, when its builder recorded
+    /// it.
+    pub fn prompt_key_id(&self) -> Option<&PromptKeyId> {
+        self.file(super::ENCRYPTED_PROMPT_PATH)?.key_id.as_ref()
     }
 
     pub fn file(&self, path: &str) -> Option<&FileEntry> {
