@@ -1,6 +1,7 @@
 //! What a request may hold while in flight: one of its address's share of
 //! requests (429 past it), and, byte by byte as its body arrives, room in
-//! the process's body budget (503 past it, the connection closed). Both
+//! its address's share of the process's body budget (429 past it) and in
+//! the budget (503 past it), the connection closed either way. Both
 //! are given back when the answer is ready. The rules are
 //! `app::admission`'s; this is where HTTP meets them.
 //!
@@ -26,7 +27,11 @@ use actix_web::{
     middleware::Next,
     web,
 };
-use app::{ServiceError, admission::Admitted, rate_limits::ClientAddr};
+use app::{
+    ServiceError,
+    admission::{Admitted, BodyRefusal},
+    rate_limits::ClientAddr,
+};
 use bytes::Bytes;
 use futures_util::Stream;
 
@@ -41,9 +46,9 @@ fn is_exempt(path: &str) -> bool {
 struct BudgetedBody {
     inner: dev::Payload,
     admitted: Rc<RefCell<Admitted>>,
-    /// Set when the budget refused a chunk, so the middleware answers 503
-    /// whatever the handler made of the error.
-    refused: Rc<Cell<bool>>,
+    /// Set when the budget refused a chunk, so the middleware answers with
+    /// the refusal whatever the handler made of the error.
+    refused: Rc<Cell<Option<BodyRefusal>>>,
     done: bool,
 }
 
@@ -58,9 +63,9 @@ impl Stream for BudgetedBody {
         match Pin::new(&mut this.inner).poll_next(cx) {
             Poll::Ready(Some(Ok(chunk))) => match this.admitted.borrow_mut().hold(chunk.len()) {
                 Ok(()) => Poll::Ready(Some(Ok(chunk))),
-                Err(_) => {
+                Err(refusal) => {
                     this.done = true;
-                    this.refused.set(true);
+                    this.refused.set(Some(refusal));
                     Poll::Ready(Some(Err(PayloadError::Io(io::Error::other(
                         "the registry's budget for request bodies is spent",
                     )))))
@@ -100,7 +105,7 @@ pub async fn admit_request(
         }
     };
     let is_upload = req.method() == Method::POST && req.path() == UPLOAD_PATH;
-    let refused = Rc::new(Cell::new(false));
+    let refused = Rc::new(Cell::new(None));
     if !is_upload {
         let body = BudgetedBody {
             inner: req.take_payload(),
@@ -116,12 +121,8 @@ pub async fn admit_request(
     // The handler is done with the body: what it held is given back when
     // `admitted` drops, here.
     drop(admitted);
-    if refused.get() {
-        let mut refusal = ApiError::from(ServiceError::Unavailable(
-            "the registry is receiving as many request bodies as it can hold; retry shortly"
-                .to_owned(),
-        ))
-        .error_response();
+    if let Some(refused) = refused.get() {
+        let mut refusal = ApiError::from(ServiceError::from(refused)).error_response();
         // The rest of the body is never read: the connection cannot carry
         // another request.
         refusal

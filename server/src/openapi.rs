@@ -65,6 +65,16 @@ use crate::{
         routes::keys::list_keys,
         routes::keys::get_key,
         routes::keys::revoke_key,
+        routes::grants::create_recipient_challenge,
+        routes::grants::create_prompt_recipient,
+        routes::grants::list_prompt_recipients,
+        routes::grants::delete_prompt_recipient,
+        routes::grants::list_account_prompt_recipients,
+        routes::grants::put_grant,
+        routes::grants::revoke_grant,
+        routes::grants::list_agent_grants,
+        routes::grants::list_account_grants,
+        routes::grants::get_prompt_key,
         routes::publish::publish_version,
         routes::packages::get_package,
         routes::packages::get_version,
@@ -105,12 +115,13 @@ use crate::{
             Protocol answers are HTTP 200 whatever they say (errors travel in the protocol); \
             413 only past the size limits."),
         (name = "keys", description = "Signing keys: register, list, look up, revoke"),
+        (name = "grants", description = "Sealed agents' prompt keys granted to accounts: prompt recipients registered with proof, grants wrapped by owners to them, fetched by their grantees"),
         (name = "publish", description = "Upload a signed container"),
         (name = "packages", description = "Package and version records, downloads, yanking"),
         (name = "index", description = "Per-package version index for client-side resolution"),
         (name = "resolve", description = "Requirements in, agent.lock out"),
         (name = "search", description = "Full-text search over packages"),
-        (name = "log", description = "The transparency log (C2SP tlog-tiles, tlog-checkpoint, signed-note, tlog-cosignature): every publish, yank, unyank, owner and key change, in order, provable to anyone"),
+        (name = "log", description = "The transparency log (C2SP tlog-tiles, tlog-checkpoint, signed-note, tlog-cosignature): every publish, yank, unyank, owner and key change and prompt-key grant, in order, provable to anyone"),
     )
 )]
 pub struct ApiDoc;
@@ -173,7 +184,7 @@ const SHARED: [Shared; 8] = [
     Shared {
         name: "RateLimited",
         status: "429",
-        description: "Too many requests from this client or token, or too many in flight from its address (`rate-limited`)",
+        description: "Too many requests from this client or token, or too many requests or body bytes in flight from its address (`rate-limited`)",
         header: Some(("Retry-After", "Seconds to wait before retrying")),
     },
     Shared {

@@ -17,7 +17,7 @@ pub struct AdmissionLimits {
     /// Requests one address may have in flight; more get 429.
     pub requests_per_address: usize,
     /// Bytes of request bodies buffered by every request in flight; a body
-    /// that would pass it gets 503.
+    /// that would pass it gets 503 (429 when its address's share would).
     pub body_bytes: usize,
     /// Of those, what one address may hold: one client can never take
     /// the whole budget from the others.
@@ -108,24 +108,46 @@ impl Admission {
     }
 }
 
+/// Why a body's next bytes were refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyRefusal {
+    /// The address would pass its share: its own doing (429).
+    Share,
+    /// The process's budget is spent by all addresses together (503).
+    Budget,
+}
+
+impl From<BodyRefusal> for ServiceError {
+    fn from(refusal: BodyRefusal) -> Self {
+        match refusal {
+            BodyRefusal::Share => ServiceError::RateLimited {
+                retry_after_secs: 1,
+            },
+            BodyRefusal::Budget => ServiceError::Unavailable(
+                "the registry is receiving as many request bodies as it can hold; retry shortly"
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
 impl Admitted {
     /// Counts `bytes` more of this request's body as held until the request
-    /// ends: 503 when the process's budget or the address's share of it
-    /// would be passed (nothing is counted then).
-    pub fn hold(&mut self, bytes: usize) -> Result<(), ServiceError> {
+    /// ends: refused when the address's share of the process's budget
+    /// (its own doing) or the budget itself would be passed (nothing is
+    /// counted then).
+    pub fn hold(&mut self, bytes: usize) -> Result<(), BodyRefusal> {
         let mut state = lock(&self.state);
         let State {
             bytes: all,
             by_address,
         } = &mut *state;
         let mine = by_address.entry(self.address.clone()).or_default();
-        if all.saturating_add(bytes) > self.limits.body_bytes
-            || mine.bytes.saturating_add(bytes) > self.limits.body_bytes_per_address
-        {
-            return Err(ServiceError::Unavailable(
-                "the registry is receiving as many request bodies as it can hold; retry shortly"
-                    .to_owned(),
-            ));
+        if mine.bytes.saturating_add(bytes) > self.limits.body_bytes_per_address {
+            return Err(BodyRefusal::Share);
+        }
+        if all.saturating_add(bytes) > self.limits.body_bytes {
+            return Err(BodyRefusal::Budget);
         }
         *all += bytes;
         mine.bytes += bytes;
@@ -179,7 +201,7 @@ mod tests {
         let mut one = admission.admit(&client(1)).unwrap();
         one.hold(1_000).unwrap();
         // An address holds at most an eighth.
-        assert!(matches!(one.hold(1), Err(ServiceError::Unavailable(_))));
+        assert_eq!(one.hold(1), Err(BodyRefusal::Share));
         let mut held: Vec<Admitted> = (2..=8)
             .map(|i| {
                 let mut a = admission.admit(&client(i)).unwrap();
@@ -190,7 +212,7 @@ mod tests {
         assert_eq!(admission.body_bytes(), 8_000);
         // The budget is spent: a ninth address gets nothing.
         let mut ninth = admission.admit(&client(9)).unwrap();
-        assert!(ninth.hold(1).is_err());
+        assert_eq!(ninth.hold(1), Err(BodyRefusal::Budget));
         // What ends gives its bytes back.
         held.pop();
         drop(one);
