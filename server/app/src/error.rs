@@ -107,6 +107,26 @@ pub enum ServiceError {
     UnknownWitness(String),
     #[error("{0}")]
     NotOwner(String),
+    /// The caller holds no live grant of the agent's prompt key that
+    /// covers the version; the message names the owners to ask.
+    #[error("{0}")]
+    NoGrant(String),
+    /// A prompt recipient's registration proof is not the registry's
+    /// answer for this account, origin and recipient, or has expired.
+    #[error("{0}")]
+    ProofInvalid(String),
+    /// The account holds the most prompt recipients it may.
+    #[error("{0}")]
+    TooManyRecipients(String),
+    /// The agent holds the most live grants it may.
+    #[error("{0}")]
+    TooManyGrants(String),
+    /// The agent (or version) is open: its prompt needs no key.
+    #[error("{0}")]
+    AgentOpen(String),
+    /// A grant to an account that registered no prompt recipient.
+    #[error("{0}")]
+    NoRecipients(String),
     /// A look-alike of an existing name; the message names its spelling.
     #[error("{0}")]
     NameTaken(String),

@@ -19,6 +19,7 @@ pub mod clowl;
 pub mod credentials;
 pub mod downloads;
 pub mod error;
+pub mod grants;
 pub mod health;
 pub mod identity;
 pub mod kept_keys;

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use agentlang_core::{
     Kind, MemberPath, PackageName, Username, Version,
     container::{self, Container, Limits},
+    crypt::PromptKeyId,
+    grants::PromptMode,
     package::Members,
     signing::KeyId,
     trust::AgentTrust,
@@ -86,6 +88,16 @@ pub struct VersionView {
     /// version (`GET /api/v1/agents/{name}/{version}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trust: Option<AgentTrust>,
+    /// Agents only: `open` (prompt.yaml in plaintext: anyone who downloads
+    /// it can read and run it) or `sealed` (prompt.yaml.enc: only its
+    /// owners and the accounts they grant its key to can run it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<PromptMode>,
+    /// A sealed agent's prompt key id (16 hex digits), when its manifest
+    /// records it: a grant of that key covers this version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "0123456789abcdef"))]
+    pub prompt_key_id: Option<PromptKeyId>,
     /// The transparency-log entry that recorded the publish (in a yank or
     /// unyank answer: the entry that recorded that change). Absent only
     /// until the start-up backfill logs versions published before the log.
@@ -245,6 +257,8 @@ impl Lookups {
             published_at: rfc3339(record.published_at),
             downloads: record.downloads,
             trust: None,
+            prompt: record.prompt_mode,
+            prompt_key_id: record.prompt_key_id,
             log: record.log_index.map(|index| LogRef { index }),
         }
     }
@@ -598,6 +612,9 @@ pub struct ContainerExtras {
     /// What the agent can do (`core::trust`), from the package validated at
     /// publish and its locked tools; `None` for a tool or a protocol.
     pub trust: Option<AgentTrust>,
+    /// An open agent's prompt.yaml, as its page shows it (a sealed one's
+    /// is never read).
+    pub prompt: Option<String>,
 }
 
 impl ContainerExtras {
@@ -613,7 +630,9 @@ impl ContainerExtras {
                 }
                 continue;
             }
-            if p.starts_with("skills/") && p.ends_with("/SKILL.md") {
+            if p == "prompt.yaml" {
+                extras.prompt = std::str::from_utf8(member).ok().map(str::to_owned);
+            } else if p.starts_with("skills/") && p.ends_with("/SKILL.md") {
                 if let Ok(skill) = agentlang_core::skill::parse_skill(member) {
                     extras.skills.insert(
                         skill.name.to_string(),

@@ -893,6 +893,8 @@ pub async fn publish(
         quality_report,
         extras: Some(extras),
         max_risk,
+        prompt_mode: manifest.prompt_mode(),
+        prompt_key_id: manifest.prompt_key_id().cloned(),
         dependencies: definition.dependencies,
         description: definition.description,
         keywords: definition.keywords,
@@ -964,6 +966,8 @@ pub async fn publish(
         published_at: rfc3339(published.published_at),
         downloads: 0,
         trust,
+        prompt: new.prompt_mode,
+        prompt_key_id: new.prompt_key_id,
         log: Some(LogRef {
             index: published.log_index,
         }),

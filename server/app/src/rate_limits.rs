@@ -62,12 +62,18 @@ pub enum Bucket {
     /// Yanks and unyanks by one account, whatever the version: keyed by
     /// account ([`YANKS_PER_ACCOUNT_PER_MINUTE`] a minute).
     YankPerAccount,
+    /// Prompt recipients registered, challenged or removed, and grants
+    /// made or revoked, by one account: keyed by account
+    /// ([`GRANT_WRITES_PER_ACCOUNT_PER_MINUTE`] a minute). A grant is a
+    /// permanent log entry.
+    GrantWrites,
 }
 
 /// Fixed rather than configured: no registry needs a version to change
 /// more often, and a burst of these is what a loop looks like.
 pub const YANKS_PER_VERSION_PER_MINUTE: u32 = 4;
 pub const YANKS_PER_ACCOUNT_PER_MINUTE: u32 = 30;
+pub const GRANT_WRITES_PER_ACCOUNT_PER_MINUTE: u32 = 60;
 
 /// What a request costs, by its route (the HTTP layer says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +104,7 @@ pub struct RateLimits {
     agent_messages: DefaultKeyedRateLimiter<String>,
     yanks_per_version: DefaultKeyedRateLimiter<String>,
     yanks_per_account: DefaultKeyedRateLimiter<String>,
+    grant_writes: DefaultKeyedRateLimiter<String>,
     trusted_proxies: Vec<IpNet>,
 }
 
@@ -120,6 +127,9 @@ impl RateLimits {
             yanks_per_account: limiter(
                 NonZeroU32::new(YANKS_PER_ACCOUNT_PER_MINUTE).unwrap_or(NonZeroU32::MIN),
             ),
+            grant_writes: limiter(
+                NonZeroU32::new(GRANT_WRITES_PER_ACCOUNT_PER_MINUTE).unwrap_or(NonZeroU32::MIN),
+            ),
             trusted_proxies: settings.trusted_proxies.clone(),
         }
     }
@@ -135,6 +145,7 @@ impl RateLimits {
             Bucket::AgentMessage => &self.agent_messages,
             Bucket::YankPerVersion => &self.yanks_per_version,
             Bucket::YankPerAccount => &self.yanks_per_account,
+            Bucket::GrantWrites => &self.grant_writes,
         }
     }
 

@@ -12,6 +12,7 @@ use crate::{
     admission::{Admission, AdmissionLimits},
     cache,
     downloads::{self, DownloadCounter},
+    grants,
     identity::RegistryIdentity,
     kept_keys::PublishingKeys,
     metrics::Metrics,
@@ -87,6 +88,7 @@ impl Registry {
         };
         let public_url = settings.public_url.clone();
         let tokens = TokenKeys::new(secret.as_bytes(), &public_url);
+        let recipient_proofs = grants::ProofKey::derive(secret.as_bytes());
         tokens
             .self_test()
             .context("the token signer failed its self-test")?;
@@ -139,6 +141,7 @@ impl Registry {
             db,
             blobs,
             tokens,
+            recipient_proofs,
             public_url,
         };
         apply_configured_admins(&registry)

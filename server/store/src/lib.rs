@@ -22,6 +22,7 @@ pub mod changes;
 mod db;
 mod dialect;
 pub mod files;
+pub mod grants;
 pub mod index;
 pub mod keys;
 pub mod models;

@@ -22,17 +22,21 @@ pub enum Scope {
     Owners,
     /// List and revoke the account's tokens.
     Tokens,
+    /// Register prompt recipients, grant and revoke sealed agents' prompt
+    /// keys, fetch the keys granted to the account.
+    Grants,
     /// Edit the registry's catalogs (models); held only by admins.
     Admin,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 6] = [
+    pub const ALL: [Scope; 7] = [
         Scope::Publish,
         Scope::Yank,
         Scope::Keys,
         Scope::Owners,
         Scope::Tokens,
+        Scope::Grants,
         Scope::Admin,
     ];
 
@@ -43,6 +47,7 @@ impl Scope {
             Scope::Keys => "keys",
             Scope::Owners => "owners",
             Scope::Tokens => "tokens",
+            Scope::Grants => "grants",
             Scope::Admin => "admin",
         }
     }
@@ -55,6 +60,7 @@ impl Scope {
             Scope::Keys => "register and revoke signing keys",
             Scope::Owners => "invite and remove package owners",
             Scope::Tokens => "list and revoke this account's tokens",
+            Scope::Grants => "grant sealed agents' prompt keys and fetch those granted to you",
             Scope::Admin => "edit the registry's model catalog (admins only)",
         }
     }
@@ -68,7 +74,7 @@ impl FromStr for Scope {
             .find(|scope| scope.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "{s:?} is not a scope (expected publish, yank, keys, owners, tokens or admin)"
+                    "{s:?} is not a scope (expected publish, yank, keys, owners, tokens, grants or admin)"
                 )
             })
     }

@@ -1,8 +1,8 @@
 //! Packages, their owners and versions: what publish writes and what every
 //! read endpoint serves.
 
-use agentlang_core::signing::KeyId;
 use agentlang_core::{Kind, PackageName, Version, tlog::LogEntry};
+use agentlang_core::{crypt::PromptKeyId, grants::PromptMode, signing::KeyId};
 use serde_json::Value;
 use sqlx::types::Json;
 
@@ -76,6 +76,11 @@ pub struct VersionRecord {
     /// The index of the publish's log entry (`None` until the start-up
     /// backfill logs a version published before the log).
     pub log_index: Option<i64>,
+    /// An agent's prompt mode; `None` for tools and protocols.
+    pub prompt_mode: Option<PromptMode>,
+    /// The id of the key that sealed the prompt, when the manifest
+    /// records it.
+    pub prompt_key_id: Option<PromptKeyId>,
 }
 
 /// A dependency edge of a version: `name` at `requirement`.
@@ -118,6 +123,10 @@ pub struct NewVersion {
     pub extras: Option<Value>,
     /// The highest risk of an agent's effective capabilities (`Critical`).
     pub max_risk: Option<&'static str>,
+    /// An agent's prompt mode (`Manifest::prompt_mode`); `None` otherwise.
+    pub prompt_mode: Option<PromptMode>,
+    /// The key that sealed the prompt (`Manifest::prompt_key_id`).
+    pub prompt_key_id: Option<PromptKeyId>,
     pub dependencies: Vec<DependencyEdge>,
     /// Shown in the catalog and indexed for search.
     pub description: String,
@@ -461,7 +470,7 @@ macro_rules! publish_round {
                     "INSERT INTO versions (package_id, version, major, minor, patch, prerelease,
                                            sha256, size, signer_key_id, manifest, spec, lockfile,
                                            published_by, published_at, quality_report, extras,
-                                           max_risk, log_index) ",
+                                           max_risk, log_index, prompt_mode, prompt_key_id) ",
                 );
                 let mut log_index = first_log_index;
                 versions.push_values(
@@ -486,7 +495,9 @@ macro_rules! publish_round {
                             .push_bind(new.quality_report.as_ref().map(Json))
                             .push_bind(new.extras.as_ref().map(Json))
                             .push_bind(new.max_risk)
-                            .push_bind(log_index);
+                            .push_bind(log_index)
+                            .push_bind(new.prompt_mode)
+                            .push_bind(new.prompt_key_id.clone());
                         log_index += 1;
                     },
                 );
@@ -784,7 +795,7 @@ impl Db {
             sqlx::query_as::<_, VersionRecord>(
                 "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
                         lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
-                        downloads, extras, log_index
+                        downloads, extras, log_index, prompt_mode, prompt_key_id
                  FROM versions
                  WHERE package_id = $1 AND major = $2 AND minor = $3 AND patch = $4
                    AND prerelease = $5",
@@ -805,7 +816,7 @@ impl Db {
             sqlx::query_as::<_, VersionRecord>(
                 "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
                         lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
-                        downloads, extras, log_index
+                        downloads, extras, log_index, prompt_mode, prompt_key_id
                  FROM versions WHERE package_id = $1 AND deleted_at IS NULL",
             )
             .bind(package_id)

@@ -353,6 +353,8 @@ impl Seeder {
                 quality_report: None,
                 extras: Some(r.extras),
                 max_risk: None,
+                prompt_mode: None,
+                prompt_key_id: None,
                 dependencies: r.dependencies,
                 description: r.description,
                 keywords: r.keywords,

@@ -75,6 +75,8 @@ pub async fn publish(
             quality_report: None,
             extras: None,
             max_risk: None,
+            prompt_mode: None,
+            prompt_key_id: None,
             dependencies: dependencies.clone(),
             description: description.to_owned(),
             keywords: vec!["search".to_owned()],

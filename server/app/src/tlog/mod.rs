@@ -83,6 +83,21 @@ pub fn key_entry(op: LogOp, key: &KeyId, account: &str) -> LogEntry {
     e
 }
 
+/// `grant_add` / `grant_revoke` of an agent's prompt key: `account` is the
+/// owner who acted, `grant` the commitment to the grant (never the
+/// grantee's name).
+pub fn grant_entry(
+    op: LogOp,
+    name: &PackageName,
+    account: &str,
+    commitment: &agentlang_core::digest::Sha256Digest,
+) -> LogEntry {
+    let mut e = package_entry(op, Kind::Agent, name);
+    e.account = Some(account.to_owned());
+    e.grant = Some(commitment.to_hex());
+    e
+}
+
 /// Refuses a change whose entry is longer than an entry bundle can serve
 /// (the store refuses to append one too, but a refusal here comes before
 /// the change's other writes and says why).
