@@ -17,8 +17,6 @@
 //! Every rule here needs the `grants` scope; writes spend the account's
 //! [`Bucket::GrantWrites`] budget.
 
-use std::fmt;
-
 use agentlang_core::{
     Kind, PackageName, Username, Version,
     crypt::PromptKeyId,
@@ -30,9 +28,7 @@ use agentlang_core::{
     names::parse_requirement,
     tlog::LogOp,
 };
-use hmac::{Hmac, KeyInit, Mac};
 use serde::Serialize;
-use sha2::Sha256;
 
 use crate::{
     FieldError, Registry, ServiceError, audit,
@@ -50,39 +46,14 @@ use store::{
     time::rfc3339,
 };
 
+pub use crate::secrets::ProofKey;
+
 /// How long a recipient challenge can be answered.
 pub const CHALLENGE_LIFETIME_SECS: i64 = 600;
 /// Grants one listing of an account's holdings shows, newest first.
 pub const MAX_GRANTS_LISTED: i64 = 1_000;
 
 const PROOF_TAG: &str = "agentlang-recipient-proof";
-
-/// The key a recipient challenge's MAC is made with: derived from the
-/// registry's signing secret (shared by every replica), for this use only.
-#[derive(Clone)]
-pub struct ProofKey([u8; 32]);
-
-impl ProofKey {
-    pub fn derive(secret: &[u8]) -> Self {
-        let mut mac =
-            <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC accepts any key length");
-        mac.update(b"agentlang-recipient-proof-key\n");
-        Self(mac.finalize().into_bytes().into())
-    }
-
-    fn mac(&self, text: &str) -> String {
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
-            .expect("HMAC accepts any key length");
-        mac.update(text.as_bytes());
-        hex::encode(mac.finalize().into_bytes())
-    }
-}
-
-impl fmt::Debug for ProofKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ProofKey(..)")
-    }
-}
 
 /// What a proof's MAC covers: everything but the MAC.
 fn proof_head(origin: &str, username: &Username, recipient: &Recipient, expires: i64) -> String {

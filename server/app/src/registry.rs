@@ -35,7 +35,7 @@ pub struct Registry {
     pub(crate) blobs: Blobs,
     pub(crate) tokens: TokenKeys,
     /// What prompt recipients' registration challenges are MACed with.
-    pub(crate) recipient_proofs: crate::grants::ProofKey,
+    pub(crate) recipient_proofs: crate::secrets::ProofKey,
     pub(crate) rate_limits: RateLimits,
     pub(crate) metrics: Metrics,
     /// The registry's public URL without a trailing slash (the JWT issuer).

@@ -1,6 +1,7 @@
 //! Random secrets and their stored form: a secret is shown once and only
 //! its SHA-256 is kept, so a read of the database hands out no credential.
 
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
 /// 32 random bytes as lowercase hex.
@@ -21,6 +22,34 @@ pub fn secret_hash(secret: &str) -> String {
 pub fn constant_time_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The key a prompt recipient's registration challenge is MACed with
+/// (`grants`): derived from the registry's signing secret (shared by every
+/// replica), for this use only.
+#[derive(Clone)]
+pub struct ProofKey([u8; 32]);
+
+impl ProofKey {
+    pub fn derive(secret: &[u8]) -> Self {
+        let mut mac =
+            <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC accepts any key length");
+        mac.update(b"agentlang-recipient-proof-key\n");
+        Self(mac.finalize().into_bytes().into())
+    }
+
+    pub(crate) fn mac(&self, text: &str) -> String {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
+            .expect("HMAC accepts any key length");
+        mac.update(text.as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+}
+
+impl std::fmt::Debug for ProofKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProofKey(..)")
+    }
 }
 
 /// The smallest signing secret accepted: 32 bytes.

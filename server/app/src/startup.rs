@@ -12,7 +12,6 @@ use crate::{
     admission::{Admission, AdmissionLimits},
     cache,
     downloads::{self, DownloadCounter},
-    grants,
     identity::RegistryIdentity,
     kept_keys::PublishingKeys,
     metrics::Metrics,
@@ -88,7 +87,7 @@ impl Registry {
         };
         let public_url = settings.public_url.clone();
         let tokens = TokenKeys::new(secret.as_bytes(), &public_url);
-        let recipient_proofs = grants::ProofKey::derive(secret.as_bytes());
+        let recipient_proofs = secrets::ProofKey::derive(secret.as_bytes());
         tokens
             .self_test()
             .context("the token signer failed its self-test")?;

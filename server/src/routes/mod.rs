@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod clowl;
+pub mod grants;
 pub mod health;
 mod http;
 pub mod index;
@@ -70,6 +71,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(keys::list_keys)
         .service(keys::get_key)
         .service(keys::revoke_key)
+        .service(grants::create_recipient_challenge)
+        .service(grants::create_prompt_recipient)
+        .service(grants::list_prompt_recipients)
+        .service(grants::delete_prompt_recipient)
+        .service(grants::list_account_prompt_recipients)
+        .service(grants::put_grant)
+        .service(grants::revoke_grant)
+        .service(grants::list_agent_grants)
+        .service(grants::list_account_grants)
+        .service(grants::get_prompt_key)
         .service(publish::publish_version)
         .service(resolve::resolve_lock)
         .service(search::search_packages)

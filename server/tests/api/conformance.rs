@@ -113,7 +113,9 @@ async fn schemathesis_finds_no_failures() {
         .admins(&["fuzzer"])
         .user_with_key(
             "fuzzer",
-            &["publish", "yank", "owners", "keys", "tokens", "admin"],
+            &[
+                "publish", "yank", "owners", "keys", "tokens", "grants", "admin",
+            ],
         )
         .build()
         .await

@@ -12,6 +12,7 @@ mod catalog;
 mod clowl;
 mod conformance;
 mod errors;
+mod grants;
 mod index;
 mod keys;
 mod models;

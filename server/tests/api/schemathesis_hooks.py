@@ -21,7 +21,7 @@ class RegistryToken:
                 "username": os.environ["AGENTLANG_FUZZ_USERNAME"],
                 "password": os.environ["AGENTLANG_FUZZ_PASSWORD"],
                 "name": "schemathesis",
-                "scopes": ["publish", "yank", "owners", "keys", "tokens", "admin"],
+                "scopes": ["publish", "yank", "owners", "keys", "tokens", "grants", "admin"],
             }
         ).encode()
         request = urllib.request.Request(
