@@ -250,6 +250,26 @@ pub struct OwnerControls {
     pub csrf_token: String,
 }
 
+/// An agent version's prompt mode, and an open one's prompt.
+#[derive(Debug, Clone)]
+pub struct PromptView {
+    /// `prompt.yaml.enc`: only those holding the key can run it.
+    pub sealed: bool,
+    /// An open version's prompt.yaml, when stored at publish.
+    pub text: Option<String>,
+}
+
+/// A live grant of the agent's prompt key, shown to its owners only.
+#[derive(Debug, Clone)]
+pub struct GrantRowView {
+    pub grantee: String,
+    pub key_id: String,
+    /// The version range; `None`: every version the key seals.
+    pub versions: Option<String>,
+    pub granted_by: Option<String>,
+    pub granted_at: String,
+}
+
 /// A tool an agent uses: its `agent.yaml` requirement and the version its
 /// `agent.lock` pins.
 #[derive(Debug, Clone, PartialEq, Eq)]

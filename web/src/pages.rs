@@ -225,6 +225,10 @@ pub struct AgentPage {
     pub quality: Option<QualityReport>,
     /// The declared protocols against today's catalog.
     pub protocol_notices: Vec<ProtocolNotice>,
+    /// The version's prompt mode; `None` when it is not recorded.
+    pub prompt: Option<PromptView>,
+    /// Who holds grants of the agent's prompt key: for its owners only.
+    pub grants: Option<Vec<GrantRowView>>,
 }
 
 impl AgentPage {

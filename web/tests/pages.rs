@@ -67,6 +67,19 @@ fn agent_page(owner: bool) -> AgentPage {
             ),
             is_error: false,
         }],
+        prompt: Some(PromptView {
+            sealed: true,
+            text: None,
+        }),
+        grants: owner.then(|| {
+            vec![GrantRowView {
+                grantee: "bob".to_owned(),
+                key_id: "0123456789abcdef".to_owned(),
+                versions: Some("^1".to_owned()),
+                granted_by: Some("acme".to_owned()),
+                granted_at: "2025-01-29".to_owned(),
+            }]
+        }),
     }
 }
 

@@ -7,7 +7,7 @@ use actix_web::{
     http::header,
     web::{self, Bytes},
 };
-use agentlang_core::{Kind, PackageName, Version};
+use agentlang_core::{Kind, PackageName, Version, grants::PromptMode};
 use agentlang_web::{
     Template,
     model::*,
@@ -179,7 +179,34 @@ pub async fn agent_page(
         .collect();
     let trust = ContainerExtras::stored_trust(v.extras.as_ref().map(|e| &e.0));
     let requests = trust.as_ref().map(|t| t.requests());
+    let prompt = v.prompt_mode.map(|mode| PromptView {
+        sealed: mode == PromptMode::Sealed,
+        text: (mode == PromptMode::Open)
+            .then(|| extras(v).prompt)
+            .flatten(),
+    });
+    // Who holds grants: shown to owners only, on a page rendered for their
+    // session alone (never cached, nor stored by a shared cache).
+    let grants = if found.viewer_owns && session.0.is_some() {
+        Some(
+            app::grants::live_grants_for_owner(state, &found.page.package)
+                .await?
+                .into_iter()
+                .map(|g| GrantRowView {
+                    grantee: g.grantee.to_string(),
+                    key_id: g.key_id.to_string(),
+                    versions: g.versions,
+                    granted_by: g.granted_by.map(|u| u.to_string()),
+                    granted_at: g.created_at,
+                })
+                .collect(),
+        )
+    } else {
+        None
+    };
     Ok(AgentPage {
+        prompt,
+        grants,
         chrome: session.chrome(),
         hosts: requests
             .as_deref()
@@ -405,7 +432,14 @@ pub async fn shared_page<T: Template>(
     render: impl AsyncFnOnce() -> Result<T, CatalogError>,
 ) -> Result<HttpResponse, CatalogError> {
     if session.0.is_some() {
-        return html(&render().await?);
+        // Rendered for this account (owner controls, who holds grants):
+        // never for a shared cache.
+        let mut response = html(&render().await?)?;
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("private, no-store"),
+        );
+        return Ok(response);
     }
     let page = state
         .rendered(key, || async move {

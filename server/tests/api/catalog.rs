@@ -75,7 +75,7 @@ fn cookie_pair(set_cookie: &str) -> String {
 }
 
 /// Signs in through the form: the session cookie, or the refusal's status.
-async fn sign_in(app: &TestApp, username: &str, password: &str) -> Result<String, StatusCode> {
+pub async fn sign_in(app: &TestApp, username: &str, password: &str) -> Result<String, StatusCode> {
     let client = no_redirects();
     let url = format!("{}/login", app.url);
     let res = client.get(&url).send().await.unwrap();
