@@ -173,10 +173,9 @@ impl fmt::Debug for Identity {
 /// file (any of their identities opens it).
 pub fn wrap(recipients: &[Recipient], plaintext: &[u8]) -> Result<String, GrantError> {
     let wrap_err = |e: &dyn fmt::Display| GrantError::Wrap(e.to_string());
-    let encryptor = age::Encryptor::with_recipients(
-        recipients.iter().map(|r| &r.0 as &dyn age::Recipient),
-    )
-    .map_err(|e| wrap_err(&e))?;
+    let encryptor =
+        age::Encryptor::with_recipients(recipients.iter().map(|r| &r.0 as &dyn age::Recipient))
+            .map_err(|e| wrap_err(&e))?;
     let mut armored = Vec::new();
     let mut writer = encryptor
         .wrap_output(
@@ -213,7 +212,9 @@ pub fn check_wrapped(wrapped: &[u8]) -> Result<(), GrantError> {
     let decryptor = age::Decryptor::new_buffered(ArmoredReader::new(wrapped))
         .map_err(|e| GrantError::NotWrapped(e.to_string()))?;
     if decryptor.is_scrypt() {
-        return Err(GrantError::NotWrapped("it is encrypted to a passphrase".into()));
+        return Err(GrantError::NotWrapped(
+            "it is encrypted to a passphrase".into(),
+        ));
     }
     Ok(())
 }
@@ -249,7 +250,11 @@ mod tests {
 
     #[test]
     fn a_wrapped_key_opens_with_any_of_its_recipients_identities_only() {
-        let (a, b, c) = (Identity::generate(), Identity::generate(), Identity::generate());
+        let (a, b, c) = (
+            Identity::generate(),
+            Identity::generate(),
+            Identity::generate(),
+        );
         let wrapped = wrap(&[a.recipient(), b.recipient()], b"a2V5\n").unwrap();
         check_wrapped(wrapped.as_bytes()).unwrap();
         assert_eq!(&*unwrap(&a, wrapped.as_bytes()).unwrap(), b"a2V5\n");
@@ -281,7 +286,8 @@ mod tests {
         ));
         let big = vec![b'a'; MAX_WRAPPED_BYTES + 1];
         assert!(matches!(check_wrapped(&big), Err(GrantError::TooLarge(_))));
-        let garbled = b"-----BEGIN AGE ENCRYPTED FILE-----\nbm90IGFnZQ==\n-----END AGE ENCRYPTED FILE-----\n";
+        let garbled =
+            b"-----BEGIN AGE ENCRYPTED FILE-----\nbm90IGFnZQ==\n-----END AGE ENCRYPTED FILE-----\n";
         assert!(matches!(
             check_wrapped(garbled),
             Err(GrantError::NotWrapped(_))
