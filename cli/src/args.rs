@@ -99,8 +99,10 @@ pub enum Command {
         #[arg(long)]
         path: Option<PathBuf>,
     },
-    /// Create an Ed25519 signing key (PKCS#8 PEM, mode 0600) and its public half (SPKI PEM)
-    #[command(after_help = "Example:\n  agentlang keygen --output ~/.config/agentlang/signing.pem")]
+    /// Create an Ed25519 signing key (PKCS#8 PEM, mode 0600) and its public half (SPKI PEM), or with --prompt an age identity for opening sealed agents granted to you
+    #[command(
+        after_help = "Examples:\n  agentlang keygen --output ~/.config/agentlang/signing.pem\n  agentlang keygen --prompt   # <config>/prompt.identity; then: agentlang keys register --prompt"
+    )]
     Keygen {
         /// Where to write the private key; the public key goes to PATH.pub
         #[arg(long, short)]
@@ -108,6 +110,9 @@ pub enum Command {
         /// Overwrite an existing key
         #[arg(long)]
         force: bool,
+        /// Make a prompt identity (age X25519, mode 0600) instead: what grants of sealed agents are wrapped to
+        #[arg(long)]
+        prompt: bool,
     },
     /// Create an account on the registry and store a token for it
     #[command(
@@ -208,6 +213,9 @@ pub enum Command {
         /// Also check the agent against this host (a built-in name, one of yours, or a host file)
         #[arg(long, value_name = "NAME|FILE")]
         host: Option<String>,
+        /// A sealed agent's prompt key, instead of the one granted to you
+        #[arg(long, value_name = "FILE")]
+        prompt_key: Option<PathBuf>,
     },
     /// Check whether a host grants what an agent asks for: granted, downgraded, degraded or refused, per capability
     #[command(
@@ -224,9 +232,16 @@ pub enum Command {
         after_help = "Examples:\n  agentlang run research-assistant@^1 --prompt \"Research X\" --runtime \"python3 runner.py\"\n  agentlang run ./my-agent --prompt \"Research X\" --host claude-desktop\n  AGENTLANG_RUNTIME=./runner agentlang run ./research-assistant --prompt \"Research X\" --prompt-key research_assistant.prompt.key\n\nThe runtime reads the hand-off (JSON, format agentlang.handoff/1) on standard input;\nits path is also in AGENTLANG_HANDOFF. Its exit code is run's. With no runtime\nconfigured, run prints the hand-off."
     )]
     Run(RunArgs),
+    /// Share a sealed agent's prompt key with an account, revoke it, or list grants
+    #[command(
+        args_conflicts_with_subcommands = true,
+        subcommand_negates_reqs = true,
+        after_help = "Examples:\n  agentlang grant trip-planner --to bob\n  agentlang grant trip-planner --to bob --versions '^1'\n  agentlang grant trip-planner --to bob --revoke\n  agentlang grant list trip-planner   # who holds grants (owners)\n  agentlang grant list                # what was granted to you\n\nThe key is wrapped to bob's registered prompt recipients (age) on this machine;\nthe registry never sees it. Revoking stops future fetches; it cannot take back a\nkey already fetched (docs/prompt-grants.md)."
+    )]
+    Grant(GrantArgs),
     /// Upload a container (building it first when given a directory)
     #[command(
-        after_help = "Examples:\n  agentlang publish research-assistant@1.0.0.agent\n  agentlang publish ./my-agent"
+        after_help = "Examples:\n  agentlang publish research-assistant@1.0.0.agent\n  agentlang publish ./my-agent\n  agentlang publish ./my-agent --open   # prompt in plaintext: anyone may read and run it"
     )]
     Publish {
         /// A .agent / .tool file, or a package directory to build first
@@ -295,7 +310,7 @@ pub struct Credentials {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "publish,yank,keys,owners"
+        default_value = "publish,yank,keys,owners,grants"
     )]
     pub scopes: Vec<String>,
     /// Days until the token expires
@@ -309,12 +324,39 @@ pub struct BuildKeys {
     /// Signing key (PKCS#8 PEM) [default: signing.pem in the config folder]
     #[arg(long, value_name = "PEM")]
     pub key: Option<PathBuf>,
-    /// Prompt key file [default: NAME.prompt.key beside the signing key, created when missing]
-    #[arg(long, value_name = "FILE", conflicts_with = "no_encrypt")]
+    /// Prompt key file, created when missing (a new key: what comes next is not opened by earlier grants) [default: NAME.prompt.key beside the signing key]
+    #[arg(long, value_name = "FILE", conflicts_with = "open")]
     pub prompt_key: Option<PathBuf>,
-    /// Ship prompt.yaml in plaintext
+    /// Build an open agent: prompt.yaml in plaintext, readable and runnable by anyone (default: sealed, runnable only by you and those you grant it to)
+    #[arg(long, alias = "no-encrypt")]
+    pub open: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GrantArgs {
+    #[command(subcommand)]
+    pub command: Option<GrantCommand>,
+    /// The sealed agent
+    #[arg(required = true)]
+    pub name: Option<String>,
+    /// The account to grant it to (or, with --revoke, to take it from)
+    #[arg(long, value_name = "USERNAME", required = true)]
+    pub to: Option<String>,
+    /// Only the versions in this range (default: every version the key seals)
+    #[arg(long, value_name = "REQ", conflicts_with = "revoke")]
+    pub versions: Option<String>,
+    /// The prompt key [default: NAME.prompt.key beside the signing key]
+    #[arg(long, value_name = "FILE", conflicts_with = "revoke")]
+    pub prompt_key: Option<PathBuf>,
+    /// Revoke the account's grants of the agent
     #[arg(long)]
-    pub no_encrypt: bool,
+    pub revoke: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GrantCommand {
+    /// With NAME, the agent's grants (owners only); without, the grants you hold
+    List { name: Option<String> },
 }
 
 #[derive(Debug, Args)]
@@ -421,6 +463,12 @@ pub enum KeysCommand {
         /// The private key (PKCS#8 PEM) [default: PUBKEY without `.pub`, else signing.pem in the config folder]
         #[arg(long, value_name = "PEM")]
         key: Option<PathBuf>,
+        /// Register your prompt identity's recipient instead (see `keygen --prompt`), proving you hold the identity
+        #[arg(long, conflicts_with_all = ["pubkey", "key"])]
+        prompt: bool,
+        /// The prompt identity [default: prompt.identity in the config folder]
+        #[arg(long, value_name = "FILE", requires = "prompt")]
+        identity: Option<PathBuf>,
     },
     /// Print the proof of possession a registration needs (for the web form)
     #[command(after_help = "Example:\n  agentlang keys proof --username alice")]

@@ -57,7 +57,7 @@ pub fn build_dir(env: &Env, dir: &Path, keys: &BuildKeys, output: Option<&Path>)
         lock::ensure_lock(env, dir, &mut checked.members, pkg)?;
     }
 
-    let prompt = if checked.members.contains(PROMPT_PATH) && !keys.no_encrypt {
+    let prompt = if checked.members.contains(PROMPT_PATH) && !keys.open {
         Some(prompt_key(keys, &key_path, &checked.name)?)
     } else {
         None
@@ -99,6 +99,8 @@ pub fn build_dir(env: &Env, dir: &Path, keys: &BuildKeys, output: Option<&Path>)
             "size": container.size(),
             "members": m.files().len(),
             "left_out": checked.left_out,
+            "prompt": m.prompt_mode(),
+            "prompt_key_id": m.prompt_key_id(),
             "prompt_key": prompt.as_ref().map(|(_, p, _)| p),
             "prompt_key_created": prompt.as_ref().is_some_and(|(_, _, c)| *c),
     });
@@ -112,16 +114,25 @@ pub fn build_dir(env: &Env, dir: &Path, keys: &BuildKeys, output: Option<&Path>)
             m.signer()
         )];
         match &prompt {
-                Some((_, p, true)) => lines.push(format!(
-                    "  prompt encrypted with a new key, saved to {} — keep it: without it nobody can read the prompt",
-                    p.display()
-                )),
-                Some((_, p, false)) => lines.push(format!("  prompt encrypted with {}", p.display())),
-                None if m.file(PROMPT_PATH).is_some() => {
-                    lines.push(env.out.yellow("  prompt.yaml is in plaintext (--no-encrypt)"))
-                }
-                None => {}
+            Some((_, p, created)) => {
+                lines.push(if *created {
+                    format!(
+                        "  sealed: prompt encrypted with a new key, saved to {} — keep it: without it nobody can read the prompt",
+                        p.display()
+                    )
+                } else {
+                    format!("  sealed: prompt encrypted with {}", p.display())
+                });
+                lines.push(format!(
+                    "  only you can run it until you grant it: agentlang grant {} --to USERNAME (or build with --open)",
+                    m.name()
+                ));
             }
+            None if m.file(PROMPT_PATH).is_some() => lines.push(env.out.yellow(
+                "  open: prompt.yaml is in plaintext; anyone who downloads it can read and run it",
+            )),
+            None => {}
+        }
         if !checked.left_out.is_empty() {
             lines.push(format!("  not packed: {}", checked.left_out.join(", ")));
         }
@@ -201,10 +212,13 @@ fn prompt_key(
     signing_key: &Path,
     name: &PackageName,
 ) -> Result<(PromptKey, PathBuf, bool)> {
-    if let Some(path) = &keys.prompt_key {
-        return Ok((keyfiles::read_prompt_key(path)?, path.clone(), false));
-    }
-    let path = keyfiles::prompt_key_path(signing_key, name);
+    // A --prompt-key file that does not exist yet is made: how a publisher
+    // moves to a new key, so that grants revoked since do not open what
+    // comes next.
+    let path = keys
+        .prompt_key
+        .clone()
+        .unwrap_or_else(|| keyfiles::prompt_key_path(signing_key, name));
     if path.exists() {
         return Ok((keyfiles::read_prompt_key(&path)?, path, false));
     }

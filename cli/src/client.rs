@@ -200,6 +200,10 @@ impl Client {
         self.authorize(self.http.post(self.url(path)))
     }
 
+    pub fn put(&self, path: &str) -> RequestBuilder {
+        self.authorize(self.http.put(self.url(path)))
+    }
+
     pub fn delete(&self, path: &str) -> RequestBuilder {
         self.authorize(self.http.delete(self.url(path)))
     }

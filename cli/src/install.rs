@@ -869,6 +869,8 @@ pub struct InstallRequest<'a> {
     /// Replace the installed version even when the new one can do more.
     pub accept_risk: bool,
     pub host: Option<&'a HostProfile>,
+    /// The prompt key of a sealed agent, instead of a grant's.
+    pub prompt_key: Option<&'a Path>,
 }
 
 /// How an install ended.
@@ -1021,6 +1023,16 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
                 .collect::<Vec<_>>()
                 .join("; ")
         );
+    }
+
+    // A sealed prompt is opened now (a grant fetched and kept, or the key
+    // given), so an install is one that runs.
+    if agent
+        .manifest()
+        .file(agentlang_core::container::ENCRYPTED_PROMPT_PATH)
+        .is_some()
+    {
+        crate::grants::open_sealed_prompt(env, req.prompt_key, &agent, package.lock.as_ref())?;
     }
 
     let label = format!("{}@{version}", wanted.name);

@@ -9,6 +9,7 @@ mod config;
 mod container_file;
 mod download;
 mod env;
+mod grants;
 mod hosts;
 mod index;
 mod install;

@@ -107,6 +107,8 @@ pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<Exit
         "trust": trust,
         "prompt": prompt,
         "prompt_encrypted": m.file(ENCRYPTED_PROMPT_PATH).is_some(),
+        "prompt_mode": m.prompt_mode(),
+        "prompt_key_id": m.prompt_key_id(),
     });
     env.out
         .emit(&summary, || render_inspect(&env.out, &summary));
@@ -237,7 +239,13 @@ pub fn render_inspect(out: &Output, s: &Value) -> String {
             lines.extend(prompt.lines().map(|l| format!("  {l}")));
         }
         None if s["prompt_encrypted"].as_bool() == Some(true) => {
-            lines.push("prompt:   encrypted (pass --prompt-key to read it)".to_owned());
+            lines.push(format!(
+                "prompt:   sealed{} (pass --prompt-key to read it; its owners grant it with `agentlang grant`)",
+                s["prompt_key_id"]
+                    .as_str()
+                    .map(|id| format!(" with key {id}"))
+                    .unwrap_or_default()
+            ));
         }
         None => {}
     }

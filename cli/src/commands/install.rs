@@ -24,6 +24,7 @@ pub fn run(
     frozen: bool,
     accept_risk: bool,
     host: Option<&str>,
+    prompt_key: Option<&Path>,
 ) -> Result<ExitCode> {
     let wanted = PackageReq::parse(spec)?;
     let dir = dir.unwrap_or_else(|| PathBuf::from(wanted.name.as_str()));
@@ -36,6 +37,7 @@ pub fn run(
             frozen,
             accept_risk,
             host: host.as_ref(),
+            prompt_key,
         },
     )?;
     let i = &done.install;

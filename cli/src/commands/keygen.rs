@@ -2,11 +2,32 @@
 
 use std::{path::PathBuf, process::ExitCode};
 
-use agentlang_core::signing::SecretKey;
+use agentlang_core::{grants::Identity, signing::SecretKey};
 use anyhow::Result;
 use serde_json::json;
 
-use crate::{keyfiles, output::Output};
+use crate::{config, grants, keyfiles, output::Output};
+
+/// `keygen --prompt`: an age identity, written as `age-keygen` writes one.
+pub fn prompt_identity(out: &Output, output: Option<PathBuf>, force: bool) -> Result<ExitCode> {
+    let path = match output {
+        Some(p) => p,
+        None => grants::default_identity_path()?,
+    };
+    keyfiles::ensure_writable(&path, force)?;
+    let identity = Identity::generate();
+    config::write_private(&path, identity.to_file_text().as_bytes())?;
+    let recipient = identity.recipient().to_string();
+    out.emit(&json!({ "identity": path, "recipient": recipient }), || {
+        format!(
+            "{} wrote {} (private, keep it safe)\n  recipient {}\n  next: agentlang keys register --prompt",
+            out.green("✓"),
+            path.display(),
+            out.bold(&recipient)
+        )
+    });
+    Ok(ExitCode::SUCCESS)
+}
 
 pub fn run(out: &Output, output: Option<PathBuf>, force: bool) -> Result<ExitCode> {
     let path = match output {

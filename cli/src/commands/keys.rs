@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::{args::KeysCommand, client::Client, env::Env, keyfiles};
+use crate::{args::KeysCommand, client::Client, env::Env, grants, keyfiles};
 
 /// The private key of a registration: `--key`, else the public key's file
 /// without `.pub`, else the default signing key.
@@ -70,6 +70,41 @@ fn emit_proof(env: &Env, key: &SecretKey, username: &str) -> Result<()> {
     Ok(())
 }
 
+/// Registers the prompt identity's recipient: the registry encrypts a
+/// challenge to it, and the identity's plaintext of it is the proof.
+fn register_recipient(env: &Env, client: &Client, identity: Option<PathBuf>) -> Result<()> {
+    let path = match identity {
+        Some(p) => p,
+        None => grants::default_identity_path()?,
+    };
+    let identity = grants::read_identity(&path)?;
+    let recipient = identity.recipient().to_string();
+    let challenge: Value = client.send_json(
+        client
+            .post("/api/v1/account/prompt-recipients/challenge")
+            .json(&json!({ "recipient": recipient })),
+    )?;
+    let sealed = challenge["challenge"]
+        .as_str()
+        .context("the registry sent no challenge")?;
+    let proof = agentlang_core::grants::unwrap(&identity, sealed.as_bytes())
+        .context("opening the registry's challenge")?;
+    let proof = std::str::from_utf8(&proof).context("the registry's challenge is not text")?;
+    let record: Value = client.send_json(
+        client
+            .post("/api/v1/account/prompt-recipients")
+            .json(&json!({ "recipient": recipient, "proof": proof })),
+    )?;
+    env.out.emit(&record, || {
+        format!(
+            "{} registered prompt recipient {}\n  owners can now grant you sealed agents: agentlang grant NAME --to YOUR_USERNAME",
+            env.out.green("✓"),
+            env.out.bold(&recipient)
+        )
+    });
+    Ok(())
+}
+
 pub fn run(env: &Env, cmd: KeysCommand) -> Result<ExitCode> {
     if let KeysCommand::Proof {
         username: Some(username),
@@ -95,7 +130,12 @@ pub fn run(env: &Env, cmd: KeysCommand) -> Result<ExitCode> {
             let secret = keyfiles::read_secret_key(&private_key_path(None, key)?)?;
             emit_proof(env, &secret, &username(&client)?)?;
         }
-        KeysCommand::Register { pubkey, key } => {
+        KeysCommand::Register {
+            prompt: true,
+            identity,
+            ..
+        } => register_recipient(env, &client, identity)?,
+        KeysCommand::Register { pubkey, key, .. } => {
             let private = private_key_path(pubkey.as_deref(), key)?;
             let secret = keyfiles::read_secret_key(&private)?;
             let public = public.unwrap_or_else(|| secret.public_key());

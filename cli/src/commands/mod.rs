@@ -5,6 +5,7 @@ mod build;
 mod check;
 mod diff;
 mod events;
+mod grant;
 mod inspect;
 mod install;
 mod keygen;
@@ -47,7 +48,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         // Need no registry: work before any configuration exists.
-        Command::Keygen { output, force } => return keygen::run(&out, output, force),
+        Command::Keygen {
+            output,
+            force,
+            prompt: true,
+        } => return keygen::prompt_identity(&out, output, force),
+        Command::Keygen { output, force, .. } => return keygen::run(&out, output, force),
         Command::New { kind, name, path } => return new::run(&out, kind, &name, path),
         Command::Events(EventsCommand::Validate { file, agent }) => {
             return events::validate(&out, &file, agent.as_deref());
@@ -95,7 +101,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             frozen,
             accept_risk,
             host,
-        } => install::run(&env, &spec, dir, frozen, accept_risk, host.as_deref()),
+            prompt_key,
+        } => install::run(
+            &env,
+            &spec,
+            dir,
+            frozen,
+            accept_risk,
+            host.as_deref(),
+            prompt_key.as_deref(),
+        ),
+        Command::Grant(args) => grant::run(&env, args),
         Command::Check { path, host } => check::run(&env, &path, &host),
         Command::Run(args) => run::run(&env, &args),
         Command::Pull { spec, kind, output } => pull::run(&env, &spec, kind, output),

@@ -29,8 +29,14 @@ pub fn run(out: &Output, kind: NewKind, name: &str, path: Option<PathBuf>) -> Re
     out.emit(
         &json!({"kind": kind_word, "name": name.as_str(), "dir": dir, "files": written}),
         || {
+            let sealing = match kind {
+                NewKind::Agent => format!(
+                    "\n  publish seals its prompt: only you, and the accounts you grant it to\n  (agentlang grant {name} --to USERNAME), can run it; `publish --open` ships\n  the prompt in plaintext for anyone to read and run"
+                ),
+                NewKind::Tool => String::new(),
+            };
             format!(
-                "{} created {kind_word} {} in {shown} ({})\n  next: agentlang validate {shown}\n        agentlang publish {shown}",
+                "{} created {kind_word} {} in {shown} ({})\n  next: agentlang validate {shown}\n        agentlang publish {shown}{sealing}",
                 out.green("✓"),
                 out.bold(name.as_str()),
                 written.join(", "),

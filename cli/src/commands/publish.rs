@@ -3,6 +3,7 @@
 
 use std::{fs, path::Path, process::ExitCode};
 
+use agentlang_core::grants::PromptMode;
 use anyhow::{Context, Result};
 use reqwest::blocking::Body;
 use serde_json::{Value, json};
@@ -66,6 +67,7 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
             "sha256": container.sha256().to_hex(),
             "url": url,
             "already_published": already,
+            "prompt": m.prompt_mode(),
             "record": record,
             "build": built.as_ref().map(|b| &b.summary),
         }),
@@ -75,8 +77,18 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
             } else {
                 "published"
             };
+            let mode = match m.prompt_mode() {
+                Some(PromptMode::Sealed) => format!(
+                    "\n  sealed: only its owners and the accounts you grant it to can run it (agentlang grant {} --to USERNAME)",
+                    m.name()
+                ),
+                Some(PromptMode::Open) => {
+                    "\n  open: anyone who downloads it can read and run its prompt".to_owned()
+                }
+                None => String::new(),
+            };
             format!(
-                "{} {what} {} {}@{}\n  {url}",
+                "{} {what} {} {}@{}\n  {url}{mode}",
                 env.out.green("✓"),
                 m.kind(),
                 env.out.bold(m.name().as_str()),

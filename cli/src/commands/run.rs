@@ -33,9 +33,9 @@ use crate::{
     args::{PromptFormat, RunArgs},
     config,
     env::Env,
-    hosts,
+    grants, hosts,
     install::{self, InstallRequest, LoadedTool},
-    keyfiles, package_check, package_dir, source,
+    package_check, package_dir, source,
     spec::PackageReq,
 };
 
@@ -53,17 +53,6 @@ struct Prepared {
     _scratch: Option<tempfile::TempDir>,
 }
 
-/// The prompt key: `--prompt-key`, else the one `build` keeps beside the
-/// default signing key for this package.
-fn prompt_key_path(args: &RunArgs, package: &AgentPackage) -> Result<Option<PathBuf>> {
-    if let Some(p) = &args.prompt_key {
-        return Ok(Some(p.clone()));
-    }
-    let beside =
-        keyfiles::prompt_key_path(&keyfiles::default_signing_key_path()?, &package.agent.name);
-    Ok(beside.exists().then_some(beside))
-}
-
 fn compiled_prompt(bytes: &[u8], what: &str) -> Result<Prompt> {
     parse_prompt(bytes).map_err(|d| {
         anyhow::anyhow!(
@@ -76,8 +65,15 @@ fn compiled_prompt(bytes: &[u8], what: &str) -> Result<Prompt> {
     })
 }
 
-/// prompt.yaml of a container: in plaintext, or decrypted.
-fn container_prompt(args: &RunArgs, c: &Container, package: &AgentPackage) -> Result<Prompt> {
+/// prompt.yaml of a container: in plaintext, or opened
+/// (`grants::open_sealed_prompt`: the key given, the publisher's own, or a
+/// grant's).
+fn container_prompt(
+    env: &Env,
+    args: &RunArgs,
+    c: &Container,
+    package: &AgentPackage,
+) -> Result<Prompt> {
     let label = format!("{}@{}", c.manifest().name(), c.manifest().version());
     if let Some(plain) = c.member(PROMPT_PATH) {
         return compiled_prompt(plain, &format!("{label}'s prompt.yaml"));
@@ -85,20 +81,13 @@ fn container_prompt(args: &RunArgs, c: &Container, package: &AgentPackage) -> Re
     if c.manifest().file(ENCRYPTED_PROMPT_PATH).is_none() {
         bail!("{label} has no prompt");
     }
-    let Some(key_path) = prompt_key_path(args, package)? else {
-        bail!(
-            "the prompt of {label} is encrypted; pass --prompt-key FILE (the publisher's prompt key)"
-        );
-    };
-    let key = keyfiles::read_prompt_key(&key_path)?;
-    let plain = c
-        .open_encrypted(ENCRYPTED_PROMPT_PATH, &key)
-        .with_context(|| format!("{} does not open the prompt of {label}", key_path.display()))?;
+    let plain =
+        grants::open_sealed_prompt(env, args.prompt_key.as_deref(), c, package.lock.as_ref())?;
     compiled_prompt(&plain, &format!("{label}'s decrypted prompt"))
 }
 
-fn from_install(args: &RunArgs, loaded: install::LoadedInstall) -> Result<Prepared> {
-    let prompt = container_prompt(args, &loaded.agent, &loaded.package)?;
+fn from_install(env: &Env, args: &RunArgs, loaded: install::LoadedInstall) -> Result<Prepared> {
+    let prompt = container_prompt(env, args, &loaded.agent, &loaded.package)?;
     Ok(Prepared {
         agent_hash: Some(loaded.manifest.agent.sha256.to_prefixed()),
         prompt,
@@ -152,7 +141,7 @@ fn prepare(env: &Env, args: &RunArgs) -> Result<Prepared> {
     let as_path = Path::new(&args.target);
     if as_path.is_dir() {
         if as_path.join(install::MANIFEST_FILE).exists() {
-            return from_install(args, install::load_verified(as_path)?);
+            return from_install(env, args, install::load_verified(as_path)?);
         }
         return from_source(env, as_path);
     }
@@ -176,6 +165,7 @@ fn prepare(env: &Env, args: &RunArgs) -> Result<Prepared> {
             // silently; `install --accept-risk` does.
             accept_risk: false,
             host: None,
+            prompt_key: args.prompt_key.as_deref(),
         },
     )?;
     if done.changed && !env.out.json {
@@ -187,7 +177,7 @@ fn prepare(env: &Env, args: &RunArgs) -> Result<Prepared> {
             dir.display()
         );
     }
-    from_install(args, done.install)
+    from_install(env, args, done.install)
 }
 
 fn prompt_format(env: &Env, args: &RunArgs) -> Result<Format> {
