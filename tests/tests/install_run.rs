@@ -328,10 +328,27 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
     let alice = publisher(&registry, "alice");
     let prompt_key = publish_research_assistant(&alice);
     let bob = User::new(&registry.url);
+    let key = prompt_key.to_str().unwrap();
+
+    // The agent is sealed: without a grant or the key, nothing installs.
+    let err = bob.fails(&["install", "research-assistant@^1", "--dir", "ra"]);
+    assert!(
+        err.contains("is sealed") && err.contains("--prompt-key"),
+        "{err}"
+    );
+    assert!(!bob.path("ra").exists());
 
     // Install: the agent and every tool its lock pins, each verified.
     let done = bob
-        .ok(&["--json", "install", "research-assistant@^1", "--dir", "ra"])
+        .ok(&[
+            "--json",
+            "install",
+            "research-assistant@^1",
+            "--dir",
+            "ra",
+            "--prompt-key",
+            key,
+        ])
         .json();
     assert_eq!(done["changed"], true, "{done}");
     let tools: BTreeSet<&str> = done["manifest"]["tools"]
@@ -365,7 +382,15 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
     // Twice is a no-op: nothing is rewritten.
     let manifest_before = fs::read(bob.path("ra/agentlang-install.json")).unwrap();
     let again = bob
-        .ok(&["--json", "install", "research-assistant@^1", "--dir", "ra"])
+        .ok(&[
+            "--json",
+            "install",
+            "research-assistant@^1",
+            "--dir",
+            "ra",
+            "--prompt-key",
+            key,
+        ])
         .json();
     assert_eq!(again["changed"], false, "{again}");
     assert_eq!(
@@ -438,6 +463,8 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
         "research-assistant",
         "--dir",
         "ra-claude",
+        "--prompt-key",
+        key,
         "--host",
         "claude-desktop",
     ]);
@@ -468,11 +495,10 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
     );
     assert_ne!(run.code, Some(0));
     assert!(
-        run.stderr.contains("is encrypted; pass --prompt-key"),
+        run.stderr.contains("is sealed") && run.stderr.contains("--prompt-key"),
         "{}",
         run.stderr
     );
-    let key = prompt_key.to_str().unwrap();
     let run = bob.run_with(
         &[
             "run",
@@ -579,7 +605,15 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
     assert!(err.contains("no unlisted files"), "{err}");
     fs::remove_file(bob.path("ra/tools/notes.txt")).unwrap();
     let repaired = bob
-        .ok(&["--json", "install", "research-assistant@^1", "--dir", "ra"])
+        .ok(&[
+            "--json",
+            "install",
+            "research-assistant@^1",
+            "--dir",
+            "ra",
+            "--prompt-key",
+            key,
+        ])
         .json();
     assert_eq!(repaired["changed"], true);
     bob.ok(&["verify", "ra"]);
@@ -599,6 +633,8 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
         "research-assistant@^1",
         "--dir",
         "ra",
+        "--prompt-key",
+        key,
         "--frozen",
     ]);
     assert!(
@@ -610,10 +646,19 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
         "research-assistant",
         "--dir",
         "fresh",
+        "--prompt-key",
+        key,
         "--frozen",
     ]);
     assert!(err.contains("holds no install"), "{err}");
-    let refused = bob.run(&["install", "research-assistant@^1", "--dir", "ra"]);
+    let refused = bob.run(&[
+        "install",
+        "research-assistant@^1",
+        "--dir",
+        "ra",
+        "--prompt-key",
+        key,
+    ]);
     assert_ne!(refused.code, Some(0));
     assert!(
         refused.stderr.contains(
@@ -632,6 +677,8 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
             "research-assistant@^1",
             "--dir",
             "ra",
+            "--prompt-key",
+            key,
             "--accept-risk",
         ])
         .json();
@@ -658,7 +705,14 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
         .status()
         .unwrap();
     assert!(status.success());
-    let err = bob.fails(&["install", "research-assistant", "--dir", "after-revocation"]);
+    let err = bob.fails(&[
+        "install",
+        "research-assistant",
+        "--dir",
+        "after-revocation",
+        "--prompt-key",
+        key,
+    ]);
     assert!(err.contains("after its signing key was revoked"), "{err}");
     assert!(!bob.path("after-revocation").exists());
 }

@@ -9,7 +9,7 @@ use super::{CatalogError, html, session::MaybeSession};
 
 /// Each page: its slug under `/docs/` and its markdown, in the order
 /// `/docs` lists them.
-const PAGES: [(&str, &str); 12] = [
+const PAGES: [(&str, &str); 13] = [
     ("agent-yaml", include_str!("../../../docs/agent-yaml.md")),
     ("prompt-yaml", include_str!("../../../docs/prompt-yaml.md")),
     ("tool-yaml", include_str!("../../../docs/tool-yaml.md")),
@@ -18,6 +18,10 @@ const PAGES: [(&str, &str); 12] = [
     ("container", include_str!("../../../docs/container.md")),
     ("signatures", include_str!("../../../docs/signatures.md")),
     ("encryption", include_str!("../../../docs/encryption.md")),
+    (
+        "prompt-grants",
+        include_str!("../../../docs/prompt-grants.md"),
+    ),
     ("lockfile", include_str!("../../../docs/lockfile.md")),
     ("resolution", include_str!("../../../docs/resolution.md")),
     ("http-api", include_str!("../../../docs/http-api.md")),
