@@ -194,6 +194,17 @@ impl User {
         self.work.path().join(rel)
     }
 
+    /// The API token `login` stored for this registry.
+    pub fn token(&self) -> String {
+        let path = self.config.path().join("credentials.toml");
+        let text = std::fs::read_to_string(&path).expect("credentials.toml (log in first)");
+        let creds: toml::Table = toml::from_str(&text).expect("credentials.toml is TOML");
+        creds["registries"][&self.registry]["token"]
+            .as_str()
+            .expect("a token for this registry")
+            .to_owned()
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(&bins().cli);
         cmd.args(args)

@@ -46,16 +46,6 @@ fn write_package(dir: &Path, files: &[(&str, &str)]) {
     }
 }
 
-/// The user's API token, from the credentials file `login` wrote.
-fn token_of(user: &User) -> String {
-    let text = fs::read_to_string(user.config.path().join("credentials.toml")).unwrap();
-    let creds: toml::Table = toml::from_str(&text).unwrap();
-    creds["registries"][&user.registry]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 /// Packs a directory as a container with core's builder, signed with the
 /// user's key: what a publisher who skipped `validate` would upload.
 fn pack_unchecked(user: &User, dir: &Path, kind: Kind, name: &str, version: &str) -> Vec<u8> {
@@ -89,7 +79,7 @@ fn pack_unchecked(user: &User, dir: &Path, kind: Kind, name: &str, version: &str
 fn publish_raw(user: &User, bytes: Vec<u8>) -> (u16, Value) {
     let res = reqwest::blocking::Client::new()
         .post(format!("{}/api/v1/publish", user.registry))
-        .bearer_auth(token_of(user))
+        .bearer_auth(user.token())
         .header("content-type", "application/octet-stream")
         .body(bytes)
         .send()
