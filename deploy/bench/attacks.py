@@ -350,10 +350,17 @@ class CLI:
         return out.returncode, out.stdout, out.stderr
 
     def run(self, *argv, stdin=""):
-        code, out, err = self.attempt(*argv, stdin=stdin)
-        if code != 0:
-            raise SystemExit(f"agentlang {' '.join(argv)} failed: {err.strip()}")
-        return out
+        """Set-up only (never an attack's or the innocent's measured
+        request): waits out the registry's rate limits as a 429 says."""
+        for _ in range(120):
+            code, out, err = self.attempt(*argv, stdin=stdin)
+            if code == 0:
+                return out
+            wait = re.search(r"retry in (\d+) s \(429\)", err)
+            if not wait:
+                break
+            time.sleep(int(wait.group(1)))
+        raise SystemExit(f"agentlang {' '.join(argv)} failed: {err.strip()}")
 
     def sign_up(self, user):
         self.run("register", "--username", user, "--password-stdin", stdin=PASSWORD + "\n")
