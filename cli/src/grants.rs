@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use agentlang_core::{
-    PackageName,
+    PackageName, Version,
     container::{Container, ENCRYPTED_PROMPT_PATH, PROMPT_PATH},
     crypt::PromptKey,
     grants::{self, Identity, MAX_WRAPPED_BYTES},
@@ -90,7 +90,7 @@ pub fn open_sealed_prompt(
                 "the key kept from a grant",
             )?,
             None => {
-                let key = fetch_granted_key(env, name, &label)?;
+                let key = fetch_granted_key(env, name, version, &label)?;
                 let plain = open(&key, "the key granted to you")?;
                 if let Some(id) = &key_id {
                     config::write_private(&kept_key_path(name, id)?, key.to_key_file().as_bytes())?;
@@ -120,14 +120,18 @@ fn own_key(name: &PackageName) -> Result<Option<(PromptKey, PathBuf)>> {
 }
 
 /// Fetches and opens the caller's wrapped key for one version.
-fn fetch_granted_key(env: &Env, name: &PackageName, label: &str) -> Result<PromptKey> {
+fn fetch_granted_key(
+    env: &Env,
+    name: &PackageName,
+    version: &Version,
+    label: &str,
+) -> Result<PromptKey> {
     let sealed = format!(
         "the prompt of {label} is sealed: only its owners and the accounts they grant it to can run it"
     );
     let client = env.authenticated().with_context(|| {
         format!("{sealed}; log in (`agentlang login`) to use a grant, or pass --prompt-key FILE")
     })?;
-    let version = label.rsplit_once('@').map_or("", |(_, v)| v);
     let path = format!("/api/v1/agents/{}/{version}/prompt-key", name.normalized());
     let answer = match client.send(client.get(&path)) {
         Ok(answer) => answer,

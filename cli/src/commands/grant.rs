@@ -79,14 +79,12 @@ fn recipients_of(client: &Client, to: &Username) -> Result<Vec<grants::Recipient
         "/api/v1/accounts/{}/prompt-recipients",
         to.as_str()
     )))?;
-    let items = listed["recipients"]
+    let recipients = listed["recipients"]
         .as_array()
-        .or_else(|| listed.as_array())
-        .cloned()
-        .unwrap_or_default();
-    let recipients = items
+        .map(Vec::as_slice)
+        .unwrap_or_default()
         .iter()
-        .filter_map(|r| r["recipient"].as_str().or_else(|| r.as_str()))
+        .filter_map(|r| r["recipient"].as_str())
         .map(grants::Recipient::parse)
         .collect::<Result<Vec<_>, _>>()
         .context("the registry listed a recipient that is not an age X25519 recipient")?;
