@@ -141,11 +141,14 @@ impl SolverPool {
         };
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {
-            // The request has gone (timed out, or its client left).
-            if !answer.is_closed() {
-                let _ = answer.send(solve());
-            }
+            // Not solved when the request has gone (timed out, or its
+            // client left). The turn goes back before the answer does, so
+            // whoever reads the answer finds the client's share free.
+            let solved = (!answer.is_closed()).then(solve);
             drop(turn);
+            if let Some(solved) = solved {
+                let _ = answer.send(solved);
+            }
         });
         // Unbounded, and never closed while `self` lives: what is queued is
         // bounded by the requests in flight, each holding one job at most.
