@@ -50,6 +50,8 @@ pub enum NewKind {
     Agent,
     /// tool.yaml and a README
     Tool,
+    /// An Agent Skills folder: SKILL.md (name, description, metadata.version)
+    Skill,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -57,6 +59,7 @@ pub enum KindArg {
     Agent,
     Tool,
     Protocol,
+    Skill,
 }
 
 impl KindArg {
@@ -65,6 +68,7 @@ impl KindArg {
             KindArg::Agent => Kind::Agent,
             KindArg::Tool => Kind::Tool,
             KindArg::Protocol => Kind::Protocol,
+            KindArg::Skill => Kind::Skill,
         }
     }
 
@@ -73,6 +77,7 @@ impl KindArg {
             KindArg::Agent => "agents",
             KindArg::Tool => "tools",
             KindArg::Protocol => "protocols",
+            KindArg::Skill => "skills",
         }
     }
 }
@@ -88,7 +93,7 @@ pub enum DenyLevel {
 pub enum Command {
     /// Start a package: a directory that validates, builds and publishes as it is
     #[command(
-        after_help = "Examples:\n  agentlang new agent my-agent\n  agentlang new tool web_lookup --path tools/web_lookup\n\nThe files say where their format is described (docs/ in the registry's\nrepository, /docs/ on a registry)."
+        after_help = "Examples:\n  agentlang new agent my-agent\n  agentlang new tool web_lookup --path tools/web_lookup\n  agentlang new skill pdf-tools\n\nThe files say where their format is described (docs/ in the registry's\nrepository, /docs/ on a registry)."
     )]
     New {
         #[arg(value_enum)]

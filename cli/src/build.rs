@@ -47,6 +47,7 @@ pub fn build_dir(env: &Env, dir: &Path, keys: &BuildKeys, output: Option<&Path>)
         Kind::Agent => check_agent(env, &tree, &shown)?,
         Kind::Tool => (check_tool(env, &tree, &shown)?, None),
         Kind::Protocol => (check_protocol(env, &tree, &shown)?, None),
+        Kind::Skill => (check_skill(env, dir, &tree, &shown)?, None),
     };
     let key_path = match &keys.key {
         Some(p) => p.clone(),
@@ -201,6 +202,34 @@ fn check_protocol(env: &Env, tree: &SourceTree, shown: &str) -> Result<Checked> 
         version: spec.version,
         members,
         left_out: left_out.iter().map(ToString::to_string).collect(),
+    })
+}
+
+/// A skill is its whole folder: SKILL.md, scripts and resources, bounded
+/// like every package by the container's limits. Agent Skills clients
+/// require the folder to carry the skill's name, so the build does too.
+fn check_skill(env: &Env, dir: &Path, tree: &SourceTree, shown: &str) -> Result<Checked> {
+    let Package::Skill(skill) = package_check::validated_package(env, Kind::Skill, tree, shown)?
+    else {
+        bail!("{shown} is not a skill package");
+    };
+    let doc = skill.skill;
+    let folder = std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
+    if folder.as_deref() != Some(doc.name.as_str()) {
+        bail!(
+            "{shown}: SKILL.md names the skill {:?}, so its folder must be named {:?} too (the Agent Skills specification)",
+            doc.name.as_str(),
+            doc.name.as_str()
+        );
+    }
+    Ok(Checked {
+        kind: Kind::Skill,
+        name: doc.name,
+        version: doc.version,
+        members: tree.clone(),
+        left_out: Vec::new(),
     })
 }
 

@@ -58,6 +58,8 @@ pub const MANIFEST_FILE: &str = "agentlang-install.json";
 pub const FORMAT: &str = "agentlang.install/1";
 const AGENT_DIR: &str = "agent";
 const TOOLS_DIR: &str = "tools";
+/// Skill containers an agent's lock pins, beside their unpacked folders.
+const SKILLS_DIR: &str = "skills";
 /// An install manifest lists at most the lock's tools plus the agent.
 const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -218,6 +220,7 @@ fn verify_artifact(dir: &Path, a: &Artifact) -> Result<(Container, Package)> {
     let expected_dir = match a.kind {
         Kind::Agent => AGENT_DIR,
         Kind::Tool => TOOLS_DIR,
+        Kind::Skill => SKILLS_DIR,
         // An install holds an agent and its tools; protocols are checked
         // by name and version, never installed.
         Kind::Protocol => bail!("an install holds no protocol packages"),
@@ -741,7 +744,9 @@ fn fetch_tool(
     let (artifact, container) = fetcher.fetch(Kind::Tool, name, version, expected, into, &rel)?;
     let spec = match validate_package(Kind::Tool, &Members::from_container(&container)) {
         Ok(Package::Tool(t)) => t.tool,
-        Ok(Package::Agent(_) | Package::Protocol(_)) => bail!("{name} is not a tool"),
+        Ok(Package::Agent(_) | Package::Protocol(_) | Package::Skill(_)) => {
+            bail!("{name} is not a tool")
+        }
         Err(d) => bail!(
             "{name}@{version} is not a valid tool: {}",
             d.iter()
@@ -1002,7 +1007,9 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
     )?;
     let package = match validate_package(Kind::Agent, &Members::from_container(&agent)) {
         Ok(Package::Agent(pkg)) => *pkg,
-        Ok(Package::Tool(_) | Package::Protocol(_)) => bail!("{} is not an agent", wanted.name),
+        Ok(Package::Tool(_) | Package::Protocol(_) | Package::Skill(_)) => {
+            bail!("{} is not an agent", wanted.name)
+        }
         Err(d) => bail!(
             "{}@{version} is not a valid agent: {}",
             wanted.name,

@@ -18,6 +18,7 @@ pub fn validated(env: &Env, tree: &SourceTree, shown: &str) -> Result<AgentPacka
         Package::Agent(pkg) => Ok(*pkg),
         Package::Tool(_) => bail!("{shown} is a tool, not an agent"),
         Package::Protocol(_) => bail!("{shown} is a protocol, not an agent"),
+        Package::Skill(_) => bail!("{shown} is a skill, not an agent"),
     }
 }
 

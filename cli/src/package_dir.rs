@@ -16,21 +16,26 @@ use anyhow::{Result, bail};
 pub const TOOL_FILE: &str = "tool.yaml";
 pub use agentlang_core::protocols::PROTOCOL_FILE;
 pub const README_FILE: &str = "README.md";
+pub use agentlang_core::skill::SKILL_FILE;
 
 /// An agent directory holds agent.yaml, a tool directory tool.yaml, a
-/// protocol directory protocol.yaml; exactly one of them.
+/// protocol directory protocol.yaml, a skill directory SKILL.md; exactly
+/// one of them.
 pub fn detect_kind(tree: &SourceTree, shown: &str) -> Result<Kind> {
     let found: Vec<(Kind, &str)> = [
         (Kind::Agent, AGENT_FILE),
         (Kind::Tool, TOOL_FILE),
         (Kind::Protocol, PROTOCOL_FILE),
+        (Kind::Skill, SKILL_FILE),
     ]
     .into_iter()
     .filter(|(_, file)| tree.contains(file))
     .collect();
     match found.as_slice() {
         [(kind, _)] => Ok(*kind),
-        [] => bail!("{shown} holds neither agent.yaml nor tool.yaml (nor protocol.yaml)"),
+        [] => bail!(
+            "{shown} holds neither agent.yaml nor tool.yaml (nor protocol.yaml, nor SKILL.md)"
+        ),
         many => bail!(
             "{shown} holds both {}; a package is one or the other",
             many.iter()

@@ -25,7 +25,9 @@ pub fn container_package(c: &Container, shown: &str) -> Result<AgentPackage> {
     }
     match validate_package(Kind::Agent, &Members::from_container(c)) {
         Ok(Package::Agent(pkg)) => Ok(*pkg),
-        Ok(Package::Tool(_) | Package::Protocol(_)) => bail!("{shown} is not an agent"),
+        Ok(Package::Tool(_) | Package::Protocol(_) | Package::Skill(_)) => {
+            bail!("{shown} is not an agent")
+        }
         Err(d) => bail!(
             "{shown} is not a valid agent: {}",
             d.iter()

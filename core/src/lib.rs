@@ -5,6 +5,7 @@
 //! CLI are thin shells around it.
 
 pub mod agent;
+pub mod agentskills;
 pub mod capability;
 pub mod constraints;
 pub mod container;

@@ -345,16 +345,19 @@ pub enum Kind {
     Agent,
     Tool,
     Protocol,
+    /// An Agent Skills folder (`SKILL.md`, scripts, resources).
+    Skill,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::Agent, Kind::Tool, Kind::Protocol];
+    pub const ALL: [Kind; 4] = [Kind::Agent, Kind::Tool, Kind::Protocol, Kind::Skill];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Agent => "agent",
             Kind::Tool => "tool",
             Kind::Protocol => "protocol",
+            Kind::Skill => "skill",
         }
     }
 
@@ -364,14 +367,13 @@ impl Kind {
             Kind::Agent => "agents",
             Kind::Tool => "tools",
             Kind::Protocol => "protocols",
+            Kind::Skill => "skills",
         }
     }
 
     /// The kind a URL path's plural names (`agents`), and only a plural.
     pub fn from_plural(plural: &str) -> Option<Self> {
-        [Kind::Agent, Kind::Tool, Kind::Protocol]
-            .into_iter()
-            .find(|kind| kind.plural() == plural)
+        Kind::ALL.into_iter().find(|kind| kind.plural() == plural)
     }
 
     /// The container file extension, without the dot.
@@ -393,6 +395,7 @@ impl FromStr for Kind {
             "agent" | "agents" => Ok(Kind::Agent),
             "tool" | "tools" => Ok(Kind::Tool),
             "protocol" | "protocols" => Ok(Kind::Protocol),
+            "skill" | "skills" => Ok(Kind::Skill),
             other => Err(NameError::BadKind(other.to_owned())),
         }
     }

@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use crate::Kind;
 use crate::agent::{AgentSpec, DELEGATE_TOOL, Discovery, ToolConfig, parse_agent, parse_subagent};
+use crate::agentskills::{SkillDoc, parse_skill_doc};
 use crate::container::Container;
 use crate::diagnostics::{Diagnostics, index, join};
 use crate::lockfile::Lockfile;
@@ -127,6 +128,15 @@ pub enum Package {
     Agent(Box<AgentPackage>),
     Tool(Box<ToolPackage>),
     Protocol(Box<ProtocolPackage>),
+    Skill(Box<SkillPackage>),
+}
+
+/// A validated skill package: its SKILL.md, held to the Agent Skills
+/// specification; the other members (scripts, references, assets) are its
+/// resources, bounded like every package's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkillPackage {
+    pub skill: SkillDoc,
 }
 
 /// A validated protocol package: its `protocol.yaml`.
@@ -141,18 +151,20 @@ pub struct ToolPackage {
     pub tool: ToolSpec,
 }
 
-/// The package's kind by its definition file: agent.yaml, tool.yaml or
-/// protocol.yaml, exactly one of them. `None` when none or several are
-/// there.
+/// The package's kind by its definition file: agent.yaml, tool.yaml,
+/// protocol.yaml or a top-level SKILL.md, exactly one of them. `None` when
+/// none or several are there.
 pub fn detect_kind(members: &Members<'_>) -> Option<Kind> {
     match (
         members.contains(AGENT_FILE),
         members.contains(TOOL_FILE),
         members.contains(PROTOCOL_FILE),
+        members.contains(SKILL_FILE),
     ) {
-        (true, false, false) => Some(Kind::Agent),
-        (false, true, false) => Some(Kind::Tool),
-        (false, false, true) => Some(Kind::Protocol),
+        (true, false, false, false) => Some(Kind::Agent),
+        (false, true, false, false) => Some(Kind::Tool),
+        (false, false, true, false) => Some(Kind::Protocol),
+        (false, false, false, true) => Some(Kind::Skill),
         _ => None,
     }
 }
@@ -165,7 +177,25 @@ pub fn validate_package(kind: Kind, members: &Members<'_>) -> Result<Package, Di
         Kind::Agent => validate_agent(members).map(|p| Package::Agent(Box::new(p))),
         Kind::Tool => validate_tool(members).map(|p| Package::Tool(Box::new(p))),
         Kind::Protocol => validate_protocol(members).map(|p| Package::Protocol(Box::new(p))),
+        Kind::Skill => validate_skill(members).map(|p| Package::Skill(Box::new(p))),
     }
+}
+
+/// A skill package's SKILL.md, to the Agent Skills specification
+/// ([`crate::agentskills`]).
+pub fn validate_skill(members: &Members<'_>) -> Result<SkillPackage, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let Some(bytes) = MemberPath::new(SKILL_FILE)
+        .ok()
+        .and_then(|p| members.read(&p, &mut diags))
+    else {
+        if diags.is_empty() {
+            diags.push("", "the package has no SKILL.md");
+        }
+        return Err(diags.in_file(SKILL_FILE));
+    };
+    let skill = parse_skill_doc(bytes).map_err(|d| d.in_file(SKILL_FILE))?;
+    Ok(SkillPackage { skill })
 }
 
 /// protocol.yaml.

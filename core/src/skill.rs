@@ -36,7 +36,7 @@ pub struct Skill {
 }
 
 /// Splits `---\n<yaml>\n---\n<body>`.
-fn split_frontmatter(text: &str) -> Result<(&str, &str), SkillError> {
+pub(crate) fn split_frontmatter(text: &str) -> Result<(&str, &str), SkillError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text
         .strip_prefix("---\n")

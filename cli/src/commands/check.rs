@@ -62,7 +62,7 @@ fn load(env: &Env, path: &Path) -> Result<Subject> {
             tools: Vec::new(),
             note: not_installed,
         }),
-        Ok(Package::Tool(_) | Package::Protocol(_)) => {
+        Ok(Package::Tool(_) | Package::Protocol(_) | Package::Skill(_)) => {
             bail!("{shown} is not an agent; hosts run agents")
         }
         Err(d) => Err(d).with_context(|| format!("{shown} is not a valid agent")),

@@ -73,8 +73,9 @@ pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<Exit
             .member("tool.yaml")
             .map(tool_permission_lines)
             .unwrap_or_default(),
-        // A protocol definition asks for no capabilities.
-        Kind::Protocol => Vec::new(),
+        // A protocol definition asks for no capabilities; a skill's
+        // `allowed-tools` are the agent's to grant, not the skill's.
+        Kind::Protocol | Kind::Skill => Vec::new(),
     };
     let lock: Option<Value> = c
         .member("agent.lock")
@@ -83,7 +84,7 @@ pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<Exit
         .context("agent.lock in the container is not readable YAML")?;
     let trust = match m.kind() {
         Kind::Agent => agent_trust(env, &c, &file.display().to_string())?,
-        Kind::Tool | Kind::Protocol => None,
+        Kind::Tool | Kind::Protocol | Kind::Skill => None,
     };
     let prompt = match prompt_key {
         Some(path) => Some(compile(&decrypted_prompt(

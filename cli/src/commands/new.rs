@@ -1,4 +1,4 @@
-//! `new agent|tool NAME`: a package that validates, builds and publishes as
+//! `new agent|tool|skill NAME`: a package that validates, builds and publishes as
 //! it is, its files commented with where the format is described.
 
 use std::{
@@ -14,16 +14,28 @@ use crate::{args::NewKind, output::Output};
 
 pub fn run(out: &Output, kind: NewKind, name: &str, path: Option<PathBuf>) -> Result<ExitCode> {
     let name = PackageName::new(name).with_context(|| format!("{name:?} cannot name a package"))?;
+    if kind == NewKind::Skill {
+        let problems = agentlang_core::agentskills::check_name(name.as_str());
+        if !problems.is_empty() {
+            bail!(
+                "{:?} cannot name a skill: {}",
+                name.as_str(),
+                problems.join("; ")
+            );
+        }
+    }
     let dir = path.unwrap_or_else(|| PathBuf::from(name.as_str()));
     let files = match kind {
         NewKind::Agent => agent_files(&name),
         NewKind::Tool => tool_files(&name),
+        NewKind::Skill => skill_files(&name),
     };
     write_new_dir(&dir, &files)?;
     let shown = dir.display();
     let kind_word = match kind {
         NewKind::Agent => "agent",
         NewKind::Tool => "tool",
+        NewKind::Skill => "skill",
     };
     let written: Vec<&str> = files.iter().map(|(file, _)| *file).collect();
     out.emit(
@@ -33,7 +45,7 @@ pub fn run(out: &Output, kind: NewKind, name: &str, path: Option<PathBuf>) -> Re
                 NewKind::Agent => format!(
                     "\n  publish seals its prompt: only you, and the accounts you grant it to\n  (agentlang grant {name} --to USERNAME), can run it; `publish --open` ships\n  the prompt in plaintext for anyone to read and run"
                 ),
-                NewKind::Tool => String::new(),
+                NewKind::Tool | NewKind::Skill => String::new(),
             };
             format!(
                 "{} created {kind_word} {} in {shown} ({})\n  next: agentlang validate {shown}\n        agentlang publish {shown}{sealing}",
@@ -145,6 +157,31 @@ fn agent_files(name: &PackageName) -> Vec<(&'static str, String)> {
             ),
         ),
     ]
+}
+
+/// SKILL.md to the Agent Skills specification: its frontmatter takes no
+/// keys of ours, so the version is `metadata.version` (docs/skill-packages.md).
+fn skill_files(name: &PackageName) -> Vec<(&'static str, String)> {
+    let title = title_of(name);
+    vec![(
+        "SKILL.md",
+        format!(
+            "---\n\
+             name: {name}\n\
+             description: {title} does one task well. Use it when the user asks for {title}.\n\
+             metadata:\n  \
+               version: 0.1.0\n\
+             ---\n\
+             # {title}\n\
+             \n\
+             An Agent Skills folder (agentskills.io; docs/skill-packages.md, served by\n\
+             your registry at /docs/skill-packages). Write the steps an agent follows\n\
+             here; put scripts under scripts/ and longer material under references/.\n\
+             \n\
+             1. Read the user's request.\n\
+             2. Do the task, step by step.\n"
+        ),
+    )]
 }
 
 fn tool_files(name: &PackageName) -> Vec<(&'static str, String)> {

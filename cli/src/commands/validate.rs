@@ -86,6 +86,40 @@ pub fn run(env: &Env, dir: &Path) -> Result<ExitCode> {
                 );
                 (summary, line)
             }
+            Package::Skill(skill) => {
+                let doc = &skill.skill;
+                // skills-ref reads the folder's name too: it must be the
+                // skill's.
+                let folder = std::fs::canonicalize(dir)
+                    .ok()
+                    .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
+                if folder.as_deref() != Some(doc.name.as_str()) {
+                    let mut d = Diagnostics::new();
+                    d.push(
+                        "name",
+                        format!(
+                            "the folder is {:?}, but the Agent Skills specification wants it named as the skill, {:?}",
+                            folder.unwrap_or_default(),
+                            doc.name.as_str()
+                        ),
+                    );
+                    return Err(d.in_file(agentlang_core::skill::SKILL_FILE));
+                }
+                let summary = json!({
+                    "valid": true,
+                    "kind": "skill",
+                    "name": doc.name,
+                    "version": doc.version,
+                    "files": tree.len(),
+                });
+                let line = format!(
+                    "{shown} is valid: skill {}@{}, {} files",
+                    doc.name,
+                    doc.version,
+                    tree.len()
+                );
+                (summary, line)
+            }
             Package::Tool(tool) => {
                 let spec = &tool.tool;
                 let deps = spec.dependency_requirements().len();

@@ -202,7 +202,7 @@ pub fn is_kept_member(path: &MemberPath) -> bool {
     let p = path.as_str();
     matches!(
         p,
-        MANIFEST_PATH | SIGNATURE_PATH | "agent.lock" | "README.md"
+        MANIFEST_PATH | SIGNATURE_PATH | "agent.lock" | "README.md" | "SKILL.md"
     ) || p.ends_with(".yaml")
         || p.ends_with(".yml")
         || (path.is_top_level() && p.ends_with(".yaml.enc"))
@@ -215,6 +215,7 @@ pub fn definition_file(kind: Kind) -> &'static str {
         Kind::Agent => "agent.yaml",
         Kind::Tool => "tool.yaml",
         Kind::Protocol => "protocol.yaml",
+        Kind::Skill => crate::skill::SKILL_FILE,
     }
 }
 
@@ -224,6 +225,29 @@ pub fn definition_file(kind: Kind) -> &'static str {
 struct Identity {
     name: String,
     version: String,
+}
+
+/// A skill's identity: the frontmatter's `name` and `metadata.version`
+/// (the specification leaves no other place for a version). Only these two
+/// are read here; the rest of SKILL.md is [`crate::agentskills`]'s.
+fn skill_identity(bytes: &[u8]) -> Result<Identity, String> {
+    #[derive(Deserialize)]
+    struct Front {
+        name: String,
+        metadata: Meta,
+    }
+    #[derive(Deserialize)]
+    struct Meta {
+        version: String,
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+    let (front, _) = crate::skill::split_frontmatter(text).map_err(|e| e.to_string())?;
+    let front: Front = crate::yaml::from_slice(front.as_bytes(), &YamlLimits::default())
+        .map_err(|e: YamlError| format!("frontmatter: {e}"))?;
+    Ok(Identity {
+        name: front.name,
+        version: front.metadata.version,
+    })
 }
 
 /// Checks that the package's definition file exists and names the same
@@ -248,13 +272,16 @@ fn check_definition<'a>(
             None => ContainerError::MissingDefinition { kind, file },
         });
     };
-    let identity: Identity =
+    let identity = if kind == Kind::Skill {
+        skill_identity(bytes).map_err(|message| ContainerError::Definition { file, message })?
+    } else {
         crate::yaml::from_slice(bytes, &YamlLimits::default()).map_err(|e: YamlError| {
             ContainerError::Definition {
                 file,
                 message: e.to_string(),
             }
-        })?;
+        })?
+    };
     if identity.name != name.as_str() {
         return Err(ContainerError::NameMismatch {
             file,

@@ -545,6 +545,22 @@ async fn read_definition(container: Container) -> Result<(Container, Definition)
                 package: package.clone(),
             }
         }
+        Package::Skill(skill) => {
+            let doc = &skill.skill;
+            // `skill` finds every skill in search; the license is a word
+            // users search for too.
+            let keywords = std::iter::once("skill".to_owned())
+                .chain(doc.license.clone())
+                .collect();
+            Definition {
+                description: doc.description.clone(),
+                spec: serde_json::to_value(doc).map_err(ServiceError::internal)?,
+                keywords,
+                dependencies: Vec::new(),
+                required_tools: Vec::new(),
+                package: package.clone(),
+            }
+        }
         Package::Protocol(protocol) => {
             let spec = &protocol.protocol;
             let keywords = vec![
@@ -844,7 +860,7 @@ pub async fn publish(
     check_dependencies_exist(registry, name, &definition.required_tools).await?;
     let lockfile = match &definition.package {
         Package::Agent(pkg) => check_lock(registry, &container, pkg).await?,
-        Package::Tool(_) | Package::Protocol(_) => None,
+        Package::Tool(_) | Package::Protocol(_) | Package::Skill(_) => None,
     };
     let quality_report = match &definition.package {
         Package::Agent(pkg) => check_agent_protocols_and_quality(registry, &container, pkg).await?,
@@ -852,13 +868,15 @@ pub async fn publish(
             check_protocol_name(registry, name).await?;
             None
         }
-        Package::Tool(_) => None,
+        Package::Tool(_) | Package::Skill(_) => None,
     };
     let manifest_json: Value = serde_json::to_value(manifest).map_err(ServiceError::internal)?;
     let extras = match &definition.package {
         Package::Agent(pkg) => ContainerExtras::of(kind, &container)
             .with_trust(super::trust::agent_trust(&registry.db, pkg, signer.as_str()).await?),
-        Package::Tool(_) | Package::Protocol(_) => ContainerExtras::of(kind, &container),
+        Package::Tool(_) | Package::Protocol(_) | Package::Skill(_) => {
+            ContainerExtras::of(kind, &container)
+        }
     };
     let max_risk = extras.max_risk();
     let trust = extras.trust.clone();
