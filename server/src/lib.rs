@@ -11,6 +11,7 @@ pub mod auth;
 pub mod catalog;
 pub mod conditional;
 pub mod config;
+pub mod cors;
 pub mod deadlines;
 pub mod error;
 pub mod head;

@@ -61,6 +61,7 @@ use crate::{
         routes::moltspeak::post_message,
         routes::moltspeak::post_batch,
         routes::moltspeak::get_well_known,
+        routes::skills::get_skills_index,
         routes::keys::create_key,
         routes::keys::list_keys,
         routes::keys::get_key,
@@ -121,6 +122,7 @@ use crate::{
         (name = "index", description = "Per-package version index for client-side resolution"),
         (name = "resolve", description = "Requirements in, agent.lock out"),
         (name = "search", description = "Full-text search over packages"),
+        (name = "skills", description = "Agent Skills discovery (`/.well-known/agent-skills/index.json`, schema 0.2.0): every skill package's newest release with the URL of its archive and that archive's SHA-256; skill packages' records and downloads are `/api/v1/skills/...` like any package"),
         (name = "log", description = "The transparency log (C2SP tlog-tiles, tlog-checkpoint, signed-note, tlog-cosignature): every publish, yank, unyank, owner and key change and prompt-key grant, in order, provable to anyone"),
     )
 )]
@@ -597,13 +599,45 @@ pub fn is_machine_path(path: &str) -> bool {
     MACHINE_PREFIXES.iter().any(|p| path.starts_with(p))
 }
 
-/// The methods the document lists for `path` (with `HEAD` wherever `GET`
-/// is), from the most specific path templates that match it (fewest
-/// `{parameters}`); `None` when no template matches. Read once from the
-/// document, so a route and its `Allow` header cannot disagree.
-pub fn allowed_methods(path: &str) -> Option<Vec<&'static str>> {
+/// A path template of the document, split for matching.
+struct Template {
+    /// `None` for a `{parameter}`.
+    segments: Vec<Option<String>>,
+    /// The last parameter spans segments, as the router's `{path:.*}`.
+    tail: bool,
+    methods: Vec<&'static str>,
+    /// Its `GET` needs no credential.
+    anonymous_get: bool,
+}
+
+/// A parameter the router matches across `/` (the log's tile paths).
+const TAIL_PARAMETERS: [&str; 1] = ["{path}"];
+
+impl Template {
+    fn parameters(&self) -> usize {
+        self.segments.iter().filter(|s| s.is_none()).count()
+    }
+
+    fn matches(&self, wanted: &[&str]) -> bool {
+        let fits = if self.tail {
+            wanted.len() >= self.segments.len()
+        } else {
+            wanted.len() == self.segments.len()
+        };
+        fits && self
+            .segments
+            .iter()
+            .zip(wanted)
+            .all(|(t, w)| t.as_deref().map_or(!w.is_empty(), |t| t == *w))
+    }
+}
+
+/// The document's templates that match `path` most specifically (fewest
+/// `{parameters}`); empty when none does. Read once from the document, so
+/// a route, its `Allow` header and its cross-origin answer cannot
+/// disagree.
+fn most_specific(path: &str) -> Vec<&'static Template> {
     use std::sync::OnceLock;
-    type Template = (Vec<Option<String>>, Vec<&'static str>);
     static TABLE: OnceLock<Vec<Template>> = OnceLock::new();
     let table = TABLE.get_or_init(|| {
         ApiDoc::openapi()
@@ -628,23 +662,39 @@ pub fn allowed_methods(path: &str) -> Option<Vec<&'static str>> {
                         methods.push(method);
                     }
                 }
-                (segments, methods)
+                Template {
+                    segments,
+                    tail: TAIL_PARAMETERS.iter().any(|p| template.ends_with(p)),
+                    methods,
+                    anonymous_get: item
+                        .get
+                        .as_ref()
+                        .is_some_and(|op| op.security.as_ref().is_none_or(Vec::is_empty)),
+                }
             })
             .collect()
     });
     let wanted: Vec<&str> = path.split('/').collect();
-    let matching = table.iter().filter(|(segments, _)| {
-        segments.len() == wanted.len()
-            && segments
-                .iter()
-                .zip(&wanted)
-                .all(|(t, w)| t.as_deref().map_or(!w.is_empty(), |t| t == *w))
-    });
-    let params = |segments: &Vec<Option<String>>| segments.iter().filter(|s| s.is_none()).count();
-    let fewest = matching.clone().map(|(s, _)| params(s)).min()?;
-    let mut allow: Vec<&'static str> = matching
-        .filter(|(s, _)| params(s) == fewest)
-        .flat_map(|(_, m)| m.iter().copied())
+    let matching: Vec<&Template> = table.iter().filter(|t| t.matches(&wanted)).collect();
+    let Some(fewest) = matching.iter().map(|t| t.parameters()).min() else {
+        return Vec::new();
+    };
+    matching
+        .into_iter()
+        .filter(|t| t.parameters() == fewest)
+        .collect()
+}
+
+/// The methods the document lists for `path` (with `HEAD` wherever `GET`
+/// is), from its most specific templates; `None` when no template matches.
+pub fn allowed_methods(path: &str) -> Option<Vec<&'static str>> {
+    let templates = most_specific(path);
+    if templates.is_empty() {
+        return None;
+    }
+    let mut allow: Vec<&'static str> = templates
+        .iter()
+        .flat_map(|t| t.methods.iter().copied())
         .collect();
     allow.sort_by_key(|m| {
         ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
@@ -653,6 +703,17 @@ pub fn allowed_methods(path: &str) -> Option<Vec<&'static str>> {
     });
     allow.dedup();
     Some(allow)
+}
+
+/// Whether a `GET` of `path` needs no credential: its most specific
+/// templates list a `GET` and none of those asks for a credential.
+pub fn is_anonymous_read(path: &str) -> bool {
+    let templates = most_specific(path);
+    let gets: Vec<_> = templates
+        .iter()
+        .filter(|t| t.methods.contains(&"GET"))
+        .collect();
+    !gets.is_empty() && gets.iter().all(|t| t.anonymous_get)
 }
 
 /// What no route matched (the catalog takes every other path): 405 with

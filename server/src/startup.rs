@@ -17,7 +17,7 @@ use app::Registry;
 use crate::{
     admission,
     config::Config,
-    deadlines, error, metrics,
+    cors, deadlines, error, metrics,
     openapi::ApiDoc,
     rate_limit,
     request_id::{self, RequestSpan},
@@ -124,9 +124,11 @@ impl Application {
                 )
                 .default_service(web::to(crate::openapi::unmatched))
                 // Outermost last: request id, then the log span, metrics,
-                // problem completion, rate limits, admission, and the
-                // deadlines.
+                // problem completion, rate limits, admission, cross-origin
+                // reads, and the deadlines.
                 .wrap(from_fn(deadlines::bound_request))
+                .wrap(cors::cors())
+                .wrap(from_fn(cors::mark_public_reads))
                 .wrap(from_fn(admission::admit_request))
                 .wrap(from_fn(rate_limit::limit_requests))
                 .wrap(from_fn(error::problem_details))

@@ -11,6 +11,7 @@ mod caches;
 mod catalog;
 mod clowl;
 mod conformance;
+mod cors;
 mod errors;
 mod grants;
 mod index;
