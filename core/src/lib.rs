@@ -4,6 +4,7 @@
 //! readers and get typed, validated values back. The registry service and the
 //! CLI are thin shells around it.
 
+pub mod a2a;
 pub mod agent;
 pub mod agentskills;
 pub mod capability;

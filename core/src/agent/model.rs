@@ -498,6 +498,10 @@ pub struct ProtocolDecl {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<VersionReq>,
+    /// Where the agent answers A2A (`a2a` only): the registry serves a
+    /// signed Agent Card for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<crate::a2a::Endpoint>,
     #[serde(flatten)]
     pub extensions: Extensions,
 }

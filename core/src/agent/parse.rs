@@ -10,6 +10,7 @@ use super::model::*;
 use super::permissions::{CronSchedule, PermissionMode};
 use super::reader::{Fields, MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, Reader, ShapeError, to_json};
 use super::template::{self, check_env_template, is_env_name};
+use crate::a2a;
 use crate::capability::Capability;
 use crate::diagnostics::{index, join};
 use crate::keys::{EXTENSION_PREFIX, suggest};
@@ -1014,7 +1015,7 @@ fn protocols(r: &mut Reader, v: &Value, path: &str) -> Vec<ProtocolDecl> {
     let mut seen = std::collections::HashSet::new();
     for (i, item) in r.seq(v, path).iter().enumerate() {
         let p = index(path, i);
-        let Some(f) = r.fields(item, &p, &["name", "version"]) else {
+        let Some(f) = r.fields(item, &p, &["name", "version", "endpoint"]) else {
             continue;
         };
         let Some(name) = r.req_text(&f, "name") else {
@@ -1034,13 +1035,54 @@ fn protocols(r: &mut Reader, v: &Value, path: &str) -> Vec<ProtocolDecl> {
         let version = f
             .get("version")
             .and_then(|v| version_req(r, v, &f.at("version")));
+        let endpoint = f.get("endpoint").and_then(|e| {
+            let at = f.at("endpoint");
+            if name != a2a::PROTOCOL {
+                r.error(
+                    &at,
+                    format!("only the a2a protocol takes an endpoint, not {name}"),
+                );
+                return None;
+            }
+            a2a_endpoint(r, e, &at)
+        });
         out.push(ProtocolDecl {
             name,
             version,
+            endpoint,
             extensions: f.extensions,
         });
     }
     out
+}
+
+/// `endpoint: {url, binding}` of the a2a protocol: where A2A clients reach
+/// the agent, as its Agent Card will say.
+fn a2a_endpoint(r: &mut Reader, v: &Value, path: &str) -> Option<a2a::Endpoint> {
+    let f = r.fields(v, path, &["url", "binding"])?;
+    let url =
+        r.req_text_max(&f, "url", a2a::MAX_URL_LEN).and_then(|u| {
+            match a2a::EndpointUrl::parse(&u) {
+                Ok(url) => Some(url),
+                Err(e) => {
+                    r.error(f.at("url"), e);
+                    None
+                }
+            }
+        });
+    let binding = r.required(&f, "binding").and_then(|b| {
+        r.one_of(
+            b,
+            &f.at("binding"),
+            &a2a::Binding::NAMES,
+            a2a::Binding::from_name,
+        )
+    });
+    Some(a2a::Endpoint {
+        url: url?,
+        binding: binding?,
+        extensions: f.extensions,
+    })
 }
 
 fn constraints(r: &mut Reader, v: &Value, path: &str) -> Option<Constraints> {
