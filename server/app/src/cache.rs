@@ -255,8 +255,13 @@ pub enum RenderedKey {
     /// A package's catalog page as an anonymous visitor sees it, at a
     /// version (`None`: the one that represents the package).
     PackagePage(Kind, String, Option<Version>),
+    /// An agent's signed A2A Agent Card, of a version (`None`: the newest
+    /// version not yanked).
+    AgentCard(String, Option<Version>),
     /// `GET /api/v1/search`.
     Search(SearchQuery),
+    /// `GET /.well-known/agent-skills/index.json`.
+    SkillsIndex,
 }
 
 impl Scoped for RenderedKey {
@@ -272,8 +277,12 @@ impl Scoped for RenderedKey {
                     || changes.dependents(*kind, name)
                     || (*kind == Kind::Agent && changes.any_package(Kind::Protocol))
             }
+            // What a card says is its version's; which version the newest
+            // is, the package's.
+            Self::AgentCard(name, _) => changes.package(Kind::Agent, name),
             // Results show many packages.
             Self::Search(_) => true,
+            Self::SkillsIndex => changes.any_package(Kind::Skill),
         }
     }
 
@@ -282,7 +291,9 @@ impl Scoped for RenderedKey {
             Self::PackageRecord(..) => "package_records",
             Self::VersionRecord(..) => "version_records",
             Self::PackagePage(..) => "package_pages",
+            Self::AgentCard(..) => "agent_cards",
             Self::Search(_) => "searches",
+            Self::SkillsIndex => "skills_index",
         }
     }
 }

@@ -9,6 +9,7 @@
 //! which the HTTP layer maps to a status and a problem. What is stored, and
 //! how, is `agentlang-registry-store`'s; no SQL is written here.
 
+pub mod a2a;
 pub mod accounts;
 pub mod admission;
 pub mod agent_tasks;
@@ -42,6 +43,7 @@ pub mod search;
 pub mod secrets;
 pub mod sessions;
 pub mod settings;
+pub mod skills;
 pub mod solvers;
 mod startup;
 pub mod sweep;

@@ -19,6 +19,7 @@ pub mod quality;
 pub mod resolve;
 pub mod schemas;
 pub mod search;
+pub mod skills;
 pub mod tlog;
 pub mod tokens;
 
@@ -31,7 +32,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     // First: health checks (fixed paths, cheap to match) and what a
     // registry serves most, before the other patterns are tried one by one
     // (each is a regex). Their kind and version segments
-    // are constrained (`agents|tools|protocols`, a version starts with a
+    // are constrained (`agents|tools|protocols|skills`, a version starts with a
     // digit), so no path of the routes below can match them.
     cfg.service(health::get_healthz)
         .service(health::get_readyz)
@@ -67,6 +68,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(moltspeak::post_message)
         .service(moltspeak::post_batch)
         .service(moltspeak::get_well_known)
+        .service(skills::get_skills_index)
         .service(keys::create_key)
         .service(keys::list_keys)
         .service(keys::get_key)

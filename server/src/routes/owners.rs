@@ -24,6 +24,7 @@ pub enum KindSegment {
     Agents,
     Tools,
     Protocols,
+    Skills,
 }
 
 /// `/{kind}/{name}` as it appears in a URL: `agents/foo`, `tools/bar` or
@@ -31,7 +32,7 @@ pub enum KindSegment {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct PackagePath {
-    /// `agents`, `tools` or `protocols`.
+    /// `agents`, `tools`, `protocols` or `skills`.
     #[param(value_type = KindSegment)]
     pub kind: String,
     /// The package name (any spelling: case and `-`/`_` are folded).

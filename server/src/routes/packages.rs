@@ -21,7 +21,7 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct VersionPath {
-    /// `agents`, `tools` or `protocols`.
+    /// `agents`, `tools`, `protocols` or `skills`.
     #[param(value_type = super::owners::KindSegment)]
     pub kind: String,
     /// The package name (any spelling: case and `-`/`_` are folded).
@@ -60,7 +60,7 @@ pub struct YankRequest {
     params(
         // `/api/v1/protocols/{name}` is the protocol's catalog view
         // (`get_protocol`), so this route documents only the other kinds.
-        ("kind" = RecordKindSegment, Path, description = "`agents` or `tools`; a protocol package's record is `GET /api/v1/protocols/{name}`"),
+        ("kind" = RecordKindSegment, Path, description = "`agents`, `tools` or `skills`; a protocol package's record is `GET /api/v1/protocols/{name}`"),
         ("name" = String, Path, description = "The package name (any spelling: case and `-`/`_` are folded)"),
     ),
     responses(
@@ -70,7 +70,7 @@ pub struct YankRequest {
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
-#[get("/api/v1/{kind:agents|tools}/{name}")]
+#[get("/api/v1/{kind:agents|tools|skills}/{name}")]
 pub async fn get_package(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -94,7 +94,7 @@ pub async fn get_package(
         (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
-#[get("/api/v1/{kind:agents|tools|protocols}/{name}/{version:[0-9][^/]*}")]
+#[get("/api/v1/{kind:agents|tools|protocols|skills}/{name}/{version:[0-9][^/]*}")]
 pub async fn get_version(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -111,6 +111,7 @@ pub async fn get_version(
 pub enum RecordKindSegment {
     Agents,
     Tools,
+    Skills,
 }
 
 /// A container's bytes as the document names them (a gzip tar, uploaded
@@ -163,7 +164,7 @@ pub struct ContainerBytes(Vec<u8>);
          headers(("Content-Range" = String, description = "`bytes */<size>`"))),
     )
 )]
-#[get("/api/v1/{kind:agents|tools|protocols}/{name}/{version}/download")]
+#[get("/api/v1/{kind:agents|tools|protocols|skills}/{name}/{version}/download")]
 pub async fn download_version(
     req: HttpRequest,
     state: web::Data<AppState>,

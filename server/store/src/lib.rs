@@ -33,6 +33,7 @@ mod per_runtime;
 pub mod protocols;
 pub mod search;
 pub mod secrets;
+pub mod skills;
 pub mod time;
 pub mod tlog;
 pub mod tokens;

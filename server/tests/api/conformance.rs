@@ -29,7 +29,7 @@ fn document() -> PathBuf {
 
 /// The executable `name`: `$env` when set, else the first on `PATH`. `None`
 /// (the test is skipped) when there is none, which fails under `CI=true`.
-fn tool(env: &str, name: &str) -> Option<PathBuf> {
+pub(crate) fn tool(env: &str, name: &str) -> Option<PathBuf> {
     let found = std::env::var_os(env).map(PathBuf::from).or_else(|| {
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
             .map(|dir| dir.join(name))
@@ -48,7 +48,7 @@ fn tool(env: &str, name: &str) -> Option<PathBuf> {
 
 /// Runs `command` to its end or `limit`, and returns its exit success and
 /// its output (stdout then stderr).
-async fn run(command: &mut tokio::process::Command, limit: Duration) -> (bool, String) {
+pub(crate) async fn run(command: &mut tokio::process::Command, limit: Duration) -> (bool, String) {
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -28,6 +28,7 @@ mod rate_limits;
 mod replay;
 mod resolve;
 mod search;
+mod skills;
 mod storage;
 mod tlog;
 mod tokens;

@@ -1,0 +1,273 @@
+//! Skill packages and the Agent Skills discovery index: published like any
+//! package, listed newest-first in `/.well-known/agent-skills/index.json`
+//! with a `url` whose bytes hash to the entry's `digest`, and checked as a
+//! client would by `skills-ref` (the specification's reference validator,
+//! `AGENTLANG_TEST_SKILLS_REF`; skipped without it, except under CI=true).
+
+use std::{path::Path, time::Duration};
+
+use agentlang_core::Kind;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::{
+    conformance,
+    publish::{build, publish, published, publisher},
+    support::{Backend, TestApp, backend_tests, problem},
+};
+
+backend_tests!(
+    the_index_lists_each_skills_newest_release_with_its_digest,
+    a_skill_md_outside_the_spec_is_refused_naming_the_file,
+    skills_ref_accepts_what_the_index_serves,
+);
+
+fn skill_md(name: &str, version: &str, description: &str) -> String {
+    format!(
+        "---\nname: {name}\ndescription: {description}\nlicense: MIT\nmetadata:\n  version: {version}\n---\n# {name}\n\nRun scripts/extract.py on the file.\n"
+    )
+}
+
+fn skill(key: &agentlang_core::signing::SecretKey, name: &str, version: &str) -> Vec<u8> {
+    let md = skill_md(
+        name,
+        version,
+        &format!("{name} {version} extracts text. Use for PDFs."),
+    );
+    build(
+        key,
+        Kind::Skill,
+        name,
+        version,
+        &[
+            ("SKILL.md", md.as_bytes()),
+            ("scripts/extract.py", b"print('text')\n"),
+            ("references/REFERENCE.md", b"# Reference\n"),
+        ],
+        1_738_146_600,
+    )
+}
+
+async fn index(app: &TestApp) -> Value {
+    let res = app.get("/.well-known/agent-skills/index.json").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()["content-type"].to_str().unwrap(),
+        "application/json"
+    );
+    res.json().await.unwrap()
+}
+
+async fn the_index_lists_each_skills_newest_release_with_its_digest(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let empty = index(&app).await;
+    assert_eq!(
+        empty,
+        json!({"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json", "skills": []})
+    );
+
+    let alice = publisher(&app, "alice").await;
+    let v1 = published(&app, &alice.token, skill(&alice.key, "pdf-tools", "1.0.0")).await;
+    assert_eq!(v1["kind"], "skill");
+    published(&app, &alice.token, skill(&alice.key, "pdf-tools", "1.1.0")).await;
+    published(&app, &alice.token, skill(&alice.key, "csv-tools", "0.3.0")).await;
+    // A prerelease is not the release clients should take.
+    published(
+        &app,
+        &alice.token,
+        skill(&alice.key, "csv-tools", "0.4.0-rc.1"),
+    )
+    .await;
+
+    let listed = index(&app).await;
+    let skills = listed["skills"].as_array().unwrap();
+    let names: Vec<(&str, &str)> = skills
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["version"].as_str().unwrap()))
+        .collect();
+    assert_eq!(names, [("csv-tools", "0.3.0"), ("pdf-tools", "1.1.0")]);
+    for entry in skills {
+        assert_eq!(entry["type"], "archive");
+        let url = entry["url"].as_str().unwrap();
+        assert_eq!(
+            url,
+            format!(
+                "/api/v1/skills/{}/{}/download",
+                entry["name"].as_str().unwrap(),
+                entry["version"].as_str().unwrap()
+            )
+        );
+        let bytes = app.get(url).await.bytes().await.unwrap();
+        assert_eq!(
+            entry["digest"].as_str().unwrap(),
+            format!("sha256:{}", hex::encode(Sha256::digest(&bytes))),
+            "the digest is the SHA-256 of what the url serves"
+        );
+    }
+    assert_eq!(
+        skills[1]["description"],
+        "pdf-tools 1.1.0 extracts text. Use for PDFs."
+    );
+
+    // The package and version records answer under /api/v1/skills.
+    let record: Value = app
+        .get("/api/v1/skills/pdf-tools")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(record["versions"].as_array().unwrap().len(), 2);
+
+    // Yanked: the next newest takes its place; all yanked: gone.
+    for (version, reason) in [("1.1.0", "wrong output"), ("1.0.0", "also wrong")] {
+        let res = app
+            .request(
+                Method::POST,
+                &format!("/api/v1/skills/pdf-tools/{version}/yank"),
+            )
+            .bearer_auth(&alice.token)
+            .json(&json!({"reason": reason}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::OK,
+            "{}",
+            res.text().await.unwrap()
+        );
+        let listed = index(&app).await;
+        let pdf: Vec<&Value> = listed["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["name"] == "pdf-tools")
+            .collect();
+        match version {
+            "1.1.0" => assert_eq!(pdf[0]["version"], "1.0.0", "{listed}"),
+            _ => assert!(pdf.is_empty(), "{listed}"),
+        }
+    }
+}
+
+async fn a_skill_md_outside_the_spec_is_refused_naming_the_file(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let md = "---\nname: pdf-tools\ndescription: Extracts text.\nversion: 1.0.0\nmetadata:\n  version: 1.0.0\n---\n# x\n";
+    let bad = build(
+        &alice.key,
+        Kind::Skill,
+        "pdf-tools",
+        "1.0.0",
+        &[("SKILL.md", md.as_bytes())],
+        0,
+    );
+    let body = problem(
+        publish(&app, &alice.token, bad).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    assert_eq!(body["errors"][0]["field"], "SKILL.md", "{body}");
+    let message = body["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("unexpected frontmatter keys: version")
+            && message
+                .contains("allowed-tools, compatibility, description, license, metadata, name"),
+        "{body}"
+    );
+    // Nothing half-written: no package, nothing listed.
+    problem(
+        app.get("/api/v1/skills/pdf-tools").await,
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+    assert_eq!(index(&app).await["skills"], json!([]));
+}
+
+/// Unpacks a downloaded archive into `dir` as a client would.
+fn unpack(bytes: &[u8], dir: &Path) {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    archive.unpack(dir).unwrap();
+}
+
+async fn skills_ref_accepts_what_the_index_serves(backend: Backend) {
+    let Some(skills_ref) = conformance::tool("AGENTLANG_TEST_SKILLS_REF", "agentskills") else {
+        return;
+    };
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    published(&app, &alice.token, skill(&alice.key, "pdf-tools", "2.0.0")).await;
+    let listed = index(&app).await;
+    let entry = &listed["skills"][0];
+    let bytes = app
+        .get(entry["url"].as_str().unwrap())
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // Clients unpack into a folder named after the skill.
+    let dir = work.path().join(entry["name"].as_str().unwrap());
+    unpack(&bytes, &dir);
+    assert!(dir.join("scripts/extract.py").is_file());
+    let (ok, output) = conformance::run(
+        tokio::process::Command::new(&skills_ref)
+            .arg("validate")
+            .arg(&dir),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(ok, "skills-ref refused the published skill:\n{output}");
+
+    // And the other way: what skills-ref refuses, our validation refuses.
+    for (front, why) in [
+        (
+            "name: pdf--tools\ndescription: d\nmetadata:\n  version: 1.0.0\n",
+            "consecutive hyphens",
+        ),
+        (
+            "name: pdf-tools\ndescription: d\nauthor: me\nmetadata:\n  version: 1.0.0\n",
+            "unexpected key",
+        ),
+        (
+            &format!(
+                "name: pdf-tools\ndescription: {}\nmetadata:\n  version: 1.0.0\n",
+                "d".repeat(1025)
+            ),
+            "long description",
+        ),
+    ] {
+        let bad = work
+            .path()
+            .join("bad")
+            .join(if front.contains("pdf--tools") {
+                "pdf--tools"
+            } else {
+                "pdf-tools"
+            });
+        std::fs::create_dir_all(&bad).unwrap();
+        std::fs::write(bad.join("SKILL.md"), format!("---\n{front}---\n# x\n")).unwrap();
+        let (ok, output) = conformance::run(
+            tokio::process::Command::new(&skills_ref)
+                .arg("validate")
+                .arg(&bad),
+            Duration::from_secs(60),
+        )
+        .await;
+        assert!(!ok, "skills-ref accepted {why}:\n{output}");
+        let ours = agentlang_core::agentskills::parse_skill_doc(
+            &std::fs::read(bad.join("SKILL.md")).unwrap(),
+        );
+        assert!(ours.is_err(), "our validation accepted {why}");
+        std::fs::remove_dir_all(work.path().join("bad")).unwrap();
+    }
+}
