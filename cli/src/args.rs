@@ -509,4 +509,12 @@ pub enum LogCommand {
         #[arg(long)]
         name: Option<String>,
     },
+    /// Forget the log key pinned for a registry and the checkpoint seen last (after the registry was reset)
+    #[command(
+        after_help = "Examples:\n  agentlang log forget\n  agentlang log forget http://127.0.0.1:8080\n\nThe next pull, install, verify or log command trusts whatever log key the\nregistry serves then, and checks consistency only from that checkpoint on:\nuse it when you know the registry was reset or restored, never to silence\na warning you cannot explain."
+    )]
+    Forget {
+        /// The registry's URL [default: the configured registry]
+        registry: Option<String>,
+    },
 }

@@ -139,7 +139,7 @@ pub fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-fn normalize_url(url: &str) -> Result<String> {
+pub fn normalize_url(url: &str) -> Result<String> {
     let trimmed = url.trim_end_matches('/');
     if !(trimmed.starts_with("http://") || trimmed.starts_with("https://")) {
         bail!("registry URL {url:?} must start with http:// or https://");

@@ -80,17 +80,54 @@ pub struct CheckedLog<'c> {
     key: String,
     witnesses: Vec<WitnessKey>,
     required: usize,
+    key_source: KeySource,
     dir: PathBuf,
     pub checkpoint: OpenedCheckpoint,
     note: String,
 }
 
+/// What `log forget` dropped.
+pub struct Forgotten {
+    pub dir: PathBuf,
+    /// The pinned log key, if one was.
+    pub key: Option<String>,
+    /// The size of the last checkpoint seen, if one was kept.
+    pub size: Option<u64>,
+}
+
+/// Drops what this machine trusts about `base`'s log: the pinned key and
+/// the last checkpoint seen. The next command pins whatever key the
+/// registry serves then, and checks consistency only from there on.
+pub fn forget(base: &str) -> Result<Forgotten> {
+    let dir = state_dir_of(base)?;
+    let key = read_text(&dir.join("key"))?.map(|k| k.trim().to_owned());
+    let size = read_text(&dir.join("checkpoint"))?
+        .and_then(|note| note.lines().nth(1).and_then(|l| l.parse().ok()));
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("removing {}", dir.display())),
+    }
+    Ok(Forgotten { dir, key, size })
+}
+
+/// Where the key the log is checked with came from.
+enum KeySource {
+    /// `--log-key` or `AGENTLANG_LOG_KEY`.
+    Given,
+    /// Pinned on first use, in this file.
+    Pinned(PathBuf),
+}
+
 /// `<config>/logs/<host[_port]>`: per registry.
 fn state_dir(client: &Client) -> Result<PathBuf> {
-    let host: String = client
-        .base
+    state_dir_of(&client.base)
+}
+
+fn state_dir_of(base: &str) -> Result<PathBuf> {
+    let host: String = base
         .split_once("://")
-        .map_or(client.base.as_str(), |(_, rest)| rest)
+        .map_or(base, |(_, rest)| rest)
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
@@ -124,6 +161,10 @@ impl<'c> CheckedLog<'c> {
     ) -> Result<Self> {
         let dir = state_dir(client)?;
         let key_file = dir.join("key");
+        let key_source = match opts.key {
+            Some(_) => KeySource::Given,
+            None => KeySource::Pinned(key_file.clone()),
+        };
         let key = match (&opts.key, read_text(&key_file)?) {
             (Some(given), _) => given.trim().to_owned(),
             (None, Some(pinned)) => pinned.trim().to_owned(),
@@ -163,6 +204,7 @@ impl<'c> CheckedLog<'c> {
             key,
             witnesses,
             required: opts.required_witnesses,
+            key_source,
             dir,
             checkpoint: OpenedCheckpoint {
                 origin: String::new(),
@@ -199,14 +241,8 @@ impl<'c> CheckedLog<'c> {
             .and_then(|r| r.text(Bound::CHECKPOINT))
             .context("fetching the registry's log checkpoint")?;
         let (opened, cosigned) =
-            tlog::open_witnessed_checkpoint(note.as_bytes(), &self.key, &self.witnesses).map_err(
-                |e| {
-                    anyhow!(
-                        "the registry's log checkpoint does not verify with the log key {}: {e}",
-                        self.key
-                    )
-                },
-            )?;
+            tlog::open_witnessed_checkpoint(note.as_bytes(), &self.key, &self.witnesses)
+                .map_err(|e| self.unverified(&note, &e.to_string()))?;
         if cosigned.len() < self.required {
             bail!(
                 "the registry's log checkpoint has {} of the {} witness cosignatures required",
@@ -217,6 +253,49 @@ impl<'c> CheckedLog<'c> {
         self.checkpoint = opened;
         self.note = note;
         Ok(())
+    }
+
+    /// Why a checkpoint that does not verify with our key does not: the
+    /// registry now serves another key its checkpoint verifies with (a
+    /// reset registry, a rotated key, or an impostor: only the user can
+    /// tell), or it does not verify at all (forged or damaged).
+    fn unverified(&self, note: &str, error: &str) -> anyhow::Error {
+        let base = &self.client.base;
+        let ours = match &self.key_source {
+            KeySource::Given => format!(
+                "the log key given (--log-key or AGENTLANG_LOG_KEY), {}",
+                self.key
+            ),
+            KeySource::Pinned(file) => format!(
+                "the log key pinned in {} on first use, {}",
+                file.display(),
+                self.key
+            ),
+        };
+        let served = self
+            .client
+            .send(self.client.get("/log/key"))
+            .and_then(|r| r.text(Bound::LOG_KEY))
+            .map(|k| k.trim().to_owned());
+        match served {
+            Ok(served)
+                if served != self.key
+                    && tlog::open_checkpoint(note.as_bytes(), &served).is_ok() =>
+            {
+                let fix = match &self.key_source {
+                    KeySource::Given => "give the new key with --log-key".to_owned(),
+                    KeySource::Pinned(_) => format!(
+                        "run `agentlang log forget {base}` to drop the pinned key and the checkpoint seen before; the next command trusts the key served then"
+                    ),
+                };
+                anyhow!(
+                    "the registry {base} now signs its log with another key: it serves {served}, but this machine checks with {ours}. A registry that was reset (its database removed) or whose log key was replaced looks like this, and so does a server impersonating it. If you know it was reset, {fix}; otherwise do not trust what it serves"
+                )
+            }
+            _ => anyhow!(
+                "the registry {base}'s log checkpoint does not verify with {ours}: {error}. It is forged or damaged, or the key is wrong"
+            ),
+        }
     }
 
     /// The saved checkpoint must be a prefix of this one.
@@ -235,10 +314,11 @@ impl<'c> CheckedLog<'c> {
         }
         if new.size < old.size {
             bail!(
-                "the registry's log rolled back: it shows {} entries, but it showed {} before (kept in {})",
+                "the registry's log rolled back: it shows {} entries, but it showed {} before (kept in {}). A registry restored from a backup looks like this, and so does one hiding entries; if you know it was restored, `agentlang log forget {}` drops what this machine saw",
                 new.size,
                 old.size,
-                self.dir.join("checkpoint").display()
+                self.dir.join("checkpoint").display(),
+                self.client.base
             );
         }
         let proof = self
@@ -246,9 +326,11 @@ impl<'c> CheckedLog<'c> {
             .context("proving the log consistent with the one seen before")?;
         tlog::check_consistency(&proof, new.size, new.root, old.size, old.root).map_err(|_| {
             anyhow!(
-                "the registry's log forked: its tree of {} entries does not extend the one of {} seen before",
+                "the registry's log forked: its tree of {} entries does not extend the one of {} seen before (kept in {}). A registry reset with the same key looks like this, and so does one showing different logs to different clients; if you know it was reset, `agentlang log forget {}` drops what this machine saw",
                 new.size,
-                old.size
+                old.size,
+                self.dir.join("checkpoint").display(),
+                self.client.base
             )
         })
     }

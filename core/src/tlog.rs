@@ -13,7 +13,7 @@
 //! The Merkle arithmetic, proofs and note encoding come from Cloudflare's
 //! `tlog_tiles` and `signed_note` crates (ports of Go's sumdb code).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tlog_tiles::{Checkpoint, Hash, HashReader};
 
 use crate::signing::{PublicKey, SecretKey};
@@ -24,7 +24,7 @@ pub const TILE_HEIGHT: u8 = 8;
 pub const TILE_WIDTH: u64 = 1 << TILE_HEIGHT;
 
 /// What a log entry records: one state change of the registry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LogOp {
     Genesis,

@@ -194,6 +194,11 @@ impl User {
         self.work.path().join(rel)
     }
 
+    /// A path under this user's config folder.
+    pub fn config_path(&self, rel: &str) -> PathBuf {
+        self.config.path().join(rel)
+    }
+
     /// The API token `login` stored for this registry.
     pub fn token(&self) -> String {
         let path = self.config.path().join("credentials.toml");

@@ -234,6 +234,17 @@ impl MockRegistry {
     /// bundle, as a registry serves them (an entry too long for the
     /// bundle's framing as a placeholder). Returns the checkpoint note.
     pub fn serve_log(&self, key: &agentlang_core::tlog::LogKey, entries: &[Vec<u8>]) -> String {
+        self.serve_log_signed_by(key, key, entries)
+    }
+
+    /// [`Self::serve_log`] with the checkpoint signed by `signer` while
+    /// `/log/key` serves `served`: a forged checkpoint when they differ.
+    pub fn serve_log_signed_by(
+        &self,
+        served: &agentlang_core::tlog::LogKey,
+        signer: &agentlang_core::tlog::LogKey,
+        entries: &[Vec<u8>],
+    ) -> String {
         use agentlang_core::tlog::{Tree, served_entry_bundle, tile_path};
         assert!(entries.len() < 256, "one partial tile per level");
         let mut tree = Tree::default();
@@ -241,13 +252,13 @@ impl MockRegistry {
             tree.append(entry).expect("append");
         }
         let size = tree.size();
-        let note = key
+        let note = signer
             .sign_checkpoint(&origin(&self.url), size, tree.root())
             .expect("sign");
         self.route(
             "GET",
             "/log/key",
-            Reply::bytes(format!("{}\n", key.verifier_key()).into_bytes()),
+            Reply::bytes(format!("{}\n", served.verifier_key()).into_bytes()),
         );
         self.route("GET", "/log/checkpoint", Reply::bytes(note.clone()));
         let width = u32::try_from(size).expect("small");

@@ -202,6 +202,9 @@ fn a_sealed_agent_runs_for_the_accounts_its_owner_grants_it_to() {
     assert!(shown.stdout.contains("grant_add"), "{}", shown.stdout);
     assert!(shown.stdout.contains("grant_revoke"), "{}", shown.stdout);
     assert!(!shown.stdout.contains("bob"), "{}", shown.stdout);
+    // ...and an audit of the whole log knows grant entries.
+    let audited = alice.ok(&["--json", "log", "verify"]).json();
+    assert_eq!(audited["verified"], true, "{audited}");
 }
 
 #[test]

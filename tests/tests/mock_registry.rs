@@ -600,11 +600,44 @@ fn pull_proves_the_publish_in_the_log_and_refuses_forks_and_rollbacks() {
     )
     .unwrap();
     mock.serve_log(&impostor, &honest);
+    // It serves the new key too: a reset registry, or an impostor. The
+    // error names both keys, the pinned file and the way out.
     let err = user.fails(&["pull", "echo", "--kind", "tool", "-o", "again.tool"]);
-    assert!(err.contains("does not verify with the log key"), "{err}");
+    let key_file = user.config_path("logs");
+    assert!(
+        err.contains("now signs its log with another key")
+            && err.contains(&impostor.verifier_key())
+            && err.contains(&log_key.verifier_key())
+            && err.contains(&key_file.display().to_string())
+            && err.contains(&format!("agentlang log forget {}", mock.url)),
+        "{err}"
+    );
     // ...unless the user says that key is the one (--log-key).
     let run = user.run(&["log", "verify", "--log-key", &impostor.verifier_key()]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // Served with a key it does not verify under: forged, not reset.
+    mock.serve_log_signed_by(&log_key, &impostor, &honest);
+    let err = user.fails(&["log", "verify"]);
+    assert!(
+        err.contains("does not verify with the log key pinned in") && !err.contains("log forget"),
+        "{err}"
+    );
+    // The user knows it was reset: forget, and the next command pins the
+    // key served then.
+    mock.serve_log(&impostor, &honest);
+    let forgot = user.ok(&["log", "forget", &mock.url]);
+    assert!(
+        forgot.stdout.contains(&log_key.verifier_key()) && forgot.stdout.contains("3 entries"),
+        "{}",
+        forgot.stdout
+    );
+    let run = user.run(&["pull", "echo", "--kind", "tool", "-o", "again.tool"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("trusting the log key"),
+        "{}",
+        run.stderr
+    );
 
     // Rolled back: fewer entries than seen before, under the pinned key.
     let user = User::new(&mock.url);
@@ -612,7 +645,10 @@ fn pull_proves_the_publish_in_the_log_and_refuses_forks_and_rollbacks() {
     user.ok(&["log", "verify"]);
     mock.serve_log(&log_key, &honest[..2]);
     let err = user.fails(&["log", "verify"]);
-    assert!(err.contains("rolled back"), "{err}");
+    assert!(
+        err.contains("rolled back") && err.contains("agentlang log forget"),
+        "{err}"
+    );
 
     // Forked: a bigger log whose history differs from the one seen.
     let mut forked = echo_log(&mock.url, &key_id, &sha);

@@ -1,26 +1,19 @@
 //! `log verify` and `log show`: the registry's transparency log, audited
 //! whole or listed, from entries proved by a checkpoint that verifies and
-//! extends the one seen before.
+//! extends the one seen before; `log forget`: what this machine trusts
+//! about a registry's log, dropped after the registry was reset.
 
 use std::{process::ExitCode, time::Instant};
 
-use agentlang_core::PackageName;
+use agentlang_core::{PackageName, tlog::LogOp};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::{env::Env, tlog::CheckedLog};
-
-/// The operations an entry may record (`v: 1`).
-const OPS: &[&str] = &[
-    "genesis",
-    "publish",
-    "yank",
-    "unyank",
-    "owner_add",
-    "owner_remove",
-    "key_add",
-    "key_revoke",
-];
+use crate::{
+    config,
+    env::Env,
+    tlog::{self, CheckedLog},
+};
 
 /// Every entry read, the root recomputed, each entry's shape checked.
 pub fn verify(env: &Env) -> Result<ExitCode> {
@@ -72,16 +65,47 @@ fn shape_problem(index: u64, bytes: &[u8]) -> Option<String> {
     let Ok(entry) = serde_json::from_slice::<Value>(bytes) else {
         return Some(format!("log entry {index} is not JSON"));
     };
-    let op = entry["op"].as_str().unwrap_or_default();
-    if entry["v"] != 1 || !OPS.contains(&op) || !entry["time"].is_string() {
+    // The operations are core's, so a new kind of entry cannot be one
+    // this check has not heard of.
+    let op = serde_json::from_value::<LogOp>(entry["op"].clone()).ok();
+    if entry["v"] != 1 || op.is_none() || !entry["time"].is_string() {
         return Some(format!(
             "log entry {index} is not a version-1 entry of a known kind: {entry}"
         ));
     }
-    if op == "genesis" && index != 0 {
+    if op == Some(LogOp::Genesis) && index != 0 {
         return Some(format!("log entry {index} is a second genesis"));
     }
     None
+}
+
+/// Forgets the pinned log key and last checkpoint of `registry` (else the
+/// configured one), saying what trust was dropped.
+pub fn forget(env: &Env, registry: Option<&str>) -> Result<ExitCode> {
+    let base = match registry {
+        Some(url) => config::normalize_url(url)?,
+        None => env.ctx.registry.clone(),
+    };
+    let base = base.as_str();
+    let forgotten = tlog::forget(base)?;
+    env.out.emit(
+        &json!({
+            "registry": base,
+            "dir": forgotten.dir,
+            "key": forgotten.key,
+            "size": forgotten.size,
+        }),
+        || match (&forgotten.key, forgotten.size) {
+            (None, None) => format!("nothing was pinned for {base}'s log"),
+            (key, size) => format!(
+                "forgot {base}'s log key {} and the checkpoint of {} entries seen last ({}); the next command trusts the key the registry serves then",
+                key.as_deref().unwrap_or("(none)"),
+                size.map_or_else(|| "no".to_owned(), |s| s.to_string()),
+                forgotten.dir.display()
+            ),
+        },
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The entries, oldest first, optionally only those naming a package.

@@ -126,6 +126,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Publish { path, build } => publish::run(&env, &path, &build),
         Command::Log(LogCommand::Verify) => log::verify(&env),
         Command::Log(LogCommand::Show { name }) => log::show(&env, name.as_deref()),
+        Command::Log(LogCommand::Forget { registry }) => log::forget(&env, registry.as_deref()),
         Command::Prompt(PromptCommand::Compile { file, format }) => {
             prompt::compile(&env, &file, format)
         }
