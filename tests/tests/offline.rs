@@ -601,14 +601,20 @@ fn every_example_in_the_docs_validates() {
     // The pages hold this many; finding fewer means the extraction broke.
     assert!(examples.len() >= 15, "{} examples found", examples.len());
     for example in &examples {
-        let dir = format!(
-            "docs-{}-{}",
-            example.page.trim_end_matches(".md"),
-            example.name
-        );
         let mut files = example.files.clone();
         let has = |files: &[(String, String)], name: &str| files.iter().any(|(f, _)| f == name);
-        if !has(&files, "tool.yaml") {
+        // A skill's folder carries its name (the Agent Skills rule), so a
+        // skill example is named after its skill.
+        let dir = if has(&files, "SKILL.md") {
+            format!("docs-skills/{}", example.name)
+        } else {
+            format!(
+                "docs-{}-{}",
+                example.page.trim_end_matches(".md"),
+                example.name
+            )
+        };
+        if !has(&files, "tool.yaml") && !has(&files, "SKILL.md") {
             if !has(&files, "agent.yaml") {
                 files.push((
                     "agent.yaml".into(),
