@@ -23,6 +23,6 @@ pub mod schema;
 pub use askama::Template;
 pub use diff::{AgentDiff, diff_agents};
 pub use highlight::{escape_html, highlight_terms};
-pub use markdown::{render_docs, render_markdown};
+pub use markdown::{render_docs, render_guide, render_markdown};
 pub use risk::{CapabilityCategory, CategoryView, RiskBadge, RiskLevel};
 pub use schema::{SchemaRow, schema_rows};

@@ -79,6 +79,8 @@ pub fn render_docs(source: &str) -> (String, String) {
     let events: Vec<Event<'_>> = Parser::new_ext(source, options).collect();
     let mut title = String::new();
     let mut out = Vec::with_capacity(events.len());
+    // Links to files the registry does not serve, kept as their text.
+    let mut unlinked = 0usize;
     let mut i = 0;
     while i < events.len() {
         match &events[i] {
@@ -111,12 +113,16 @@ pub fn render_docs(source: &str) -> (String, String) {
                 dest_url,
                 title: link_title,
                 id,
-            }) => out.push(Event::Start(Tag::Link {
-                link_type: *link_type,
-                dest_url: docs_link(dest_url).into(),
-                title: link_title.clone(),
-                id: id.clone(),
-            })),
+            }) => match docs_link(dest_url) {
+                Some(dest) => out.push(Event::Start(Tag::Link {
+                    link_type: *link_type,
+                    dest_url: dest.into(),
+                    title: link_title.clone(),
+                    id: id.clone(),
+                })),
+                None => unlinked += 1,
+            },
+            Event::End(TagEnd::Link) if unlinked > 0 => unlinked -= 1,
             other => out.push(other.clone()),
         }
         i += 1;
@@ -139,26 +145,53 @@ fn heading_id(text: &str) -> String {
     id.trim_end_matches('-').to_owned()
 }
 
-/// A link between docs pages, as served; any other link unchanged.
-fn docs_link(dest: &str) -> String {
+/// A link between docs pages, as served (`other.md`, or `docs/other.md` from
+/// the README); an absolute or in-page link unchanged; `None` for a link to
+/// another file of the repository, which the registry does not serve.
+fn docs_link(dest: &str) -> Option<String> {
     if dest.contains("://") || dest.starts_with('/') || dest.starts_with('#') {
-        return dest.to_owned();
+        return Some(dest.to_owned());
     }
     let (file, fragment) = dest
         .split_once('#')
         .map_or((dest, None), |(f, x)| (f, Some(x)));
-    let Some(page) = file.strip_suffix(".md") else {
-        return dest.to_owned();
-    };
+    let page = file
+        .strip_prefix("docs/")
+        .unwrap_or(file)
+        .strip_suffix(".md")?;
     let path = if page == "README" {
         "/docs".to_owned()
     } else {
         format!("/docs/{page}")
     };
-    match fragment {
+    Some(match fragment {
         Some(fragment) => format!("{path}#{fragment}"),
         None => path,
+    })
+}
+
+/// The README's sections named `sections` (`## ` headings), in its order,
+/// as HTML by [`render_docs`]: the catalog's guide is the README's own
+/// text, so the two cannot drift apart.
+pub fn render_guide(readme: &str, sections: &[&str]) -> String {
+    let mut kept = String::new();
+    let mut keeping = false;
+    let mut fenced = false;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if !fenced && let Some(heading) = line.strip_prefix("## ") {
+            keeping = sections.contains(&heading.trim());
+        } else if !fenced && line.starts_with("# ") {
+            keeping = false;
+        }
+        if keeping {
+            kept.push_str(line);
+            kept.push('\n');
+        }
     }
+    render_docs(&kept).1
 }
 
 const LEVELS: [HeadingLevel; 6] = [

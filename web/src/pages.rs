@@ -828,6 +828,9 @@ pub struct DocsPage {
     pub registry_url: String,
     /// (slug, title) of each format page, `/docs/<slug>`.
     pub pages: Vec<(String, String)>,
+    /// The README's walkthrough as HTML (`render_guide`): trusted, compiled
+    /// in.
+    pub guide: String,
 }
 
 /// `/docs/<slug>`: one page of the repository's `docs/`.

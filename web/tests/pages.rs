@@ -362,6 +362,13 @@ fn all_pages() -> Vec<(&'static str, String)> {
                 chrome: Chrome::default(),
                 registry_url: "https://registry.example.com".to_owned(),
                 pages: vec![("agent-yaml".to_owned(), "agent.yaml".to_owned())],
+                guide: agentlang_web::render_guide(
+                    "# R\n\n## Publish an agent\n\nSee [grants](docs/prompt-grants.md) and \
+                     [the schema](core/schemas/handoff-v1.schema.json).\n\n\
+                     ```sh\nagentlang publish ./my-agent\n## not a heading\n```\n\n\
+                     ## What is here\n\nnot in the guide\n",
+                    &["Publish an agent"],
+                ),
             }
             .render()
             .unwrap(),
@@ -403,6 +410,26 @@ fn all_pages() -> Vec<(&'static str, String)> {
         ),
         ("account", account_page().render().unwrap()),
     ]
+}
+
+#[test]
+fn the_guide_is_the_readmes_named_sections_with_links_as_served() {
+    let guide = agentlang_web::render_guide(
+        "# R\n\n## Publish an agent\n\nSee [grants](docs/prompt-grants.md) and \
+         [the schema](core/schemas/handoff-v1.schema.json).\n\n\
+         ```sh\nagentlang publish ./my-agent\n## not a heading\n```\n\n\
+         ## What is here\n\nnot in the guide\n",
+        &["Publish an agent"],
+    );
+    assert!(guide.contains(r#"<h2 id="publish-an-agent">"#), "{guide}");
+    assert!(
+        guide.contains(r#"<a href="/docs/prompt-grants">grants</a>"#),
+        "{guide}"
+    );
+    // A repository file the registry does not serve stays text.
+    assert!(guide.contains("and the schema."), "{guide}");
+    assert!(guide.contains("## not a heading"), "{guide}");
+    assert!(!guide.contains("not in the guide"), "{guide}");
 }
 
 #[test]

@@ -31,6 +31,25 @@ const PAGES: [(&str, &str); 13] = [
     ),
 ];
 
+/// The README's sections `/docs` shows as its guide.
+const GUIDE_SECTIONS: [&str; 2] = ["Publish an agent", "Install and run an agent"];
+
+/// The README's walkthrough, rendered once: the guide `/docs` shows is the
+/// text a clone's README has.
+pub fn guide() -> &'static str {
+    static GUIDE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    GUIDE.get_or_init(|| {
+        agentlang_web::render_guide(include_str!("../../../README.md"), &GUIDE_SECTIONS)
+    })
+}
+
+/// `GET /docs/`: the spelling the README and `new --help` use.
+pub async fn docs_slash() -> HttpResponse {
+    HttpResponse::PermanentRedirect()
+        .insert_header((actix_web::http::header::LOCATION, "/docs"))
+        .finish()
+}
+
 /// (slug, title) of every page, for `/docs`.
 pub fn page_list() -> Vec<(String, String)> {
     PAGES

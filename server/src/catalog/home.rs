@@ -42,5 +42,6 @@ pub async fn docs(
         chrome: session.chrome(),
         registry_url: state.public_url().to_owned(),
         pages: super::docs::page_list(),
+        guide: super::docs::guide().to_owned(),
     })
 }

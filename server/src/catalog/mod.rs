@@ -64,6 +64,7 @@ fn pages() -> Vec<(&'static str, Method, Route)> {
     vec![
         page!("/", GET, home::home),
         page!("/docs", GET, home::docs),
+        page!("/docs/", GET, docs::docs_slash),
         page!("/docs/{page}", GET, docs::show_doc),
         page!("/problems/", GET, problems::list_problems),
         page!("/problems", GET, problems::list_problems),

@@ -895,6 +895,35 @@ async fn docs_pages_are_served_and_link_to_each_other() {
         StatusCode::NOT_FOUND,
     )
     .await;
+
+    // The guide is the README's walkthrough: every command of its
+    // sections is on the page, the way it is written there.
+    let readme = std::fs::read_to_string(docs.join("../README.md")).unwrap();
+    let section = |name: &str| {
+        let start = readme.find(&format!("## {name}\n")).unwrap();
+        let rest = &readme[start + 3..];
+        rest[..rest.find("\n## ").unwrap_or(rest.len())].to_owned()
+    };
+    for name in ["Publish an agent", "Install and run an agent"] {
+        for command in section(name)
+            .lines()
+            .filter(|l| l.starts_with("agentlang "))
+        {
+            let command = command.split("  ").next().unwrap().trim();
+            let escaped = command
+                .replace('&', "&amp;")
+                .replace('>', "&gt;")
+                .replace('<', "&lt;")
+                .replace('"', "&quot;");
+            assert!(index.contains(&escaped), "/docs lacks {command:?}");
+        }
+    }
+    assert!(index.contains("agentlang install"), "{index}");
+    assert!(!index.contains("~/.agentlang"), "a stale key path");
+    // `/docs/`, as `new --help` spells it, lands on the same page.
+    let slash = app.get("/docs/").await;
+    assert_eq!(slash.url().path(), "/docs");
+    page(slash, StatusCode::OK).await;
 }
 
 /// Every `href="…"` value in a page.
