@@ -100,10 +100,10 @@ pub fn check_name(name: &str) -> Vec<String> {
             "{name:?} contains {bad:?}: only lowercase letters a-z, digits and hyphens are allowed"
         ));
     }
-    if problems.is_empty() {
-        if let Err(e) = PackageName::new(name) {
-            problems.push(format!("{name:?} is not a valid package name: {e}"));
-        }
+    if problems.is_empty()
+        && let Err(e) = PackageName::new(name)
+    {
+        problems.push(format!("{name:?} is not a valid package name: {e}"));
     }
     problems
 }
