@@ -9,12 +9,16 @@ use super::{CatalogError, html, session::MaybeSession};
 
 /// Each page: its slug under `/docs/` and its markdown, in the order
 /// `/docs` lists them.
-const PAGES: [(&str, &str); 13] = [
+const PAGES: [(&str, &str); 14] = [
     ("agent-yaml", include_str!("../../../docs/agent-yaml.md")),
     ("prompt-yaml", include_str!("../../../docs/prompt-yaml.md")),
     ("tool-yaml", include_str!("../../../docs/tool-yaml.md")),
     ("ux-yaml", include_str!("../../../docs/ux-yaml.md")),
     ("skills", include_str!("../../../docs/skills.md")),
+    (
+        "skill-packages",
+        include_str!("../../../docs/skill-packages.md"),
+    ),
     ("container", include_str!("../../../docs/container.md")),
     ("signatures", include_str!("../../../docs/signatures.md")),
     ("encryption", include_str!("../../../docs/encryption.md")),
