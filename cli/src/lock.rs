@@ -256,12 +256,36 @@ pub fn ensure_lock(
     let shown = dir.display();
     match read_existing(members)? {
         Some(lock) => {
-            let reasons = lockdiff::stale_reasons(&lock, &LocalLock::of(members, pkg));
-            if !reasons.is_empty() {
+            let local = LocalLock::of(members, pkg);
+            let stale = lockdiff::staleness(&lock, &local);
+            if !stale.pins.is_empty() {
                 bail!(
-                    "{shown}/agent.lock is out of date ({}); run `agentlang lock {shown}`",
-                    reasons.join("; ")
+                    "{shown}/agent.lock is out of date ({}): what it pins from the registry must change, so run `agentlang lock {shown}` to see what the change gives the agent",
+                    stale.pins.join("; ")
                 );
+            }
+            if !stale.hashes.is_empty() {
+                // Only the package's own content changed (an edit, a
+                // version bump): its hashes are recomputed, and every pin
+                // stays as it was, `resolved_at` included.
+                let rehashed = Lockfile {
+                    files: local.files,
+                    agents: local.agents,
+                    ..lock
+                };
+                let text = rehashed.to_yaml()?;
+                container_file::write_atomic(&dir.join(LOCK_FILE), text.as_bytes())?;
+                members.insert(
+                    MemberPath::new(LOCK_FILE).context("agent.lock is a member path")?,
+                    text.into_bytes(),
+                );
+                if !env.out.json {
+                    eprintln!(
+                        "{} updated the hashes in {shown}/agent.lock ({}); nothing it pins changed",
+                        env.out.green("✓"),
+                        stale.hashes.join("; ")
+                    );
+                }
             }
         }
         None => {

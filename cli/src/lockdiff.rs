@@ -2,7 +2,7 @@
 //! lockfiles: the changes between an old and a new lock, and the reasons a
 //! lock no longer matches its package.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use agentlang_core::{
     MemberPath, PackageName, SourceTree,
@@ -211,6 +211,8 @@ pub struct LocalLock {
     /// The agent's protocols: requirement, and the version of an inline
     /// definition.
     pub protocols: BTreeMap<String, (Option<VersionReq>, Option<agentlang_core::Version>)>,
+    /// Every model the agent and its subagents declare.
+    pub models: BTreeSet<String>,
 }
 
 impl LocalLock {
@@ -248,11 +250,17 @@ impl LocalLock {
                 (d.name.clone(), (d.version.clone(), defined))
             })
             .collect();
+        let models = std::iter::once(&pkg.agent)
+            .chain(pkg.subagents.values())
+            .flat_map(|a| a.model_names())
+            .map(str::to_owned)
+            .collect();
         Self {
             files,
             agents,
             tools: pkg.tool_requirements(),
             protocols,
+            models,
         }
     }
 }
@@ -263,9 +271,23 @@ fn same_requirement(a: Option<&VersionReq>, b: Option<&VersionReq>) -> bool {
     a.unwrap_or(&star) == b.unwrap_or(&star)
 }
 
-/// Why `lock` no longer describes the package; empty when it still does.
-pub fn stale_reasons(lock: &Lockfile, local: &LocalLock) -> Vec<String> {
-    let mut reasons = Vec::new();
+/// Why a lock no longer tells the truth, in two kinds.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Staleness {
+    /// Hashes of the package's own content (its files, its subagents):
+    /// recomputing them changes nothing the registry supplies, so `build`
+    /// does it itself.
+    pub hashes: Vec<String>,
+    /// What pins something from the registry (tools, models, protocols):
+    /// only `agentlang lock` changes it, showing what the change gives the
+    /// agent and asking when it adds risk.
+    pub pins: Vec<String>,
+}
+
+/// The lock against the package, each reason in its kind.
+pub fn staleness(lock: &Lockfile, local: &LocalLock) -> Staleness {
+    let mut stale = Staleness::default();
+    let reasons = &mut stale.hashes;
     for (path, hash) in &local.files {
         match lock.files.get(path) {
             None => reasons.push(format!("{path} is not in the lock")),
@@ -288,6 +310,17 @@ pub fn stale_reasons(lock: &Lockfile, local: &LocalLock) -> Vec<String> {
     for name in lock.agents.keys() {
         if !local.agents.contains_key(name) {
             reasons.push(format!("subagent {name} is locked but gone"));
+        }
+    }
+    let reasons = &mut stale.pins;
+    for model in &local.models {
+        if !lock.models.keys().any(|m| m.as_str() == model) {
+            reasons.push(format!("model {model} is not in the lock"));
+        }
+    }
+    for model in lock.models.keys() {
+        if !local.models.contains(model.as_str()) {
+            reasons.push(format!("model {model} is locked but no agent declares it"));
         }
     }
     for (name, req) in &local.tools {
@@ -339,7 +372,7 @@ pub fn stale_reasons(lock: &Lockfile, local: &LocalLock) -> Vec<String> {
             reasons.push(format!("protocol {name} is locked but no longer declared"));
         }
     }
-    reasons
+    stale
 }
 
 #[cfg(test)]
@@ -440,6 +473,13 @@ mod tests {
         assert_eq!(d[0].describe(), "~ subagent writer 1.0.0 (content changed)");
     }
 
+    /// Every reason, hashes first.
+    fn stale_reasons(lock: &Lockfile, local: &LocalLock) -> Vec<String> {
+        let Staleness { mut hashes, pins } = staleness(lock, local);
+        hashes.extend(pins);
+        hashes
+    }
+
     fn local(tools: &[(&str, Option<&str>)]) -> LocalLock {
         LocalLock {
             files: [(
@@ -453,7 +493,35 @@ mod tests {
                 .map(|(n, r)| (name(n), r.map(|r| VersionReq::parse(r).unwrap())))
                 .collect(),
             protocols: BTreeMap::new(),
+            models: BTreeSet::new(),
         }
+    }
+
+    #[test]
+    fn edited_files_are_hashes_and_requirements_models_are_pins() {
+        let mut local = local(&[("web_search", Some("^1.2"))]);
+        local.models.insert("claude-sonnet-4".to_owned());
+        let mut l = lock_for(&local, &[("web_search", tool("1.3.0", Some("^1.2")))]);
+        l.files.insert(
+            MemberPath::new("agent.yaml").unwrap(),
+            Sha256Digest::of(b"version 1.0.0"),
+        );
+        // A version bump: only a hash is stale... and the model, never
+        // locked, is a pin the registry must describe.
+        assert_eq!(
+            staleness(&l, &local),
+            Staleness {
+                hashes: vec!["agent.yaml changed".to_owned()],
+                pins: vec!["model claude-sonnet-4 is not in the lock".to_owned()],
+            }
+        );
+        local.models.clear();
+        assert!(staleness(&l, &local).pins.is_empty());
+        local.tools.insert(name("web_fetch"), None);
+        assert_eq!(
+            staleness(&l, &local).pins,
+            ["tool web_fetch is not in the lock"]
+        );
     }
 
     #[test]

@@ -452,24 +452,49 @@ fn agent_builds_are_byte_identical_with_source_date_epoch() {
 }
 
 #[test]
-fn build_refuses_a_lock_that_no_longer_matches_the_files() {
+fn build_rehashes_a_lock_whose_pins_an_edit_cannot_change() {
     let user = User::new(&dead_registry());
     user.ok(&["keygen"]);
     write_mini_agent(&user);
     user.ok(&["build", "mini"]);
+    let before = fs::read_to_string(user.path("mini/agent.lock")).unwrap();
+    // An edit and a version bump: nothing the lock pins can change, so
+    // build recomputes the hashes itself (offline: no registry is asked).
     fs::write(
         user.path("mini/prompt.yaml"),
         "version: 2\nrole: user\nsections:\n  - name: task\n    content: Changed.\n",
     )
     .unwrap();
-    let err = user.fails(&["build", "mini"]);
-    assert_eq!(
-        err,
-        "mini/agent.lock is out of date (prompt.yaml changed); run `agentlang lock mini`"
+    let yaml = fs::read_to_string(user.path("mini/agent.yaml")).unwrap();
+    assert!(yaml.contains("version: 0.1.0"), "{yaml}");
+    fs::write(
+        user.path("mini/agent.yaml"),
+        yaml.replace("version: 0.1.0", "version: 0.2.0"),
+    )
+    .unwrap();
+    let run = user.run(&["build", "mini"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "updated the hashes in mini/agent.lock (agent.yaml changed; prompt.yaml changed)"
+        ),
+        "{}",
+        run.stderr
     );
+    let after = fs::read_to_string(user.path("mini/agent.lock")).unwrap();
+    assert_ne!(before, after);
+    // The resolution itself is untouched, its time included.
+    let resolved = |lock: &str| {
+        lock.lines()
+            .find(|l| l.starts_with("resolved_at:"))
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(resolved(&before), resolved(&after));
+    assert!(user.path("mini@0.2.0.agent").exists());
+    // The lock now matches: `lock` has nothing to write.
     let relock = user.ok(&["--json", "lock", "mini"]).json();
-    assert_eq!(relock["written"], true);
-    user.ok(&["build", "mini"]);
+    assert_eq!(relock["written"], false);
 }
 
 #[test]

@@ -177,9 +177,12 @@ fn publish_lock_pull_verify_inspect_and_yank() {
         err.contains("no set of tool versions satisfies") && err.contains("web_search"),
         "{err}"
     );
+    // A changed requirement is a pin: build never re-resolves on its own.
     let err = alice.fails(&["build", "ra"]);
     assert!(
-        err.contains("agent.lock is out of date") && err.contains("agent.yaml changed"),
+        err.contains("agent.lock is out of date")
+            && err.contains("tool web_search: the requirement is now ^9.0.0")
+            && err.contains("agentlang lock ra"),
         "{err}"
     );
 
