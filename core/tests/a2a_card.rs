@@ -89,3 +89,74 @@ fn a_declared_endpoint_is_kept_and_becomes_a_signed_card() {
     };
     assert_eq!(a2a::verify(&served, &jwks).unwrap(), "k1");
 }
+
+/// The fenced block of `page` whose info string is `info`.
+fn block<'a>(page: &'a str, info: &str) -> &'a str {
+    let start = page
+        .find(&format!("```{info}\n"))
+        .unwrap_or_else(|| panic!("no ```{info} block"))
+        + info.len()
+        + 4;
+    let len = page[start..].find("```").unwrap();
+    &page[start..start + len]
+}
+
+#[test]
+fn the_docs_worked_example_is_what_the_registry_serves() {
+    let page = include_str!("../../docs/a2a.md");
+    let spec = parse_agent(block(page, "yaml example=a2a file=agent.yaml").as_bytes()).unwrap();
+    let stored = serde_json::to_value(&spec).unwrap();
+    let lock = json!({
+        "tools": {"flight-search": {"version": "1.4.2"}},
+        "protocols": {"a2a": {"version": "1.0.0", "source": "catalog"}}
+    });
+    // The example key: 32 bytes of 0x2a.
+    let key = SigningKey::from_bytes(&[0x2a; 32]);
+    let kid = agentlang_core::signing::KeyId::of_raw_public_key(key.verifying_key().as_bytes());
+    let card = a2a::build_card(&CardFacts {
+        name: "travel-planner",
+        version: &Version::parse("2.1.0").unwrap(),
+        spec: &stored,
+        lock: Some(&lock),
+        skill_descriptions: &BTreeMap::new(),
+        provider: Some(&AgentProvider {
+            url: "https://registry.example.com/publishers/ana".to_owned(),
+            organization: "ana".to_owned(),
+        }),
+        documentation_url: Some("https://registry.example.com/agents/travel-planner/2.1.0"),
+        publication: &Publication {
+            container_sha256: Sha256Digest::parse_hex(
+                "65ec64789a979df8b5570126f9cbfb075da0e356a5248de588d0b7c52f121a7e",
+            )
+            .unwrap(),
+            log_index: Some(1042),
+            signer: Some(
+                agentlang_core::signing::KeyId::new(
+                    "8c0cc17a04942cc4f8e0fe0b302606d3108860c126428ba2ceeb5f9ed41c2b05",
+                )
+                .unwrap(),
+            ),
+        },
+    })
+    .unwrap();
+    let signed = a2a::sign(
+        card,
+        &key,
+        kid.as_str(),
+        Some("https://registry.example.com/.well-known/jwks.json"),
+    )
+    .unwrap();
+    let served: Value = serde_json::from_slice(&a2a::to_bytes(&signed).unwrap()).unwrap();
+    let documented: Value = serde_json::from_str(block(page, "json a2a=card")).unwrap();
+    assert_eq!(served, documented);
+    let jwks = Jwks {
+        keys: vec![Jwk::ed25519(&key.verifying_key(), kid.as_str())],
+    };
+    let documented_jwks: Jwks = serde_json::from_str(block(page, "json a2a=jwks")).unwrap();
+    assert_eq!(jwks, documented_jwks);
+    assert_eq!(
+        String::from_utf8(a2a::signing_payload(&served).unwrap()).unwrap(),
+        block(page, "text").trim_end()
+    );
+    a2a::verify(&documented, &documented_jwks).unwrap();
+}

@@ -152,6 +152,7 @@ fn service_problem(err: &ServiceError) -> ProblemType {
         E::SeniorOwner(_) => ProblemType::SeniorOwner,
         E::RegistrationClosed => ProblemType::RegistrationClosed,
         E::NotFound(_) => ProblemType::NotFound,
+        E::NoA2aInterface(_) => ProblemType::NoA2aInterface,
         E::RangeNotSatisfiable { .. } => ProblemType::RangeNotSatisfiable,
         E::Conflict(_) => ProblemType::Conflict,
         E::RateLimited { .. } => ProblemType::RateLimited,
@@ -415,6 +416,7 @@ pub enum ProblemType {
     SeniorOwner,
     RegistrationClosed,
     NotFound,
+    NoA2aInterface,
     MethodNotAllowed,
     NotAcceptable,
     RangeNotSatisfiable,
@@ -576,6 +578,12 @@ impl ProblemType {
                 404,
                 "Not found",
                 "No such route, package, version, key, token or account. Names are compared with case and `-`/`_` folded.",
+            ),
+            Self::NoA2aInterface => (
+                "no-a2a-interface",
+                404,
+                "The agent has no A2A interface",
+                "The registry serves a signed A2A Agent Card only for an agent version whose agent.yaml declares where it answers A2A (`protocols: [{name: a2a, endpoint: {url, binding}}]`) and whose agent.lock pins its a2a version. `detail` says which of these this version lacks; the newest version's card is the one not yanked. See /docs/a2a.",
             ),
             Self::MethodNotAllowed => (
                 "method-not-allowed",

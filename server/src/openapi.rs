@@ -61,6 +61,9 @@ use crate::{
         routes::moltspeak::post_message,
         routes::moltspeak::post_batch,
         routes::moltspeak::get_well_known,
+        routes::agent_cards::get_agent_card,
+        routes::agent_cards::get_latest_agent_card,
+        routes::agent_cards::get_jwks,
         routes::skills::get_skills_index,
         routes::keys::create_key,
         routes::keys::list_keys,
@@ -115,6 +118,7 @@ use crate::{
         (name = "agent protocols", description = "Agents talk to the registry in CLowl 0.2 and MoltSpeak 0.1. \
             Protocol answers are HTTP 200 whatever they say (errors travel in the protocol); \
             413 only past the size limits."),
+        (name = "a2a", description = "Signed A2A v1.0 Agent Cards of agents that declare an A2A endpoint (`/agents/{name}/{version}/agent-card.json`, the newest at `/agents/{name}/.well-known/agent-card.json`), each with a JWS by the registry's key, and that key as a JWKS (`/.well-known/jwks.json`)"),
         (name = "keys", description = "Signing keys: register, list, look up, revoke"),
         (name = "grants", description = "Sealed agents' prompt keys granted to accounts: prompt recipients registered with proof, grants wrapped by owners to them, fetched by their grantees"),
         (name = "publish", description = "Upload a signed container"),
@@ -581,7 +585,8 @@ pub fn document_json() -> String {
 }
 
 /// Where the API and the agent-protocol endpoints live (every path the
-/// document lists starts with one); every other path is the catalog's.
+/// document lists starts with one, but agents' A2A cards: see
+/// [`is_machine_path`]); every other path is the catalog's.
 pub const MACHINE_PREFIXES: [&str; 8] = [
     "/api/",
     "/clowl",
@@ -594,9 +599,20 @@ pub const MACHINE_PREFIXES: [&str; 8] = [
 ];
 
 /// Whether `path` is the API's (problem+json answers) rather than a
-/// catalog page's (HTML).
+/// catalog page's (HTML): under one of [`MACHINE_PREFIXES`], or an
+/// agent's A2A card (`/agents/{name}/{version}/agent-card.json` and
+/// `/agents/{name}/.well-known/agent-card.json`), which sits beside the
+/// agent's pages because A2A clients look for it there.
 pub fn is_machine_path(path: &str) -> bool {
-    MACHINE_PREFIXES.iter().any(|p| path.starts_with(p))
+    MACHINE_PREFIXES.iter().any(|p| path.starts_with(p)) || is_agent_card_path(path)
+}
+
+fn is_agent_card_path(path: &str) -> bool {
+    let segments: Vec<&str> = path.split('/').collect();
+    matches!(
+        segments.as_slice(),
+        ["", "agents", name, _, "agent-card.json"] if !name.is_empty()
+    )
 }
 
 /// A path template of the document, split for matching.

@@ -455,6 +455,20 @@ pub struct ProtocolView {
     pub requirement: Option<String>,
 }
 
+/// An agent version's A2A interface, whose signed Agent Card the registry
+/// serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct A2aCardView {
+    /// Where A2A clients reach the agent.
+    pub endpoint: String,
+    /// `JSONRPC`, `GRPC` or `HTTP+JSON`.
+    pub binding: String,
+    /// The A2A version it speaks, `MAJOR.MINOR`.
+    pub protocol_version: String,
+    /// The card's path in the registry.
+    pub card_href: String,
+}
+
 /// What the registry's protocol catalog says today about a protocol an
 /// agent declares: the version chosen (the lock's, while it still fits),
 /// and a deprecation naming the successor, or why nothing fits.

@@ -225,6 +225,9 @@ pub struct AgentPage {
     pub quality: Option<QualityReport>,
     /// The declared protocols against today's catalog.
     pub protocol_notices: Vec<ProtocolNotice>,
+    /// The A2A interface, when the version declares one the registry
+    /// serves a signed card of.
+    pub a2a_card: Option<A2aCardView>,
     /// The version's prompt mode; `None` when it is not recorded.
     pub prompt: Option<PromptView>,
     /// Who holds grants of the agent's prompt key: for its owners only.

@@ -67,6 +67,12 @@ fn agent_page(owner: bool) -> AgentPage {
             ),
             is_error: false,
         }],
+        a2a_card: Some(A2aCardView {
+            endpoint: "https://agents.acme.example/research/a2a".to_owned(),
+            binding: "JSONRPC".to_owned(),
+            protocol_version: "1.0".to_owned(),
+            card_href: "/agents/research-assistant/1.0.0/agent-card.json".to_owned(),
+        }),
         prompt: Some(PromptView {
             sealed: true,
             text: None,
@@ -922,6 +928,26 @@ fn signed_in_header_has_a_sign_out_form() {
     let html = agent_page(false).render().unwrap();
     assert!(html.contains(r#"<li><a href="/account">acme</a></li>"#));
     assert!(html.contains(r#"<form method="post" action="/logout" class="inline-form"><input type="hidden" name="csrf_token" value="csrf-session-token">"#));
+}
+
+#[test]
+fn agent_page_links_its_a2a_card_only_when_it_has_one() {
+    let html = agent_page(false).render().unwrap();
+    assert!(
+        html.contains(
+            r#"<code>https://agents.acme.example/research/a2a</code> (JSONRPC, A2A 1.0)"#
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            r#"<a href="/agents/research-assistant/1.0.0/agent-card.json">Agent Card</a>"#
+        ),
+        "{html}"
+    );
+    let mut page = agent_page(false);
+    page.a2a_card = None;
+    assert!(!page.render().unwrap().contains("agent-card.json"));
 }
 
 #[test]

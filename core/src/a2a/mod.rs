@@ -58,6 +58,7 @@ pub const MAX_SIGNATURES: usize = 16;
 /// the builder fills is non-empty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentCard {
     pub name: String,
     pub description: String,
@@ -78,6 +79,7 @@ pub struct AgentCard {
 /// `AgentInterface` (no `tenant`: the registry knows of none).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentInterface {
     pub url: String,
     pub protocol_binding: String,
@@ -86,6 +88,7 @@ pub struct AgentInterface {
 
 /// `AgentProvider`: the account that published the version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentProvider {
     pub url: String,
     pub organization: String,
@@ -96,6 +99,7 @@ pub struct AgentProvider {
 /// does not know, so those fields are left unset rather than guessed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentCapabilities {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<AgentExtension>,
@@ -104,6 +108,7 @@ pub struct AgentCapabilities {
 /// `AgentExtension`. `required` has no presence in the proto, so `false`
 /// is its default and left out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentExtension {
     pub uri: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -111,11 +116,13 @@ pub struct AgentExtension {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub required: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub params: Option<Map<String, Value>>,
 }
 
 /// `AgentSkill`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentSkill {
     pub id: String,
     pub name: String,
@@ -125,10 +132,12 @@ pub struct AgentSkill {
 
 /// `AgentCardSignature`: a JWS with a detached payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentCardSignature {
     pub protected: String,
     pub signature: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub header: Option<Map<String, Value>>,
 }
 
@@ -260,10 +269,9 @@ fn publication_extension(publication: &Publication) -> AgentExtension {
     }
     AgentExtension {
         uri: PUBLICATION_EXTENSION.to_owned(),
-        description: "Where the registry that signed this card published the agent: the \
-                      SHA-256 of its signed container, the index of the publish in the \
-                      registry's transparency log, and the id of the key that signed the \
-                      container."
+        description: "Where the agent was published: its container's SHA-256, the index of \
+                      the publish in the registry's transparency log, the key that signed \
+                      the container."
             .to_owned(),
         required: false,
         params: Some(params),
@@ -506,6 +514,7 @@ pub fn to_bytes(card: &AgentCard) -> Result<Vec<u8>, SignError> {
 
 /// A JSON Web Key Set (RFC 7517) of Ed25519 keys.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Jwks {
     pub keys: Vec<Jwk>,
 }
@@ -513,6 +522,7 @@ pub struct Jwks {
 /// An Ed25519 public key as a JWK (RFC 8037): `kty` `OKP`, `crv`
 /// `Ed25519`, `x` the raw key in base64url.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Jwk {
     pub kty: String,
     pub crv: String,

@@ -80,6 +80,10 @@ pub enum ServiceError {
     RegistrationClosed,
     #[error("{0} not found")]
     NotFound(String),
+    /// The agent version exists but declares no A2A interface the
+    /// registry can make a card of; the message says why.
+    #[error("{0}")]
+    NoA2aInterface(String),
     /// A `Range` none of whose bytes the resource has; `size` is its
     /// length.
     #[error("the range asked for is outside the {size} bytes there are")]

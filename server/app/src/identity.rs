@@ -1,13 +1,13 @@
 //! The registry's own agent identity: the agent id and organization it
 //! answers CLowl and MoltSpeak messages as, and the Ed25519 key it signs its
-//! MoltSpeak answers with.
+//! MoltSpeak answers and agents' A2A Agent Cards with.
 //!
 //! The key comes from configuration (inline PEM or a file) or, failing both,
 //! from `<data_dir>/moltspeak-identity.pem`, generated on first start with
 //! mode 0600. Replicas behind one proxy must present one identity, so a
 //! scale-out deployment configures the key rather than letting each replica
 //! generate its own. The public half is published at
-//! `GET /.well-known/moltspeak.json`.
+//! `GET /.well-known/moltspeak.json` and, as a JWK, `GET /.well-known/jwks.json`.
 
 use std::{
     io::Write,
@@ -16,6 +16,7 @@ use std::{
 };
 
 use agentlang_core::{
+    a2a::{self, AgentCard, Jwk, SignError},
     protocol::moltspeak::{self, Message, MoltError, Party},
     signing::{KeyId, SecretKey},
 };
@@ -132,6 +133,20 @@ impl RegistryIdentity {
     /// Signs a MoltSpeak message the registry sends.
     pub fn sign(&self, message: Message) -> Result<Message, MoltError> {
         message.sign(&self.signing_key)
+    }
+
+    /// Signs an agent's A2A Agent Card (`kid`: the key id; `jku`: where
+    /// the key set is served). The same key as MoltSpeak's: a JWS signs
+    /// `base64url '.' base64url`, which no MoltSpeak message's canonical
+    /// JSON (an object, `{...}`) can be, so neither signature can stand
+    /// for the other.
+    pub fn sign_agent_card(&self, card: AgentCard, jku: &str) -> Result<AgentCard, SignError> {
+        a2a::sign(card, &self.signing_key, self.key_id.as_str(), Some(jku))
+    }
+
+    /// The public key as a JWK, named by its key id.
+    pub fn jwk(&self) -> Jwk {
+        Jwk::ed25519(&self.signing_key.verifying_key(), self.key_id.as_str())
     }
 }
 

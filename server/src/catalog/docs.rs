@@ -9,7 +9,7 @@ use super::{CatalogError, html, session::MaybeSession};
 
 /// Each page: its slug under `/docs/` and its markdown, in the order
 /// `/docs` lists them.
-const PAGES: [(&str, &str); 14] = [
+const PAGES: [(&str, &str); 15] = [
     ("agent-yaml", include_str!("../../../docs/agent-yaml.md")),
     ("prompt-yaml", include_str!("../../../docs/prompt-yaml.md")),
     ("tool-yaml", include_str!("../../../docs/tool-yaml.md")),
@@ -33,6 +33,7 @@ const PAGES: [(&str, &str); 14] = [
         "transparency-log",
         include_str!("../../../docs/transparency-log.md"),
     ),
+    ("a2a", include_str!("../../../docs/a2a.md")),
 ];
 
 /// The README's sections `/docs` shows as its guide.

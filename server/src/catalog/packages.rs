@@ -204,9 +204,19 @@ pub async fn agent_page(
     } else {
         None
     };
+    // The link appears exactly when the card route would answer one.
+    let a2a_card = agentlang_core::a2a::interface(&v.spec.0, v.lockfile.as_ref().map(|l| &l.0))
+        .ok()
+        .map(|interface| A2aCardView {
+            endpoint: interface.url,
+            binding: interface.protocol_binding,
+            protocol_version: interface.protocol_version,
+            card_href: app::a2a::card_path(&loaded.name, &v.version),
+        });
     Ok(AgentPage {
         prompt,
         grants,
+        a2a_card,
         chrome: session.chrome(),
         hosts: requests
             .as_deref()

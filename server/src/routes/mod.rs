@@ -3,6 +3,7 @@
 //! `.service()` so the OpenAPI document sees them all.
 
 pub mod accounts;
+pub mod agent_cards;
 pub mod clowl;
 pub mod grants;
 pub mod health;
@@ -68,6 +69,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(moltspeak::post_message)
         .service(moltspeak::post_batch)
         .service(moltspeak::get_well_known)
+        .service(agent_cards::get_agent_card)
+        .service(agent_cards::get_latest_agent_card)
+        .service(agent_cards::get_jwks)
         .service(skills::get_skills_index)
         .service(keys::create_key)
         .service(keys::list_keys)

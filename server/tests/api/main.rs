@@ -5,6 +5,7 @@ use agentlang_registry_testing as support;
 
 mod accounts;
 mod admission;
+mod agent_cards;
 mod binary;
 mod bounds;
 mod caches;
