@@ -10,7 +10,6 @@
 //! how, is `agentlang-registry-store`'s; no SQL is written here.
 
 pub mod a2a;
-pub mod a2a;
 pub mod accounts;
 pub mod admission;
 pub mod agent_tasks;
