@@ -253,7 +253,7 @@ fn problems_are_capped_per_log_with_a_count_of_the_rest() {
     let lines: Vec<String> = err.lines().collect();
     assert_eq!(lines.len(), MAX_DIAGNOSTICS + 1);
     assert!(
-        lines[0].starts_with("events[0]: line 1 is not a JSON object: "),
+        lines[0].starts_with("events[0]: not a JSON object (line 1): "),
         "{}",
         lines[0]
     );
@@ -403,4 +403,64 @@ fn lanes_are_bounded() {
     assert_eq!(t.overflow_agents, 8);
     assert_eq!(t.lanes.last().unwrap().agent, "agent11 and 8 more");
     assert!(t.rows.iter().all(|r| r.lane < events::timeline::MAX_LANES));
+}
+
+/// The fenced blocks of `docs/events.md` in `lang`, in order.
+fn doc_blocks(lang: &str) -> Vec<String> {
+    let page = include_str!("../../docs/events.md");
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in page.lines() {
+        match &mut current {
+            Some(block) if line == "```" => {
+                blocks.push(std::mem::take(block));
+                current = None;
+            }
+            Some(block) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            None if line == format!("```{lang}") => current = Some(String::new()),
+            None => {}
+        }
+    }
+    blocks
+}
+
+/// docs/events.md's example log is valid, and its bad one gets exactly the
+/// problems the page shows, at the lines it names.
+#[test]
+fn the_docs_example_logs_say_what_the_validator_says() {
+    let logs = doc_blocks("jsonl");
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    let log = parse(&logs[0]).unwrap_or_else(|e| panic!("the docs' example: {e:?}"));
+    assert_eq!(log.events.len(), 8);
+    assert!(events::check(&log, None).is_empty());
+
+    let bad = logs[1].as_bytes();
+    let problems = events::parse(bad, &Limits::default()).unwrap_err();
+    let lines = events::line_numbers(bad).expect("JSON lines");
+    assert_eq!(lines, [1, 2, 3]);
+    let shown: Vec<String> = events::on_lines(&problems, &lines)
+        .iter()
+        .map(|p| format!("error: session.jsonl: {p}"))
+        .chain([format!("{} problem(s) in session.jsonl", problems.len())])
+        .collect();
+    let page = doc_blocks("text");
+    assert_eq!(shown.join("\n") + "\n", page[0]);
+}
+
+#[test]
+fn lines_are_counted_in_the_file_blank_ones_included() {
+    let text = "\n\n{\"type\": \"agent.think\", \"timestamp\": \"2025-01-29T10:00:00Z\", \"agent_id\": \"a\", \"content\": \"x\"}\n\n{\"type\": \"agent.think\", \"timestamp\": \"2025-01-29T10:00:01Z\", \"content\": \"x\"}\nnot json\n";
+    let lines = events::line_numbers(text.as_bytes()).unwrap();
+    assert_eq!(lines, [3, 5, 6]);
+    let problems = events::parse(text.as_bytes(), &Limits::default()).unwrap_err();
+    let shown = events::on_lines(&problems, &lines);
+    assert_eq!(shown[0], "line 5: \"agent_id\" is a required property");
+    assert!(
+        shown[1].starts_with("line 6: not a JSON object (line 6)"),
+        "{shown:?}"
+    );
+    assert!(events::line_numbers(b"[{}]").is_none());
 }

@@ -19,8 +19,14 @@ fn read(file: &Path) -> Result<Vec<u8>> {
 
 /// The problems kept (`core::diagnostics` caps them), the "and N more"
 /// line, and the count of all.
-fn print_problems(out: &Output, shown: &str, problems: &Diagnostics) {
-    for p in problems.lines() {
+/// Each problem on a line of its own; in a JSON-lines log, at the line
+/// the event is on.
+fn print_problems(out: &Output, shown: &str, bytes: &[u8], problems: &Diagnostics) {
+    let lines: Vec<String> = match events::line_numbers(bytes) {
+        Some(numbers) => events::on_lines(problems, &numbers),
+        None => problems.lines().collect(),
+    };
+    for p in lines {
         eprintln!("{} {shown}: {p}", out.red("error:"));
     }
     eprintln!("{} problem(s) in {shown}", problems.len());
@@ -74,7 +80,7 @@ pub fn validate(out: &Output, file: &Path, agent: Option<&Path>) -> Result<ExitC
     if out.json {
         out.emit(&json!({"valid": false, "problems": problems}), String::new);
     } else {
-        print_problems(out, &shown, &problems);
+        print_problems(out, &shown, &bytes, &problems);
     }
     Ok(ExitCode::FAILURE)
 }
@@ -86,7 +92,7 @@ pub fn replay(out: &Output, file: &Path) -> Result<ExitCode> {
         Ok(log) => log,
         Err(problems) => {
             if !out.json {
-                print_problems(out, &shown, &problems);
+                print_problems(out, &shown, &bytes, &problems);
             }
             bail!(
                 "{shown} cannot be replayed; `agentlang events validate {shown}` lists the problems"

@@ -28,7 +28,7 @@ use std::{
     sync::OnceLock,
 };
 
-use jsonschema::{Validator, paths::LocationSegment};
+use jsonschema::{Validator, error::ValidationErrorKind, paths::LocationSegment};
 use serde_json::Value as Json;
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
@@ -248,7 +248,13 @@ impl Events<'_> {
                             LocationSegment::Index(i) => i.to_string(),
                         })
                         .collect();
-                    (schema_path(&path, &segments), error.to_string())
+                    // The one `anyOf` of the schema, said as the rule it is.
+                    let message = if matches!(error.kind(), ValidationErrorKind::AnyOf { .. }) {
+                        "a tool.result needs `output` or `error`".to_owned()
+                    } else {
+                        error.to_string()
+                    };
+                    (schema_path(&path, &segments), message)
                 });
             }
             return;
@@ -371,10 +377,8 @@ fn typed(mut v: Json, path: &str, d: &mut Diagnostics) -> Option<Event> {
                 Json::String(s) => s.clone(),
                 other => text(other, "message"),
             });
+            // The schema holds that one of the two is there.
             let output = take_member(&mut v, "output");
-            if output.is_none() && error.is_none() {
-                d.push(path, "a tool.result needs `output` or `error`");
-            }
             EventBody::ToolResult {
                 call_id: text(&v, "call_id"),
                 agent_id: opt_text(&v, "agent_id"),
@@ -416,6 +420,56 @@ fn typed(mut v: Json, path: &str, d: &mut Diagnostics) -> Option<Event> {
     })
 }
 
+/// Lines before `trimmed` in `text` (which ends with it).
+fn skipped_lines(text: &str, trimmed: &str) -> usize {
+    text[..text.len() - trimmed.len()].matches('\n').count()
+}
+
+/// Where each event of a JSON-lines log is: `lines[i]` is the 1-based line
+/// of `events[i]` (blank lines hold no event). `None` for a JSON array or
+/// YAML, whose events have no line of their own.
+pub fn line_numbers(bytes: &[u8]) -> Option<Vec<usize>> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    let skipped = skipped_lines(text, trimmed);
+    Some(
+        trimmed
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| !line.trim().is_empty())
+            .map(|(n, _)| skipped + n + 1)
+            .collect(),
+    )
+}
+
+/// `problems` with each `events[i]` path said as the line it is on
+/// (`line 4` or `line 4, duration_ms`), for people reading a JSON-lines
+/// log in an editor; the paths stay `events[i]` for machines.
+pub fn on_lines(problems: &Diagnostics, lines: &[usize]) -> Vec<String> {
+    problems
+        .iter()
+        .map(|p| {
+            let at = p
+                .path
+                .strip_prefix("events[")
+                .and_then(|rest| rest.split_once(']'))
+                .and_then(|(n, rest)| Some((lines.get(n.parse::<usize>().ok()?)?, rest)));
+            match at {
+                Some((line, "")) => format!("line {line}: {}", p.message),
+                Some((line, rest)) => {
+                    let field = rest.strip_prefix('.').unwrap_or(rest);
+                    format!("line {line}, {field}: {}", p.message)
+                }
+                None => p.to_string(),
+            }
+        })
+        .chain(problems.more())
+        .collect()
+}
+
 /// Reads a log in whichever of the three shapes the bytes are in (a JSON
 /// array, JSON lines, or YAML: a list, or a mapping with an `events:`
 /// list) and checks every event against the schema as it is read. Every
@@ -440,6 +494,7 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
         return Err(d);
     };
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    let skipped = skipped_lines(text, trimmed);
     let mut events = Events {
         limits,
         validator: validator(),
@@ -473,9 +528,9 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
             }
             match serde_json::from_str::<Json>(line) {
                 Ok(v) => events.take(v),
-                Err(e) => {
-                    events.unreadable(|| format!("line {} is not a JSON object: {e}", line_no + 1))
-                }
+                Err(e) => events.unreadable(|| {
+                    format!("line {} is not a JSON object: {e}", skipped + line_no + 1)
+                }),
             }
         }
     } else {

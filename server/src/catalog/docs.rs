@@ -9,7 +9,7 @@ use super::{CatalogError, html, session::MaybeSession};
 
 /// Each page: its slug under `/docs/` and its markdown, in the order
 /// `/docs` lists them.
-const PAGES: [(&str, &str); 15] = [
+const PAGES: &[(&str, &str)] = &[
     ("agent-yaml", include_str!("../../../docs/agent-yaml.md")),
     ("prompt-yaml", include_str!("../../../docs/prompt-yaml.md")),
     ("tool-yaml", include_str!("../../../docs/tool-yaml.md")),
@@ -29,6 +29,7 @@ const PAGES: [(&str, &str); 15] = [
     ("lockfile", include_str!("../../../docs/lockfile.md")),
     ("resolution", include_str!("../../../docs/resolution.md")),
     ("http-api", include_str!("../../../docs/http-api.md")),
+    ("events", include_str!("../../../docs/events.md")),
     (
         "transparency-log",
         include_str!("../../../docs/transparency-log.md"),
