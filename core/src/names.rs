@@ -567,9 +567,10 @@ mod tests {
             assert_eq!(serde_json::from_str::<Kind>(&json).unwrap(), kind);
         }
         assert_eq!(Kind::Protocol.extension(), "protocol");
+        assert_eq!(Kind::Skill.extension(), "skill");
         assert_eq!(
-            "skill".parse::<Kind>(),
-            Err(NameError::BadKind("skill".into()))
+            "widget".parse::<Kind>(),
+            Err(NameError::BadKind("widget".into()))
         );
     }
 }
