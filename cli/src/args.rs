@@ -261,8 +261,9 @@ pub enum Command {
     Pull {
         /// NAME or NAME@REQUIREMENT (Cargo rules: `1.2` means `^1.2`)
         spec: String,
-        #[arg(long, value_enum, default_value = "agent")]
-        kind: KindArg,
+        /// The package's kind [default: the one kind the registry has a package of that name in]
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
         /// Where to write the container [default: ./NAME@VERSION.KIND]
         #[arg(long, short)]
         output: Option<PathBuf>,
@@ -289,8 +290,9 @@ pub enum Command {
     Yank {
         /// NAME@VERSION
         spec: String,
-        #[arg(long, value_enum, default_value = "agent")]
-        kind: KindArg,
+        /// The package's kind [default: the one kind the registry has a package of that name in]
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
         #[arg(long)]
         reason: Option<String>,
         /// Unyank instead

@@ -3,10 +3,57 @@
 
 use std::collections::BTreeMap;
 
-use agentlang_core::{PackageName, Version, digest::Sha256Digest};
-use anyhow::{Context, Result};
+use agentlang_core::{Kind, PackageName, Version, digest::Sha256Digest};
+use anyhow::{Context, Result, bail};
+use reqwest::StatusCode;
 use semver::VersionReq;
 use serde::Deserialize;
+
+use crate::client::{ApiError, Client};
+
+/// The kind of package `name` is when the command line did not say: the
+/// one kind the registry holds a package of that name in. Names are
+/// unique per kind, not across kinds, so two matches are the user's to
+/// settle with `--kind`.
+pub fn which_kind(client: &Client, name: &PackageName, given: Option<Kind>) -> Result<Kind> {
+    if let Some(kind) = given {
+        return Ok(kind);
+    }
+    let mut found = Vec::new();
+    for kind in Kind::ALL {
+        let path = format!("/api/v1/index/{}/{name}", kind.plural());
+        match client.send(client.get(&path)) {
+            Ok(_) => found.push(kind),
+            Err(e)
+                if e.downcast_ref::<ApiError>()
+                    .is_some_and(|api| api.status == StatusCode::NOT_FOUND) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let spell = |kinds: &[Kind], joiner: &str| {
+        kinds
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(joiner)
+    };
+    match found.as_slice() {
+        [kind] => Ok(*kind),
+        [] => bail!(
+            "the registry has no package named {name} (of any kind: {})",
+            spell(&Kind::ALL, ", ")
+        ),
+        several => bail!(
+            "{name} names packages of more than one kind ({}); say which with {}",
+            spell(several, ", "),
+            several
+                .iter()
+                .map(|k| format!("--kind {}", k.as_str()))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ),
+    }
+}
 
 /// `GET /api/v1/index/{kind}/{name}`.
 #[derive(Debug, Deserialize)]

@@ -526,7 +526,44 @@ fn keys_yank_and_search_send_what_the_contract_says() {
         &env,
         "",
     );
-    assert_eq!(run.stdout.trim(), "✓ unyanked web_search@1.2.0");
+    assert_eq!(run.stdout.trim(), "✓ unyanked tool web_search@1.2.0");
+    // Without --kind: the one kind the registry has that name in...
+    mock.route(
+        "GET",
+        "/api/v1/index/tools/web_search",
+        Reply::json(
+            200,
+            &json!({ "name": "web_search", "kind": "tool", "versions": [] }),
+        ),
+    );
+    let run = user.run_with(&["yank", "web_search@1.2.0", "--undo"], &env, "");
+    assert_eq!(
+        run.stdout.trim(),
+        "✓ unyanked tool web_search@1.2.0",
+        "{}",
+        run.stderr
+    );
+    // ...and when two kinds hold it, the user says which.
+    mock.route(
+        "GET",
+        "/api/v1/index/agents/web_search",
+        Reply::json(
+            200,
+            &json!({ "name": "web_search", "kind": "agent", "versions": [] }),
+        ),
+    );
+    let run = user.run_with(&["yank", "web_search@1.2.0", "--undo"], &env, "");
+    assert_eq!(
+        run.failure(),
+        "web_search names packages of more than one kind (agent, tool); say which with --kind agent or --kind tool"
+    );
+    let run = user.run_with(&["yank", "nothing@1.2.0"], &env, "");
+    assert!(
+        run.failure()
+            .starts_with("the registry has no package named nothing"),
+        "{}",
+        run.stderr
+    );
 
     mock.route(
         "GET",

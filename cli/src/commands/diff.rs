@@ -6,7 +6,10 @@
 
 use std::{path::Path, process::ExitCode};
 
-use agentlang_core::trust::{self as core_trust, AgentTrust};
+use agentlang_core::{
+    Kind,
+    trust::{self as core_trust, AgentTrust},
+};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
@@ -43,6 +46,11 @@ fn side(env: &Env, arg: &str, tools: &mut PinnedTools<'_>) -> Result<AgentTrust>
         format!("{arg:?} is neither a .agent file nor NAME@VERSION of an agent")
     })?;
     let client = env.anonymous()?;
+    // diff compares agents; a name that is some other kind's is said so.
+    let kind = crate::index::which_kind(&client, &name, None).unwrap_or(Kind::Agent);
+    if kind != Kind::Agent {
+        bail!("{name} is a {kind}, and diff compares agents (their trust pictures)");
+    }
     let record: Value = client
         .send_json(client.get(&format!("/api/v1/agents/{name}/{version}")))
         .with_context(|| format!("looking up agent {name}@{version}"))?;

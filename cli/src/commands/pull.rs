@@ -31,10 +31,15 @@ struct Record {
     log: Option<LogRef>,
 }
 
-pub fn run(env: &Env, spec: &str, kind: KindArg, output: Option<PathBuf>) -> Result<ExitCode> {
+pub fn run(
+    env: &Env,
+    spec: &str,
+    kind: Option<KindArg>,
+    output: Option<PathBuf>,
+) -> Result<ExitCode> {
     let wanted = PackageReq::parse(spec)?;
-    let kind = kind.kind();
     let client = env.anonymous()?;
+    let kind = crate::index::which_kind(&client, &wanted.name, kind.map(KindArg::kind))?;
     let index: Index = client
         .send_json(client.get(&format!("/api/v1/index/{}/{}", kind.plural(), wanted.name)))
         .with_context(|| format!("looking up {kind} {}", wanted.name))?;
