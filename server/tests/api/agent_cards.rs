@@ -75,7 +75,7 @@ async fn get_json(app: &TestApp, path: &str) -> (reqwest::header::HeaderMap, Val
     (headers, res.json().await.unwrap())
 }
 
-fn header_of<'h>(headers: &'h reqwest::header::HeaderMap, name: header::HeaderName) -> &'h str {
+fn header_of(headers: &reqwest::header::HeaderMap, name: header::HeaderName) -> &str {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())
