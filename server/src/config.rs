@@ -845,6 +845,10 @@ pub fn variables_help() -> String {
     out.push_str(
         "  AGENTLANG_REGISTRY_LOG\n      log filter, as RUST_LOG (pubgrub at warn unless named) [default: info]\n",
     );
+    out.push_str(
+        "  AGENTLANG_REGISTRY_LOG_FORMAT\n      text (one line per event) or json (one object per line) [default: text]\n",
+    );
+
     out
 }
 

@@ -107,14 +107,38 @@ fn log_bridge(spec: Option<&str>) -> tracing_log::log_tracer::Builder {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let spec = std::env::var("AGENTLANG_REGISTRY_LOG").ok();
+    let format = std::env::var("AGENTLANG_REGISTRY_LOG_FORMAT").ok();
+    let json = match format.as_deref() {
+        None | Some("" | "text") => false,
+        Some("json") => true,
+        Some(other) => {
+            eprintln!(
+                "invalid configuration: AGENTLANG_REGISTRY_LOG_FORMAT={other:?} is not text or json"
+            );
+            return ExitCode::from(2);
+        }
+    };
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(log_filter(spec.as_deref()))
         // One line per request, with its status and duration, at span close.
         .with_span_events(FmtSpan::CLOSE)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).expect("the first subscriber");
+        .with_writer(std::io::stderr);
+    if json {
+        // One JSON object per line, the request's fields at the top level
+        // beside the event's, for a log shipper to index.
+        let subscriber = subscriber
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the first subscriber");
+    } else {
+        let subscriber = subscriber
+            .with_ansi(std::io::stderr().is_terminal())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the first subscriber");
+    }
     log_bridge(spec.as_deref())
         .init()
         .expect("the first `log` logger");

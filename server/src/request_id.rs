@@ -10,9 +10,12 @@ use actix_web::{
     middleware::Next,
 };
 use tracing::Span;
-use tracing_actix_web::{DefaultRootSpanBuilder, RootSpanBuilder};
+use tracing_actix_web::RootSpanBuilder;
 
 pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Load balancers' and orchestrators' probes.
+const HEALTH_PATHS: [&str; 2] = ["/healthz", "/readyz"];
 
 /// Longest client-chosen request id we keep; longer ones are replaced.
 const MAX_CLIENT_ID_LEN: usize = 128;
@@ -70,6 +73,21 @@ impl RootSpanBuilder for RequestSpan {
             .peer_addr()
             .map(|a| a.ip().to_string())
             .unwrap_or_default();
+        // Probes answer every few seconds: their lines are DEBUG, so a
+        // log at `info` shows what clients do.
+        if HEALTH_PATHS.contains(&request.path()) {
+            return tracing::debug_span!(
+                "request",
+                request_id = %id,
+                http.method = %request.method(),
+                http.route = tracing::field::Empty,
+                http.target = %request.uri(),
+                http.client_ip = %client,
+                http.status_code = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
+                exception.message = tracing::field::Empty,
+            );
+        }
         tracing::info_span!(
             "request",
             request_id = %id,
@@ -83,14 +101,32 @@ impl RootSpanBuilder for RequestSpan {
             http.status_code = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
             exception.message = tracing::field::Empty,
-            exception.details = tracing::field::Empty,
         )
     }
 
+    /// The status, and for an error what the client was told (its
+    /// `Display`, never a `Debug` dump): one line per request. A 5xx's
+    /// cause chain is logged once, at ERROR, where it is answered
+    /// (`error.rs`).
     fn on_request_end<B: MessageBody>(
         span: Span,
         outcome: &Result<ServiceResponse<B>, actix_web::Error>,
     ) {
-        DefaultRootSpanBuilder::on_request_end(span, outcome);
+        let (status, error) = match outcome {
+            Ok(response) => (response.status(), response.response().error()),
+            Err(error) => (error.as_response_error().status_code(), Some(error)),
+        };
+        span.record("http.status_code", i64::from(status.as_u16()));
+        span.record(
+            "otel.status_code",
+            if status.is_server_error() {
+                "ERROR"
+            } else {
+                "OK"
+            },
+        );
+        if let Some(error) = error.filter(|_| status.is_client_error()) {
+            span.record("exception.message", tracing::field::display(error));
+        }
     }
 }

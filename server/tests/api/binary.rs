@@ -50,6 +50,64 @@ async fn the_binary_starts_on_defaults_and_stops_on_sigterm() {
     assert!(exit.success(), "graceful stop exits 0: {exit:?}");
 }
 
+/// `AGENTLANG_REGISTRY_LOG_FORMAT=json`: every line is a JSON object; a
+/// refused request is one INFO line carrying its status and what the
+/// client was told, never a WARN with a Debug dump; probes stay below
+/// `info`.
+#[actix_web::test]
+async fn json_logs_say_each_request_once_and_leave_probes_out() {
+    let app = TestApp::builder(Backend::Sqlite)
+        .process()
+        .env("AGENTLANG_REGISTRY_LOG_FORMAT", "json")
+        .build()
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        app.get("/healthz").await;
+    }
+    let res = app.get("/api/v1/agents/nobody-has-this").await;
+    assert_eq!(res.status(), reqwest::StatusCode::NOT_FOUND);
+    // The line is written when the request's span closes.
+    let mut lines = Vec::new();
+    for _ in 0..50 {
+        lines = app
+            .log()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l)
+                    .unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}"))
+            })
+            .collect();
+        if lines.iter().any(|l| l["span"]["http.status_code"] == 404) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let about: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l.to_string().contains("nobody-has-this"))
+        .collect();
+    assert_eq!(about.len(), 1, "{about:#?}");
+    assert_eq!(about[0]["level"], "INFO");
+    assert_eq!(
+        about[0]["span"]["exception.message"],
+        "agent nobody-has-this not found"
+    );
+    assert!(!about[0].to_string().contains("NotFound("), "{}", about[0]);
+    assert!(
+        !lines.iter().any(|l| l.to_string().contains("/healthz")),
+        "probes are logged at debug"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_agentlang-registry"))
+        .env_clear()
+        .env("AGENTLANG_REGISTRY_LOG_FORMAT", "xml")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("AGENTLANG_REGISTRY_LOG_FORMAT"));
+}
+
 #[test]
 fn a_bad_setting_exits_2_naming_the_variable() {
     let out = Command::new(env!("CARGO_BIN_EXE_agentlang-registry"))
