@@ -3,8 +3,10 @@
 //! at `/metrics`.
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
+use store::PoolStats;
 
 #[derive(Debug, Clone)]
 pub struct Metrics {
@@ -20,6 +22,10 @@ pub struct Metrics {
     pub index_reads: IntCounter,
     /// Lookups of the in-process caches, answered or computed.
     pub caches: CacheCounters,
+    /// Database connections by state (`idle`, `in_use`), read at each
+    /// scrape.
+    db_connections: IntGaugeVec,
+    db_max_connections: IntGauge,
 }
 
 /// Lookups of the in-process caches by cache (`index_documents`,
@@ -88,6 +94,41 @@ impl Metrics {
         registry.register(Box::new(index_reads.clone()))?;
         let caches = CacheCounters::new()?;
         registry.register(Box::new(caches.0.clone()))?;
+        let db_connections = IntGaugeVec::new(
+            Opts::new(
+                "db_pool_connections",
+                "Database connections the pools hold, by state (idle or in_use)",
+            ),
+            &["state"],
+        )?;
+        let db_max_connections = IntGauge::new(
+            "db_pool_max_connections",
+            "The most connections the database pools may open",
+        )?;
+        registry.register(Box::new(db_connections.clone()))?;
+        registry.register(Box::new(db_max_connections.clone()))?;
+        // Which build answers: constant, 1, its version in a label.
+        let build = IntGaugeVec::new(
+            Opts::new(
+                "build_info",
+                "The registry's build: its version, as a label",
+            ),
+            &["version"],
+        )?;
+        build.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        registry.register(Box::new(build))?;
+        // process_cpu_seconds_total, process_resident_memory_bytes,
+        // process_open_fds, ... under their standard names (no prefix).
+        #[cfg(target_os = "linux")]
+        prometheus::default_registry()
+            .register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ))
+            .or_else(|e| match e {
+                // A second registry in one process (tests) finds it there.
+                prometheus::Error::AlreadyReg => Ok(()),
+                e => Err(e),
+            })?;
         Ok(Self {
             registry,
             requests,
@@ -96,13 +137,26 @@ impl Metrics {
             resolves,
             index_reads,
             caches,
+            db_connections,
+            db_max_connections,
         })
     }
 
-    /// The text exposition format.
-    pub fn render(&self) -> Result<String, prometheus::Error> {
+    /// The text exposition format, with the pools' connections as they
+    /// are now and the process's own series.
+    pub fn render(&self, pools: PoolStats) -> Result<String, prometheus::Error> {
+        let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.db_connections
+            .with_label_values(&["idle"])
+            .set(gauge(pools.idle));
+        self.db_connections
+            .with_label_values(&["in_use"])
+            .set(gauge(pools.open.saturating_sub(pools.idle)));
+        self.db_max_connections.set(gauge(pools.max));
+        let mut families = self.registry.gather();
+        families.extend(prometheus::default_registry().gather());
         let mut out = Vec::new();
-        TextEncoder::new().encode(&self.registry.gather(), &mut out)?;
+        TextEncoder::new().encode(&families, &mut out)?;
         String::from_utf8(out).map_err(|e| prometheus::Error::Msg(e.to_string()))
     }
 

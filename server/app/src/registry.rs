@@ -93,6 +93,11 @@ impl Registry {
         &self.metrics
     }
 
+    /// `/metrics`: every series, the database pools' read now.
+    pub fn metrics_text(&self) -> Result<String, prometheus::Error> {
+        self.metrics.render(self.db.pool_stats())
+    }
+
     /// How API tokens are signed and verified.
     pub fn tokens(&self) -> &TokenKeys {
         &self.tokens

@@ -42,7 +42,7 @@ pub async fn get_readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiE
 )]
 #[get("/metrics")]
 pub async fn get_metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let text = state.metrics().render().map_err(ApiError::internal)?;
+    let text = state.registry.metrics_text().map_err(ApiError::internal)?;
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(text))

@@ -158,6 +158,14 @@ pub enum Db {
 /// (`index::GenerationConnection`). One pool of 16 was shared before.
 const PG_CONNECTIONS: u32 = 32;
 
+/// Database connections, open and idle, and the most the pools may open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub open: u64,
+    pub idle: u64,
+    pub max: u64,
+}
+
 /// PostgreSQL pools, one per tokio runtime that queries, each opening its
 /// connections on its own runtime (see [`per_runtime`] for why).
 #[derive(Debug)]
@@ -290,6 +298,35 @@ impl Db {
     /// For readiness: one round trip.
     pub async fn ping(&self) -> Result<(), sqlx::Error> {
         with_pool!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(drop))
+    }
+
+    /// The connections the pools hold now, summed over PostgreSQL's
+    /// per-runtime pools: for `/metrics`.
+    pub fn pool_stats(&self) -> PoolStats {
+        let of = |size: u32, idle: usize, max: u32| PoolStats {
+            open: u64::from(size),
+            idle: idle as u64,
+            max: u64::from(max),
+        };
+        match self {
+            Db::Sqlite(pool) => of(
+                pool.size(),
+                pool.num_idle(),
+                pool.options().get_max_connections(),
+            ),
+            Db::Postgres(pools) => pools.pools.all().fold(PoolStats::default(), |sum, pool| {
+                let one = of(
+                    pool.size(),
+                    pool.num_idle(),
+                    pool.options().get_max_connections(),
+                );
+                PoolStats {
+                    open: sum.open + one.open,
+                    idle: sum.idle + one.idle,
+                    max: sum.max + one.max,
+                }
+            }),
+        }
     }
 
     /// `"sqlite"` or `"postgres"`, for logs.

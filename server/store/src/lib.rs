@@ -41,8 +41,8 @@ pub mod tokens;
 pub use blobs::{Blobs, S3Settings, StorageUrl};
 pub(crate) use db::{BeginWrite, ID_CHUNK, WriteTx, select_in, with_pool};
 pub use db::{
-    DatabaseUrl, Db, DbError, PgPools, is_unique_violation, is_unreachable, last_local_write,
-    note_local_write,
+    DatabaseUrl, Db, DbError, PgPools, PoolStats, is_unique_violation, is_unreachable,
+    last_local_write, note_local_write,
 };
 /// What every query answers on failure.
 pub use sqlx::Error;

@@ -57,9 +57,29 @@ async fn metrics_count_requests_by_route(backend: Backend) {
         "agentlang_registry_http_request_duration_seconds_bucket",
         "agentlang_registry_publishes_total 0",
         "agentlang_registry_resolves_total 0",
+        concat!(
+            r#"agentlang_registry_build_info{version=""#,
+            env!("CARGO_PKG_VERSION"),
+            r#""} 1"#
+        ),
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        r#"agentlang_registry_db_pool_connections{state="idle"} "#,
+        r#"agentlang_registry_db_pool_connections{state="in_use"} "#,
     ] {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }
+    // The pools are read at the scrape: they have opened connections by
+    // now, within their bound.
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+    };
+    let max = value("agentlang_registry_db_pool_max_connections");
+    let open = value(r#"agentlang_registry_db_pool_connections{state="idle"}"#)
+        + value(r#"agentlang_registry_db_pool_connections{state="in_use"}"#);
+    assert!(open >= 1.0 && open <= max, "{open} of {max}");
 }
 
 #[actix_web::test]
