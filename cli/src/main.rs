@@ -33,6 +33,8 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
     match commands::run(cli) {
+        // The error line was printed where the write failed.
+        Ok(_) if output::stdout_failed() => ExitCode::FAILURE,
         Ok(code) => code,
         Err(e) => {
             // One line, with the cause chain, never a backtrace.

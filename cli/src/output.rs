@@ -1,9 +1,54 @@
 //! Human output on a terminal, JSON for scripts (`--json`), no colour when
 //! `NO_COLOR` is set or stdout is not a terminal.
 
-use std::io::IsTerminal;
+use std::{
+    io::{IsTerminal, Write},
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 use serde::Serialize;
+
+/// Set once a reader closed standard output (`| head`): what is printed
+/// after that is dropped, and the command finishes what it was doing
+/// rather than stopping half-way through a write to disk.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// Set when writing standard output failed for another reason (a full
+/// disk behind `>`): `main` then exits non-zero.
+static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Writes to standard output. `println!` panics when the reader has gone;
+/// a closed pipe is the reader's choice (as with ripgrep and cargo), so it
+/// ends the output quietly, and any other failure is one `error:` line.
+pub fn print_bytes(bytes: &[u8]) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        }
+        Err(e) => {
+            if !STDOUT_FAILED.swap(true, Ordering::Relaxed) {
+                eprintln!("error: cannot write to standard output: {e}");
+            }
+        }
+    }
+}
+
+/// `text` and a newline on standard output, as [`print_bytes`] writes.
+pub fn print_line(text: &str) {
+    let mut line = String::with_capacity(text.len() + 1);
+    line.push_str(text);
+    line.push('\n');
+    print_bytes(line.as_bytes());
+}
+
+/// Whether some output could not be written (not counting a closed pipe).
+pub fn stdout_failed() -> bool {
+    STDOUT_FAILED.load(Ordering::Relaxed)
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
@@ -27,13 +72,13 @@ impl Output {
     pub fn emit<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
         if self.json {
             match serde_json::to_string_pretty(value) {
-                Ok(s) => println!("{s}"),
+                Ok(s) => print_line(&s),
                 Err(e) => eprintln!("error: cannot serialize output: {e}"),
             }
         } else {
             let text = human();
             if !text.is_empty() {
-                println!("{text}");
+                print_line(&text);
             }
         }
     }

@@ -161,10 +161,10 @@ pub fn print_report(
     } else {
         ""
     };
-    println!(
+    crate::output::print_line(&format!(
         "{mark} quality of {shown}: {}{tokens}{denied}",
         report.summary()
-    );
+    ));
     passed
 }
 

@@ -111,6 +111,6 @@ pub fn replay(out: &Output, file: &Path) -> Result<ExitCode> {
 }
 
 pub fn schema() -> Result<ExitCode> {
-    print!("{}", events::SCHEMA);
+    crate::output::print_bytes(events::SCHEMA.as_bytes());
     Ok(ExitCode::SUCCESS)
 }

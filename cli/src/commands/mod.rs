@@ -39,12 +39,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     let out = Output::new(cli.global.json);
     match cli.command {
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "agentlang",
-                &mut std::io::stdout(),
-            );
+            // Into memory first: clap_complete panics when a write fails,
+            // and `| head` closes the pipe early on purpose.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "agentlang", &mut script);
+            crate::output::print_bytes(&script);
             return Ok(ExitCode::SUCCESS);
         }
         // Need no registry: work before any configuration exists.
