@@ -127,6 +127,22 @@ pub enum Command {
     /// Get an API token for an existing account and store it
     #[command(after_help = "Example:\n  agentlang login --username alice")]
     Login(Credentials),
+    /// Show whose token this is: the account the registry says it belongs to
+    #[command(after_help = "Examples:\n  agentlang whoami\n  agentlang whoami --json")]
+    Whoami,
+    /// Revoke the stored token on the registry and remove it from credentials.toml
+    #[command(
+        after_help = "Examples:\n  agentlang logout\n  agentlang logout --registry https://registry.example"
+    )]
+    Logout,
+    /// Show the settings in effect and where each came from (flag, environment, file, default)
+    #[command(
+        after_help = "Examples:\n  agentlang config\n  agentlang config --json\n  agentlang config path   # where config.toml is (or would be)"
+    )]
+    Config {
+        #[command(subcommand)]
+        command: Option<ConfigCommand>,
+    },
     /// Manage the signing keys registered to your account
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -493,6 +509,13 @@ pub enum KeysCommand {
     /// Revoke a key: later uploads signed with it are refused
     #[command(after_help = "Example:\n  agentlang keys revoke 09385a0393711259...")]
     Revoke { key_id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the path of config.toml
+    #[command(after_help = "Example:\n  $EDITOR \"$(agentlang config path)\"")]
+    Path,
 }
 
 #[derive(Debug, Subcommand)]

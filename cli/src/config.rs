@@ -55,11 +55,44 @@ struct CredentialsFile {
     registries: BTreeMap<String, Entry>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+/// A token stored for one registry by `login` or `register`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct Entry {
-    token: String,
-    username: String,
+pub struct Entry {
+    pub token: String,
+    pub username: String,
+    /// The token's id on the registry (what `logout` revokes); absent in
+    /// files written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// RFC 3339, as the registry said when it minted the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+/// Where a setting's value came from, as `agentlang config` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// A command-line flag.
+    Flag,
+    /// An environment variable.
+    Env,
+    /// config.toml or credentials.toml.
+    File,
+    /// Nothing set it.
+    Default,
+}
+
+impl Source {
+    pub fn describe(&self, flag: &str, var: &str, file: &Path) -> String {
+        match self {
+            Source::Flag => format!("the {flag} flag"),
+            Source::Env => var.to_owned(),
+            Source::File => file.display().to_string(),
+            Source::Default => "default".to_owned(),
+        }
+    }
 }
 
 /// Everything the commands need to know about where they talk to.
@@ -67,8 +100,10 @@ struct Entry {
 pub struct Settings {
     pub dir: PathBuf,
     pub registry: String,
+    /// Where `registry` came from.
+    pub registry_source: Source,
     pub runtime: RuntimeConfig,
-    token_override: Option<String>,
+    token_override: Option<(String, Source)>,
 }
 
 impl Settings {
@@ -77,31 +112,60 @@ impl Settings {
     pub fn load(registry_flag: Option<String>, token_flag: Option<String>) -> Result<Self> {
         let dir = config_dir()?;
         let config = read_toml::<Config>(&dir.join("config.toml"))?.unwrap_or_default();
-        let registry = match registry_flag.or_else(|| env_nonempty("AGENTLANG_REGISTRY")) {
-            Some(r) => r,
-            None => config
-                .registry
-                .unwrap_or_else(|| DEFAULT_REGISTRY.to_owned()),
+        let (registry, registry_source) = match (
+            registry_flag,
+            env_nonempty("AGENTLANG_REGISTRY"),
+            config.registry,
+        ) {
+            (Some(r), _, _) => (r, Source::Flag),
+            (None, Some(r), _) => (r, Source::Env),
+            (None, None, Some(r)) => (r, Source::File),
+            (None, None, None) => (DEFAULT_REGISTRY.to_owned(), Source::Default),
         };
         let registry = normalize_url(&registry)?;
+        let token_override = match token_flag {
+            Some(t) => Some((t, Source::Flag)),
+            None => env_nonempty("AGENTLANG_TOKEN").map(|t| (t, Source::Env)),
+        };
         Ok(Self {
             dir,
             registry,
+            registry_source,
             runtime: config.runtime,
-            token_override: token_flag.or_else(|| env_nonempty("AGENTLANG_TOKEN")),
+            token_override,
         })
     }
 
     /// `--token`, else `AGENTLANG_TOKEN`, else the credentials file.
     pub fn token(&self) -> Result<Option<String>> {
-        if let Some(t) = &self.token_override {
-            return Ok(Some(t.clone()));
+        Ok(self.token_and_source()?.map(|(token, _)| token))
+    }
+
+    /// The token with where it came from ([`Source::File`]: credentials.toml).
+    pub fn token_and_source(&self) -> Result<Option<(String, Source)>> {
+        if let Some((t, source)) = &self.token_override {
+            return Ok(Some((t.clone(), source.clone())));
         }
+        Ok(self.stored()?.map(|e| (e.token, Source::File)))
+    }
+
+    /// What credentials.toml holds for this registry.
+    pub fn stored(&self) -> Result<Option<Entry>> {
         let creds = read_toml::<CredentialsFile>(&self.credentials_path())?.unwrap_or_default();
-        Ok(creds
-            .registries
-            .get(&self.registry)
-            .map(|e| e.token.clone()))
+        Ok(creds.registries.get(&self.registry).cloned())
+    }
+
+    /// Removes this registry's token from credentials.toml; false when
+    /// there was none.
+    pub fn forget_token(&self) -> Result<bool> {
+        let path = self.credentials_path();
+        let mut creds = read_toml::<CredentialsFile>(&path)?.unwrap_or_default();
+        if creds.registries.remove(&self.registry).is_none() {
+            return Ok(false);
+        }
+        let text = toml::to_string(&creds).context("serializing credentials")?;
+        write_private(&path, text.as_bytes())?;
+        Ok(true)
     }
 
     pub fn require_token(&self) -> Result<String> {
@@ -119,16 +183,10 @@ impl Settings {
 
     /// Stores a token for the current registry (mode 0600, written
     /// atomically so a crash never leaves half a file).
-    pub fn store_token(&self, username: &str, token: &str) -> Result<PathBuf> {
+    pub fn store_token(&self, entry: Entry) -> Result<PathBuf> {
         let path = self.credentials_path();
         let mut creds = read_toml::<CredentialsFile>(&path)?.unwrap_or_default();
-        creds.registries.insert(
-            self.registry.clone(),
-            Entry {
-                token: token.to_owned(),
-                username: username.to_owned(),
-            },
-        );
+        creds.registries.insert(self.registry.clone(), entry);
         let text = toml::to_string(&creds).context("serializing credentials")?;
         write_private(&path, text.as_bytes())?;
         Ok(path)

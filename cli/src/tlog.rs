@@ -124,6 +124,11 @@ fn state_dir(client: &Client) -> Result<PathBuf> {
     state_dir_of(&client.base)
 }
 
+/// Where the log key and checkpoint of the registry at `base` are pinned.
+pub fn pins_dir(base: &str) -> Result<PathBuf> {
+    state_dir_of(base)
+}
+
 fn state_dir_of(base: &str) -> Result<PathBuf> {
     let host: String = base
         .split_once("://")

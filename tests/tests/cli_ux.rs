@@ -3,7 +3,7 @@
 
 use std::process::{Command, Stdio};
 
-use agentlang_e2e::bins;
+use agentlang_e2e::{User, bins};
 
 /// Runs `agentlang ARGS` with a standard output whose reader is already
 /// closed, as `agentlang ... | head -1` leaves it once head has its line.
@@ -37,4 +37,66 @@ fn a_closed_standard_output_ends_the_output_quietly() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         assert_eq!(code, Some(0), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn whoami_logout_and_config_say_who_where_and_why() {
+    let registry = agentlang_e2e::start_registry();
+    let user = User::new(&registry.url);
+    let err = user.fails(&["whoami"]);
+    assert!(err.contains("not logged in"), "{err}");
+    user.sign_up("alice", "correct horse battery staple");
+
+    let me = user.ok(&["--json", "whoami"]).json();
+    assert_eq!(me["username"], "alice", "{me}");
+    assert_eq!(me["registry"], registry.url.as_str(), "{me}");
+    assert_eq!(me["token_source"], "file", "{me}");
+    let human = user.ok(&["whoami"]).stdout;
+    assert!(human.starts_with("alice on "), "{human}");
+
+    // Where each setting came from: the harness sets AGENTLANG_REGISTRY.
+    let settings = user.ok(&["--json", "config"]).json();
+    let setting = |settings: &serde_json::Value, name: &str| {
+        settings
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {settings}"))
+            .clone()
+    };
+    let reg = setting(&settings, "registry");
+    assert_eq!(reg["source"], "env", "{reg}");
+    assert_eq!(reg["value"], registry.url.as_str(), "{reg}");
+    assert_eq!(setting(&settings, "token")["value"], "stored for alice");
+    let flagged = user
+        .ok(&["--json", "--registry", "http://example.test/", "config"])
+        .json();
+    let reg = setting(&flagged, "registry");
+    assert_eq!(reg["source"], "flag", "{reg}");
+    assert_eq!(reg["value"], "http://example.test", "{reg}");
+    assert_eq!(setting(&flagged, "token")["value"], serde_json::Value::Null);
+    let path = user.ok(&["config", "path"]).stdout;
+    assert_eq!(
+        path.trim_end(),
+        user.config_path("config.toml").to_str().unwrap()
+    );
+    let text = user.ok(&["config"]).stdout;
+    assert!(text.contains("AGENTLANG_REGISTRY"), "{text}");
+
+    // logout revokes the token on the registry, not only here.
+    let token = user.token();
+    let out = user.ok(&["logout"]);
+    assert!(out.stdout.contains("revoked its token"), "{out:?}");
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    let creds = std::fs::read_to_string(user.config_path("credentials.toml")).unwrap();
+    assert!(!creds.contains(&token), "{creds}");
+    let err = user.fails(&["whoami"]);
+    assert!(err.contains("not logged in"), "{err}");
+    let err = user
+        .run_with(&["whoami"], &[("AGENTLANG_TOKEN", &token)], "")
+        .failure();
+    assert!(err.contains("(401)"), "the registry still takes it: {err}");
+    let again = user.ok(&["logout"]).stdout;
+    assert!(again.contains("nothing to do"), "{again}");
 }

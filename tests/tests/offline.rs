@@ -516,6 +516,9 @@ fn every_command_has_help_with_an_example_and_completions_know_them() {
         "keygen",
         "register",
         "login",
+        "whoami",
+        "logout",
+        "config",
         "validate",
         "lock",
         "build",
@@ -540,6 +543,7 @@ fn every_command_has_help_with_an_example_and_completions_know_them() {
         ["keys", "list"],
         ["keys", "revoke"],
         ["prompt", "compile"],
+        ["config", "path"],
     ] {
         let help = user.ok(&[sub[0], sub[1], "--help"]).stdout;
         assert!(

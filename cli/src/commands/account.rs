@@ -1,4 +1,5 @@
-//! `register` and `login`: both end with a token stored for this registry.
+//! `register` and `login`: both end with a token stored for this registry;
+//! `whoami` asks the registry whose it is, `logout` gives it up.
 
 use std::{io::BufRead, process::ExitCode};
 
@@ -6,7 +7,12 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::{args::Credentials, env::Env};
+use crate::{
+    args::Credentials,
+    client::Client,
+    config::{Entry, Source},
+    env::Env,
+};
 
 #[derive(Debug, Deserialize, Serialize)]
 struct TokenResponse {
@@ -42,7 +48,12 @@ fn finish_login(env: &Env, c: &Credentials, password: &str, verb: &str) -> Resul
         "scopes": c.scopes,
         "expires_in_days": c.expires_in_days,
     })))?;
-    let path = env.ctx.store_token(&c.username, &token.token)?;
+    let path = env.ctx.store_token(Entry {
+        token: token.token,
+        username: c.username.clone(),
+        id: token.id.clone(),
+        expires_at: token.expires_at.clone(),
+    })?;
     env.out.emit(
         &json!({
             "registry": env.ctx.registry,
@@ -57,6 +68,127 @@ fn finish_login(env: &Env, c: &Credentials, password: &str, verb: &str) -> Resul
                 env.out.green("✓"),
                 env.ctx.registry,
                 env.out.bold(&c.username),
+                path.display()
+            )
+        },
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `GET /api/v1/account`: whose token this is.
+#[derive(Debug, Deserialize, Serialize)]
+struct Account {
+    username: String,
+    #[serde(default)]
+    is_admin: bool,
+}
+
+fn account(client: &Client) -> Result<Account> {
+    client.send_json(client.get("/api/v1/account"))
+}
+
+pub fn whoami(env: &Env) -> Result<ExitCode> {
+    let Some((token, source)) = env.ctx.token_and_source()? else {
+        bail!(
+            "not logged in to {}: run `agentlang login` or set AGENTLANG_TOKEN",
+            env.ctx.registry
+        );
+    };
+    let client = Client::new(&env.ctx.registry, Some(token))?;
+    let account = account(&client)?;
+    let stored = env.ctx.stored()?.filter(|_| source == Source::File);
+    let expires_at = stored.and_then(|e| e.expires_at);
+    let from = source.describe("--token", "AGENTLANG_TOKEN", &env.ctx.credentials_path());
+    env.out.emit(
+        &json!({
+            "registry": env.ctx.registry,
+            "username": account.username,
+            "is_admin": account.is_admin,
+            "token_source": source,
+            "expires_at": expires_at,
+        }),
+        || {
+            let admin = if account.is_admin { " (admin)" } else { "" };
+            let expiry = expires_at
+                .as_deref()
+                .map(|t| format!(", expires {t}"))
+                .unwrap_or_default();
+            format!(
+                "{}{admin} on {}\ntoken from {from}{expiry}",
+                env.out.bold(&account.username),
+                env.ctx.registry
+            )
+        },
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn logout(env: &Env) -> Result<ExitCode> {
+    let Some(entry) = env.ctx.stored()? else {
+        env.out.emit(
+            &json!({ "registry": env.ctx.registry, "forgotten": false, "revoked": false }),
+            || {
+                format!(
+                    "no token stored for {} in {}; nothing to do",
+                    env.ctx.registry,
+                    env.ctx.credentials_path().display()
+                )
+            },
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
+    // Revoke first, with the token itself (the registry lets a token give
+    // itself up whatever its scopes), then forget it here whatever the
+    // registry said: a logout that leaves the token on disk is no logout.
+    let revoked = match &entry.id {
+        Some(id) => {
+            let client = Client::new(&env.ctx.registry, Some(entry.token.clone()))?;
+            match client.send(client.delete(&format!("/api/v1/tokens/{id}"))) {
+                Ok(_) => Ok(()),
+                Err(e) => match e.downcast_ref::<crate::client::ApiError>() {
+                    // Already revoked or expired: nothing left to give up.
+                    Some(api) if api.status.as_u16() == 401 => Ok(()),
+                    _ => Err(e),
+                },
+            }
+        }
+        None => Err(anyhow::anyhow!(
+            "it was stored without its id (by an older agentlang)"
+        )),
+    };
+    env.ctx.forget_token()?;
+    let path = env.ctx.credentials_path();
+    if let Err(e) = &revoked {
+        let until = entry
+            .expires_at
+            .as_deref()
+            .map(|t| format!(" until {t}"))
+            .unwrap_or_default();
+        eprintln!(
+            "warning: the token was not revoked on the registry ({}); it stays valid{until}: revoke it on {}/account",
+            crate::client::one_line(&format!("{e:#}")),
+            env.ctx.registry
+        );
+    }
+    env.out.emit(
+        &json!({
+            "registry": env.ctx.registry,
+            "username": entry.username,
+            "forgotten": true,
+            "revoked": revoked.is_ok(),
+            "credentials": path,
+        }),
+        || {
+            let revoked = if revoked.is_ok() {
+                "revoked its token and removed it"
+            } else {
+                "removed its token"
+            };
+            format!(
+                "{} logged out of {} ({}): {revoked} from {}",
+                env.out.green("✓"),
+                env.ctx.registry,
+                entry.username,
                 path.display()
             )
         },

@@ -19,6 +19,7 @@ mod pull;
 mod quality;
 mod run;
 mod search;
+mod settings;
 mod validate;
 mod yank;
 
@@ -28,7 +29,7 @@ use anyhow::Result;
 use clap::CommandFactory;
 
 use crate::{
-    args::{Cli, Command, EventsCommand, LogCommand, PromptCommand},
+    args::{Cli, Command, ConfigCommand, EventsCommand, LogCommand, PromptCommand},
     config::Settings,
     env::Env,
     output::Output,
@@ -59,8 +60,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Events(EventsCommand::Replay { file }) => return events::replay(&out, &file),
         Command::Events(EventsCommand::Schema) => return events::schema(),
+        // Before the settings are read, so a broken config.toml can be found.
+        Command::Config {
+            command: Some(ConfigCommand::Path),
+        } => return settings::path(),
         _ => {}
     }
+    let log_key_given = cli.global.log_key.is_some();
     let env = Env {
         ctx: Settings::load(cli.global.registry, cli.global.token)?,
         out,
@@ -73,6 +79,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Register(c) => account::register(&env, &c),
         Command::Login(c) => account::login(&env, &c),
+        Command::Whoami => account::whoami(&env),
+        Command::Logout => account::logout(&env),
+        Command::Config { command: None } => settings::show(&env, log_key_given),
         Command::Keys(k) => keys::run(&env, k),
         Command::Validate { dir } => validate::run(&env, &dir),
         Command::Search { query, kind, page } => search::run(&env, &query, kind, page),
@@ -132,6 +141,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Keygen { .. }
         | Command::New { .. }
         | Command::Completions { .. }
+        | Command::Config {
+            command: Some(ConfigCommand::Path),
+        }
         | Command::Events(_) => {
             unreachable!("handled above")
         }

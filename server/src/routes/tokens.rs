@@ -175,8 +175,8 @@ pub async fn list_tokens(
     Ok(HttpResponse::Ok().json(TokenList { tokens }))
 }
 
-/// Revokes one of the caller's tokens (token scope `tokens`; possibly the
-/// token in use).
+/// Revokes one of the caller's tokens (token scope `tokens`), or the token
+/// in use with any scope: giving up one's own credential (a logout).
 #[utoipa::path(
     tag = "tokens",
     security(("bearer" = ["tokens"])),
@@ -184,7 +184,7 @@ pub async fn list_tokens(
     responses(
         (status = 204, description = "Revoked (or already revoked)"),
         (status = 401, description = "Missing, invalid, expired or revoked token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the `tokens` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Another token, and this one lacks the `tokens` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "The caller has no such token", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -194,7 +194,11 @@ pub async fn revoke_token(
     auth: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    auth.require(Scope::Tokens)?;
+    // A token may always give itself up: `agentlang logout` revokes what
+    // `login` minted, which carries no `tokens` scope.
+    if *id != auth.token_id {
+        auth.require(Scope::Tokens)?;
+    }
     tokens::revoke_token(&state, auth.account_id, &auth.username, &id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
