@@ -7,6 +7,8 @@
 //!   agentlang-install.json          what was installed, from where, signed by whom
 //!   agent/NAME@VERSION.agent
 //!   tools/NAME@VERSION.tool ...
+//!   skills/NAME@VERSION.skill ...   each skill package the lock pins,
+//!   skills/NAME/SKILL.md ...        and its folder, unpacked from it
 //! ```
 //!
 //! [`install`] checks everything before anything is written: each
@@ -29,12 +31,13 @@ use std::{
 
 use agentlang_core::{
     Kind, MemberPath, PackageName, Version,
+    agentskills::SkillDoc,
     container::{self, Container, Limits},
     digest::Sha256Digest,
     host::{HostProfile, HostReport, ToolAt, ToolCapabilities},
     lockcheck::{
         MemberHashes, ProblemKind, PublishedTool, PublishedTools, YankPolicy, check_local,
-        check_tools,
+        check_skills, check_tools,
     },
     lockfile::{Lockfile, ResolvedAt},
     package::{AgentPackage, Members, Package, validate_package},
@@ -104,6 +107,10 @@ pub struct InstallManifest {
     pub installed_at: String,
     pub agent: Artifact,
     pub tools: Vec<Artifact>,
+    /// Absent from installs of agents that pin no skill package (and from
+    /// those made before skills were packages).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<Artifact>,
 }
 
 impl InstallManifest {
@@ -140,6 +147,16 @@ pub struct LoadedTool {
     pub spec: ToolSpec,
 }
 
+/// One verified skill package of an install, and its unpacked folder.
+#[derive(Debug)]
+pub struct LoadedSkill {
+    pub artifact: Artifact,
+    pub doc: SkillDoc,
+    /// The unpacked folder, relative to the install directory (or the
+    /// folder it was fetched into): `skills/NAME`.
+    pub folder: MemberPath,
+}
+
 /// An install directory whose every check passed.
 #[derive(Debug)]
 pub struct LoadedInstall {
@@ -148,6 +165,7 @@ pub struct LoadedInstall {
     pub agent: Container,
     pub package: AgentPackage,
     pub tools: Vec<LoadedTool>,
+    pub skills: Vec<LoadedSkill>,
 }
 
 impl LoadedInstall {
@@ -289,7 +307,12 @@ fn verify_artifact(dir: &Path, a: &Artifact) -> Result<(Container, Package)> {
 /// registry ran at publish (`core::lockcheck`), with the installed tools
 /// standing in for the registry, plus: every pin installed, nothing
 /// installed that is not pinned.
-fn check_install_lock(pkg: &AgentPackage, agent: &Container, tools: &[LoadedTool]) -> Result<()> {
+fn check_install_lock(
+    pkg: &AgentPackage,
+    agent: &Container,
+    tools: &[LoadedTool],
+    skills: &[LoadedSkill],
+) -> Result<()> {
     let mut problems: Vec<String> =
         check_local(pkg, &MemberHashes::from_manifest(agent.manifest()))
             .into_iter()
@@ -359,6 +382,56 @@ fn check_install_lock(pkg: &AgentPackage, agent: &Container, tools: &[LoadedTool
         .filter(|p| p.kind != ProblemKind::NotInRegistry)
         .map(|p| format!("{}: {}", p.field, p.message)),
     );
+    // The same of skills: each pin installed exactly, nothing else.
+    let mut installed_skills = PublishedTools::new();
+    for s in skills {
+        installed_skills.insert(
+            &s.artifact.name,
+            vec![PublishedTool {
+                version: s.artifact.version.clone(),
+                hash: s.artifact.sha256,
+                yanked: false,
+                dependencies: BTreeMap::new(),
+            }],
+        );
+    }
+    for (name, pin) in &lock.skills {
+        let installed = skills
+            .iter()
+            .find(|s| s.artifact.name.normalized() == name.normalized());
+        if !installed
+            .is_some_and(|s| s.artifact.version == pin.version && s.artifact.sha256 == pin.hash)
+        {
+            problems.push(format!(
+                "skills.{name}: {name}@{} ({}) is pinned but not installed",
+                pin.version,
+                pin.hash.to_prefixed()
+            ));
+        }
+    }
+    for s in skills {
+        if !lock
+            .skills
+            .keys()
+            .any(|n| n.normalized() == s.artifact.name.normalized())
+        {
+            problems.push(format!(
+                "skills.{}: {}@{} is installed but agent.lock does not pin it",
+                s.artifact.name, s.artifact.name, s.artifact.version
+            ));
+        }
+    }
+    problems.extend(
+        check_skills(
+            &pkg.skill_requirements(),
+            lock,
+            &installed_skills,
+            YankPolicy::Honour,
+        )
+        .into_iter()
+        .filter(|p| p.kind != ProblemKind::NotInRegistry)
+        .map(|p| format!("{}: {}", p.field, p.message)),
+    );
     if problems.is_empty() {
         Ok(())
     } else {
@@ -366,12 +439,20 @@ fn check_install_lock(pkg: &AgentPackage, agent: &Container, tools: &[LoadedTool
     }
 }
 
-/// Files under agent/ and tools/ the manifest does not list, and entries
-/// at the top that do not belong: something was added by hand.
+/// Files under agent/, tools/ and skills/ the manifest does not list, and
+/// entries at the top that do not belong: something was added by hand.
+/// (Inside a skill's unpacked folder, [`verify_skill_folder`] looks.)
 fn unlisted_files(dir: &Path, manifest: &InstallManifest) -> Result<Vec<String>> {
+    let folders: Vec<String> = manifest
+        .skills
+        .iter()
+        .map(|a| format!("{SKILLS_DIR}/{}", a.name))
+        .collect();
     let listed: Vec<&str> = std::iter::once(&manifest.agent)
         .chain(&manifest.tools)
+        .chain(&manifest.skills)
         .map(|a| a.file.as_str())
+        .chain(folders.iter().map(String::as_str))
         .collect();
     let mut extra = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
@@ -379,7 +460,7 @@ fn unlisted_files(dir: &Path, manifest: &InstallManifest) -> Result<Vec<String>>
         let name = entry.file_name().to_string_lossy().into_owned();
         match name.as_str() {
             MANIFEST_FILE => {}
-            AGENT_DIR | TOOLS_DIR if entry.file_type()?.is_dir() => {
+            AGENT_DIR | TOOLS_DIR | SKILLS_DIR if entry.file_type()?.is_dir() => {
                 for inner in fs::read_dir(entry.path())? {
                     let inner = inner?;
                     let rel = format!("{name}/{}", inner.file_name().to_string_lossy());
@@ -404,10 +485,11 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
             checks.push(Check::pass(
                 "install manifest",
                 format!(
-                    "{}@{} with {} tools from {}",
+                    "{}@{} with {} tools and {} skills from {}",
                     m.agent.name,
                     m.agent.version,
                     m.tools.len(),
+                    m.skills.len(),
                     m.registry
                 ),
             ));
@@ -465,6 +547,38 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
             }
         }
     }
+    let mut skills = Vec::new();
+    for a in &manifest.skills {
+        match verify_artifact(dir, a).and_then(|(container, package)| {
+            let Package::Skill(skill) = package else {
+                bail!("not a skill");
+            };
+            let folder = skill_folder(&a.name)?;
+            verify_skill_folder(&dir.join(folder.as_str()), container.manifest())?;
+            Ok(LoadedSkill {
+                artifact: a.clone(),
+                doc: skill.skill,
+                folder,
+            })
+        }) {
+            Ok(skill) => {
+                checks.push(Check::pass(
+                    label(a),
+                    format!(
+                        "sha256 {} · signed by {} · {} unpacked as published",
+                        a.sha256.hex(),
+                        a.signer.key_id,
+                        skill.folder
+                    ),
+                ));
+                skills.push(skill);
+            }
+            Err(e) => {
+                tools_ok = false;
+                checks.push(Check::fail(label(a), format!("{e:#}")));
+            }
+        }
+    }
     match unlisted_files(dir, &manifest) {
         Ok(extra) if extra.is_empty() => checks.push(Check::pass(
             "no unlisted files",
@@ -482,12 +596,13 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
     if !tools_ok {
         return (checks, None);
     }
-    match check_install_lock(&package, &agent, &tools) {
+    match check_install_lock(&package, &agent, &tools, &skills) {
         Ok(()) => checks.push(Check::pass(
             "lock",
             format!(
-                "agent.lock pins exactly the {} installed tools",
-                tools.len()
+                "agent.lock pins exactly the {} installed tools and {} installed skills",
+                tools.len(),
+                skills.len()
             ),
         )),
         Err(e) => checks.push(Check::fail("lock", format!("{e:#}"))),
@@ -499,6 +614,7 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
             agent,
             package,
             tools,
+            skills,
         };
         (checks, Some(loaded))
     } else {
@@ -756,6 +872,168 @@ fn fetch_tool(
         ),
     };
     Ok(LoadedTool { artifact, spec })
+}
+
+/// `skills/NAME`: where a skill package's folder is unpacked.
+fn skill_folder(name: &PackageName) -> Result<MemberPath> {
+    MemberPath::new(format!("{SKILLS_DIR}/{name}")).context("a skill's folder name")
+}
+
+/// Writes every member of the verified skill container at `container`
+/// (its manifest is `manifest`) into the new folder `into`, each checked
+/// against the manifest as it is written (`container::unpack`).
+fn unpack_skill(container: &Path, manifest: &container::Manifest, into: &Path) -> Result<()> {
+    fs::create_dir(into).with_context(|| format!("creating {}", into.display()))?;
+    let file =
+        fs::File::open(container).with_context(|| format!("opening {}", container.display()))?;
+    container::unpack(BufReader::new(file), manifest, |path, bytes| {
+        let target = into.join(path.as_str());
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let mut out = fs::File::create_new(&target)?;
+        std::io::copy(bytes, &mut out)?;
+        out.sync_all()
+    })
+    .with_context(|| format!("unpacking {} into {}", container.display(), into.display()))
+}
+
+/// A skill's unpacked folder holds exactly its container's members (the
+/// manifest and signature aside), byte for byte: regular files and folders
+/// only, nothing added, nothing missing, nothing changed.
+fn verify_skill_folder(folder: &Path, manifest: &container::Manifest) -> Result<()> {
+    let mut found = std::collections::BTreeSet::new();
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in fs::read_dir(&at).with_context(|| format!("reading {}", at.display()))? {
+            let entry = entry?;
+            let path = entry.path();
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let rel = path
+                .strip_prefix(folder)
+                .ok()
+                .and_then(|r| r.to_str())
+                .map(|r| r.replace(std::path::MAIN_SEPARATOR, "/"))
+                .with_context(|| format!("{} has a name that is not UTF-8", path.display()))?;
+            let listed = manifest
+                .file(&rel)
+                .filter(|_| kind.is_file())
+                .with_context(|| {
+                    format!("{} is not a file of the skill package", path.display())
+                })?;
+            if entry.metadata()?.len() != listed.size
+                || Sha256Digest::of(&fs::read(&path)?) != listed.sha256
+            {
+                bail!("{} differs from the skill package's", path.display());
+            }
+            found.insert(rel);
+        }
+    }
+    if let Some(missing) = manifest
+        .files()
+        .iter()
+        .find(|f| !found.contains(f.path.as_str()))
+    {
+        bail!("{} is missing {}", folder.display(), missing.path);
+    }
+    Ok(())
+}
+
+/// Every skill package the package's lock pins, checked against the
+/// registry's index (as publish checked it, except that a pinned yanked
+/// version is honoured), downloaded into `into/skills/`, verified as a
+/// tool is (hash against the lock, signature, revocation, the log), and
+/// unpacked beside its container into `into/skills/NAME/`.
+fn locked_skills(
+    fetcher: &mut Fetcher<'_>,
+    label: &str,
+    package: &AgentPackage,
+    into: &Path,
+) -> Result<Vec<LoadedSkill>> {
+    let Some(lock) = package.lock.as_ref() else {
+        return Ok(Vec::new());
+    };
+    let mut published = PublishedTools::new();
+    for name in lock.skills.keys() {
+        let index = fetcher.index(Kind::Skill, name)?;
+        let mut versions = Vec::new();
+        for e in &index.versions {
+            versions.push(PublishedTool {
+                version: e.version.clone(),
+                hash: e.digest()?,
+                yanked: e.yanked,
+                dependencies: BTreeMap::new(),
+            });
+        }
+        published.insert(name, versions);
+    }
+    let problems = check_skills(
+        &package.skill_requirements(),
+        lock,
+        &published,
+        YankPolicy::Honour,
+    );
+    if !problems.is_empty() {
+        bail!(
+            "{label}'s agent.lock does not hold against the registry: {}",
+            problems
+                .iter()
+                .map(|p| format!("{}: {}", p.field, p.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    let mut skills = Vec::new();
+    for (name, pin) in &lock.skills {
+        let version = &pin.version;
+        let rel = MemberPath::new(format!("{SKILLS_DIR}/{name}@{version}.skill"))
+            .context("a skill's file name")?;
+        let (artifact, container) =
+            fetcher.fetch(Kind::Skill, name, version, pin.hash, into, &rel)?;
+        let doc = match validate_package(Kind::Skill, &Members::from_container(&container)) {
+            Ok(Package::Skill(s)) => s.skill,
+            Ok(_) => bail!("{name} is not a skill"),
+            Err(d) => bail!(
+                "{name}@{version} is not a valid skill: {}",
+                d.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        let folder = skill_folder(name)?;
+        unpack_skill(
+            &into.join(rel.as_str()),
+            container.manifest(),
+            &into.join(folder.as_str()),
+        )?;
+        skills.push(LoadedSkill {
+            artifact,
+            doc,
+            folder,
+        });
+    }
+    Ok(skills)
+}
+
+/// For `run DIR` on a package directory: the locked skills, verified and
+/// unpacked into `into` (which the caller keeps while the runtime runs).
+pub fn fetch_skills(
+    env: &Env,
+    package: &AgentPackage,
+    label: &str,
+    into: &Path,
+) -> Result<Vec<LoadedSkill>> {
+    let mut fetcher = Fetcher {
+        env,
+        client: env.anonymous()?,
+        keys: HashMap::new(),
+    };
+    locked_skills(&mut fetcher, label, package, into)
 }
 
 /// What the tools a lock pins ask for, for `inspect`, `diff` and
@@ -1044,6 +1322,7 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
 
     let label = format!("{}@{version}", wanted.name);
     let tools = locked_tools(&mut fetcher, &label, &package, staging.path())?;
+    let skills = locked_skills(&mut fetcher, &label, &package, staging.path())?;
 
     let manifest = InstallManifest {
         format: FORMAT.to_owned(),
@@ -1056,6 +1335,7 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
             .unwrap_or_default(),
         agent: agent_artifact,
         tools: tools.iter().map(|t| t.artifact.clone()).collect(),
+        skills: skills.iter().map(|s| s.artifact.clone()).collect(),
     };
     let mut install = LoadedInstall {
         dir: dir.to_path_buf(),
@@ -1063,6 +1343,7 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
         agent,
         package,
         tools,
+        skills,
     };
     // The host decides before anything is put in place.
     let host = host_check(req.host, &install)?;

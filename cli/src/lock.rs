@@ -158,7 +158,7 @@ fn lock_protocols(
 }
 
 /// `POST /api/v1/resolve`: the registry picks tool versions (transitively)
-/// and describes the models; an unsatisfiable set comes back as a 422 whose
+/// and skill versions, and describes the models; an unsatisfiable set comes back as a 422 whose
 /// `detail` explains the clash and whose `conflicts` member marks it as one.
 fn resolve(
     env: &Env,
@@ -180,7 +180,12 @@ fn resolve(
         .chain(pkg.subagents.values())
         .flat_map(|a| a.model_names())
         .collect();
-    if tools.is_empty() && models.is_empty() {
+    let skills: BTreeMap<String, String> = local
+        .skills
+        .iter()
+        .map(|(name, req)| (name.to_string(), req.to_string()))
+        .collect();
+    if tools.is_empty() && models.is_empty() && skills.is_empty() {
         // Nothing the registry knows about: the lock is only hashes, made
         // here, so such an agent builds offline.
         return Ok(Lockfile::new(
@@ -189,6 +194,11 @@ fn resolve(
         ));
     }
     let mut body = json!({ "tools": tools, "models": models });
+    // Sent only when there are some, so an agent without skill packages
+    // still locks against a registry that predates them.
+    if !skills.is_empty() {
+        body["skills"] = json!(skills);
+    }
     if let Some(lock) = keep {
         body["lock"] = serde_json::to_value(lock).context("serializing the existing lock")?;
     }

@@ -27,7 +27,7 @@ pub enum ChangeKind {
 /// One line of `lock`'s report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LockChange {
-    /// `tool`, `subagent`, `model` or `protocol`.
+    /// `tool`, `skill`, `subagent`, `model` or `protocol`.
     pub section: &'static str,
     pub name: String,
     pub change: ChangeKind,
@@ -120,7 +120,7 @@ fn diff_section(
 }
 
 /// Every change from `old` (none: a first lock) to `new`, tools first,
-/// then subagents, then models, each by name.
+/// then skills, subagents, models and protocols, each by name.
 pub fn diff(old: Option<&Lockfile>, new: &Lockfile) -> Vec<LockChange> {
     fn tools(l: Option<&Lockfile>) -> BTreeMap<String, Entry> {
         l.map(|l| {
@@ -173,6 +173,23 @@ pub fn diff(old: Option<&Lockfile>, new: &Lockfile) -> Vec<LockChange> {
         })
         .unwrap_or_default()
     }
+    fn skills(l: Option<&Lockfile>) -> BTreeMap<String, Entry> {
+        l.map(|l| {
+            l.skills
+                .iter()
+                .map(|(n, s)| {
+                    (
+                        n.to_string(),
+                        Entry {
+                            version: Some(s.version.semver().clone()),
+                            hash: Some(s.hash),
+                        },
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+    }
     fn protocols(l: Option<&Lockfile>) -> BTreeMap<String, Entry> {
         l.map(|l| {
             l.protocols
@@ -192,6 +209,7 @@ pub fn diff(old: Option<&Lockfile>, new: &Lockfile) -> Vec<LockChange> {
     }
     let mut out = Vec::new();
     diff_section("tool", &tools(old), &tools(Some(new)), &mut out);
+    diff_section("skill", &skills(old), &skills(Some(new)), &mut out);
     diff_section("subagent", &agents(old), &agents(Some(new)), &mut out);
     diff_section("model", &models(old), &models(Some(new)), &mut out);
     diff_section("protocol", &protocols(old), &protocols(Some(new)), &mut out);
@@ -208,6 +226,8 @@ pub struct LocalLock {
     pub agents: BTreeMap<PackageName, LockedAgent>,
     /// Registry tools and their merged requirements (`None`: newest).
     pub tools: BTreeMap<PackageName, Option<VersionReq>>,
+    /// Published skills and their merged requirements.
+    pub skills: BTreeMap<PackageName, VersionReq>,
     /// The agent's protocols: requirement, and the version of an inline
     /// definition.
     pub protocols: BTreeMap<String, (Option<VersionReq>, Option<agentlang_core::Version>)>,
@@ -259,6 +279,7 @@ impl LocalLock {
             files,
             agents,
             tools: pkg.tool_requirements(),
+            skills: pkg.skill_requirements(),
             protocols,
             models,
         }
@@ -278,7 +299,8 @@ pub struct Staleness {
     /// recomputing them changes nothing the registry supplies, so `build`
     /// does it itself.
     pub hashes: Vec<String>,
-    /// What pins something from the registry (tools, models, protocols):
+    /// What pins something from the registry (tools, skills, models,
+    /// protocols):
     /// only `agentlang lock` changes it, showing what the change gives the
     /// agent and asking when it adds risk.
     pub pins: Vec<String>,
@@ -350,6 +372,24 @@ pub fn staleness(lock: &Lockfile, local: &LocalLock) -> Staleness {
         // with one is a direct dependency that the package dropped.
         if tool.requirement.is_some() && !local.tools.contains_key(name) {
             reasons.push(format!("tool {name} is locked but no longer required"));
+        }
+    }
+    for (name, req) in &local.skills {
+        match lock.skills.get(name) {
+            None => reasons.push(format!("skill {name} is not in the lock")),
+            Some(s) if s.requirement != *req => reasons.push(format!(
+                "skill {name}: the requirement is now {req}, the lock has {}",
+                s.requirement
+            )),
+            Some(s) if !req.matches(s.version.semver()) => {
+                reasons.push(format!("skill {name} {} does not satisfy {req}", s.version))
+            }
+            Some(_) => {}
+        }
+    }
+    for name in lock.skills.keys() {
+        if !local.skills.contains_key(name) {
+            reasons.push(format!("skill {name} is locked but no longer required"));
         }
     }
     for (name, (req, inline)) in &local.protocols {
@@ -457,6 +497,53 @@ mod tests {
     }
 
     #[test]
+    fn a_skill_requirement_is_a_pin_and_its_changes_are_listed() {
+        let skill = |v: &str, req: &str| agentlang_core::lockfile::LockedSkill {
+            version: Version::parse(v).unwrap(),
+            hash: Sha256Digest::of(v.as_bytes()),
+            requirement: VersionReq::parse(req).unwrap(),
+        };
+        let mut local = local(&[]);
+        local
+            .skills
+            .insert(name("pdf-tools"), VersionReq::parse("^0.1").unwrap());
+        let mut l = lock_for(&local, &[]);
+        assert_eq!(
+            staleness(&l, &local).pins,
+            ["skill pdf-tools is not in the lock"]
+        );
+        l.skills.insert(name("pdf-tools"), skill("0.1.0", "^0.1"));
+        assert_eq!(staleness(&l, &local), Staleness::default());
+        local
+            .skills
+            .insert(name("pdf-tools"), VersionReq::parse("^0.2").unwrap());
+        assert_eq!(
+            staleness(&l, &local).pins,
+            ["skill pdf-tools: the requirement is now ^0.2, the lock has ^0.1"]
+        );
+        local.skills.clear();
+        assert_eq!(
+            staleness(&l, &local).pins,
+            ["skill pdf-tools is locked but no longer required"]
+        );
+
+        let mut new = l.clone();
+        new.skills.insert(name("pdf-tools"), skill("0.2.0", "^0.2"));
+        new.skills.insert(name("csv-tools"), skill("1.0.0", "^1"));
+        let described: Vec<String> = diff(Some(&l), &new)
+            .iter()
+            .map(LockChange::describe)
+            .collect();
+        assert_eq!(
+            described,
+            [
+                "+ skill csv-tools 1.0.0",
+                "↑ skill pdf-tools 0.1.0 -> 0.2.0"
+            ]
+        );
+    }
+
+    #[test]
     fn same_version_with_new_content_is_a_change() {
         let mut old = lock(&[]);
         old.agents.insert(
@@ -492,6 +579,7 @@ mod tests {
                 .iter()
                 .map(|(n, r)| (name(n), r.map(|r| VersionReq::parse(r).unwrap())))
                 .collect(),
+            skills: BTreeMap::new(),
             protocols: BTreeMap::new(),
             models: BTreeSet::new(),
         }

@@ -96,6 +96,9 @@ pub struct HandoffAgent {
     pub ux: Option<Json>,
 }
 
+/// A co-located skill (`skills/<name>/SKILL.md` in the agent), or a
+/// published skill package the lock pins: then `version`, `hash`,
+/// `requirement` and `path` say which one and where its folder is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandoffSkill {
     pub description: String,
@@ -103,6 +106,19 @@ pub struct HandoffSkill {
     pub allowed_tools: Vec<String>,
     /// The SKILL.md body (markdown).
     pub body: String,
+    /// The locked version of a published skill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// `sha256:<hex>` of a published skill's `.skill` container, as locked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// The agent's requirement for a published skill, as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requirement: Option<String>,
+    /// The unpacked folder of a published skill (absolute): SKILL.md with
+    /// its scripts and resources, as any Agent Skills client reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -240,6 +256,17 @@ pub struct InstalledTool<'a> {
     pub path: &'a str,
 }
 
+/// One locked skill package as the hand-off needs it: its lock entry, its
+/// validated SKILL.md and where its folder is.
+#[derive(Debug, Clone, Copy)]
+pub struct InstalledSkill<'a> {
+    pub name: &'a crate::PackageName,
+    pub locked: &'a crate::lockfile::LockedSkill,
+    pub doc: &'a crate::agentskills::SkillDoc,
+    /// Where its unpacked folder is (absolute).
+    pub path: &'a str,
+}
+
 /// What [`build`] needs.
 #[derive(Clone, Copy)]
 pub struct HandoffInput<'a> {
@@ -250,6 +277,8 @@ pub struct HandoffInput<'a> {
     pub format: Format,
     pub user_prompt: &'a str,
     pub tools: &'a [InstalledTool<'a>],
+    /// The skill packages the lock pins.
+    pub skills: &'a [InstalledSkill<'a>],
     pub host: &'a HostReport,
     pub install_dir: &'a str,
     /// The environment, for `{{.env.NAME}}` (core reads no environment).
@@ -421,9 +450,35 @@ pub fn build(input: &HandoffInput<'_>) -> Result<Handoff, HandoffError> {
                             description: s.description.clone(),
                             allowed_tools: s.allowed_tools.clone(),
                             body: s.body.clone(),
+                            version: None,
+                            hash: None,
+                            requirement: None,
+                            path: None,
                         },
                     )
                 })
+                .chain(input.skills.iter().map(|s| {
+                    (
+                        s.name.to_string(),
+                        HandoffSkill {
+                            description: s.doc.description.clone(),
+                            // The specification's one space-separated string.
+                            allowed_tools: s
+                                .doc
+                                .allowed_tools
+                                .as_deref()
+                                .unwrap_or_default()
+                                .split_whitespace()
+                                .map(str::to_owned)
+                                .collect(),
+                            body: s.doc.body.clone(),
+                            version: Some(s.locked.version.to_string()),
+                            hash: Some(s.locked.hash.to_prefixed()),
+                            requirement: Some(s.locked.requirement.to_string()),
+                            path: Some(s.path.to_owned()),
+                        },
+                    )
+                }))
                 .collect(),
             ux: pkg.ux.as_ref().map(to_json),
         },

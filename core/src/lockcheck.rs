@@ -155,13 +155,18 @@ pub fn check_local(pkg: &AgentPackage, hashes: &MemberHashes) -> Vec<LockProblem
     let mut problems = Vec::new();
     let Some(lock) = &pkg.lock else {
         let tools = pkg.tool_requirements();
-        if !tools.is_empty() {
-            let names: Vec<&str> = tools.keys().map(PackageName::as_str).collect();
+        let skills = pkg.skill_requirements();
+        if !tools.is_empty() || !skills.is_empty() {
+            let names: Vec<&str> = tools
+                .keys()
+                .chain(skills.keys())
+                .map(PackageName::as_str)
+                .collect();
             problems.push(LockProblem::new(
                 ProblemKind::Missing,
                 LOCK_FILE.to_owned(),
                 format!(
-                    "the agent requires registry tools ({}) and carries no agent.lock; run `agentlang lock`",
+                    "the agent requires registry packages ({}) and carries no agent.lock; run `agentlang lock`",
                     names.join(", ")
                 ),
             ));
@@ -491,6 +496,116 @@ pub fn check_tools(
     problems
 }
 
+/// The lock's `skills` against the agent's skill requirements and the
+/// registry: every requirement pinned and satisfied, every pin published
+/// with its hash, no pin without a requirement, yanked pins per `yanks`.
+/// `published` holds each pinned skill's live versions (skills have no
+/// dependencies, so theirs are empty).
+pub fn check_skills(
+    requirements: &BTreeMap<PackageName, VersionReq>,
+    lock: &Lockfile,
+    published: &PublishedTools,
+    yanks: YankPolicy<'_>,
+) -> Vec<LockProblem> {
+    let mut problems = Vec::new();
+    let pins: BTreeMap<String, (&PackageName, &crate::lockfile::LockedSkill)> = lock
+        .skills
+        .iter()
+        .map(|(name, skill)| (name.normalized(), (name, skill)))
+        .collect();
+    let required: BTreeSet<String> = requirements.keys().map(PackageName::normalized).collect();
+    for (name, req) in requirements {
+        let field = format!("skills.{name}");
+        match pins.get(&name.normalized()) {
+            None => problems.push(LockProblem::new(
+                ProblemKind::Unpinned,
+                field,
+                format!("the agent requires skill {name} {req}, which agent.lock does not pin"),
+            )),
+            Some((_, pin)) if !req.matches(pin.version.semver()) => {
+                problems.push(LockProblem::new(
+                    ProblemKind::Unsatisfied,
+                    field,
+                    format!(
+                        "skill {name} is pinned at {}, which does not satisfy the agent's requirement {req}",
+                        pin.version
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let previous: BTreeMap<String, &Version> = match yanks {
+        YankPolicy::RefuseUnlessPinnedBy(Some(prev)) => prev
+            .skills
+            .iter()
+            .map(|(n, s)| (n.normalized(), &s.version))
+            .collect(),
+        _ => BTreeMap::new(),
+    };
+    for (key, (name, pin)) in &pins {
+        let field = format!("skills.{name}");
+        if !required.contains(key) {
+            problems.push(LockProblem::new(
+                ProblemKind::Unrelated,
+                field.clone(),
+                format!("skill {name} is pinned, but no skills: entry with a version requires it"),
+            ));
+        }
+        let found = match published.find(name, &pin.version) {
+            Ok(found) => found,
+            Err(false) => {
+                problems.push(LockProblem::new(
+                    ProblemKind::NotInRegistry,
+                    field,
+                    format!("no skill named {name} is published on this registry"),
+                ));
+                continue;
+            }
+            Err(true) => {
+                problems.push(LockProblem::new(
+                    ProblemKind::NotInRegistry,
+                    field,
+                    format!(
+                        "skill {name} {} is not published on this registry",
+                        pin.version
+                    ),
+                ));
+                continue;
+            }
+        };
+        if found.hash != pin.hash {
+            problems.push(LockProblem::new(
+                ProblemKind::NotInRegistry,
+                field.clone(),
+                format!(
+                    "skill {name} {} is pinned at {}, but this registry holds {}",
+                    pin.version,
+                    pin.hash.to_prefixed(),
+                    found.hash.to_prefixed()
+                ),
+            ));
+        }
+        let allowed = match yanks {
+            YankPolicy::Honour => true,
+            YankPolicy::RefuseUnlessPinnedBy(_) => {
+                previous.get(key).is_some_and(|v| **v == pin.version)
+            }
+        };
+        if found.yanked && !allowed {
+            problems.push(LockProblem::new(
+                ProblemKind::Yanked,
+                field,
+                format!(
+                    "skill {name} {} is yanked; only a lock that already pinned it in the previous version may keep it",
+                    pin.version
+                ),
+            ));
+        }
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -659,6 +774,91 @@ mod tests {
             problems[0]
                 .message
                 .contains("web_search 1.2.0 depends on web_fetch")
+        );
+    }
+
+    fn skill_lock(pins: &[(&str, &str, &str)]) -> Lockfile {
+        let mut l = Lockfile::new(crate::lockfile::ResolvedAt::from_unix(0).unwrap(), None);
+        for (n, v, req) in pins {
+            l.skills.insert(
+                name(n),
+                crate::lockfile::LockedSkill {
+                    version: Version::parse(v).unwrap(),
+                    hash: Sha256Digest::of(format!("{n}@{v}").as_bytes()),
+                    requirement: VersionReq::parse(req).unwrap(),
+                },
+            );
+        }
+        l
+    }
+
+    #[test]
+    fn skill_pins_are_checked_like_tool_pins() {
+        let registry = published(&[
+            ("pdf-tools", "0.1.0", false, &[]),
+            ("pdf-tools", "0.2.0", true, &[]),
+            ("csv-tools", "1.0.0", false, &[]),
+        ]);
+        let wanted: BTreeMap<PackageName, VersionReq> =
+            [(name("pdf-tools"), VersionReq::parse("^0.1").unwrap())].into();
+        let honest = skill_lock(&[("pdf-tools", "0.1.0", "^0.1")]);
+        let strict = YankPolicy::RefuseUnlessPinnedBy(None);
+        assert_eq!(check_skills(&wanted, &honest, &registry, strict), []);
+
+        // Unpinned, and a pin nothing requires.
+        let other = skill_lock(&[("csv-tools", "1.0.0", "^1")]);
+        assert_eq!(
+            problem_kinds(&check_skills(&wanted, &other, &registry, strict)),
+            [
+                (ProblemKind::Unpinned, "skills.pdf-tools"),
+                (ProblemKind::Unrelated, "skills.csv-tools"),
+            ]
+        );
+        // A pin outside the requirement, and yanked.
+        let yanked = skill_lock(&[("pdf-tools", "0.2.0", "^0.2")]);
+        assert_eq!(
+            problem_kinds(&check_skills(&wanted, &yanked, &registry, strict)),
+            [
+                (ProblemKind::Unsatisfied, "skills.pdf-tools"),
+                (ProblemKind::Yanked, "skills.pdf-tools"),
+            ]
+        );
+        // Install keeps a yanked pin; the previous version's pin keeps it too.
+        let wanted_02: BTreeMap<PackageName, VersionReq> =
+            [(name("pdf-tools"), VersionReq::parse("^0.2").unwrap())].into();
+        assert_eq!(
+            check_skills(&wanted_02, &yanked, &registry, YankPolicy::Honour),
+            []
+        );
+        assert_eq!(
+            check_skills(
+                &wanted_02,
+                &yanked,
+                &registry,
+                YankPolicy::RefuseUnlessPinnedBy(Some(&yanked))
+            ),
+            []
+        );
+        // Another hash, a version never published, a skill never published.
+        let mut forged = honest.clone();
+        forged.skills.get_mut(&name("pdf-tools")).unwrap().hash = Sha256Digest::of(b"other");
+        assert_eq!(
+            problem_kinds(&check_skills(&wanted, &forged, &registry, strict)),
+            [(ProblemKind::NotInRegistry, "skills.pdf-tools")]
+        );
+        let unpublished = skill_lock(&[("pdf-tools", "0.1.9", "^0.1")]);
+        assert_eq!(
+            problem_kinds(&check_skills(&wanted, &unpublished, &registry, strict)),
+            [(ProblemKind::NotInRegistry, "skills.pdf-tools")]
+        );
+        assert_eq!(
+            problem_kinds(&check_skills(
+                &wanted,
+                &honest,
+                &PublishedTools::new(),
+                strict
+            )),
+            [(ProblemKind::NotInRegistry, "skills.pdf-tools")]
         );
     }
 }

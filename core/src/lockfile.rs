@@ -23,6 +23,9 @@ use crate::{
 /// publish (one index read per pin) and install's downloads.
 pub const MAX_LOCKED_TOOLS: usize = 256;
 
+/// The most skill packages one agent.lock may pin, for the same reasons.
+pub const MAX_LOCKED_SKILLS: usize = 64;
+
 /// Longest model identifier accepted.
 pub const MAX_MODEL_ID_LEN: usize = 128;
 
@@ -237,6 +240,28 @@ pub struct LockedTool {
     pub dependencies: BTreeSet<PackageName>,
 }
 
+/// One published skill the agent depends on (a `skills:` entry with a
+/// `version`). Skills depend on nothing, so there is no `dependencies`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LockedSkill {
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "0.1.0"))]
+    pub version: Version,
+    /// Of the `.skill` container.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^sha256:[0-9a-f]{64}$"))]
+    #[serde(with = "crate::digest::prefixed")]
+    pub hash: Sha256Digest,
+    /// The requirement it was resolved against, as the agent wrote it.
+    #[serde(deserialize_with = "requirement")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "^0.1"))]
+    pub requirement: semver::VersionReq,
+}
+
+fn requirement<'de, D: Deserializer<'de>>(d: D) -> Result<semver::VersionReq, D::Error> {
+    crate::names::parse_requirement(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+}
+
 /// One co-located subagent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -318,6 +343,11 @@ pub struct Lockfile {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, LockedProtocol>))]
     pub protocols: BTreeMap<crate::protocols::ProtocolName, LockedProtocol>,
+    /// Published skills. Absent when the agent depends on none, so locks
+    /// written before skills were packages keep their bytes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, LockedSkill>))]
+    pub skills: BTreeMap<PackageName, LockedSkill>,
     #[serde(default, with = "crate::digest::prefixed::map")]
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, String>))]
     pub files: BTreeMap<MemberPath, Sha256Digest>,
@@ -334,6 +364,7 @@ impl Lockfile {
             agents: BTreeMap::new(),
             models: BTreeMap::new(),
             protocols: BTreeMap::new(),
+            skills: BTreeMap::new(),
             files: BTreeMap::new(),
         }
     }
@@ -361,6 +392,15 @@ impl Lockfile {
         self.tools
             .iter()
             .map(|(name, tool)| (name.clone(), tool.version.clone()))
+            .collect()
+    }
+
+    /// The locked versions of skills, kept by a re-resolution while they
+    /// still satisfy their requirements.
+    pub fn skill_pins(&self) -> BTreeMap<PackageName, Version> {
+        self.skills
+            .iter()
+            .map(|(name, skill)| (name.clone(), skill.version.clone()))
             .collect()
     }
 }

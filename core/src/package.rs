@@ -29,7 +29,7 @@ use crate::agentskills::{SkillDoc, parse_skill_doc};
 use crate::container::Container;
 use crate::diagnostics::{Diagnostics, index, join};
 use crate::lockfile::Lockfile;
-use crate::lockfile::MAX_LOCKED_TOOLS;
+use crate::lockfile::{MAX_LOCKED_SKILLS, MAX_LOCKED_TOOLS};
 use crate::names::PackageName;
 use crate::prompt::parse_prompt;
 use crate::protocols::{PROTOCOL_FILE, ProtocolSpec, parse_protocol};
@@ -256,24 +256,53 @@ impl AgentPackage {
     /// one file and `<1.5.0` in another resolve as `^1.2.0, <1.5.0`. `None`
     /// when no file constrains the version.
     pub fn tool_requirements(&self) -> BTreeMap<PackageName, Option<VersionReq>> {
-        let mut merged: BTreeMap<PackageName, Option<VersionReq>> = BTreeMap::new();
-        let specs = std::iter::once(&self.agent).chain(self.subagents.values());
-        for (name, req) in specs.flat_map(AgentSpec::tool_requirements) {
-            let slot = merged.entry(name).or_default();
-            *slot = match (slot.take(), req) {
-                (Some(mut a), Some(b)) => {
-                    for c in b.comparators {
-                        if !a.comparators.contains(&c) {
-                            a.comparators.push(c);
-                        }
-                    }
-                    Some(a)
-                }
-                (a, b) => a.or(b),
-            };
-        }
-        merged
+        merge_requirements(
+            std::iter::once(&self.agent)
+                .chain(self.subagents.values())
+                .flat_map(AgentSpec::tool_requirements),
+        )
     }
+
+    /// Published skills the whole package needs (`skills:` entries with a
+    /// `version`, the agent's and its subagents'), requirements merged as
+    /// tools' are.
+    pub fn skill_requirements(&self) -> BTreeMap<PackageName, VersionReq> {
+        merge_requirements(
+            std::iter::once(&self.agent)
+                .chain(self.subagents.values())
+                .flat_map(|a| {
+                    a.skill_requirements()
+                        .into_iter()
+                        .map(|(n, r)| (n, Some(r)))
+                }),
+        )
+        .into_iter()
+        .map(|(n, r)| (n, r.unwrap_or(VersionReq::STAR)))
+        .collect()
+    }
+}
+
+/// Requirements stated in several files, one per name: the conjunction of
+/// every one stated (`None`: unconstrained).
+fn merge_requirements(
+    stated: impl Iterator<Item = (PackageName, Option<VersionReq>)>,
+) -> BTreeMap<PackageName, Option<VersionReq>> {
+    let mut merged: BTreeMap<PackageName, Option<VersionReq>> = BTreeMap::new();
+    for (name, req) in stated {
+        let slot = merged.entry(name).or_default();
+        *slot = match (slot.take(), req) {
+            (Some(mut a), Some(b)) => {
+                for c in b.comparators {
+                    if !a.comparators.contains(&c) {
+                        a.comparators.push(c);
+                    }
+                }
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
+    }
+    merged
 }
 
 fn is_yaml(path: &MemberPath) -> bool {
@@ -447,6 +476,18 @@ pub fn validate_agent(members: &Members<'_>) -> Result<AgentPackage, Diagnostics
                 diags.extend(d.in_file(LOCK_FILE));
                 None
             }
+            Ok(lock) if lock.skills.len() > MAX_LOCKED_SKILLS => {
+                let mut d = Diagnostics::new();
+                d.push(
+                    "skills",
+                    format!(
+                        "agent.lock pins {} skills; at most {MAX_LOCKED_SKILLS} are allowed",
+                        lock.skills.len()
+                    ),
+                );
+                diags.extend(d.in_file(LOCK_FILE));
+                None
+            }
             Ok(lock) => Some(lock),
             Err(e) => {
                 let mut d = Diagnostics::new();
@@ -523,7 +564,21 @@ fn check_skill_refs(
     for (file, spec) in &agents {
         let mut d = Diagnostics::new();
         for (i, s) in spec.skills.iter().enumerate() {
-            if skills.contains_key(&s.name) {
+            if let Some(req) = &s.version {
+                // One name, two skills: which one the agent gets would be a
+                // guess, so neither is taken.
+                if skills.contains_key(&s.name) {
+                    d.push(
+                        join(&index("skills", i), "version"),
+                        format!(
+                            "skill {:?} is both the published skill {} {req} and the co-located skills/{}/SKILL.md; drop `version` to use the folder, or remove the folder to use the package",
+                            s.name.as_str(),
+                            s.name,
+                            s.name
+                        ),
+                    );
+                }
+            } else if skills.contains_key(&s.name) {
                 referenced.entry(&s.name).or_default().push((file, spec));
             } else {
                 d.push(

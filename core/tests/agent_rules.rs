@@ -623,6 +623,20 @@ const CASES: &[Case] = &[
         "\"test-helper\" appears more than once",
     ),
     case(
+        AY,
+        "  - name: test-helper",
+        "  - name: test-helper\n    version: ^1",
+        "skills[0].version",
+        "is both the published skill test-helper ^1 and the co-located skills/test-helper/SKILL.md",
+    ),
+    case(
+        AY,
+        "  - name: test-helper",
+        "  - name: test-helper\n  - name: pdf-tools\n    version: latest",
+        "skills[1].version",
+        "\"latest\" is not a valid version requirement",
+    ),
+    case(
         "skills/test-helper/SKILL.md",
         "  - delegate",
         "  - shell_exec",

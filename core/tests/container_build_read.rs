@@ -335,3 +335,35 @@ fn created_from_source_date_epoch() {
     let created = container::Created::from_unix_seconds(1_738_146_600).unwrap();
     assert_eq!(created, container_support::created());
 }
+
+#[test]
+fn unpack_hands_over_every_member_checked_against_the_manifest() {
+    let bytes = sample_container();
+    let read = container::read(bytes.as_slice(), &Limits::default()).unwrap();
+    let mut got = Vec::new();
+    container::unpack(bytes.as_slice(), read.manifest(), |path, r| {
+        let mut data = Vec::new();
+        r.read_to_end(&mut data)?;
+        got.push((path.to_string(), data));
+        Ok(())
+    })
+    .unwrap();
+    let expected: Vec<(String, Vec<u8>)> = members_of(&bytes)
+        .into_iter()
+        .filter(|(p, _)| p != "manifest.json" && p != "signature.sig")
+        .collect();
+    assert_eq!(got, expected);
+
+    // Another container's bytes against this manifest: refused.
+    let mut other = sample_tree();
+    other.insert(path("extra.txt"), b"more".to_vec());
+    let other = build_tree(&other, None);
+    let err = container::unpack(other.as_slice(), read.manifest(), |_, _| Ok(())).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ContainerError::UnlistedMember(_) | ContainerError::HashMismatch(_)
+        ),
+        "{err}"
+    );
+}

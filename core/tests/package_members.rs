@@ -111,6 +111,7 @@ fn a_handoff_of_the_research_assistant_matches_its_schema() {
         format: Format::Xml,
         user_prompt: "Research X",
         tools: &[],
+        skills: &[],
         host: &report,
         install_dir: "/tmp/ra",
         env: &env,

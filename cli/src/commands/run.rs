@@ -2,8 +2,9 @@
 //! host, handed to a runtime.
 //!
 //! 1. The agent: an install directory (verified offline), a package
-//!    directory (validated; its locked tools fetched and verified into a
-//!    temporary folder), or NAME[@REQ], installed first (`install`'s checks).
+//!    directory (validated; its locked tools and skills fetched and verified
+//!    into a temporary folder), or NAME[@REQ], installed first (`install`'s
+//!    checks).
 //! 2. The host check: a refused required capability stops here.
 //! 3. The prompt: decrypted (with `--prompt-key`, or the key `build` made
 //!    beside your signing key) and compiled to markdown or XML.
@@ -21,7 +22,7 @@ use std::{
 use agentlang_core::{
     Kind,
     container::{Container, ENCRYPTED_PROMPT_PATH, PROMPT_PATH},
-    handoff::{self, HandoffInput, InstalledTool},
+    handoff::{self, HandoffInput, InstalledSkill, InstalledTool},
     host,
     lockcheck::{MemberHashes, check_local},
     package::{AgentPackage, PROMPT_FILE},
@@ -34,7 +35,7 @@ use crate::{
     config,
     env::Env,
     grants, hosts,
-    install::{self, InstallRequest, LoadedTool},
+    install::{self, InstallRequest, LoadedSkill, LoadedTool},
     package_check, package_dir, source,
     spec::PackageReq,
 };
@@ -45,9 +46,12 @@ struct Prepared {
     agent_hash: Option<String>,
     prompt: Prompt,
     tools: Vec<LoadedTool>,
+    /// Skill packages, each unpacked under `tools_base`.
+    skills: Vec<LoadedSkill>,
     /// The install directory, or the package directory.
     dir: PathBuf,
-    /// Where the tools' `tools/NAME@VERSION.tool` files are.
+    /// Where the tools' `tools/NAME@VERSION.tool` files (and the skills'
+    /// `skills/NAME/` folders) are.
     tools_base: PathBuf,
     /// Holds a package directory's fetched tools until the runtime is done.
     _scratch: Option<tempfile::TempDir>,
@@ -95,6 +99,7 @@ fn from_install(env: &Env, args: &RunArgs, loaded: install::LoadedInstall) -> Re
         dir: loaded.dir,
         package: loaded.package,
         tools: loaded.tools,
+        skills: loaded.skills,
         _scratch: None,
     })
 }
@@ -122,6 +127,7 @@ fn from_source(env: &Env, dir: &Path) -> Result<Prepared> {
         .context("creating a temporary folder for the tools")?;
     let label = format!("{} in {shown}", package.agent.name);
     let tools = install::fetch_tools(env, &package, &label, scratch.path())?;
+    let skills = install::fetch_skills(env, &package, &label, scratch.path())?;
     let bytes = tree
         .get(PROMPT_FILE)
         .with_context(|| format!("{shown} has no prompt.yaml"))?;
@@ -131,6 +137,7 @@ fn from_source(env: &Env, dir: &Path) -> Result<Prepared> {
         agent_hash: None,
         prompt,
         tools,
+        skills,
         dir: dir.to_path_buf(),
         tools_base: scratch.path().to_path_buf(),
         _scratch: Some(scratch),
@@ -232,6 +239,27 @@ pub fn run(env: &Env, args: &RunArgs) -> Result<ExitCode> {
             path,
         });
     }
+    let skill_paths: Vec<String> = prepared
+        .skills
+        .iter()
+        .map(|s| base.join(s.folder.as_str()).display().to_string())
+        .collect();
+    let mut skills = Vec::new();
+    for (s, path) in prepared.skills.iter().zip(&skill_paths) {
+        let Some((name, locked)) = lock.and_then(|l| {
+            l.skills
+                .iter()
+                .find(|(n, _)| n.normalized() == s.artifact.name.normalized())
+        }) else {
+            bail!("skill {} is installed but not locked", s.artifact.name);
+        };
+        skills.push(InstalledSkill {
+            name,
+            locked,
+            doc: &s.doc,
+            path,
+        });
+    }
     let install_dir = absolute(&prepared.dir).display().to_string();
     let env_lookup = |name: &str| std::env::var(name).ok();
     let doc = handoff::build(&HandoffInput {
@@ -241,6 +269,7 @@ pub fn run(env: &Env, args: &RunArgs) -> Result<ExitCode> {
         format,
         user_prompt: &args.prompt,
         tools: &installed,
+        skills: &skills,
         host: &report,
         install_dir: &install_dir,
         env: &env_lookup,

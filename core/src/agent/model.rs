@@ -610,14 +610,28 @@ pub struct AgentAction {
     pub extensions: Extensions,
 }
 
+/// A `skills:` entry: without `version`, the co-located
+/// `skills/<name>/SKILL.md`; with one, the published skill package of that
+/// name, resolved and locked like a tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkillRef {
     pub name: PackageName,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<VersionReq>,
     #[serde(flatten)]
     pub extensions: Extensions,
 }
 
 impl AgentSpec {
+    /// Published skills this agent needs, by name, with their requirement:
+    /// the `skills:` entries that carry a `version`.
+    pub fn skill_requirements(&self) -> BTreeMap<PackageName, VersionReq> {
+        self.skills
+            .iter()
+            .filter_map(|s| Some((s.name.clone(), s.version.clone()?)))
+            .collect()
+    }
+
     /// Registry tools this agent needs, by name, with their requirement
     /// (`None`: the newest release). Every `tools:` entry is a registry tool
     /// except `delegate`, the orchestration builtin.

@@ -1285,7 +1285,7 @@ fn skills(r: &mut Reader, v: &Value, path: &str) -> Vec<SkillRef> {
     let mut seen = std::collections::HashSet::new();
     for (i, item) in r.seq(v, path).iter().enumerate() {
         let p = index(path, i);
-        let Some(f) = r.fields(item, &p, &["name"]) else {
+        let Some(f) = r.fields(item, &p, &["name", "version"]) else {
             continue;
         };
         let Some(name) = r
@@ -1298,8 +1298,12 @@ fn skills(r: &mut Reader, v: &Value, path: &str) -> Vec<SkillRef> {
             r.error(f.at("name"), ShapeError::Duplicate(name.to_string()));
             continue;
         }
+        let version = f
+            .get("version")
+            .and_then(|v| version_req(r, v, &f.at("version")));
         out.push(SkillRef {
             name,
+            version,
             extensions: f.extensions,
         });
     }

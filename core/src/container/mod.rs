@@ -23,7 +23,7 @@ pub use manifest::{
     Created, FORMAT, FileEntry, MANIFEST_PATH, MAX_MANIFEST_DEPTH, Manifest, ManifestError,
     SIGNATURE_PATH,
 };
-pub use read::{Container, ReadError, read, read_checked};
+pub use read::{Container, ReadError, read, read_checked, unpack};
 
 use std::collections::HashMap;
 

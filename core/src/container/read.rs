@@ -138,6 +138,77 @@ pub fn read<R: Read>(reader: R, limits: &Limits) -> Result<Container, ContainerE
     })
 }
 
+/// Hands every member of a container that [`read`] accepted to `each`,
+/// with a reader of its bytes (`manifest.json` and `signature.sig` left
+/// out), checking each against `manifest` as it goes: listed, once, of its
+/// listed size, and (after `each` returns; what it left unread is read
+/// here) of its listed SHA-256; and at the end, that every listed member
+/// came. For unpacking a verified container: the caller writes, and throws
+/// away what it wrote when this fails. Bytes read are bounded by the
+/// manifest's sizes.
+pub fn unpack<R: Read>(
+    reader: R,
+    manifest: &Manifest,
+    mut each: impl FnMut(&MemberPath, &mut dyn Read) -> io::Result<()>,
+) -> Result<(), ContainerError> {
+    struct Hashing<'a, R> {
+        inner: R,
+        hasher: &'a mut Sha256,
+    }
+    impl<R: Read> Read for Hashing<'_, R> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.hasher.update(&buf[..n]);
+            Ok(n)
+        }
+    }
+    let io = |e: io::Error| ContainerError::Io(e.to_string());
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(reader));
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in archive.entries().map_err(io)? {
+        let mut entry = entry.map_err(io)?;
+        let raw = entry.path().map_err(io)?.to_string_lossy().into_owned();
+        if raw == MANIFEST_PATH || raw == SIGNATURE_PATH {
+            continue;
+        }
+        let path = member_path(raw)?;
+        let Some(listed) = manifest.file(path.as_str()) else {
+            return Err(ContainerError::UnlistedMember(path.to_string()));
+        };
+        if !seen.insert(path.clone()) {
+            return Err(ContainerError::DuplicateMember(path.to_string()));
+        }
+        let entry_type = entry.header().entry_type();
+        if entry_type != tar::EntryType::Regular {
+            return Err(ContainerError::NotRegularFile {
+                path: path.to_string(),
+                entry_type: describe(entry_type),
+            });
+        }
+        if entry.size() != listed.size {
+            return Err(ContainerError::SizeMismatch {
+                path: path.to_string(),
+                listed: listed.size,
+                actual: entry.size(),
+            });
+        }
+        let mut hasher = Sha256::new();
+        let mut hashing = Hashing {
+            inner: (&mut entry).take(listed.size),
+            hasher: &mut hasher,
+        };
+        each(&path, &mut hashing).map_err(io)?;
+        io::copy(&mut hashing, &mut io::sink()).map_err(io)?;
+        if Sha256Digest::from_bytes(hasher.finalize().into()) != listed.sha256 {
+            return Err(ContainerError::HashMismatch(path.to_string()));
+        }
+    }
+    if let Some(missing) = manifest.files().iter().find(|f| !seen.contains(&f.path)) {
+        return Err(ContainerError::MissingMember(missing.path.to_string()));
+    }
+    Ok(())
+}
+
 /// Why [`read_checked`] stopped: the container, or the caller's check of
 /// its manifest.
 #[derive(Debug)]

@@ -301,6 +301,29 @@ pub fn resolve<S: PackageSource + ?Sized>(
     }
 }
 
+/// The version of a skill to lock: skills depend on nothing, so each is
+/// picked alone, by the rules tools follow: the pinned version while it is
+/// published and satisfies `requirement` (even when yanked since), else
+/// the newest unyanked version that does (a prerelease only when the
+/// requirement names one). `None` when no version will do.
+pub fn pick_skill<'a>(
+    requirement: &VersionReq,
+    pin: Option<&Version>,
+    versions: &'a [VersionEntry],
+) -> Option<&'a VersionEntry> {
+    let fits = |e: &&VersionEntry| requirement.matches(e.version.semver());
+    if let Some(pin) = pin
+        && let Some(pinned) = versions.iter().filter(fits).find(|e| &e.version == pin)
+    {
+        return Some(pinned);
+    }
+    versions
+        .iter()
+        .filter(|e| !e.yanked)
+        .filter(fits)
+        .max_by(|a, b| a.version.cmp(&b.version))
+}
+
 /// The name pubgrub knows a package by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Pkg {
@@ -345,5 +368,44 @@ impl MemorySource {
 impl PackageSource for MemorySource {
     fn versions(&self, name: &PackageName) -> Result<Option<Arc<Vec<VersionEntry>>>, SourceError> {
         Ok(self.packages.get(&name.normalized()).map(Arc::clone))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(v: &str, yanked: bool) -> VersionEntry {
+        VersionEntry {
+            version: Version::parse(v).unwrap(),
+            yanked,
+            hash: Sha256Digest::of(v.as_bytes()),
+            dependencies: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_skill_is_the_pin_while_it_fits_else_the_newest_unyanked_match() {
+        let versions = [
+            entry("0.1.0", false),
+            entry("0.1.5", true),
+            entry("0.1.3", false),
+            entry("0.2.0-rc.1", false),
+            entry("1.0.0", false),
+        ];
+        let req = |r: &str| VersionReq::parse(r).unwrap();
+        let pick = |r: &str, pin: Option<&str>| {
+            let pin = pin.map(|p| Version::parse(p).unwrap());
+            pick_skill(&req(r), pin.as_ref(), &versions).map(|e| e.version.to_string())
+        };
+        assert_eq!(pick("^0.1", None).as_deref(), Some("0.1.3"));
+        assert_eq!(pick("*", None).as_deref(), Some("1.0.0"));
+        assert_eq!(pick("^0.1", Some("0.1.0")).as_deref(), Some("0.1.0"));
+        // A yanked pin stays; a pin the requirement left behind does not.
+        assert_eq!(pick("^0.1", Some("0.1.5")).as_deref(), Some("0.1.5"));
+        assert_eq!(pick("^1", Some("0.1.0")).as_deref(), Some("1.0.0"));
+        // Prereleases only when asked for; nothing when nothing fits.
+        assert_eq!(pick("^0.2.0-rc", None).as_deref(), Some("0.2.0-rc.1"));
+        assert_eq!(pick("^2", None), None);
     }
 }

@@ -420,6 +420,8 @@ impl ResolveTask {
         Ok(Self {
             input: ResolveInput {
                 tools: requirements,
+                // The agent-protocol task names tools and models only.
+                skills: BTreeMap::new(),
                 models: models.iter().map(|m| m.as_str().to_owned()).collect(),
                 lock,
             },

@@ -21,8 +21,8 @@ use agentlang_core::{
     container::{self, Container, Limits, Manifest, ReadError},
     digest::Sha256Digest,
     lockcheck::{
-        MemberHashes, PublishedTool, PublishedTools, YankPolicy, check_local, check_tools,
-        first_kind,
+        MemberHashes, PublishedTool, PublishedTools, YankPolicy, check_local, check_skills,
+        check_tools, first_kind,
     },
     lockfile::Lockfile,
     package::{AgentPackage, Members, Package, validate_package},
@@ -664,6 +664,39 @@ async fn published_tools(
     Ok(published)
 }
 
+/// Every live version of each skill the lock pins (at most
+/// `lockfile::MAX_LOCKED_SKILLS`: validation refuses more), in one read.
+async fn published_skills(
+    registry: &Registry,
+    lock: &Lockfile,
+) -> Result<PublishedTools, ServiceError> {
+    let mut published = PublishedTools::new();
+    if lock.skills.is_empty() {
+        return Ok(published);
+    }
+    let names: Vec<PackageName> = lock.skills.keys().cloned().collect();
+    for index in registry.db.package_indexes(Kind::Skill, &names).await? {
+        let Some(name) = names
+            .iter()
+            .find(|n| n.normalized() == index.package.normalized_name)
+        else {
+            continue;
+        };
+        let versions = index
+            .versions
+            .into_iter()
+            .map(|v| PublishedTool {
+                version: v.version,
+                hash: v.sha256,
+                yanked: v.yanked,
+                dependencies: std::collections::BTreeMap::new(),
+            })
+            .collect();
+        published.insert(name, versions);
+    }
+    Ok(published)
+}
+
 /// The lock of the agent's previous version: the newest live version below
 /// the one being published.
 async fn previous_lock(
@@ -684,9 +717,9 @@ async fn previous_lock(
 /// An agent's agent.lock must tell the truth about the package (files,
 /// subagents, models) and the registry (every requirement pinned and
 /// satisfied, transitively; pins published with their hashes; nothing
-/// unrelated; no newly pinned yanked version). The first kind of failure
-/// found is the answer, with one field error per tool or file. Returns the
-/// lock as JSON for storage.
+/// unrelated; no newly pinned yanked version; the same of its skills). The
+/// first kind of failure found is the answer, with one field error per
+/// tool, skill or file. Returns the lock as JSON for storage.
 async fn check_lock(
     registry: &Registry,
     container: &Container,
@@ -701,6 +734,12 @@ async fn check_lock(
             &pkg.tool_requirements(),
             lock,
             &published,
+            YankPolicy::RefuseUnlessPinnedBy(previous.as_ref()),
+        ));
+        problems.extend(check_skills(
+            &pkg.skill_requirements(),
+            lock,
+            &published_skills(registry, lock).await?,
             YankPolicy::RefuseUnlessPinnedBy(previous.as_ref()),
         ));
     }

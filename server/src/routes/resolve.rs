@@ -28,6 +28,13 @@ pub struct ResolveRequest {
     #[serde(default)]
     #[schema(value_type = Object, example = json!({"web_search": "^1.2.0", "web_fetch": null}))]
     pub tools: BTreeMap<String, Option<String>>,
+    /// Skill package name to a requirement (`^0.1`), as agent.yaml's
+    /// `skills:` entries with a `version` state them: each becomes a
+    /// `skills:` entry of the lock, the newest unyanked version that fits
+    /// (or the given lock's pin while it fits). At most 64.
+    #[serde(default)]
+    #[schema(value_type = Object, example = json!({"pdf-tools": "^0.1"}))]
+    pub skills: BTreeMap<String, String>,
     /// Model names to describe in the lock's `models:` from the catalog.
     /// At most 32.
     #[serde(default)]
@@ -93,8 +100,8 @@ fn answer_in_json(req: &HttpRequest, json_request: bool) -> Result<bool, ApiErro
     })
 }
 
-/// Resolves tool requirements into an `agent.lock` with tool hashes and
-/// model metadata from the models catalog.
+/// Resolves tool and skill requirements into an `agent.lock` with tool
+/// and skill hashes and model metadata from the models catalog.
 ///
 /// The body is an agent.yaml (`application/yaml`) or a JSON request. The
 /// answer is the same lock in either form, chosen by `Accept`: YAML (the
@@ -117,7 +124,7 @@ fn answer_in_json(req: &HttpRequest, json_request: bool) -> Result<bool, ApiErro
         (status = 406, description = "`Accept` admits neither YAML nor JSON (`not-acceptable`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "Larger than 1 MiB", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 415, description = "Neither YAML nor JSON", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid input, an unknown tool or model (`validation-failed`), requirements that cannot be met (`unsatisfiable`: the explanation in `detail`, the clashing requirements in `conflicts`), or requirements too intricate for the solver's bound on work (`resolve-too-complex`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid input, an unknown tool, skill or model, or a skill no published version of which satisfies its requirement (`validation-failed`), requirements that cannot be met (`unsatisfiable`: the explanation in `detail`, the clashing requirements in `conflicts`), or requirements too intricate for the solver's bound on work (`resolve-too-complex`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 503, description = "Resolution took too long (`resolve-timeout`)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -147,7 +154,7 @@ pub async fn resolve_lock(
         if content_type == "application/json" {
             let request: ResolveRequest = serde_json::from_slice(body)
                 .map_err(|e| ServiceError::Malformed(format!("invalid JSON body: {e}")))?;
-            ResolveInput::from_request(request.tools, request.models, request.lock)
+            ResolveInput::from_request(request.tools, request.skills, request.models, request.lock)
         } else {
             ResolveInput::from_agent_yaml(body)
         }

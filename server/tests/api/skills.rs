@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     conformance,
-    publish::{build, publish, published, publisher},
+    publish::{PROMPT_YAML, agent_with, build, publish, published, publisher},
     support::{Backend, TestApp, backend_tests, problem},
 };
 
@@ -21,6 +21,7 @@ backend_tests!(
     the_index_lists_each_skills_newest_release_with_its_digest,
     a_skill_md_outside_the_spec_is_refused_naming_the_file,
     skills_ref_accepts_what_the_index_serves,
+    agents_lock_and_publish_against_published_skills,
 );
 
 fn skill_md(name: &str, version: &str, description: &str) -> String {
@@ -270,4 +271,127 @@ async fn skills_ref_accepts_what_the_index_serves(backend: Backend) {
         assert!(ours.is_err(), "our validation accepted {why}");
         std::fs::remove_dir_all(work.path().join("bad")).unwrap();
     }
+}
+
+async fn resolve_json(app: &TestApp, request: &Value) -> reqwest::Response {
+    app.request(Method::POST, "/api/v1/resolve")
+        .header("accept", "application/json")
+        .json(request)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// An agent whose `skills:` names the published pdf-tools at `req`.
+fn agent_needing(req: &str) -> String {
+    format!(
+        "name: reader\nversion: 1.0.0\ndescription: Reads PDFs.\n\
+         models:\n  claude-sonnet-4:\n    provider: anthropic\n\
+         skills:\n  - name: pdf-tools\n    version: \"{req}\"\n"
+    )
+}
+
+async fn agents_lock_and_publish_against_published_skills(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let old = published(&app, &alice.token, skill(&alice.key, "pdf-tools", "0.1.0")).await;
+    let new = published(&app, &alice.token, skill(&alice.key, "pdf-tools", "0.1.1")).await;
+    published(&app, &alice.token, skill(&alice.key, "pdf-tools", "0.2.0")).await;
+    let hash = |v: &Value| v["hash"].as_str().unwrap().to_owned();
+
+    // The newest version that fits, its hash and the requirement as sent.
+    let res = resolve_json(&app, &json!({"skills": {"pdf-tools": "^0.1"}})).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let lock: Value = res.json().await.unwrap();
+    assert_eq!(
+        lock["skills"],
+        json!({"pdf-tools": {"version": "0.1.1", "hash": hash(&new), "requirement": "^0.1"}}),
+        "{lock}"
+    );
+    // The existing lock's pin stays while it fits.
+    let mut pinned = lock.clone();
+    pinned["skills"]["pdf-tools"]["version"] = json!("0.1.0");
+    pinned["skills"]["pdf-tools"]["hash"] = json!(hash(&old));
+    let res = resolve_json(
+        &app,
+        &json!({"skills": {"pdf-tools": "^0.1"}, "lock": pinned}),
+    )
+    .await;
+    let kept: Value = res.json().await.unwrap();
+    assert_eq!(kept["skills"]["pdf-tools"]["version"], "0.1.0");
+    // From agent.yaml, as `curl --data-binary @agent.yaml` sends it.
+    let res = app
+        .request(Method::POST, "/api/v1/resolve")
+        .header("content-type", "application/yaml")
+        .header("accept", "application/json")
+        .body(agent_needing("^0.2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let from_yaml: Value = res.json().await.unwrap();
+    assert_eq!(from_yaml["skills"]["pdf-tools"]["version"], "0.2.0");
+    assert!(from_yaml["tools"].as_object().unwrap().is_empty());
+
+    // An unknown skill, and a requirement nothing published meets.
+    let body = problem(
+        resolve_json(&app, &json!({"skills": {"ghost": "^1", "pdf-tools": "^3"}})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+    let fields: Vec<&str> = body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["skills.ghost", "skills.pdf-tools"], "{body}");
+    assert!(body.to_string().contains("0.1.0, 0.1.1, 0.2.0"), "{body}");
+    // Bounded like tools.
+    let many: serde_json::Map<String, Value> = (0..65)
+        .map(|i| (format!("skill-{i}"), json!("*")))
+        .collect();
+    problem(
+        resolve_json(&app, &json!({"skills": many})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation-failed",
+    )
+    .await;
+
+    // Publish holds the lock to the registry: without one, with a hash the
+    // registry does not hold, then the true one.
+    let yaml = agent_needing("^0.1");
+    let with_lock = |lock: Option<&Value>| {
+        let mut files: Vec<(&str, Vec<u8>)> =
+            vec![("prompt.yaml", PROMPT_YAML.as_bytes().to_vec())];
+        if let Some(lock) = lock {
+            let lock: agentlang_core::lockfile::Lockfile =
+                serde_json::from_value(lock.clone()).unwrap();
+            files.push(("agent.lock", lock.to_yaml().unwrap().into_bytes()));
+        }
+        let files: Vec<(&str, &[u8])> = files.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+        agent_with(&alice.key, &yaml, &files)
+    };
+    let body = problem(
+        publish(&app, &alice.token, with_lock(None)).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "lock-missing",
+    )
+    .await;
+    assert!(body.to_string().contains("pdf-tools"), "{body}");
+    let mut forged = lock.clone();
+    forged["skills"]["pdf-tools"]["hash"] = json!(format!("sha256:{}", "0".repeat(64)));
+    let body = problem(
+        publish(&app, &alice.token, with_lock(Some(&forged))).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "lock-mismatch",
+    )
+    .await;
+    assert_eq!(body["errors"][0]["field"], "skills.pdf-tools", "{body}");
+    assert!(body.to_string().contains(&hash(&new)), "{body}");
+    let agent = published(&app, &alice.token, with_lock(Some(&lock))).await;
+    assert_eq!(agent["name"], "reader");
 }

@@ -26,10 +26,10 @@ use std::{
 use agentlang_core::{
     Kind, PackageName, Version,
     agent::parse_agent,
-    lockfile::{LockedModel, Lockfile, ModelId, Price, ResolvedAt},
+    lockfile::{LockedModel, LockedSkill, Lockfile, ModelId, Price, ResolvedAt},
     resolve::{
         Cancel, PackageSource, Request, Resolution, ResolveError, SourceError, VersionEntry,
-        resolve,
+        pick_skill, resolve,
     },
 };
 use semver::VersionReq;
@@ -48,10 +48,12 @@ use store::{
 
 /// The most tools one resolution may name.
 pub const MAX_RESOLVE_TOOLS: usize = 256;
+/// The most skills one resolution may name (as many as a lock may pin).
+pub const MAX_RESOLVE_SKILLS: usize = agentlang_core::lockfile::MAX_LOCKED_SKILLS;
 /// The most models one resolution may name.
 pub const MAX_RESOLVE_MODELS: usize = 32;
 /// The most entries each section of a given lock (`tools`, `agents`,
-/// `models`, `files`) may hold.
+/// `models`, `skills`, `files`) may hold.
 pub const MAX_LOCK_ENTRIES: usize = 1024;
 
 /// A field error when `count` items exceed `limit`, naming both.
@@ -71,6 +73,8 @@ pub fn check_count(field: &str, count: usize, limit: usize) -> Result<(), Servic
 pub struct ResolveInput {
     /// Tool name to requirement; `None` means the newest release.
     pub tools: BTreeMap<PackageName, Option<VersionReq>>,
+    /// Skill package name to requirement.
+    pub skills: BTreeMap<PackageName, VersionReq>,
     /// Model names for the lock's `models:` section.
     pub models: Vec<String>,
     /// An existing lock whose tool versions are kept while they satisfy
@@ -83,12 +87,14 @@ impl ResolveInput {
     /// the lock checked, each problem a field error (`tools.<name>`).
     pub fn from_request(
         raw_tools: BTreeMap<String, Option<String>>,
+        raw_skills: BTreeMap<String, String>,
         models: Vec<String>,
         lock: Option<serde_json::Value>,
     ) -> Result<Self, ServiceError> {
         // Counted before each entry is checked, so a request of 100,000
         // names costs one comparison, not 100,000 field errors.
         check_count("tools", raw_tools.len(), MAX_RESOLVE_TOOLS)?;
+        check_count("skills", raw_skills.len(), MAX_RESOLVE_SKILLS)?;
         check_count("models", models.len(), MAX_RESOLVE_MODELS)?;
         let mut errors = Vec::new();
         let mut tools = BTreeMap::new();
@@ -108,6 +114,23 @@ impl ResolveInput {
                 tools.insert(name, req);
             }
         }
+        let mut skills = BTreeMap::new();
+        for (name, requirement) in raw_skills {
+            let field = format!("skills.{name}");
+            let parsed = PackageName::new(name.as_str())
+                .map_err(|e| e.to_string())
+                .and_then(|name| {
+                    agentlang_core::names::parse_requirement(&requirement)
+                        .map(|req| (name, req))
+                        .map_err(|e| e.to_string())
+                });
+            match parsed {
+                Ok((name, req)) => {
+                    skills.insert(name, req);
+                }
+                Err(e) => errors.push(FieldError::new(field, e)),
+            }
+        }
         let lock = match lock {
             None => None,
             Some(value) => serde_json::from_value::<Lockfile>(value)
@@ -119,6 +142,7 @@ impl ResolveInput {
         }
         Ok(Self {
             tools,
+            skills,
             models,
             lock,
         })
@@ -136,6 +160,7 @@ impl ResolveInput {
         })?;
         Ok(Self {
             tools: spec.tool_requirements(),
+            skills: spec.skill_requirements(),
             models: spec.model_names().map(str::to_owned).collect(),
             lock: None,
         })
@@ -145,6 +170,7 @@ impl ResolveInput {
     /// resolver and the database do.
     pub fn check_limits(&self) -> Result<(), ServiceError> {
         check_count("tools", self.tools.len(), MAX_RESOLVE_TOOLS)?;
+        check_count("skills", self.skills.len(), MAX_RESOLVE_SKILLS)?;
         check_count("models", self.models.len(), MAX_RESOLVE_MODELS)?;
         if let Some(lock) = &self.lock {
             check_lock_limits(lock)?;
@@ -158,6 +184,7 @@ pub fn check_lock_limits(lock: &Lockfile) -> Result<(), ServiceError> {
     check_count("lock.tools", lock.tools.len(), MAX_LOCK_ENTRIES)?;
     check_count("lock.agents", lock.agents.len(), MAX_LOCK_ENTRIES)?;
     check_count("lock.models", lock.models.len(), MAX_LOCK_ENTRIES)?;
+    check_count("lock.skills", lock.skills.len(), MAX_LOCK_ENTRIES)?;
     check_count("lock.files", lock.files.len(), MAX_LOCK_ENTRIES)
 }
 
@@ -321,6 +348,81 @@ async fn lock_models(
     }
 }
 
+/// The lock's `skills:`: each skill picked alone ([`pick_skill`]: the
+/// existing lock's pin while it fits, else the newest unyanked match),
+/// from one batched read of their indexes. An unknown skill or one no
+/// version of which fits is a field error (`skills.<name>`).
+async fn lock_skills(
+    registry: &Registry,
+    skills: &BTreeMap<PackageName, VersionReq>,
+    previous: Option<&Lockfile>,
+) -> Result<BTreeMap<PackageName, LockedSkill>, ServiceError> {
+    if skills.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let names: Vec<PackageName> = skills.keys().cloned().collect();
+    let mut indexes: HashMap<String, PackageIndex> = registry
+        .db
+        .package_indexes(Kind::Skill, &names)
+        .await?
+        .into_iter()
+        .map(|index| (index.package.normalized_name.clone(), index))
+        .collect();
+    let pins = previous.map(Lockfile::skill_pins).unwrap_or_default();
+    let mut locked = BTreeMap::new();
+    let mut errors = Vec::new();
+    for (name, requirement) in skills {
+        let field = format!("skills.{name}");
+        let Some(index) = indexes.remove(&name.normalized()) else {
+            errors.push(FieldError::new(
+                field,
+                format!("no skill named {name} is published on this registry"),
+            ));
+            continue;
+        };
+        let entries = entries_of(index).map_err(ServiceError::internal)?;
+        let pin = pins
+            .iter()
+            .find(|(n, _)| n.normalized() == name.normalized())
+            .map(|(_, v)| v);
+        match pick_skill(requirement, pin, &entries) {
+            Some(entry) => {
+                locked.insert(
+                    name.clone(),
+                    LockedSkill {
+                        version: entry.version.clone(),
+                        hash: entry.hash,
+                        requirement: requirement.clone(),
+                    },
+                );
+            }
+            None => {
+                let live: Vec<String> = entries
+                    .iter()
+                    .filter(|e| !e.yanked)
+                    .map(|e| e.version.to_string())
+                    .collect();
+                errors.push(FieldError::new(
+                    field,
+                    format!(
+                        "no published version of skill {name} satisfies {requirement} (unyanked: {})",
+                        if live.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            live.join(", ")
+                        }
+                    ),
+                ));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(locked)
+    } else {
+        Err(ServiceError::Validation(errors))
+    }
+}
+
 /// Resolves `input` into an `agent.lock` naming this registry. Tools and
 /// files of a given lock are carried over where still valid.
 pub async fn resolve_lock(
@@ -365,6 +467,12 @@ pub async fn resolve_lock_at<R>(
     )
     .await
     .map_err(|_| timed_out(registry))??;
+    let skills = tokio::time::timeout_at(
+        deadline.into(),
+        lock_skills(registry, &input.skills, input.lock.as_ref()),
+    )
+    .await
+    .map_err(|_| timed_out(registry))??;
     let request = Request {
         requirements: input.tools,
         pins: input
@@ -386,6 +494,7 @@ pub async fn resolve_lock_at<R>(
     let mut lock = Lockfile::new(resolved_at, Some(registry.public_url.clone()));
     lock.tools = tools;
     lock.models = models;
+    lock.skills = skills;
     if let Some(previous) = input.lock {
         lock.agents = previous.agents;
         lock.files = previous.files;
