@@ -103,6 +103,22 @@ fn log_bridge(spec: Option<&str>) -> tracing_log::log_tracer::Builder {
     }
 }
 
+/// An error and its causes, each said once: some (sqlx's I/O error) repeat
+/// their source in their own message, which `{:#}` would print twice.
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
 #[actix_web::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -167,7 +183,7 @@ async fn main() -> ExitCode {
     let app = match Application::build(config).await {
         Ok(app) => app,
         Err(e) => {
-            tracing::error!("cannot start: {e:#}");
+            tracing::error!("cannot start: {}", causes(e.as_ref()));
             return ExitCode::FAILURE;
         }
     };

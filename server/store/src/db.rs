@@ -4,7 +4,7 @@
 use std::{path::PathBuf, str::FromStr, sync::Arc, time::Duration};
 
 use sqlx::{
-    PgPool, SqlitePool,
+    ConnectOptions as _, PgPool, SqlitePool,
     postgres::{PgConnectOptions, PgPoolOptions},
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
@@ -134,8 +134,18 @@ async fn renumber_sqlite_migrations(pool: &SqlitePool) -> Result<(), sqlx::Error
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
-    #[error("cannot open the database: {0}")]
+    /// The cause is the source, not in the message, so a chain prints it
+    /// once.
+    #[error("cannot open the database")]
     Connect(#[source] sqlx::Error),
+    /// What was tried, named: `postgres://host:port/db`, never the
+    /// password.
+    #[error("cannot connect to PostgreSQL at {at}")]
+    PgConnect {
+        at: String,
+        #[source]
+        source: sqlx::Error,
+    },
     #[error("cannot create {path}: {source}")]
     CreateDir {
         path: String,
@@ -272,8 +282,25 @@ impl Db {
             connect,
             pools: PerRuntime::new(),
         };
-        // One connection now, so a wrong URL fails at start-up.
-        pools.current().acquire().await.map_err(DbError::Connect)?;
+        // One connection now, so a wrong URL fails at start-up, and with
+        // its own cause (refused, unknown host, authentication): a pool
+        // would only say it timed out.
+        let at = format!(
+            "{}:{}/{}",
+            pools.connect.get_host(),
+            pools.connect.get_port(),
+            pools.connect.get_database().unwrap_or("postgres")
+        );
+        let pg_error = |source| DbError::PgConnect {
+            at: at.clone(),
+            source,
+        };
+        let first = tokio::time::timeout(timeout, pools.connect.connect())
+            .await
+            .map_err(|_| pg_error(sqlx::Error::PoolTimedOut))?
+            .map_err(pg_error)?;
+        drop(first);
+        pools.current().acquire().await.map_err(pg_error)?;
         Ok(Db::Postgres(Arc::new(pools)))
     }
 

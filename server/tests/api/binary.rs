@@ -108,6 +108,43 @@ async fn json_logs_say_each_request_once_and_leave_probes_out() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("AGENTLANG_REGISTRY_LOG_FORMAT"));
 }
 
+/// An unreachable PostgreSQL stops the start with one line naming where
+/// (never the password) and why, each once.
+#[test]
+fn an_unreachable_database_is_named_with_its_cause() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_agentlang-registry"))
+        .env_clear()
+        .current_dir(dir.path())
+        .env("AGENTLANG_REGISTRY_BIND", "127.0.0.1:0")
+        .env(
+            "AGENTLANG_REGISTRY_DATABASE_URL",
+            format!("postgres://postgres:hunter2@127.0.0.1:{port}/registry"),
+        )
+        .env("AGENTLANG_REGISTRY_DATABASE_TIMEOUT_SECS", "2")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("cannot start"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        line.contains(&format!(
+            "cannot connect to PostgreSQL at 127.0.0.1:{port}/registry"
+        )),
+        "{line}"
+    );
+    assert_eq!(line.matches("Connection refused").count(), 1, "{line}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}
+
 #[test]
 fn a_bad_setting_exits_2_naming_the_variable() {
     let out = Command::new(env!("CARGO_BIN_EXE_agentlang-registry"))
