@@ -125,8 +125,10 @@ pub enum Command {
     )]
     Register(Credentials),
     /// Get an API token for an existing account and store it
-    #[command(after_help = "Example:\n  agentlang login --username alice")]
-    Login(Credentials),
+    #[command(
+        after_help = "Examples:\n  agentlang login --username alice\n  agentlang login --username alice --force --scopes publish   # a new token, other scopes\n\nA token already stored for this account and registry is kept while the registry\naccepts it and has a week left; --force mints a new one (and revokes the old)."
+    )]
+    Login(LoginArgs),
     /// Show whose token this is: the account the registry says it belongs to
     #[command(after_help = "Examples:\n  agentlang whoami\n  agentlang whoami --json")]
     Whoami,
@@ -339,6 +341,15 @@ pub struct Credentials {
     /// Days until the token expires
     #[arg(long, default_value_t = 90)]
     pub expires_in_days: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    #[command(flatten)]
+    pub credentials: Credentials,
+    /// Mint a new token even when the stored one still works
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Keys a build signs and encrypts with.

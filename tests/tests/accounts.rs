@@ -37,19 +37,66 @@ fn register_login_and_token_overrides() {
         "{text}"
     );
 
-    // Login again: a second token replaces the first in the file.
+    // Login again: the stored token still works, so it is kept.
     let run = alice.run_with(
         &["login", "--username", "alice", "--password-stdin"],
         &[],
         stdin,
     );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("already logged in to"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(std::fs::read_to_string(&creds).unwrap(), text);
+    let first = alice.token();
+
+    // --force: a second token replaces the first, which is revoked.
+    let run = alice.run_with(
+        &[
+            "login",
+            "--username",
+            "alice",
+            "--password-stdin",
+            "--force",
+        ],
+        &[],
+        stdin,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stdout.contains("logged in to"), "{}", run.stdout);
-    assert_ne!(std::fs::read_to_string(&creds).unwrap(), text);
+    assert_ne!(alice.token(), first);
+    let err = alice
+        .run_with(&["whoami"], &[("AGENTLANG_TOKEN", &first)], "")
+        .failure();
+    assert!(
+        err.contains("(401)"),
+        "the replaced token still works: {err}"
+    );
+
+    // Another account: a token of its own, whatever is stored.
+    let carol = User::new(&registry.url);
+    carol.sign_up("carol", stdin.trim_end());
+    let alices = alice.token();
+    let run = alice.run_with(
+        &["login", "--username", "carol", "--password-stdin"],
+        &[],
+        stdin,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_ne!(alice.token(), alices);
+    assert_eq!(alice.ok(&["--json", "whoami"]).json()["username"], "carol");
 
     // A wrong password: the registry's reason, without a login hint.
     let run = alice.run_with(
-        &["login", "--username", "alice", "--password-stdin"],
+        &[
+            "login",
+            "--username",
+            "alice",
+            "--password-stdin",
+            "--force",
+        ],
         &[],
         "not the password\n",
     );

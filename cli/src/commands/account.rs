@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::{
-    args::Credentials,
+    args::{Credentials, LoginArgs},
     client::Client,
     config::{Entry, Source},
     env::Env,
@@ -34,9 +34,75 @@ pub fn register(env: &Env, c: &Credentials) -> Result<ExitCode> {
     finish_login(env, c, &password, "registered")
 }
 
-pub fn login(env: &Env, c: &Credentials) -> Result<ExitCode> {
+pub fn login(env: &Env, args: &LoginArgs) -> Result<ExitCode> {
+    let c = &args.credentials;
+    if !args.force
+        && let Some(entry) = reusable(env, &c.username)?
+    {
+        let path = env.ctx.credentials_path();
+        env.out.emit(
+            &json!({
+                "registry": env.ctx.registry,
+                "username": entry.username,
+                "token_id": entry.id,
+                "expires_at": entry.expires_at,
+                "credentials": path,
+                "reused": true,
+            }),
+            || {
+                format!(
+                    "{} already logged in to {} as {}: kept the token in {} (--force for a new one)",
+                    env.out.green("✓"),
+                    env.ctx.registry,
+                    env.out.bold(&entry.username),
+                    path.display()
+                )
+            },
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let replaced = env.ctx.stored()?;
     let password = read_password(c.password_stdin, false)?;
-    finish_login(env, c, &password, "logged in")
+    let code = finish_login(env, c, &password, "logged in")?;
+    // The token this one replaced is no use to anyone now: give it up, so
+    // logins do not leave live tokens behind. It may have expired or been
+    // revoked already, and the new one is stored whatever happens here.
+    if let Some(old) = replaced.filter(|old| old.id.is_some()) {
+        let client = Client::new(&env.ctx.registry, Some(old.token))?;
+        let id = old.id.unwrap_or_default();
+        let _ = client.send(client.delete(&format!("/api/v1/tokens/{id}")));
+    }
+    Ok(code)
+}
+
+/// The stored token of `username` on this registry, when the registry still
+/// takes it as theirs and it has at least a week left: a login that mints
+/// a new token each time leaves live tokens behind.
+fn reusable(env: &Env, username: &str) -> Result<Option<Entry>> {
+    let Some(entry) = env.ctx.stored()? else {
+        return Ok(None);
+    };
+    if !same_user(&entry.username, username) {
+        return Ok(None);
+    }
+    let week = time::OffsetDateTime::now_utc() + time::Duration::days(7);
+    let expiring = entry.expires_at.as_deref().is_none_or(|t| {
+        time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+            .map_or(true, |at| at < week)
+    });
+    if expiring {
+        return Ok(None);
+    }
+    let client = Client::new(&env.ctx.registry, Some(entry.token.clone()))?;
+    match account(&client) {
+        Ok(a) if same_user(&a.username, username) => Ok(Some(entry)),
+        Ok(_) => Ok(None),
+        Err(e) => match e.downcast_ref::<crate::client::ApiError>() {
+            // Revoked, expired or unknown here: mint a new one.
+            Some(api) if api.status.as_u16() == 401 => Ok(None),
+            _ => Err(e),
+        },
+    }
 }
 
 fn finish_login(env: &Env, c: &Credentials, password: &str, verb: &str) -> Result<ExitCode> {
@@ -194,6 +260,11 @@ pub fn logout(env: &Env) -> Result<ExitCode> {
         },
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Usernames compare as the registry compares them (case, `-`/`_` folded).
+fn same_user(a: &str, b: &str) -> bool {
+    agentlang_core::names::normalize(a) == agentlang_core::names::normalize(b)
 }
 
 fn token_name() -> String {
