@@ -317,6 +317,11 @@ pub enum Command {
         #[arg(long)]
         undo: bool,
     },
+    /// List, invite or remove a package's owners (like `cargo owner`), or answer an invitation
+    #[command(
+        after_help = "Examples:\n  agentlang owner web_search --list\n  agentlang owner web_search --add bob,carol   # invitations: each becomes an owner on accepting\n  agentlang owner web_search --accept          # as bob\n  agentlang owner web_search --remove carol --kind tool\n\nAn owner may remove owners who joined after them, and themselves."
+    )]
+    Owner(OwnerArgs),
     /// Print shell completions
     #[command(
         after_help = "Example:\n  agentlang completions bash > /etc/bash_completion.d/agentlang"
@@ -350,6 +355,35 @@ pub struct LoginArgs {
     /// Mint a new token even when the stored one still works
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(
+    clap::ArgGroup::new("action")
+        .required(true)
+        .args(["list", "add", "remove", "accept", "decline"])
+))]
+pub struct OwnerArgs {
+    /// The package
+    pub name: String,
+    /// The package's kind [default: the one kind the registry has a package of that name in]
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
+    /// Show the owners and the invitations not yet answered
+    #[arg(long, short)]
+    pub list: bool,
+    /// Invite accounts to own the package (comma-separated or repeated)
+    #[arg(long, short, value_name = "USERNAME", value_delimiter = ',')]
+    pub add: Vec<String>,
+    /// Remove owners (comma-separated or repeated); yourself to leave
+    #[arg(long, short, value_name = "USERNAME", value_delimiter = ',')]
+    pub remove: Vec<String>,
+    /// Accept your invitation to own the package
+    #[arg(long)]
+    pub accept: bool,
+    /// Decline your invitation to own the package
+    #[arg(long)]
+    pub decline: bool,
 }
 
 /// Keys a build signs and encrypts with.

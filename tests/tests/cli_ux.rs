@@ -100,3 +100,56 @@ fn whoami_logout_and_config_say_who_where_and_why() {
     let again = user.ok(&["logout"]).stdout;
     assert!(again.contains("nothing to do"), "{again}");
 }
+
+#[test]
+fn owner_lists_invites_and_removes_like_cargo_owner() {
+    let registry = agentlang_e2e::start_registry();
+    let alice = agentlang_e2e::publisher(&registry, "alice");
+    agentlang_e2e::write_tool(
+        &alice.path("echo"),
+        &agentlang_e2e::simple_tool("echo", "1.0.0", &[]),
+    );
+    alice.ok(&["publish", "echo"]);
+    let bob = User::new(&registry.url);
+    bob.sign_up("bob", "correct horse battery staple");
+
+    let owners = |user: &User| {
+        let list = user.ok(&["--json", "owner", "echo", "--list"]).json();
+        let names = |key: &str| -> Vec<String> {
+            list[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["username"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        (names("owners"), names("invitations"))
+    };
+    assert_eq!(owners(&bob), (vec!["alice".to_owned()], vec![]));
+    let text = bob.ok(&["owner", "echo", "--list"]).stdout;
+    assert!(text.contains("alice") && text.contains("founder"), "{text}");
+
+    // Not an owner yet: one error line from the registry.
+    let err = bob.fails(&["owner", "echo", "--add", "bob"]);
+    assert!(err.contains("(403)"), "{err}");
+
+    let out = alice.ok(&["owner", "echo", "--add", "bob"]).stdout;
+    assert!(out.contains("invited bob"), "{out}");
+    assert_eq!(
+        owners(&alice),
+        (vec!["alice".to_owned()], vec!["bob".to_owned()])
+    );
+    bob.ok(&["owner", "echo", "--accept", "--kind", "tool"]);
+    assert_eq!(
+        owners(&alice),
+        (vec!["alice".to_owned(), "bob".to_owned()], vec![])
+    );
+    alice.ok(&["owner", "echo", "--remove", "bob"]);
+    assert_eq!(owners(&alice), (vec!["alice".to_owned()], vec![]));
+
+    // One action at a time, and a name that holds no package.
+    let run = alice.run(&["owner", "echo"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    let err = alice.fails(&["owner", "nothing_here", "--list"]);
+    assert!(err.contains("no package named nothing_here"), "{err}");
+}

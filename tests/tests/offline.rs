@@ -519,6 +519,7 @@ fn every_command_has_help_with_an_example_and_completions_know_them() {
         "whoami",
         "logout",
         "config",
+        "owner",
         "validate",
         "lock",
         "build",

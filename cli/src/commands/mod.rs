@@ -13,6 +13,7 @@ mod keys;
 mod lock;
 mod log;
 mod new;
+mod owner;
 mod prompt;
 mod publish;
 mod pull;
@@ -120,6 +121,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             prompt_key.as_deref(),
         ),
         Command::Grant(args) => grant::run(&env, args),
+        Command::Owner(args) => owner::run(&env, &args),
         Command::Check { path, host } => check::run(&env, &path, &host),
         Command::Run(args) => run::run(&env, &args),
         Command::Pull { spec, kind, output } => pull::run(&env, &spec, kind, output),
