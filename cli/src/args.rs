@@ -198,13 +198,16 @@ pub enum Command {
     },
     /// Compare what two agent versions can do: capabilities, commands, endpoints, tools, sandbox, signer
     #[command(
-        after_help = "Examples:\n  agentlang diff research-assistant@1.0.0.agent research-assistant@1.1.0.agent\n  agentlang diff research-assistant@1.0.0 research-assistant@1.1.0   # versions in the registry\n  agentlang diff research-assistant@1.0.0 ./research-assistant@1.1.0.agent --json\n\nThe first line says whether the risk rises; then one line per change, those\nthat give the newer side a power the older did not have first."
+        after_help = "Examples:\n  agentlang diff research-assistant@1.0.0.agent research-assistant@1.1.0.agent\n  agentlang diff research-assistant@1.0.0 research-assistant@1.1.0   # versions in the registry\n  agentlang diff research-assistant@1.0.0 ./research-assistant@1.1.0.agent --json\n  agentlang diff research-assistant@1.0.0 research-assistant@1.1.0 --exit-code   # in CI: exit 1 on more power\n\nThe first line says whether the risk rises; then one line per change, those\nthat give the newer side a power the older did not have first."
     )]
     Diff {
         /// The older side: a .agent file, or NAME@VERSION of an agent in the registry
         from: String,
         /// The newer side: a .agent file, or NAME@VERSION of an agent in the registry
         to: String,
+        /// Exit 1 when a change gives the newer side more power (risk rises), else 0, as `git diff --exit-code` does for changes
+        #[arg(long)]
+        exit_code: bool,
     },
     /// Check a container (structure, hashes, signature) or an install directory (every check of install, offline); exit 0 only when all hold
     #[command(

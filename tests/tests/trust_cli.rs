@@ -189,6 +189,15 @@ fn diff_compares_files_and_registry_versions() {
     );
     assert_eq!(user.ok(&["diff", a, a]).stdout, "No trust changes\n");
 
+    // --exit-code: 1 when the newer side can do more, with the same report
+    // and no error line; 0 when it cannot.
+    let gate = user.run(&["diff", a, b, "--exit-code"]);
+    assert_eq!(gate.code, Some(1), "{}", gate.stderr);
+    assert_eq!(gate.stdout, run.stdout);
+    assert!(!gate.stderr.contains("error:"), "{}", gate.stderr);
+    user.ok(&["diff", b, a, "--exit-code"]);
+    user.ok(&["diff", a, a, "--exit-code"]);
+
     // The registry's records: the same diff from their `trust` members.
     let trust_of = |file: &str| user.ok(&["--json", "inspect", file]).json()["trust"].clone();
     for (version, trust) in [("1.0.0", trust_of(a)), ("1.1.0", trust_of(b))] {

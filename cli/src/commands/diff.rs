@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 
 use crate::{container_file, env::Env, install::PinnedTools, spec, trust};
 
-pub fn run(env: &Env, from: &str, to: &str) -> Result<ExitCode> {
+/// With `exit_code`, the exit status says whether the risk rises (1) or
+/// not (0), for a CI step that should stop on an update asking for more.
+pub fn run(env: &Env, from: &str, to: &str, exit_code: bool) -> Result<ExitCode> {
     let mut tools = PinnedTools::new(env)?;
     let old = side(env, from, &mut tools)?;
     let new = side(env, to, &mut tools)?;
@@ -26,7 +28,11 @@ pub fn run(env: &Env, from: &str, to: &str) -> Result<ExitCode> {
     summary["raises_risk"] = json!(d.raises_risk());
     env.out
         .emit(&summary, || trust::render_diff(&env.out, &d).join("\n"));
-    Ok(ExitCode::SUCCESS)
+    Ok(if exit_code && d.raises_risk() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// One side's trust picture: a file when the argument names one (or looks

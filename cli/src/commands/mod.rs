@@ -130,7 +130,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             update,
             accept_risk,
         } => lock::run(&env, &dir, update, accept_risk),
-        Command::Diff { from, to } => diff::run(&env, &from, &to),
+        Command::Diff {
+            from,
+            to,
+            exit_code,
+        } => diff::run(&env, &from, &to, exit_code),
         Command::Build(args) => build::run(&env, &args),
         Command::Quality { dir, review } => quality::run(&env, &dir, review),
         Command::Publish { path, build } => publish::run(&env, &path, &build),
