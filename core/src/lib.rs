@@ -21,6 +21,7 @@ pub mod json_schema;
 pub mod keys;
 pub mod lockcheck;
 pub mod lockfile;
+pub mod mcp;
 pub mod names;
 pub mod package;
 pub mod prompt;

@@ -17,6 +17,7 @@ use crate::{
     diagnostics::{Diagnostics, index, join},
     json_schema::{self, RegexBudget},
     keys::{EXTENSION_PREFIX, check_keys, kind_of, suggest},
+    mcp::{self, McpSection},
     names::{PackageName, Version, parse_requirement},
     tree::MemberPath,
     yaml::{YamlLimits, parse_value},
@@ -32,6 +33,7 @@ const TOP_KEYS: &[&str] = &[
     "dependencies",
     "permissions",
     "readme",
+    "mcp",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -102,6 +104,10 @@ pub struct ToolSpec {
     permissions: Vec<Capability>,
     #[serde(skip_serializing_if = "Option::is_none")]
     readme: Option<MemberPath>,
+    /// Where a `kind: mcp` tool's MCP server is: server.json's `packages`
+    /// and `remotes` ([`crate::mcp`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mcp: Option<McpSection>,
     /// `x-` keys, kept as written.
     #[serde(flatten)]
     extensions: BTreeMap<String, Json>,
@@ -137,6 +143,12 @@ impl ToolSpec {
     }
     pub fn extensions(&self) -> &BTreeMap<String, Json> {
         &self.extensions
+    }
+    /// A `kind: mcp` tool's MCP server, as server.json's `packages` and
+    /// `remotes` say it: the tool's binding, and what the registry serves
+    /// on `/v0.1/servers`.
+    pub fn mcp(&self) -> Option<&McpSection> {
+        self.mcp.as_ref()
     }
     /// Other tools this one needs, with Cargo-style requirements (a bare
     /// `1.2.0` means `^1.2.0`). Names are unique after normalization.
@@ -258,6 +270,10 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
         }
     };
 
+    let mcp = top
+        .get("mcp")
+        .and_then(|v| mcp::parse_section(v, "mcp", kind.map(|k| k == ToolKind::Mcp), &mut diags));
+
     let mut extensions = BTreeMap::new();
     for (key, value) in top {
         if let Some(k) = key.as_str().filter(|k| k.starts_with(EXTENSION_PREFIX))
@@ -281,6 +297,7 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
                 dependencies,
                 permissions,
                 readme,
+                mcp,
                 extensions,
             })
         }
