@@ -92,6 +92,10 @@ pub struct Config {
     pub freshness_window: Duration,
     /// Timeouts and concurrency bounds of requests.
     pub limits: RequestLimits,
+    /// The namespace of MCP server names on `/v0.1/servers`
+    /// (`<namespace>/<tool name>`, reverse DNS); `None`: the public URL's
+    /// host reversed, or `local.agentlang` for an address.
+    pub mcp_namespace: Option<String>,
 }
 
 impl Default for Config {
@@ -118,6 +122,7 @@ impl Default for Config {
             blob_cache_mib: 64,
             freshness_window: Duration::from_millis(1),
             limits: RequestLimits::default(),
+            mcp_namespace: None,
         }
     }
 }
@@ -158,6 +163,7 @@ struct FileConfig {
     upload_rate_grace_secs: Option<u64>,
     database_timeout_secs: Option<u64>,
     storage_timeout_secs: Option<u64>,
+    mcp_namespace: Option<String>,
 }
 
 impl Config {
@@ -252,6 +258,10 @@ impl Config {
         }
         if let Some(v) = file.freshness_window_ms {
             self.freshness_window = Duration::from_millis(v);
+        }
+        if let Some(v) = file.mcp_namespace {
+            agentlang_core::mcp::check_namespace(&v).map_err(|m| invalid("mcp_namespace", m))?;
+            self.mcp_namespace = Some(v);
         }
         let limits = &mut self.limits;
         let secs = Duration::from_secs;
@@ -483,6 +493,10 @@ impl Config {
         if let Some(v) = number("UPLOAD_MIN_BYTES_PER_SEC")? {
             self.limits.upload_min_bytes_per_sec = v;
         }
+        if let Some(v) = var("MCP_NAMESPACE") {
+            agentlang_core::mcp::check_namespace(&v).map_err(|m| invalid("MCP_NAMESPACE", m))?;
+            self.mcp_namespace = Some(v);
+        }
         if let Some(v) = var("TRUSTED_PROXIES") {
             self.rate_limits.trusted_proxies = v
                 .split(',')
@@ -559,6 +573,7 @@ impl Config {
             blob_cache_mib: self.blob_cache_mib,
             freshness_window: self.freshness_window,
             limits: self.limits.clone(),
+            mcp_namespace: self.mcp_namespace.clone(),
         }
     }
 }
@@ -696,6 +711,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "UPLOAD_RATE_GRACE_SECS",
         "how long an upload may arrive slower than its least rate",
     ),
+    (
+        "MCP_NAMESPACE",
+        "reverse-DNS namespace of the MCP server names /v0.1/servers lists, NAMESPACE/TOOL (default: the public URL's host reversed; local.agentlang for an address)",
+    ),
 ];
 
 /// Shown instead of a secret.
@@ -810,6 +829,7 @@ impl Config {
             "BODY_BUDGET_MIB" => (limits.body_budget_bytes / (1024 * 1024)).to_string(),
             "UPLOAD_MIN_BYTES_PER_SEC" => limits.upload_min_bytes_per_sec.to_string(),
             "UPLOAD_RATE_GRACE_SECS" => secs(limits.upload_rate_grace),
+            "MCP_NAMESPACE" => self.mcp_namespace.clone().unwrap_or_default(),
             _ => return None,
         })
     }
@@ -848,7 +868,6 @@ pub fn variables_help() -> String {
     out.push_str(
         "  AGENTLANG_REGISTRY_LOG_FORMAT\n      text (one line per event) or json (one object per line) [default: text]\n",
     );
-
     out
 }
 
@@ -982,6 +1001,37 @@ mod tests {
         let config = Config::from_sources(env_of(&[])).unwrap();
         assert!(config.rate_limits.trusted_proxies.is_empty());
         assert!(config.limits.body_idle_timeout <= Duration::from_secs(30));
+    }
+
+    #[test]
+    fn the_mcp_namespace_is_reverse_dns_checked_at_start() {
+        let config = Config::from_sources(env_of(&[(
+            "AGENTLANG_REGISTRY_MCP_NAMESPACE",
+            "com.example.registry",
+        )]))
+        .unwrap();
+        assert_eq!(
+            config.mcp_namespace.as_deref(),
+            Some("com.example.registry")
+        );
+        assert_eq!(
+            config.value_of("MCP_NAMESPACE").as_deref(),
+            Some("com.example.registry")
+        );
+        for bad in ["com/example", "com example", "com..example"] {
+            let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_MCP_NAMESPACE", bad)]))
+                .unwrap_err();
+            assert!(err.to_string().contains("MCP_NAMESPACE"), "{err}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("registry.toml");
+        std::fs::write(&file, "mcp_namespace = \"bad/one\"\n").unwrap();
+        let err = Config::from_sources(env_of(&[(
+            "AGENTLANG_REGISTRY_CONFIG",
+            file.to_str().unwrap(),
+        )]))
+        .unwrap_err();
+        assert!(err.to_string().contains("mcp_namespace"), "{err}");
     }
 
     #[test]

@@ -268,7 +268,22 @@ pub struct Problem {
     pub conflicts: Option<serde_json::Value>,
 }
 
+/// Where every path of the MCP Registry API (`routes::mcp`) starts.
+pub const MCP_PREFIX: &str = "/v0.1/";
+
+/// An error on a `/v0.1` path, as the MCP Registry's document writes it.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = McpError)]
+pub struct McpError {
+    /// What went wrong, in words.
+    #[schema(example = "server \"com.example.registry/weather\" not found")]
+    pub error: String,
+}
+
 /// Middleware: completes problem documents with the request's path and id.
+/// On the MCP Registry API's paths (`/v0.1/`), whose document gives every
+/// error as `{"error": "..."}`, a problem is answered in that shape
+/// instead, with the same status and headers (`Retry-After`, `Allow`).
 pub async fn problem_details(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -277,6 +292,18 @@ pub async fn problem_details(
     let Some(mut problem) = response.response().extensions().get::<Problem>().cloned() else {
         return Ok(response.map_into_boxed_body());
     };
+    if response.request().path().starts_with(MCP_PREFIX) {
+        let body = serde_json::to_vec(&McpError {
+            error: problem.detail,
+        })
+        .map_err(actix_web::error::ErrorInternalServerError)?;
+        let mut response = response.map_body(|_, _| BoxBody::new(body));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("application/json"),
+        );
+        return Ok(response);
+    }
     let req = response.request();
     problem.instance = Some(req.path().to_owned());
     problem.request_id = req.extensions().get::<RequestId>().map(|id| id.0.clone());

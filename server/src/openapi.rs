@@ -93,6 +93,14 @@ use crate::{
         routes::tlog::get_log_key,
         routes::tlog::get_tile,
         routes::tlog::post_cosignature,
+        routes::mcp::list_mcp_servers,
+        routes::mcp::list_mcp_server_versions,
+        routes::mcp::get_mcp_server_version,
+        routes::mcp::put_mcp_server_version,
+        routes::mcp::delete_mcp_server_version,
+        routes::mcp::patch_mcp_server_version_status,
+        routes::mcp::patch_mcp_server_status,
+        routes::mcp::publish_mcp_server,
     ),
     components(schemas(
         error::Problem,
@@ -127,6 +135,7 @@ use crate::{
         (name = "resolve", description = "Requirements in, agent.lock out"),
         (name = "search", description = "Full-text search over packages"),
         (name = "skills", description = "Agent Skills discovery (`/.well-known/agent-skills/index.json`, schema 0.2.0): every skill package's newest release with the URL of its archive and that archive's SHA-256; skill packages' records and downloads are `/api/v1/skills/...` like any package"),
+        (name = "mcp", description = "The MCP Registry API v0.1 (the MCP registry's 2025-12-01 document), read-only: every tool of `kind: mcp` as the MCP server `<namespace>/<tool>`, its versions with server.json's `packages` and `remotes` from tool.yaml's `mcp:` section, and the registry's facts in `_meta`. Errors here are `{\"error\": \"...\"}`, not problem documents; writes answer 501. See /docs/mcp-registry"),
         (name = "log", description = "The transparency log (C2SP tlog-tiles, tlog-checkpoint, signed-note, tlog-cosignature): every publish, yank, unyank, owner and key change and prompt-key grant, in order, provable to anyone"),
     )
 )]
@@ -279,7 +288,9 @@ impl Modify for CommonResponses {
                 },
                 allow.join(", "),
             ));
-            if UNLIMITED.contains(&path.as_str()) {
+            // Health is never limited; the MCP paths document their own
+            // errors, in the MCP document's shape.
+            if UNLIMITED.contains(&path.as_str()) || path.starts_with(error::MCP_PREFIX) {
                 continue;
             }
             let operations = [
@@ -587,8 +598,9 @@ pub fn document_json() -> String {
 /// Where the API and the agent-protocol endpoints live (every path the
 /// document lists starts with one, but agents' A2A cards: see
 /// [`is_machine_path`]); every other path is the catalog's.
-pub const MACHINE_PREFIXES: [&str; 8] = [
+pub const MACHINE_PREFIXES: [&str; 9] = [
     "/api/",
+    "/v0.1/",
     "/clowl",
     "/moltspeak/",
     "/.well-known/",

@@ -601,6 +601,18 @@ impl AgentVersionView {
     }
 }
 
+/// A `kind: mcp` tool version's entry in the registry's MCP Registry API
+/// (`/v0.1/servers`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpEntryView {
+    /// The server's name there (`com.example.registry/weather`).
+    pub server_name: String,
+    /// Its server.json as `/v0.1` serves it, pretty-printed.
+    pub server_json: String,
+    /// This version's `/v0.1/servers/{name}/versions/{version}` URL.
+    pub url: String,
+}
+
 /// A tool's dependency on another tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolDependencyView {

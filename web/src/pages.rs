@@ -408,6 +408,8 @@ pub struct ToolPage {
     pub total_downloads: u64,
     pub used_by: ReverseDependencies,
     pub owner_controls: Option<OwnerControls>,
+    /// A `kind: mcp` tool's MCP Registry entry.
+    pub mcp: Option<McpEntryView>,
 }
 
 impl ToolPage {

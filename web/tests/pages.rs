@@ -179,6 +179,7 @@ fn tool_page() -> ToolPage {
         owner_controls: Some(OwnerControls {
             csrf_token: "csrf-session-token".to_owned(),
         }),
+        mcp: None,
     }
 }
 
@@ -764,6 +765,27 @@ fn tool_page_shows_schemas_dependencies_and_users() {
         r#"<li><code>storage</code> <span class="small-text">(Storage)</span> <span class="risk risk-medium">Medium</span></li>"#,
     ] {
         assert!(html.contains(expected), "missing {expected:?}");
+    }
+}
+
+#[test]
+fn an_mcp_tool_page_shows_its_mcp_registry_entry() {
+    let mut page = tool_page();
+    assert!(!page.render().unwrap().contains("mcp-heading"));
+    page.mcp = Some(McpEntryView {
+        server_name: "com.example.registry/web_search".to_owned(),
+        server_json: "{\n  \"name\": \"com.example.registry/web_search\",\n  \"remotes\": [{\"type\": \"sse\", \"url\": \"https://x.example/sse?a=1&b=<2>\"}]\n}".to_owned(),
+        url: "https://registry.example/v0.1/servers/com.example.registry%2Fweb_search/versions/1.2.0".to_owned(),
+    });
+    let html = page.render().unwrap();
+    for expected in [
+        r#"<h2 id="mcp-heading">MCP server</h2>"#,
+        "the MCP server <code>com.example.registry/web_search</code>",
+        r#"<a href="https://registry.example/v0.1/servers/com.example.registry%2Fweb_search/versions/1.2.0">"#,
+        // The JSON is escaped, not markup.
+        "https://x.example/sse?a=1&#38;b=&#60;2&#62;",
+    ] {
+        assert!(html.contains(expected), "missing {expected:?} in {html}");
     }
 }
 

@@ -31,7 +31,9 @@ use agentlang_core::{Kind, Version};
 use bytes::Bytes;
 use store::changes::Change;
 
-use crate::{ServiceError, metrics::CacheCounters, search::query::SearchQuery};
+use crate::{
+    ServiceError, mcp::query::ListQuery, metrics::CacheCounters, search::query::SearchQuery,
+};
 
 /// Bytes of rendered answers one process keeps.
 const RENDERED_BYTES: u64 = 32 * 1024 * 1024;
@@ -262,6 +264,15 @@ pub enum RenderedKey {
     Search(SearchQuery),
     /// `GET /.well-known/agent-skills/index.json`.
     SkillsIndex,
+    /// `GET /v0.1/servers`.
+    McpServers(ListQuery),
+    /// `GET /v0.1/servers/{name}/versions` (`version: None`) and
+    /// `.../versions/{version}`, by the tool's normalized name.
+    McpServer {
+        name: String,
+        version: Option<String>,
+        include_deleted: bool,
+    },
 }
 
 impl Scoped for RenderedKey {
@@ -283,6 +294,9 @@ impl Scoped for RenderedKey {
             // Results show many packages.
             Self::Search(_) => true,
             Self::SkillsIndex => changes.any_package(Kind::Skill),
+            // MCP servers are tools: a list shows many of them.
+            Self::McpServers(_) => changes.any_package(Kind::Tool),
+            Self::McpServer { name, .. } => changes.package(Kind::Tool, name),
         }
     }
 
@@ -294,6 +308,7 @@ impl Scoped for RenderedKey {
             Self::AgentCard(..) => "agent_cards",
             Self::Search(_) => "searches",
             Self::SkillsIndex => "skills_index",
+            Self::McpServers(_) | Self::McpServer { .. } => "mcp_servers",
         }
     }
 }

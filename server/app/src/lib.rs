@@ -25,6 +25,7 @@ pub mod health;
 pub mod identity;
 pub mod kept_keys;
 pub mod keys;
+pub mod mcp;
 pub mod metrics;
 pub mod models;
 pub mod moltspeak;

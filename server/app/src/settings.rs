@@ -267,4 +267,9 @@ pub struct Settings {
     pub blob_cache_mib: u64,
     pub freshness_window: Duration,
     pub limits: RequestLimits,
+    /// The namespace of the MCP server names `/v0.1/servers` lists
+    /// (`<namespace>/<tool name>`, reverse DNS, checked by
+    /// `agentlang_core::mcp::check_namespace`); `None`: the public URL's
+    /// host reversed (`mcp::namespace`).
+    pub mcp_namespace: Option<String>,
 }

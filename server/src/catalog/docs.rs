@@ -29,6 +29,10 @@ const PAGES: &[(&str, &str)] = &[
     ("lockfile", include_str!("../../../docs/lockfile.md")),
     ("resolution", include_str!("../../../docs/resolution.md")),
     ("http-api", include_str!("../../../docs/http-api.md")),
+    (
+        "mcp-registry",
+        include_str!("../../../docs/mcp-registry.md"),
+    ),
     ("events", include_str!("../../../docs/events.md")),
     (
         "transparency-log",

@@ -396,6 +396,18 @@ async fn tool_page(
         total_downloads: loaded.total_downloads(),
         used_by: reverse_dependencies(&found.dependents),
         owner_controls: owner_controls(&found, session.0.as_ref()),
+        mcp: app::mcp::catalog_entry(
+            &state.registry,
+            Kind::Tool,
+            &loaded.name,
+            &v.version,
+            &v.spec.0,
+        )
+        .map(|(server, url)| McpEntryView {
+            server_name: server.name.clone(),
+            server_json: serde_json::to_string_pretty(&server).unwrap_or_default(),
+            url,
+        }),
     })
 }
 

@@ -10,6 +10,7 @@ pub mod health;
 mod http;
 pub mod index;
 pub mod keys;
+pub mod mcp;
 pub mod models;
 pub mod moltspeak;
 pub mod owners;
@@ -96,5 +97,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(tlog::get_checkpoint)
         .service(tlog::get_log_key)
         .service(tlog::get_tile)
-        .service(tlog::post_cosignature);
+        .service(tlog::post_cosignature)
+        .service(mcp::list_mcp_servers)
+        .service(mcp::list_mcp_server_versions)
+        .service(mcp::get_mcp_server_version)
+        .service(mcp::put_mcp_server_version)
+        .service(mcp::delete_mcp_server_version)
+        .service(mcp::patch_mcp_server_version_status)
+        .service(mcp::patch_mcp_server_status)
+        .service(mcp::publish_mcp_server);
 }

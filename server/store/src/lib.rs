@@ -25,6 +25,7 @@ pub mod files;
 pub mod grants;
 pub mod index;
 pub mod keys;
+pub mod mcp;
 pub mod models;
 pub mod names;
 pub mod owners;

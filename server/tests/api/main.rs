@@ -17,6 +17,7 @@ mod errors;
 mod grants;
 mod index;
 mod keys;
+mod mcp;
 mod models;
 mod moltspeak;
 mod operations;
