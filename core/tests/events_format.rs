@@ -258,7 +258,7 @@ fn problems_are_capped_per_log_with_a_count_of_the_rest() {
         lines[0]
     );
     assert!(
-        lines[99].starts_with("events[99]: line 100 "),
+        lines[99].starts_with("events[99]: not a JSON object (line 100)"),
         "{}",
         lines[99]
     );

@@ -528,8 +528,10 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
             }
             match serde_json::from_str::<Json>(line) {
                 Ok(v) => events.take(v),
+                // The path names the event; the message keeps the line for
+                // a reader of the raw problem.
                 Err(e) => events.unreadable(|| {
-                    format!("line {} is not a JSON object: {e}", skipped + line_no + 1)
+                    format!("not a JSON object (line {}): {e}", skipped + line_no + 1)
                 }),
             }
         }
