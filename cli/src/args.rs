@@ -188,9 +188,10 @@ pub enum Command {
     Events(EventsCommand),
     /// Show a container: manifest, signer, members, lock, permissions (and the prompt, given its key)
     #[command(
-        after_help = "Examples:\n  agentlang inspect research-assistant@1.0.0.agent\n  agentlang inspect research-assistant@1.0.0.agent --prompt-key ~/.config/agentlang/research_assistant.prompt.key"
+        after_help = "Examples:\n  agentlang inspect research-assistant@1.0.0.agent\n  agentlang inspect research-assistant@1.0.0.agent --prompt-key ~/.config/agentlang/research_assistant.prompt.key\n  agentlang inspect ./research-assistant   # an install directory: its agent\n  agentlang inspect ./my-agent             # a package folder: validated, what it can do once built"
     )]
     Inspect {
+        /// A container file, an install directory, or an agent's package folder
         file: PathBuf,
         /// The publisher's prompt key, to decrypt and show the compiled prompt
         #[arg(long, value_name = "FILE")]

@@ -369,6 +369,20 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
         .collect();
     assert_eq!(beside, ["ra"], "{beside:?}");
 
+    // inspect takes the install directory: its agent's container.
+    let run = bob.ok(&["inspect", "ra"]);
+    assert!(
+        run.stderr
+            .contains("ra is an install directory: inspecting its agent, ra/agent/research-assistant@1.0.0.agent"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.starts_with("agent research-assistant@1.0.0"),
+        "{}",
+        run.stdout
+    );
+
     // Twice is a no-op: nothing is rewritten.
     let manifest_before = fs::read(bob.path("ra/agentlang-install.json")).unwrap();
     let again = bob

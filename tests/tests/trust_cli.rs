@@ -189,6 +189,30 @@ fn diff_compares_files_and_registry_versions() {
     );
     assert_eq!(user.ok(&["diff", a, a]).stdout, "No trust changes\n");
 
+    // A package folder: the picture it will have once built, unsigned.
+    let folder = user.ok(&["--json", "inspect", "v2"]).json();
+    let mut built = user.ok(&["--json", "inspect", b]).json()["trust"].clone();
+    built["signer"] = Value::Null;
+    assert_eq!(folder["trust"], built, "{folder}");
+    assert_eq!(folder["built"], false);
+    let text = user.ok(&["inspect", "v2"]).stdout;
+    assert!(
+        text.starts_with("agent notes@1.1.0 (package folder v2: valid, not built;"),
+        "{text}"
+    );
+    agentlang_e2e::write_tool(
+        &user.path("echo"),
+        &agentlang_e2e::simple_tool("echo", "1.0.0", &[]),
+    );
+    let err = user.fails(&["inspect", "echo"]);
+    assert!(err.contains("`agentlang build echo`"), "{err}");
+    fs::create_dir_all(user.path("empty")).unwrap();
+    let err = user.fails(&["inspect", "empty"]);
+    assert!(
+        err.contains("neither an install directory") && err.contains("package folder"),
+        "{err}"
+    );
+
     // --exit-code: 1 when the newer side can do more, with the same report
     // and no error line; 0 when it cannot.
     let gate = user.run(&["diff", a, b, "--exit-code"]);

@@ -62,6 +62,9 @@ pub fn tool_permission_lines(tool_yaml: &[u8]) -> Vec<PermissionLine> {
 }
 
 pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<ExitCode> {
+    if file.is_dir() {
+        return inspect_dir(env, file, prompt_key);
+    }
     let c = container_file::read(file)?;
     let m = c.manifest();
     let permissions = match m.kind() {
@@ -113,6 +116,72 @@ pub fn inspect(env: &Env, file: &Path, prompt_key: Option<&Path>) -> Result<Exit
     });
     env.out
         .emit(&summary, || render_inspect(&env.out, &summary));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A folder: an install directory's agent container is inspected (the
+/// folder says which); a package folder's agent is validated and its trust
+/// picture shown, as it would be once built; anything else is refused
+/// with what to pass instead.
+fn inspect_dir(env: &Env, dir: &Path, prompt_key: Option<&Path>) -> Result<ExitCode> {
+    let shown = dir.display().to_string();
+    if dir.join(crate::install::MANIFEST_FILE).exists() {
+        let manifest = crate::install::InstallManifest::read(dir)?;
+        let file = dir.join(manifest.agent.file.as_str());
+        if !env.out.json {
+            eprintln!(
+                "{shown} is an install directory: inspecting its agent, {}",
+                file.display()
+            );
+        }
+        return inspect(env, &file, prompt_key);
+    }
+    let tree = crate::source::read_dir(dir)?;
+    let kind = crate::package_dir::detect_kind(&tree, &shown).with_context(|| {
+        format!(
+            "{shown} is neither an install directory (no {}) nor a package folder; inspect takes a .agent, .tool, .protocol or .skill file, an install directory or an agent's package folder",
+            crate::install::MANIFEST_FILE
+        )
+    })?;
+    if kind != Kind::Agent {
+        bail!(
+            "{shown} is a {kind} package folder; inspect shows a folder's trust picture only for agents: build it (`agentlang build {shown}`) and inspect the .{} file, or check it with `agentlang validate {shown}`",
+            kind.extension()
+        );
+    }
+    if prompt_key.is_some() {
+        bail!(
+            "--prompt-key opens a built container's sealed prompt; {shown} is a package folder whose prompt.yaml is in plaintext"
+        );
+    }
+    let pkg = crate::package_check::validated(env, &tree, &shown)?;
+    let tools = PinnedTools::new(env)?.capabilities(pkg.lock.as_ref());
+    let t = AgentTrust::of(&pkg, &tools);
+    let version = pkg
+        .agent
+        .version
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let summary = json!({
+        "dir": dir,
+        "kind": Kind::Agent,
+        "name": pkg.agent.name,
+        "version": version,
+        "built": false,
+        "trust": t,
+    });
+    env.out.emit(&summary, || {
+        let mut lines = vec![
+            format!(
+                "agent {}@{} (package folder {shown}: valid, not built; `agentlang build {shown}` adds the signer, members and hashes)",
+                env.out.bold(pkg.agent.name.as_str()),
+                version
+            ),
+        ];
+        lines.extend(trust::render_trust(&env.out, &t));
+        lines.join("\n")
+    });
     Ok(ExitCode::SUCCESS)
 }
 
