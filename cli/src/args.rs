@@ -32,6 +32,12 @@ pub struct Global {
     /// Print machine-readable JSON on stdout
     #[arg(long, global = true)]
     pub json: bool,
+    /// Print only errors and warnings: no results (unless --json), notes or progress
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also say on stderr every HTTP request made and the status it got
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
     /// The registry's transparency-log key (`<name>+<id>+<base64>`, as GET /log/key serves it) [env: AGENTLANG_LOG_KEY; else the key pinned on first use]
     #[arg(long, global = true, value_name = "VKEY", env = "AGENTLANG_LOG_KEY")]
     pub log_key: Option<String>,

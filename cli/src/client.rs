@@ -218,7 +218,19 @@ impl Client {
     /// Sends and returns the answer if it is a success, else one clear
     /// error line (from an error body read within [`Bound::PROBLEM`]).
     pub fn send(&self, rb: RequestBuilder) -> Result<Answer> {
-        let resp = rb.send().map_err(|e| self.transport_error(&e))?;
+        let req = rb.build().map_err(|e| self.transport_error(&e))?;
+        let verbose = crate::output::verbose().then(|| {
+            let shown = format!("{} {}", req.method(), req.url());
+            eprintln!("> {shown}");
+            shown
+        });
+        let resp = self
+            .http
+            .execute(req)
+            .map_err(|e| self.transport_error(&e))?;
+        if let Some(shown) = verbose {
+            eprintln!("< {} {shown}", resp.status().as_u16());
+        }
         let answer = Answer {
             resp,
             base: self.base.clone(),

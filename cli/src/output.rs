@@ -16,6 +16,23 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 /// disk behind `>`): `main` then exits non-zero.
 static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
 
+/// `-v`: every HTTP request is told on stderr, with its answer's status.
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+/// `-q`: notes and progress are not printed (errors and warnings are).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+pub fn verbose() -> bool {
+    VERBOSE.load(Ordering::Relaxed)
+}
+
+/// A line on stderr that is neither an error nor a warning (what was done
+/// on the side, what was trusted): `-q` silences it.
+pub fn note(text: &str) {
+    if !QUIET.load(Ordering::Relaxed) {
+        eprintln!("{text}");
+    }
+}
+
 /// Writes to standard output. `println!` panics when the reader has gone;
 /// a closed pipe is the reader's choice (as with ripgrep and cargo), so it
 /// ends the output quietly, and any other failure is one `error:` line.
@@ -55,16 +72,24 @@ pub struct Output {
     pub json: bool,
     pub color: bool,
     pub interactive: bool,
+    /// `-q`: no human result lines, notes or progress; `--json` output,
+    /// asked for explicitly, is still printed.
+    pub quiet: bool,
 }
 
 impl Output {
-    pub fn new(json: bool) -> Self {
+    /// With `-q` and `-v` as the command line gave them; they hold for
+    /// the whole process (the HTTP client and `note` read them too).
+    pub fn with_levels(json: bool, quiet: bool, verbose: bool) -> Self {
+        QUIET.store(quiet, Ordering::Relaxed);
+        VERBOSE.store(verbose, Ordering::Relaxed);
         let tty = std::io::stdout().is_terminal();
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Self {
             json,
             color: tty && !no_color && !json,
-            interactive: std::io::stderr().is_terminal() && !json,
+            interactive: std::io::stderr().is_terminal() && !json && !quiet,
+            quiet,
         }
     }
 
@@ -75,7 +100,7 @@ impl Output {
                 Ok(s) => print_line(&s),
                 Err(e) => eprintln!("error: cannot serialize output: {e}"),
             }
-        } else {
+        } else if !self.quiet {
             let text = human();
             if !text.is_empty() {
                 print_line(&text);

@@ -183,11 +183,11 @@ impl<'c> CheckedLog<'c> {
                     .map_err(|e| anyhow!("the registry's log key {served:?}: {e}"))?;
                 config::write_private(&key_file, format!("{served}\n").as_bytes())?;
                 if !out.json {
-                    eprintln!(
+                    crate::output::note(&format!(
                         "note: trusting the log key {served} of {} from now on (kept in {})",
                         client.base,
                         key_file.display()
-                    );
+                    ));
                 }
                 served
             }

@@ -153,3 +153,37 @@ fn owner_lists_invites_and_removes_like_cargo_owner() {
     let err = alice.fails(&["owner", "nothing_here", "--list"]);
     assert!(err.contains("no package named nothing_here"), "{err}");
 }
+
+#[test]
+fn quiet_prints_only_errors_and_verbose_tells_every_request() {
+    let registry = agentlang_e2e::start_registry();
+    let user = User::new(&registry.url);
+    user.sign_up("alice", "correct horse battery staple");
+
+    let loud = user.ok(&["whoami"]);
+    assert!(loud.stdout.contains("alice"), "{}", loud.stdout);
+    let quiet = user.ok(&["-q", "whoami"]);
+    assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
+    // --json is asked for explicitly: -q does not take it away.
+    assert_eq!(
+        user.ok(&["-q", "--json", "whoami"]).json()["username"],
+        "alice"
+    );
+    // Errors still speak.
+    let err = user
+        .run(&["--quiet", "owner", "nothing_here", "--list"])
+        .failure();
+    assert!(err.contains("no package named"), "{err}");
+
+    let verbose = user.ok(&["-v", "whoami"]);
+    let url = format!("{}/api/v1/account", registry.url);
+    assert!(
+        verbose.stderr.contains(&format!("> GET {url}"))
+            && verbose.stderr.contains(&format!("< 200 GET {url}")),
+        "{}",
+        verbose.stderr
+    );
+    assert_eq!(verbose.stdout, loud.stdout);
+    let run = user.run(&["-q", "-v", "whoami"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+}

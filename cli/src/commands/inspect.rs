@@ -129,10 +129,10 @@ fn inspect_dir(env: &Env, dir: &Path, prompt_key: Option<&Path>) -> Result<ExitC
         let manifest = crate::install::InstallManifest::read(dir)?;
         let file = dir.join(manifest.agent.file.as_str());
         if !env.out.json {
-            eprintln!(
+            crate::output::note(&format!(
                 "{shown} is an install directory: inspecting its agent, {}",
                 file.display()
-            );
+            ));
         }
         return inspect(env, &file, prompt_key);
     }
@@ -508,6 +508,7 @@ mod tests {
             json: false,
             color: false,
             interactive: false,
+            quiet: false,
         };
         let summary = json!({
             "kind": "agent",

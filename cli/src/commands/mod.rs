@@ -38,7 +38,7 @@ use crate::{
 };
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
-    let out = Output::new(cli.global.json);
+    let out = Output::with_levels(cli.global.json, cli.global.quiet, cli.global.verbose);
     match cli.command {
         Command::Completions { shell } => {
             // Into memory first: clap_complete panics when a write fails,

@@ -14,7 +14,7 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
     let built = if path.is_dir() {
         let built = build::build_dir(env, path, keys, None)?;
         if !env.out.json {
-            eprintln!("{}", built.human);
+            crate::output::note(&built.human);
         }
         Some(built)
     } else {

@@ -165,7 +165,9 @@ fn check_protocols_online(
             Err(e) => {
                 let reason = crate::client::one_line(&format!("{e:#}"));
                 if !env.out.json {
-                    eprintln!("note: protocols not checked against a catalog ({reason})");
+                    crate::output::note(&format!(
+                        "note: protocols not checked against a catalog ({reason})"
+                    ));
                 }
                 return Ok(json!({"checked": false, "reason": reason}));
             }
