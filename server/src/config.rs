@@ -144,7 +144,9 @@ struct FileConfig {
     admins: Option<Vec<String>>,
     workers: Option<usize>,
     identity: Option<IdentitySettings>,
-    log: Option<LogSettings>,
+    /// `[tlog]`; `[log]` is its first spelling, kept working.
+    #[serde(alias = "log")]
+    tlog: Option<LogSettings>,
     sweep_interval_secs: Option<u64>,
     sweep_grace_secs: Option<u64>,
     resolve_timeout_ms: Option<u64>,
@@ -199,6 +201,7 @@ impl Config {
             message,
         };
         if let Some(v) = file.bind {
+            check_bind(&v).map_err(|m| invalid("bind", m))?;
             self.bind = v;
         }
         if let Some(v) = file.public_url {
@@ -235,7 +238,7 @@ impl Config {
         if file.workers.is_some() {
             self.workers = file.workers;
         }
-        if let Some(v) = file.log {
+        if let Some(v) = file.tlog {
             self.log = v;
         }
         if let Some(v) = file.identity {
@@ -345,6 +348,7 @@ impl Config {
             message,
         };
         if let Some(v) = var("BIND") {
+            check_bind(&v).map_err(|m| invalid("BIND", m))?;
             self.bind = v;
         }
         if let Some(v) = var("PUBLIC_URL") {
@@ -717,6 +721,46 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The TOML key that sets variable `name` (one of [`VARIABLES`]), in the
+/// spelling server/README.md's table uses (`[section] key` for a key of a
+/// table); `None` for `CONFIG`, which names the file. Most are the name in
+/// lower case; the rest live in a section.
+pub fn toml_key(name: &str) -> Option<String> {
+    Some(match name {
+        "CONFIG" => return None,
+        "RATE_LIMITS" => "[rate_limits] enabled".to_owned(),
+        "TRUSTED_PROXIES" => "[rate_limits] trusted_proxies".to_owned(),
+        "AGENT_ID" => "[identity] agent_id".to_owned(),
+        "AGENT_ORG" => "[identity] org".to_owned(),
+        "IDENTITY_KEY" => "[identity] key_pem".to_owned(),
+        "IDENTITY_KEY_FILE" => "[identity] key_file".to_owned(),
+        "TLOG_KEY" => "[tlog] key_pem".to_owned(),
+        "TLOG_KEY_FILE" => "[tlog] key_file".to_owned(),
+        "TLOG_ORIGIN" => "[tlog] origin".to_owned(),
+        "TLOG_WITNESSES" => "[tlog] witnesses".to_owned(),
+        other => other.to_ascii_lowercase(),
+    })
+}
+
+/// `host:port` with a port number, as the listener takes it: an address
+/// (`0.0.0.0:8080`, `[::]:8080`) or a name (`localhost:8080`). Checked
+/// here so `config check` refuses what `serve` could not bind.
+fn check_bind(bind: &str) -> Result<(), String> {
+    let bad = || format!("{bind:?} is not host:port (e.g. 127.0.0.1:8080 or [::]:8080)");
+    let (host, port) = bind.rsplit_once(':').ok_or_else(bad)?;
+    port.parse::<u16>().map_err(|_| bad())?;
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => {
+            !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        }
+    };
+    if host_ok { Ok(()) } else { Err(bad()) }
+}
+
 /// Shown instead of a secret.
 const REDACTED: &str = "[redacted]";
 
@@ -860,7 +904,10 @@ pub fn variables_help() -> String {
         } else {
             format!(" [default: {default}]")
         };
-        out.push_str(&format!("  {ENV_PREFIX}{name}\n      {meaning}{default}\n"));
+        let key = toml_key(name).map_or_else(String::new, |k| format!(" (TOML: {k})"));
+        out.push_str(&format!(
+            "  {ENV_PREFIX}{name}{key}\n      {meaning}{default}\n"
+        ));
     }
     out.push_str(
         "  AGENTLANG_REGISTRY_LOG\n      log filter, as RUST_LOG (pubgrub at warn unless named) [default: info]\n",
@@ -889,6 +936,120 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
+
+    /// Variables read before the configuration, by `main`.
+    const PROCESS_VARIABLES: [&str; 2] = ["LOG", "LOG_FORMAT"];
+
+    /// server/README.md's table is [`VARIABLES`] and [`toml_key`], row for
+    /// row: every variable, its TOML key, nothing else.
+    #[test]
+    fn the_readme_table_is_the_variables_table() {
+        let readme = include_str!("../README.md");
+        let mut documented = Vec::new();
+        for row in readme
+            .lines()
+            .filter(|l| l.starts_with("| `AGENTLANG_REGISTRY_"))
+        {
+            // `| variable | TOML key | default |`: no cell holds a `|`.
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let name = cells[1].trim_matches('`').trim_start_matches(ENV_PREFIX);
+            let key = cells[2].trim_matches('`');
+            documented.push(name.to_owned());
+            if PROCESS_VARIABLES.contains(&name) {
+                assert_eq!(key, "", "{name} has no TOML key");
+                continue;
+            }
+            assert!(
+                VARIABLES.iter().any(|(n, _)| *n == name),
+                "README documents {name}, which the registry does not read"
+            );
+            assert_eq!(Some(key.to_owned()), toml_key(name), "{name}'s TOML key");
+        }
+        for (name, _) in VARIABLES.iter().filter(|(n, _)| *n != "CONFIG") {
+            assert!(
+                documented.iter().any(|d| d == name),
+                "{ENV_PREFIX}{name} is missing from server/README.md"
+            );
+        }
+    }
+
+    /// A TOML document setting `key` (`[section] key` or `key`) to `value`.
+    fn toml_setting(key: &str, value: &str) -> String {
+        match key.strip_prefix('[').and_then(|k| k.split_once("] ")) {
+            Some((section, key)) => format!("[{section}]\n{key} = {value}\n"),
+            None => format!("{key} = {value}\n"),
+        }
+    }
+
+    /// Whether the file's shape knows `key`: any value of the wrong type
+    /// is another error than an unknown field.
+    fn file_reads(key: &str) -> bool {
+        let doc = toml_setting(key, "0");
+        match toml::from_str::<FileConfig>(&doc) {
+            Ok(_) => true,
+            Err(e) => !e.to_string().contains("unknown field"),
+        }
+    }
+
+    #[test]
+    fn every_variables_toml_key_is_read_from_the_file() {
+        for (name, _) in VARIABLES {
+            if let Some(key) = toml_key(name) {
+                assert!(file_reads(&key), "{name}'s TOML key {key} is not read");
+            }
+        }
+        assert!(!file_reads("admin"), "the check can fail");
+        assert!(!file_reads("[tlog] key"), "the check can fail");
+    }
+
+    /// Every key deploy/registry.example.toml shows, set or commented out,
+    /// is one the file is read with.
+    #[test]
+    fn the_example_file_shows_only_keys_that_are_read() {
+        let example = include_str!("../../deploy/registry.example.toml");
+        let mut section: Option<String> = None;
+        let mut keys = 0;
+        for line in example.lines() {
+            let line = line.trim_start_matches('#').trim();
+            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                section = Some(name.to_owned());
+                continue;
+            }
+            let Some((key, _)) = line.split_once(" = ") else {
+                continue;
+            };
+            if !key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                continue;
+            }
+            let qualified = match &section {
+                Some(s) => format!("[{s}] {key}"),
+                None => key.to_owned(),
+            };
+            assert!(file_reads(&qualified), "the example shows {qualified}");
+            keys += 1;
+        }
+        assert!(keys >= 20, "{keys} keys found");
+    }
+
+    #[test]
+    fn bind_must_be_host_and_port() {
+        for good in ["127.0.0.1:8080", "0.0.0.0:0", "[::]:8080", "localhost:8080"] {
+            assert_eq!(check_bind(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "nonsense",
+            "127.0.0.1",
+            ":8080",
+            "host:99999",
+            "[zz]:80",
+            "a b:80",
+        ] {
+            assert!(check_bind(bad).is_err(), "{bad}");
+        }
+        let err =
+            Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_BIND", "nonsense")])).unwrap_err();
+        assert!(err.to_string().contains("AGENTLANG_REGISTRY_BIND"), "{err}");
+    }
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs

@@ -250,11 +250,13 @@ fn operator_commands_migrate_sweep_check_and_explain_themselves() {
     let out = run(&["--help"], &[]);
     assert!(out.status.success());
     let help = text(&out);
+    // ...and the TOML key that sets it.
     for (name, _) in agentlang_registry::config::VARIABLES {
-        assert!(
-            help.contains(&format!("AGENTLANG_REGISTRY_{name}\n")),
-            "{name}: {help}"
-        );
+        let line = match agentlang_registry::config::toml_key(name) {
+            Some(key) => format!("AGENTLANG_REGISTRY_{name} (TOML: {key})\n"),
+            None => format!("AGENTLANG_REGISTRY_{name}\n"),
+        };
+        assert!(help.contains(&line), "{name}: {help}");
     }
     assert!(help.contains("[default: 127.0.0.1:8080]"), "{help}");
     assert!(help.contains("migrate") && help.contains("sweep"), "{help}");
