@@ -4,7 +4,7 @@
 
 use std::{
     fs,
-    io::{self, Write},
+    io::{self, Seek, Write},
     path::Path,
 };
 
@@ -33,6 +33,11 @@ pub fn max_container_bytes() -> u64 {
 /// Downloads `kind name@version`, which its record says is `announced`
 /// bytes, into a temporary file in `dir`. More bytes than announced stop
 /// the download; fewer are an error too.
+///
+/// A download cut short keeps what arrived in `dir` (named after the
+/// version, so only the same download picks it up) and the next one asks
+/// for the rest with `Range`: a version's bytes never change, and the
+/// whole is hashed and checked by the caller as always.
 pub fn download(
     client: &Client,
     out: &Output,
@@ -54,38 +59,86 @@ pub fn download(
         .suffix(".part")
         .tempfile_in(dir)
         .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    let partial = dir.join(format!(
+        ".agentlang-{}-{name}@{version}.partial",
+        kind.as_str()
+    ));
+    let mut hashing = HashingWriter {
+        inner: file.as_file_mut(),
+        hasher: Sha256::new(),
+        written: 0,
+    };
+    // What an earlier, cut download left: taken over, so a failure now
+    // keeps it in the same place again.
+    if let Ok(mut earlier) = fs::File::open(&partial) {
+        let kept = earlier.metadata().map(|m| m.len()).unwrap_or(0);
+        if kept > 0 && kept < announced {
+            io::copy(&mut earlier, &mut hashing)
+                .with_context(|| format!("reading {}", partial.display()))?;
+        }
+        let _ = fs::remove_file(&partial);
+    }
     let context = || format!("downloading {label}, which its record says is {announced} bytes");
-    let body = client
-        .send(client.get(&format!(
-            "/api/v1/{}/{name}/{version}/download",
-            kind.plural()
-        )))
-        .and_then(|resp| {
-            resp.limited(
-                label.clone(),
-                announced,
-                client.timeouts().transfer(announced),
-            )
-        })
+    let mut request = client.get(&format!(
+        "/api/v1/{}/{name}/{version}/download",
+        kind.plural()
+    ));
+    if hashing.written > 0 {
+        request = request.header(
+            reqwest::header::RANGE,
+            format!("bytes={}-", hashing.written),
+        );
+    }
+    let answer = client.send(request).with_context(context)?;
+    if answer.status() != reqwest::StatusCode::PARTIAL_CONTENT && hashing.written > 0 {
+        // The registry sent the whole: start again from its first byte.
+        hashing
+            .inner
+            .set_len(0)
+            .and_then(|()| hashing.inner.rewind())?;
+        hashing.hasher = Sha256::new();
+        hashing.written = 0;
+    }
+    let resumed_at = hashing.written;
+    let body = answer
+        .limited(
+            label.clone(),
+            announced - resumed_at,
+            client.timeouts().transfer(announced - resumed_at),
+        )
         .with_context(context)?;
     let bar = progress::bytes_bar(
         out,
         Some(announced),
         &format!("downloading {name}@{version}"),
     );
-    let mut hashing = HashingWriter {
-        inner: file.as_file_mut(),
-        hasher: Sha256::new(),
-        written: 0,
-    };
+    bar.set_position(resumed_at);
     let copied = io::copy(&mut bar.wrap_read(body), &mut hashing);
     bar.finish_and_clear();
-    copied.with_context(context)?;
     let size = hashing.written;
-    let sha256 = Sha256Digest::from_bytes(hashing.hasher.finalize().into());
-    if size != announced {
+    let sha256 = Sha256Digest::from_bytes(hashing.hasher.clone().finalize().into());
+    let cut = match copied {
+        // More than announced is not a cut: those bytes are not kept.
+        Err(e) if size >= announced => return Err(e).with_context(context),
+        Err(e) => Some(crate::client::one_line(&format!(
+            "{:#}",
+            anyhow::Error::new(e)
+        ))),
+        Ok(_) if size < announced => Some("the connection closed".to_owned()),
+        Ok(_) => None,
+    };
+    if let Some(why) = cut {
+        let kept = size > 0 && file.as_file().sync_all().is_ok() && file.persist(&partial).is_ok();
+        let resume = if kept {
+            format!(
+                "; run the command again to resume (the {size} bytes are kept in {})",
+                partial.display()
+            )
+        } else {
+            "; run the command again".to_owned()
+        };
         bail!(
-            "the download of {label} ended after {size} of the {announced} bytes its record announces; nothing was written"
+            "the download of {label} was cut after {size} of the {announced} bytes its record announces ({why}){resume}"
         );
     }
     file.as_file_mut()
@@ -94,6 +147,10 @@ pub fn download(
         .with_context(|| format!("writing {}", file.path().display()))?;
     Ok(Downloaded { file, sha256, size })
 }
+
+/// What a download whose bytes do not hash to what the registry published
+/// tells the user to do: nothing of it is kept.
+pub const MISMATCH_ADVICE: &str = "the registry, or a proxy between it and you, sent other bytes than were published: try again, and if it persists tell the registry's operator";
 
 struct HashingWriter<W> {
     inner: W,

@@ -717,9 +717,10 @@ impl Fetcher<'_> {
         let actual = downloaded.sha256;
         if actual != expected {
             bail!(
-                "the download of {label} has sha256 {}, but the lock and the registry's index say {}",
+                "the download of {label} has sha256 {}, but the lock and the registry's index say {}: {}",
                 actual.hex(),
-                expected.hex()
+                expected.hex(),
+                download::MISMATCH_ADVICE
             );
         }
         let container = container::read(

@@ -189,6 +189,7 @@ fn serve(stream: TcpStream, routes: &Routes, seen: &Arc<Mutex<Vec<Seen>>>) {
                 &format!("no mock route for {method} {path}"),
             )
         });
+    let range = headers.get("range").cloned();
     seen.lock().expect("seen lock").push(Seen {
         method,
         path,
@@ -204,19 +205,42 @@ fn serve(stream: TcpStream, routes: &Routes, seen: &Arc<Mutex<Vec<Seen>>>) {
             reply.status, reply.content_type
         )
     };
-    match reply.delivery {
-        Delivery::Whole => {
+    // `Range: bytes=N-` on a whole 200 body: 206 with the rest, as the
+    // registry answers a resumed download.
+    let from = range
+        .and_then(|r| {
+            r.strip_prefix("bytes=")?
+                .strip_suffix('-')?
+                .parse::<usize>()
+                .ok()
+        })
+        .filter(|&n| reply.status == 200 && n < reply.body.len());
+    match (reply.delivery, from) {
+        (Delivery::Whole, Some(from)) => {
+            let rest = &reply.body[from..];
+            let head = format!(
+                "HTTP/1.1 206 X\r\nContent-Type: {}\r\nContent-Length: {}\r\nContent-Range: bytes {from}-{}/{}\r\nConnection: close\r\n\r\n",
+                reply.content_type,
+                rest.len(),
+                reply.body.len() - 1,
+                reply.body.len()
+            );
+            let _ = stream
+                .write_all(head.as_bytes())
+                .and_then(|()| stream.write_all(rest));
+        }
+        (Delivery::Whole, None) => {
             let _ = stream
                 .write_all(head(Some(reply.body.len())).as_bytes())
                 .and_then(|()| stream.write_all(&reply.body));
         }
-        Delivery::Endless => {
+        (Delivery::Endless, _) => {
             // Until the client hangs up and a write fails.
             if stream.write_all(head(None).as_bytes()).is_ok() {
                 while stream.write_all(&reply.body).is_ok() {}
             }
         }
-        Delivery::Stalled => {
+        (Delivery::Stalled, _) => {
             let half = &reply.body[..reply.body.len() / 2];
             let _ = stream
                 .write_all(head(Some(reply.body.len())).as_bytes())
@@ -224,7 +248,7 @@ fn serve(stream: TcpStream, routes: &Routes, seen: &Arc<Mutex<Vec<Seen>>>) {
                 .and_then(|()| stream.flush());
             thread::sleep(HOLD);
         }
-        Delivery::Silent => thread::sleep(HOLD),
+        (Delivery::Silent, _) => thread::sleep(HOLD),
     }
 }
 

@@ -126,6 +126,10 @@ fn pull_picks_the_newest_match_checks_hash_and_signature_and_writes_atomically()
         err.contains("nothing was written") && err.contains(&sha),
         "{err}"
     );
+    assert!(
+        err.ends_with("try again, and if it persists tell the registry's operator"),
+        "{err}"
+    );
     assert!(!user.path("out/echo.tool").exists());
     assert_eq!(leftovers(&user.path("out")), Vec::<String>::new());
 
@@ -874,11 +878,12 @@ fn downloads_stop_at_the_size_the_record_announces_and_leave_nothing() {
     assert_eq!(
         err,
         format!(
-            "the download of tool echo@1.0.0 ended after {n} of the {} bytes its record announces; nothing was written",
+            "the download of tool echo@1.0.0 was cut after {n} of the {} bytes its record announces (the connection closed); run the command again to resume (the {n} bytes are kept in out/.agentlang-tool-echo@1.0.0.partial)",
             n + 10
         )
     );
     assert_eq!(leftovers(&user.path("out")), Vec::<String>::new());
+    assert!(user.path("out/.agentlang-tool-echo@1.0.0.partial").exists());
 
     // More than any container may have is refused before asking.
     mock.route("GET", "/api/v1/tools/echo/1.0.0", record(1 << 40));
@@ -976,16 +981,38 @@ fn a_stalled_or_silent_registry_fails_after_agentlang_http_timeout() {
         &["pull", "echo", "--kind", "tool", "-o", "out/echo.tool"],
         &quick,
     );
+    let n = container.len();
+    let half = n / 2;
+    let partial = "out/.agentlang-tool-echo@1.0.0.partial";
     assert_eq!(
         err,
         format!(
-            "downloading tool echo@1.0.0, which its record says is {} bytes: the registry at {} stopped sending tool echo@1.0.0 for 1 s (AGENTLANG_HTTP_TIMEOUT)",
-            container.len(),
+            "the download of tool echo@1.0.0 was cut after {half} of the {n} bytes its record announces (the registry at {} stopped sending tool echo@1.0.0 for 1 s (AGENTLANG_HTTP_TIMEOUT)); run the command again to resume (the {half} bytes are kept in {partial})",
             mock.url
         )
     );
     assert!(!user.path("out/echo.tool").exists());
     assert_eq!(leftovers(&user.path("out")), Vec::<String>::new());
+    assert_eq!(fs::read(user.path(partial)).unwrap(), &container[..half]);
+
+    // Run again: only the rest is asked for, and the whole checks out.
+    mock.route(
+        "GET",
+        "/api/v1/tools/echo/1.0.0/download",
+        Reply::bytes(container.clone()),
+    );
+    user.ok(&["pull", "echo", "--kind", "tool", "-o", "out/echo.tool"]);
+    assert_eq!(fs::read(user.path("out/echo.tool")).unwrap(), container);
+    assert!(!user.path(partial).exists());
+    let asked = mock
+        .seen()
+        .into_iter()
+        .rfind(|s| s.path == "/api/v1/tools/echo/1.0.0/download")
+        .unwrap();
+    assert_eq!(
+        asked.headers.get("range").map(String::as_str),
+        Some(format!("bytes={half}-").as_str())
+    );
 
     let (run, _) = user.run_watched(
         &["search", "anything"],

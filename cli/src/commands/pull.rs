@@ -73,10 +73,11 @@ pub fn run(
     let actual = downloaded.sha256;
     if actual != expected {
         bail!(
-            "the download of {}@{version} has sha256 {}, but the index says {}; nothing was written",
+            "the download of {}@{version} has sha256 {}, but the index says {}; nothing was written: {}",
             wanted.name,
             actual.to_hex(),
-            expected.to_hex()
+            expected.to_hex(),
+            download::MISMATCH_ADVICE
         );
     }
     let file = downloaded.file.as_file_mut();
