@@ -28,6 +28,9 @@ pub struct Client {
     pub base: String,
     token: Option<String>,
     timeouts: Timeouts,
+    /// Downloads only to look inside (trust pictures): asked for with
+    /// `?purpose=inspect`, which the registry does not count.
+    inspecting: bool,
 }
 
 /// The environment variable that sets [`Timeouts::step`], in seconds.
@@ -181,7 +184,21 @@ impl Client {
             base: base.to_owned(),
             token,
             timeouts,
+            inspecting: false,
         })
+    }
+
+    /// This client's downloads are for looking inside, not for use: the
+    /// registry does not count them as downloads.
+    pub fn inspecting(self) -> Self {
+        Self {
+            inspecting: true,
+            ..self
+        }
+    }
+
+    pub fn is_inspecting(&self) -> bool {
+        self.inspecting
     }
 
     pub fn url(&self, path: &str) -> String {

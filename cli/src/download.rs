@@ -79,8 +79,13 @@ pub fn download(
         let _ = fs::remove_file(&partial);
     }
     let context = || format!("downloading {label}, which its record says is {announced} bytes");
+    let purpose = if client.is_inspecting() {
+        "?purpose=inspect"
+    } else {
+        ""
+    };
     let mut request = client.get(&format!(
-        "/api/v1/{}/{name}/{version}/download",
+        "/api/v1/{}/{name}/{version}/download{purpose}",
         kind.plural()
     ));
     if hashing.written > 0 {

@@ -1054,7 +1054,8 @@ impl<'a> PinnedTools<'a> {
         Ok(Self {
             fetcher: Fetcher {
                 env,
-                client: env.anonymous()?,
+                // Fetched to read what they ask for, not to be used.
+                client: env.anonymous()?.inspecting(),
                 keys: HashMap::new(),
             },
             dir: tempfile::tempdir().context("creating a temporary folder for tools")?,

@@ -187,3 +187,46 @@ fn quiet_prints_only_errors_and_verbose_tells_every_request() {
     let run = user.run(&["-q", "-v", "whoami"]);
     assert_eq!(run.code, Some(2), "{}", run.stderr);
 }
+
+#[test]
+fn trust_fetches_of_pinned_tools_are_not_counted_as_downloads() {
+    let registry = agentlang_e2e::start_registry();
+    let alice = agentlang_e2e::publisher(&registry, "alice");
+    agentlang_e2e::publish_research_tools(&alice);
+    agentlang_e2e::copy_dir(
+        &agentlang_e2e::workspace_root().join("core/tests/fixtures/agents/research-assistant"),
+        &alice.path("research-assistant"),
+    );
+    let built = alice.ok(&["--json", "build", "research-assistant"]).json();
+    let file = built["path"].as_str().unwrap().to_owned();
+    // inspect fetches every pinned tool to read what it asks for.
+    let run = alice.ok(&["inspect", &file]);
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+    // A pull is a download.
+    alice.ok(&["pull", "web_fetch", "--kind", "tool", "-o", "wf.tool"]);
+
+    let downloads = |tool: &str, version: &str| {
+        let url = format!("{}/api/v1/tools/{tool}/{version}", registry.url);
+        let record: serde_json::Value = reqwest::blocking::get(&url).unwrap().json().unwrap();
+        record["downloads"].as_i64().unwrap()
+    };
+    // Counts reach the records within seconds: wait for the pull's.
+    let started = std::time::Instant::now();
+    while downloads("web_fetch", "1.0.3") == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the pull was never counted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(
+        downloads("web_fetch", "1.0.3"),
+        1,
+        "inspect's fetch counted"
+    );
+    assert_eq!(
+        downloads("web_search", "1.2.0"),
+        0,
+        "inspect's fetch counted"
+    );
+}

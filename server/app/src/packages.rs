@@ -831,11 +831,14 @@ pub async fn download_redirect(
 }
 
 /// The bytes of a download: all of them, or the half-open `range`. Counted
-/// as a download unless the range starts past byte 0 (a resumption).
+/// as a download unless the range starts past byte 0 (a resumption) or
+/// the client fetches only to look inside (`inspecting`: a CLI computing
+/// what an agent's pinned tools can do, not installing them).
 pub async fn open_download(
     registry: &Registry,
     download: &Download,
     range: Option<std::ops::Range<u64>>,
+    inspecting: bool,
 ) -> Result<BlobBody, ServiceError> {
     let resumed = range.as_ref().is_some_and(|bytes| bytes.start > 0);
     let len = range
@@ -858,7 +861,7 @@ pub async fn open_download(
             download.digest.hex()
         )));
     }
-    if !resumed {
+    if !resumed && !inspecting {
         registry.downloads.record(download.version_id);
     }
     Ok(body)

@@ -114,6 +114,12 @@ pub enum RecordKindSegment {
     Skills,
 }
 
+/// A download's query: why the client fetches (see [`download_version`]).
+#[derive(Debug, Deserialize)]
+pub struct DownloadQuery {
+    pub purpose: Option<String>,
+}
+
 /// A container's bytes as the document names them (a gzip tar, uploaded
 /// and downloaded as raw bytes).
 #[derive(utoipa::ToSchema)]
@@ -128,7 +134,10 @@ pub struct ContainerBytes(Vec<u8>);
 /// `ETag` keeps it, any other `If-Range` or several ranges answer 200 with
 /// all of it, and a range past the end answers 416. Counts reach the
 /// records within seconds; a range that starts past byte 0 is a resumption,
-/// not a download. With S3 storage and `DOWNLOAD_REDIRECT_SECS` set, a
+/// not a download. Nor is a fetch with `?purpose=inspect`: a client that
+/// only looks inside (the CLI's `inspect`, `diff` and `lock --update`
+/// reading what pinned tools ask for) says so, and download counts stay
+/// what people installed. With S3 storage and `DOWNLOAD_REDIRECT_SECS` set, a
 /// `GET` is answered 307 to a presigned URL of the bucket (where a CDN can
 /// sit), so the bytes never pass through the registry.
 #[utoipa::path(
@@ -138,6 +147,7 @@ pub struct ContainerBytes(Vec<u8>);
         ("Range" = Option<String>, Header, description = "One byte range, such as `bytes=0-1023`, `bytes=1024-` or `bytes=-512`"),
         ("If-Range" = Option<String>, Header, description = "The `ETag` the client holds part of; another one answers all of the container"),
         ("If-None-Match" = Option<String>, Header, description = "The `ETag` the client holds all of: 304"),
+        ("purpose" = Option<String>, Query, description = "`inspect`: the client only looks inside the container (a trust picture), so the fetch is not counted as a download; any other value counts as usual"),
     ),
     responses(
         (status = 200, description = "The container (gzip tar)", content_type = "application/gzip", body = ContainerBytes,
@@ -169,8 +179,10 @@ pub async fn download_version(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<VersionPath>,
+    query: web::Query<DownloadQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name, version) = path.parse()?;
+    let inspecting = query.purpose.as_deref() == Some("inspect");
     let download = packages::find_download(&state, kind, &name, &version).await?;
     let etag = download.etag.as_str();
     if super::if_none_match(&req, etag) {
@@ -182,7 +194,8 @@ pub async fn download_version(
     let range = requested_range(&req, etag, download.size)?;
     let resumed = range.as_ref().is_some_and(|bytes| bytes.start > 0);
     if !crate::head::asked_head(&req)
-        && let Some(url) = packages::download_redirect(&state, &download, resumed).await?
+        && let Some(url) =
+            packages::download_redirect(&state, &download, resumed || inspecting).await?
     {
         return Ok(HttpResponse::TemporaryRedirect()
             .insert_header((header::LOCATION, url))
@@ -220,7 +233,7 @@ pub async fn download_version(
         // download counted.
         return Ok(response.body(crate::head::HeadBody(len)));
     }
-    let body = packages::open_download(&state, &download, range).await?;
+    let body = packages::open_download(&state, &download, range, inspecting).await?;
     Ok(match body {
         BlobBody::Bytes(bytes) => response.body(bytes),
         BlobBody::Stream(stream) => response.no_chunking(len).streaming(stream.map_err(|e| {
