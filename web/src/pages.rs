@@ -313,6 +313,15 @@ impl AgentPage {
         format!("/agents/{}/{version}/unyank", self.agent.name)
     }
 
+    /// What most visitors want first: the agent with every tool its lock
+    /// pins, verified, in a folder `agentlang run` takes.
+    pub fn install_command(&self) -> String {
+        format!(
+            "agentlang install {}@{}",
+            self.agent.name, self.agent.version
+        )
+    }
+
     pub fn pull_command(&self) -> String {
         format!("agentlang pull {}@{}", self.agent.name, self.agent.version)
     }
@@ -423,6 +432,34 @@ impl ToolPage {
             ),
             155,
         )
+    }
+
+    /// The highest risk of what the tool requires, for the banner the
+    /// agent page has too: every agent that locks it asks for as much.
+    pub fn max_risk(&self) -> Option<RiskLevel> {
+        self.tool.capabilities.iter().map(|c| c.risk()).max()
+    }
+
+    /// E.g. `1 High, 1 Low`: highest first, empty levels left out.
+    pub fn risk_breakdown(&self) -> String {
+        [
+            RiskLevel::Critical,
+            RiskLevel::High,
+            RiskLevel::Medium,
+            RiskLevel::Low,
+        ]
+        .into_iter()
+        .filter_map(|level| {
+            let count = self
+                .tool
+                .capabilities
+                .iter()
+                .filter(|c| c.risk() == level)
+                .count();
+            (count > 0).then(|| format!("{count} {}", level.label()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
     }
 
     pub fn description_html(&self) -> String {

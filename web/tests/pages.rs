@@ -647,7 +647,9 @@ fn agent_page_shows_risk_and_every_section() {
         "1204 of this version, 5310 in all",
         r#"<a href="/publishers/acme">acme</a> <span class="muted">(founder)</span>"#,
         r#"<a href="/publishers/dana">dana</a> <span class="muted">(owner)</span>"#,
-        // Copyable snippets.
+        // Copyable snippets: install first, then pull.
+        r#"<code id="install-command">agentlang install research-assistant@1.0.0</code>"#,
+        r#"data-copy="install-command" hidden>"#,
         r#"<code id="pull-command">agentlang pull research-assistant@1.0.0</code>"#,
         r#"data-copy="pull-command" hidden>"#,
         "agents:\n  research-assistant:\n    version: 1.0.0\n    hash: sha256:",
@@ -656,6 +658,10 @@ fn agent_page_shows_risk_and_every_section() {
     ] {
         assert!(html.contains(expected), "missing {expected:?}");
     }
+    assert!(
+        html.find("install-command") < html.find("pull-command"),
+        "the install box leads with install"
+    );
     // The size is shown human-readably.
     assert!(html.contains("47.1 KiB"));
     // The `javascript:` integration website is shown as text, never linked.
@@ -766,6 +772,26 @@ fn tool_page_shows_schemas_dependencies_and_users() {
     ] {
         assert!(html.contains(expected), "missing {expected:?}");
     }
+}
+
+#[test]
+fn tool_page_has_the_risk_banner_the_agent_page_has() {
+    let page = tool_page();
+    let levels: Vec<_> = page.tool.capabilities.iter().map(|c| c.risk()).collect();
+    let top = levels.iter().max().copied().expect("the fixture requires capabilities");
+    let html = page.render().unwrap();
+    let banner = format!(
+        r#"<p class="risk-summary risk risk-{}"><strong>Highest permission risk: {}</strong>"#,
+        top.as_str().to_lowercase(),
+        top.as_str()
+    );
+    assert!(html.contains(&banner), "missing {banner:?}");
+    assert!(html.contains(r##"<a href="#capabilities-heading">Review capabilities</a>"##));
+
+    let mut bare = tool_page();
+    bare.tool.capabilities.clear();
+    let html = bare.render().unwrap();
+    assert!(html.contains("<strong>Requires no capabilities</strong>"));
 }
 
 #[test]
