@@ -155,6 +155,12 @@ pub struct HandoffTool {
     pub config: Option<Json>,
     /// Where the tool's container is on disk (an absolute path).
     pub path: String,
+    /// How the runtime reaches it, as tool.yaml binds it: a `kind: mcp`
+    /// tool's `mcp` (server.json's `packages`/`remotes`), a `kind: http`
+    /// tool's `http`, a `kind: bash` tool's `bash`. Absent when tool.yaml
+    /// gives none (the runtime then knows the tool by its name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<Json>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -375,7 +381,14 @@ pub fn build(input: &HandoffInput<'_>) -> Result<Handoff, HandoffError> {
                 .find(|d| d.name.normalized() == t.name.normalized())
                 .and_then(|d| d.config.as_ref())
                 .map(to_json);
+            let binding = match (t.spec.mcp(), t.spec.http(), t.spec.bash()) {
+                (Some(mcp), _, _) => Some(serde_json::json!({ "mcp": mcp })),
+                (_, Some(http), _) => Some(serde_json::json!({ "http": http })),
+                (_, _, Some(bash)) => Some(serde_json::json!({ "bash": bash })),
+                _ => None,
+            };
             HandoffTool {
+                binding,
                 name: t.name.to_string(),
                 version: t.locked.version.to_string(),
                 hash: t.locked.hash.to_prefixed(),

@@ -13,7 +13,10 @@ use yaml_serde::{Mapping, Value};
 // shared with agent.yaml and the catalog.
 pub use crate::capability::Capability;
 use crate::{
-    agent::reader::{MAX_DESCRIPTION_CHARS, too_long},
+    agent::{
+        BashTool, HttpTool, read_bash_tool, read_http_tool,
+        reader::{MAX_DESCRIPTION_CHARS, Reader, too_long},
+    },
     diagnostics::{Diagnostics, index, join},
     json_schema::{self, RegexBudget},
     keys::{EXTENSION_PREFIX, check_keys, kind_of, suggest},
@@ -34,6 +37,8 @@ const TOP_KEYS: &[&str] = &[
     "permissions",
     "readme",
     "mcp",
+    "http",
+    "bash",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -108,6 +113,14 @@ pub struct ToolSpec {
     /// and `remotes` ([`crate::mcp`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     mcp: Option<McpSection>,
+    /// Where a `kind: http` tool is called: an agent.yaml `http_tools`
+    /// entry's shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http: Option<HttpTool>,
+    /// What a `kind: bash` tool runs: an agent.yaml `bash_tools` entry's
+    /// shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bash: Option<BashTool>,
     /// `x-` keys, kept as written.
     #[serde(flatten)]
     extensions: BTreeMap<String, Json>,
@@ -149,6 +162,14 @@ impl ToolSpec {
     /// on `/v0.1/servers`.
     pub fn mcp(&self) -> Option<&McpSection> {
         self.mcp.as_ref()
+    }
+    /// A `kind: http` tool's endpoint, method, auth and parameters.
+    pub fn http(&self) -> Option<&HttpTool> {
+        self.http.as_ref()
+    }
+    /// A `kind: bash` tool's command and what it needs installed.
+    pub fn bash(&self) -> Option<&BashTool> {
+        self.bash.as_ref()
     }
     /// Other tools this one needs, with Cargo-style requirements (a bare
     /// `1.2.0` means `^1.2.0`). Names are unique after normalization.
@@ -274,6 +295,23 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
         .get("mcp")
         .and_then(|v| mcp::parse_section(v, "mcp", kind.map(|k| k == ToolKind::Mcp), &mut diags));
 
+    let http = binding(
+        top,
+        "http",
+        kind,
+        ToolKind::Http,
+        &mut diags,
+        read_http_tool,
+    );
+    let bash = binding(
+        top,
+        "bash",
+        kind,
+        ToolKind::Bash,
+        &mut diags,
+        read_bash_tool,
+    );
+
     let mut extensions = BTreeMap::new();
     for (key, value) in top {
         if let Some(k) = key.as_str().filter(|k| k.starts_with(EXTENSION_PREFIX))
@@ -298,11 +336,37 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
                 permissions,
                 readme,
                 mcp,
+                http,
+                bash,
                 extensions,
             })
         }
         _ => Err(diags),
     }
+}
+
+/// The `key:` binding of a tool of kind `wanted`, read as agent.yaml reads
+/// the same entry; refused on a tool of another kind.
+fn binding<T>(
+    top: &Mapping,
+    key: &str,
+    kind: Option<ToolKind>,
+    wanted: ToolKind,
+    diags: &mut Diagnostics,
+    read: impl FnOnce(&mut Reader, &Value, &str) -> Option<T>,
+) -> Option<T> {
+    let value = top.get(key)?;
+    if kind.is_some_and(|k| k != wanted) {
+        diags.push(
+            key,
+            format!("only a tool of kind: {wanted} has an `{key}:` section"),
+        );
+        return None;
+    }
+    let mut reader = Reader::new();
+    let read = read(&mut reader, value, key);
+    diags.extend(reader.finish());
+    read
 }
 
 fn required_str<'a>(map: &'a Mapping, key: &str, diags: &mut Diagnostics) -> Option<&'a str> {

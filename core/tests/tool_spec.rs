@@ -36,6 +36,46 @@ fn with_tool(extra: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// Each kind's binding is read with the shape agent.yaml gives the same
+/// tool, at its path, and belongs to its kind only.
+#[test]
+fn bindings_are_read_per_kind_and_refused_on_another() {
+    let spec = parse_tool(WEB_SEARCH).unwrap();
+    let http = spec.http().expect("web_search binds its endpoint");
+    assert_eq!(http.endpoint, "https://search.example/api/search");
+    assert!(spec.bash().is_none() && spec.mcp().is_none());
+
+    let bash = format!(
+        "name: t\nversion: 1.0.0\ndescription: d\nkind: bash\ninput_schema: {{type: object}}\n\
+         bash:\n  command: ffmpeg -i {{{{input}}}}\n  dependencies:\n    - name: ffmpeg\n"
+    );
+    let spec = parse_tool(bash.as_bytes()).unwrap();
+    assert_eq!(spec.bash().unwrap().command, "ffmpeg -i {{input}}");
+
+    let all = messages(&with_tool(
+        "http:\n  endpoint: https://x.example\n  method: GET\n",
+    ));
+    assert_reports(
+        &all,
+        "http: only a tool of kind: http has an `http:` section",
+    );
+    let wrong = "name: t\nversion: 1.0.0\ndescription: d\nkind: http\ninput_schema: {type: object}\n\
+                 http:\n  endpoint: https://x.example\n  method: FETCH\n  colour: red\n";
+    let all = messages(wrong.as_bytes());
+    assert!(
+        all.iter().any(|m| m.starts_with("http.method: ")),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter().any(|m| m.starts_with("http.colour: ")),
+        "{all:#?}"
+    );
+    let all = messages(
+        b"name: t\nversion: 1.0.0\ndescription: d\nkind: bash\ninput_schema: {type: object}\nbash: {}\n",
+    );
+    assert_reports(&all, "bash: missing required key \"command\"");
+}
+
 #[test]
 fn web_search_parses() {
     let tool = parse_tool(WEB_SEARCH).unwrap();

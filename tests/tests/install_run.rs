@@ -255,6 +255,8 @@ assert ws["kind"] == "http" and ws["input_schema"]["required"] == ["query"], ws
 assert ws["output_schema"]["properties"]["total_count"]["type"] == "integer", ws
 assert ws["dependencies"] == ["web_fetch"], ws
 assert os.path.isfile(ws["path"]), ws["path"]
+assert ws["binding"] == {"http": {"endpoint": "https://search.example/api/search", "method": "GET", "auth": "bearer"}}, ws
+assert "binding" not in next(t for t in doc["tools"] if t["name"] == "artifacts")
 assert doc["mcp_servers"]["Stripe"]["env"]["STRIPE_SECRET_KEY"] == "sk_test_123", doc["mcp_servers"]
 assert doc["constraints"]["limits"] == {"max_turns": 50, "max_delegation_depth": 3, "timeout": 300}
 camera = next(c for c in doc["host"]["capabilities"] if c["capability"] == "camera")

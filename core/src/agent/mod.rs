@@ -23,7 +23,9 @@ mod validate;
 
 pub use model::*;
 pub use parse::AgentRole;
-pub(crate) use parse::labels as read_labels;
+pub(crate) use parse::{
+    bash_tool as read_bash_tool, http_tool as read_http_tool, labels as read_labels,
+};
 pub use patterns::{PatternError, check_path_pattern, check_url_pattern};
 pub use reader::{MAX_DESCRIPTION_CHARS, MAX_KEY_CHARS, MAX_LABEL_CHARS, MAX_TEXT_CHARS};
 // Re-exported so agent call sites keep one import path; the table itself is

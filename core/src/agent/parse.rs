@@ -423,6 +423,20 @@ fn mcp_servers(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, McpSer
 }
 
 fn http_tools(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, HttpTool> {
+    let mut out = IndexMap::new();
+    for (name, t) in r.dict(v, path) {
+        let p = join(path, name);
+        identifier(r, name, &p);
+        if let Some(tool) = http_tool(r, t, &p) {
+            out.insert(name.to_owned(), tool);
+        }
+    }
+    out
+}
+
+/// One HTTP tool at `p`: an agent.yaml `http_tools` entry, or a tool
+/// package's `http:` binding (the same shape, read by the same code).
+pub(crate) fn http_tool(r: &mut Reader, t: &Value, p: &str) -> Option<HttpTool> {
     const KEYS: &[&str] = &[
         "description",
         "endpoint",
@@ -432,109 +446,96 @@ fn http_tools(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, HttpToo
         "body_template",
         "ui_component",
     ];
-    let mut out = IndexMap::new();
-    for (name, t) in r.dict(v, path) {
-        let p = join(path, name);
-        identifier(r, name, &p);
-        // `<provider>_token` keys are open-ended, so take them out before the
-        // fixed keys are checked.
-        let mut oauth_tokens = std::collections::BTreeMap::new();
-        let mut rest = t.clone();
-        if let Value::Mapping(m) = &mut rest {
-            let token_keys: Vec<String> = m
-                .keys()
-                .filter_map(Value::as_str)
-                .filter(|k| k.ends_with("_token") && !k.starts_with(EXTENSION_PREFIX))
-                .map(str::to_owned)
-                .collect();
-            for key in token_keys {
-                let val = m.remove(key.as_str()).unwrap_or(Value::Null);
-                if let Some(b) = r.bool(&val, &join(&p, &key)) {
-                    oauth_tokens.insert(key, b);
-                }
+    // `<provider>_token` keys are open-ended, so take them out before the
+    // fixed keys are checked.
+    let mut oauth_tokens = std::collections::BTreeMap::new();
+    let mut rest = t.clone();
+    if let Value::Mapping(m) = &mut rest {
+        let token_keys: Vec<String> = m
+            .keys()
+            .filter_map(Value::as_str)
+            .filter(|k| k.ends_with("_token") && !k.starts_with(EXTENSION_PREFIX))
+            .map(str::to_owned)
+            .collect();
+        for key in token_keys {
+            let val = m.remove(key.as_str()).unwrap_or(Value::Null);
+            if let Some(b) = r.bool(&val, &join(p, &key)) {
+                oauth_tokens.insert(key, b);
             }
-        }
-        let Some(f) = r.fields(&rest, &p, KEYS) else {
-            continue;
-        };
-        let endpoint = r.req_text(&f, "endpoint");
-        let method = r.required(&f, "method").and_then(|m| {
-            r.one_of(
-                m,
-                &f.at("method"),
-                &["GET", "POST", "PUT", "PATCH", "DELETE"],
-                |s| {
-                    Some(match s {
-                        "GET" => HttpMethod::Get,
-                        "POST" => HttpMethod::Post,
-                        "PUT" => HttpMethod::Put,
-                        "PATCH" => HttpMethod::Patch,
-                        "DELETE" => HttpMethod::Delete,
-                        _ => return None,
-                    })
-                },
-            )
-        });
-        let auth = f.get("auth").and_then(|a| {
-            r.one_of(
-                a,
-                &f.at("auth"),
-                &["none", "bearer", "basic", "api_key"],
-                |s| {
-                    Some(match s {
-                        "none" => HttpAuth::None,
-                        "bearer" => HttpAuth::Bearer,
-                        "basic" => HttpAuth::Basic,
-                        "api_key" => HttpAuth::ApiKey,
-                        _ => return None,
-                    })
-                },
-            )
-        });
-        let params = f
-            .get("params")
-            .map(|ps| http_params(r, ps, &f.at("params")))
-            .unwrap_or_default();
-        let body_template = f.get("body_template").and_then(|b| {
-            let bp = f.at("body_template");
-            let text = r.string(b, &bp)?;
-            match template::placeholders(&text) {
-                Ok(found) => {
-                    for root in found.iter().filter_map(|ph| ph.root()) {
-                        if !params.contains_key(root) {
-                            r.error(
-                                &bp,
-                                format!("{{{{{root}}}}} is not one of this tool's params"),
-                            );
-                        }
-                    }
-                }
-                Err(e) => r.error(&bp, e),
-            }
-            Some(text)
-        });
-        let ui_component = f
-            .get("ui_component")
-            .and_then(|u| tool_ui(r, u, &f.at("ui_component")));
-        let description = r.opt_text_max(&f, "description", MAX_DESCRIPTION_CHARS);
-        if let (Some(endpoint), Some(method)) = (endpoint, method) {
-            out.insert(
-                name.to_owned(),
-                HttpTool {
-                    description,
-                    endpoint,
-                    method,
-                    auth,
-                    oauth_tokens,
-                    params,
-                    body_template,
-                    ui_component,
-                    extensions: f.extensions,
-                },
-            );
         }
     }
-    out
+    let f = r.fields(&rest, p, KEYS)?;
+    let endpoint = r.req_text(&f, "endpoint");
+    let method = r.required(&f, "method").and_then(|m| {
+        r.one_of(
+            m,
+            &f.at("method"),
+            &["GET", "POST", "PUT", "PATCH", "DELETE"],
+            |s| {
+                Some(match s {
+                    "GET" => HttpMethod::Get,
+                    "POST" => HttpMethod::Post,
+                    "PUT" => HttpMethod::Put,
+                    "PATCH" => HttpMethod::Patch,
+                    "DELETE" => HttpMethod::Delete,
+                    _ => return None,
+                })
+            },
+        )
+    });
+    let auth = f.get("auth").and_then(|a| {
+        r.one_of(
+            a,
+            &f.at("auth"),
+            &["none", "bearer", "basic", "api_key"],
+            |s| {
+                Some(match s {
+                    "none" => HttpAuth::None,
+                    "bearer" => HttpAuth::Bearer,
+                    "basic" => HttpAuth::Basic,
+                    "api_key" => HttpAuth::ApiKey,
+                    _ => return None,
+                })
+            },
+        )
+    });
+    let params = f
+        .get("params")
+        .map(|ps| http_params(r, ps, &f.at("params")))
+        .unwrap_or_default();
+    let body_template = f.get("body_template").and_then(|b| {
+        let bp = f.at("body_template");
+        let text = r.string(b, &bp)?;
+        match template::placeholders(&text) {
+            Ok(found) => {
+                for root in found.iter().filter_map(|ph| ph.root()) {
+                    if !params.contains_key(root) {
+                        r.error(
+                            &bp,
+                            format!("{{{{{root}}}}} is not one of this tool's params"),
+                        );
+                    }
+                }
+            }
+            Err(e) => r.error(&bp, e),
+        }
+        Some(text)
+    });
+    let ui_component = f
+        .get("ui_component")
+        .and_then(|u| tool_ui(r, u, &f.at("ui_component")));
+    let description = r.opt_text_max(&f, "description", MAX_DESCRIPTION_CHARS);
+    Some(HttpTool {
+        description,
+        endpoint: endpoint?,
+        method: method?,
+        auth,
+        oauth_tokens,
+        params,
+        body_template,
+        ui_component,
+        extensions: f.extensions,
+    })
 }
 
 fn http_params(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, HttpParam> {
@@ -620,47 +621,48 @@ fn bash_tools(r: &mut Reader, v: &Value, path: &str) -> IndexMap<String, BashToo
     for (name, t) in r.dict(v, path) {
         let p = join(path, name);
         identifier(r, name, &p);
-        let Some(f) = r.fields(
-            t,
-            &p,
-            &[
-                "description",
-                "command",
-                "help_command",
-                "labels",
-                "dependencies",
-            ],
-        ) else {
-            continue;
-        };
-        let command = r.req_text(&f, "command");
-        let labels = f.get("labels").and_then(|l| labels(r, l, &f.at("labels")));
-        let mut dependencies = Vec::new();
-        if let Some(d) = f.get("dependencies") {
-            let dp = f.at("dependencies");
-            for (i, dep) in r.seq(d, &dp).iter().enumerate() {
-                if let Some(dep) = bash_dependency(r, dep, &index(&dp, i)) {
-                    dependencies.push(dep);
-                }
-            }
-        }
-        let description = r.opt_text_max(&f, "description", MAX_DESCRIPTION_CHARS);
-        let help_command = r.opt_text(&f, "help_command");
-        if let Some(command) = command {
-            out.insert(
-                name.to_owned(),
-                BashTool {
-                    description,
-                    command,
-                    help_command,
-                    labels,
-                    dependencies,
-                    extensions: f.extensions,
-                },
-            );
+        if let Some(tool) = bash_tool(r, t, &p) {
+            out.insert(name.to_owned(), tool);
         }
     }
     out
+}
+
+/// One bash tool at `p`: an agent.yaml `bash_tools` entry, or a tool
+/// package's `bash:` binding (the same shape, read by the same code).
+pub(crate) fn bash_tool(r: &mut Reader, t: &Value, p: &str) -> Option<BashTool> {
+    let f = r.fields(
+        t,
+        p,
+        &[
+            "description",
+            "command",
+            "help_command",
+            "labels",
+            "dependencies",
+        ],
+    )?;
+    let command = r.req_text(&f, "command");
+    let labels = f.get("labels").and_then(|l| labels(r, l, &f.at("labels")));
+    let mut dependencies = Vec::new();
+    if let Some(d) = f.get("dependencies") {
+        let dp = f.at("dependencies");
+        for (i, dep) in r.seq(d, &dp).iter().enumerate() {
+            if let Some(dep) = bash_dependency(r, dep, &index(&dp, i)) {
+                dependencies.push(dep);
+            }
+        }
+    }
+    let description = r.opt_text_max(&f, "description", MAX_DESCRIPTION_CHARS);
+    let help_command = r.opt_text(&f, "help_command");
+    Some(BashTool {
+        description,
+        command: command?,
+        help_command,
+        labels,
+        dependencies,
+        extensions: f.extensions,
+    })
 }
 
 /// `labels: {running, finished}`, shared with ux.yaml.
