@@ -596,7 +596,8 @@ pub async fn flush_downloads_periodically(registry: std::sync::Arc<Registry>) {
 }
 
 /// What pages show from a container besides its definition: skills,
-/// co-located subagents, ux.yaml's hints, a tool's README. Computed at
+/// co-located subagents, ux.yaml's hints, a tool's README, a skill
+/// package's instructions. Computed at
 /// publish from the members the reader keeps, and stored with the version
 /// (`versions.extras`), so no page reads a blob.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
@@ -608,6 +609,9 @@ pub struct ContainerExtras {
     pub subagents: Vec<(String, Option<String>)>,
     pub suggestions: Vec<String>,
     pub integrations: Vec<(String, Option<String>)>,
+    /// A tool's README.md, or a skill package's SKILL.md body (the markdown
+    /// after the frontmatter, which is the version's spec); at most a kept
+    /// member's size (`container::Limits::max_kept_member_bytes`).
     pub readme: Option<String>,
     /// What the agent can do (`core::trust`), from the package validated at
     /// publish and its locked tools; `None` for a tool or a protocol.
@@ -627,6 +631,14 @@ impl ContainerExtras {
             if kind == Kind::Tool {
                 if p == "README.md" {
                     extras.readme = std::str::from_utf8(member).ok().map(str::to_owned);
+                }
+                continue;
+            }
+            if kind == Kind::Skill {
+                if p == agentlang_core::skill::SKILL_FILE
+                    && let Ok(doc) = agentlang_core::agentskills::parse_skill_doc(member)
+                {
+                    extras.readme = Some(doc.body);
                 }
                 continue;
             }

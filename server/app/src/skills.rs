@@ -5,12 +5,14 @@
 //! `manifest.json` and `signature.sig` beside `SKILL.md`), so the entry's
 //! `digest` is the container's SHA-256, the very bytes the `url` serves.
 
-use agentlang_core::Kind;
+use agentlang_core::{Kind, PackageName, Version, digest::Sha256Digest};
 use serde::Serialize;
+use store::packages::VersionRecord;
 
 use crate::{
     Registry, ServiceError,
     cache::{Rendered, RenderedKey},
+    catalog::PackagePage,
 };
 
 /// The discovery schema the index follows.
@@ -84,22 +86,61 @@ pub async fn list_skills(registry: &Registry) -> Result<SkillsIndex, ServiceErro
         .await?;
     let skills = releases
         .into_iter()
-        .map(|r| SkillEntry {
-            url: format!(
-                "/api/v1/{}/{}/{}/download",
-                Kind::Skill.plural(),
-                r.name.as_str(),
-                r.version
-            ),
-            digest: r.sha256.to_prefixed(),
-            name: r.name.as_str().to_owned(),
-            kind: "archive",
-            description: r.description,
-            version: r.version.to_string(),
-        })
+        .map(|r| entry(&r.name, &r.version, &r.sha256, r.description))
         .collect();
     Ok(SkillsIndex {
         schema: DISCOVERY_SCHEMA,
         skills,
     })
+}
+
+/// The index's entry for one version, the one place its `url` and
+/// `digest` are spelled.
+fn entry(
+    name: &PackageName,
+    version: &Version,
+    sha256: &Sha256Digest,
+    description: String,
+) -> SkillEntry {
+    SkillEntry {
+        url: format!(
+            "/api/v1/{}/{}/{version}/download",
+            Kind::Skill.plural(),
+            name.as_str(),
+        ),
+        digest: sha256.to_prefixed(),
+        name: name.as_str().to_owned(),
+        kind: "archive",
+        description,
+        version: version.to_string(),
+    }
+}
+
+/// What a skill version's page says of the discovery index: the entry the
+/// index has, or would have, for `shown`, and whether it lists `shown` now.
+/// It lists a skill's newest release that is neither yanked nor a
+/// prerelease, as [`list_skills`] reads it from the database.
+pub fn catalog_entry(page: &PackagePage, shown: &VersionRecord) -> (SkillEntry, bool) {
+    let indexed = page
+        .versions
+        .iter()
+        .filter(|v| !v.yanked && !v.version.is_prerelease())
+        .map(|v| &v.version)
+        .max();
+    let description = shown
+        .spec
+        .0
+        .get("description")
+        .and_then(|d| d.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    (
+        entry(
+            &page.package.name,
+            &shown.version,
+            &shown.sha256,
+            description,
+        ),
+        indexed == Some(&shown.version),
+    )
 }
