@@ -640,6 +640,37 @@ pub struct ToolVersionView {
     pub capabilities: Vec<Capability>,
 }
 
+/// What one skill package version says of itself, from its SKILL.md: the
+/// frontmatter as the Agent Skills specification names it, and the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillVersionView {
+    pub name: PackageName,
+    pub version: Version,
+    pub description: String,
+    pub license: Option<String>,
+    pub compatibility: Option<String>,
+    /// `allowed-tools`, split at its spaces as the specification spells it.
+    pub allowed_tools: Vec<String>,
+    /// Every `metadata` entry (`version` included), by key.
+    pub metadata: Vec<(String, String)>,
+    /// The markdown after the frontmatter; empty when there is none, or for
+    /// a version stored before the body was kept.
+    pub body_markdown: String,
+}
+
+/// A skill version's entry in the Agent Skills discovery index
+/// (`/.well-known/agent-skills/index.json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillIndexEntryView {
+    /// The container download, a path on the registry.
+    pub url: String,
+    /// `sha256:` and the container's SHA-256.
+    pub digest: String,
+    /// Whether the index lists this version now (it lists each skill's
+    /// newest release that is neither yanked nor a prerelease).
+    pub listed: bool,
+}
+
 /// A package version that depends on the tool on the page.
 #[derive(Debug, Clone)]
 pub struct DependentView {

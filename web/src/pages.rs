@@ -4,13 +4,15 @@
 //! Paths the pages link to and post to (the server routes them):
 //! `GET /`, `/search`, `/agents/{name}[/{version}]`,
 //! `/agents/{name}/diff?from=&to=`, `/tools/{name}[/{version}]`,
+//! `/skills/{name}[/{version}]`,
 //! `/publishers/{name}`, `/keys/{key_id}`, `/login`, `/account`, `/docs`,
 //! `/static/{style.css,copy.js}` (see [`crate::assets`]);
 //! `POST /login`, `/logout`, `/account/tokens`, `/account/tokens/{id}/revoke`,
 //! `/account/keys`, `/account/keys/{key_id}/revoke`,
 //! `/account/{agents|tools}/{name}/owners` (field `username`),
 //! `/account/{agents|tools}/{name}/owners/remove` (field `username`),
-//! `/{agents|tools}/{name}/{version}/yank` (field `reason`) and `/unyank`.
+//! `/{agents|tools|skills}/{name}/{version}/yank` (field `reason`) and
+//! `/unyank`.
 //! Every POST form carries a hidden `csrf_token`.
 
 use agentlang_core::{
@@ -534,6 +536,95 @@ impl ToolPage {
         format!(
             "tools:\n  {}:\n    version: {}\n    hash: sha256:{}",
             self.tool.name, self.tool.version, self.artifact.sha256
+        )
+    }
+}
+
+// ---------------------------------------------------------------- skill
+
+/// `/skills/{name}[/{version}]`: a skill package version, its SKILL.md
+/// rendered, how to pull it and depend on it, and its discovery entry.
+#[derive(Template)]
+#[template(path = "skill.html")]
+pub struct SkillPage {
+    pub chrome: Chrome,
+    pub skill: SkillVersionView,
+    pub versions: Vec<VersionSummary>,
+    pub artifact: ArtifactView,
+    pub owners: Vec<OwnerView>,
+    pub total_downloads: u64,
+    pub owner_controls: Option<OwnerControls>,
+    pub index_entry: SkillIndexEntryView,
+}
+
+impl SkillPage {
+    pub fn meta_description(&self) -> String {
+        clip(
+            &format!(
+                "{} {}: {}",
+                self.skill.name, self.skill.version, self.skill.description
+            ),
+            155,
+        )
+    }
+
+    /// The SKILL.md body: publisher content, so sanitized.
+    pub fn body_html(&self) -> String {
+        render_markdown(&self.skill.body_markdown)
+    }
+
+    pub fn current_yank(&self) -> Option<&Yank> {
+        self.versions
+            .iter()
+            .find(|v| v.version == self.skill.version)
+            .and_then(|v| v.yanked.as_ref())
+    }
+
+    pub fn newest_version(&self) -> Option<&Version> {
+        newest_unyanked(&self.versions)
+    }
+
+    pub fn is_newest(&self) -> bool {
+        self.newest_version()
+            .is_none_or(|v| *v == self.skill.version)
+    }
+
+    pub fn version_href(&self, version: &Version) -> String {
+        format!("/skills/{}/{version}", self.skill.name)
+    }
+
+    pub fn is_current(&self, version: &Version) -> bool {
+        *version == self.skill.version
+    }
+
+    pub fn yank_action(&self, version: &Version) -> String {
+        format!("/skills/{}/{version}/yank", self.skill.name)
+    }
+
+    pub fn unyank_action(&self, version: &Version) -> String {
+        format!("/skills/{}/{version}/unyank", self.skill.name)
+    }
+
+    pub fn pull_command(&self) -> String {
+        format!(
+            "agentlang pull {}@{} --kind skill",
+            self.skill.name, self.skill.version
+        )
+    }
+
+    /// The `agent.yaml` lines that depend on this skill: `^MAJOR.MINOR` of
+    /// a release, the whole version of a prerelease (a requirement picks a
+    /// prerelease only when it names one).
+    pub fn requirement_snippet(&self) -> String {
+        let v = self.skill.version.semver();
+        let requirement = if v.pre.is_empty() {
+            format!("{}.{}", v.major, v.minor)
+        } else {
+            v.to_string()
+        };
+        format!(
+            "skills:\n  - name: {}\n    version: ^{requirement}",
+            self.skill.name
         )
     }
 }

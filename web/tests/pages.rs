@@ -183,6 +183,41 @@ fn tool_page() -> ToolPage {
     }
 }
 
+fn skill_page() -> SkillPage {
+    SkillPage {
+        chrome: Chrome::default(),
+        skill: SkillVersionView {
+            name: PackageName::new("pdf-tools").unwrap(),
+            version: Version::parse("1.1.0").unwrap(),
+            description:
+                "Extract text and tables from PDF files. Use when the user hands you a PDF."
+                    .to_owned(),
+            license: Some("Apache-2.0".to_owned()),
+            compatibility: None,
+            allowed_tools: vec!["Bash(python3:*)".to_owned(), "Read".to_owned()],
+            metadata: vec![
+                ("author".to_owned(), "example-org".to_owned()),
+                ("version".to_owned(), "1.1.0".to_owned()),
+            ],
+            body_markdown: "# PDF tools\n\nRun `scripts/extract.py FILE`.\n\n\
+                            <script>alert(1)</script>\n\n## Tables\n\nSee the reference.\n"
+                .to_owned(),
+        },
+        versions: fixtures::versions(),
+        artifact: fixtures::artifact(),
+        owners: owners(&["acme", "bob"]),
+        total_downloads: 2_310,
+        owner_controls: Some(OwnerControls {
+            csrf_token: "csrf-session-token".to_owned(),
+        }),
+        index_entry: SkillIndexEntryView {
+            url: "/api/v1/skills/pdf-tools/1.1.0/download".to_owned(),
+            digest: format!("sha256:{SHA256}"),
+            listed: true,
+        },
+    }
+}
+
 fn search_page(query: &str, results: bool) -> SearchPage {
     SearchPage {
         chrome: Chrome {
@@ -329,6 +364,7 @@ fn all_pages() -> Vec<(&'static str, String)> {
         ("agent", agent_page(false).render().unwrap()),
         ("agent-owner", agent_page(true).render().unwrap()),
         ("tool", tool_page().render().unwrap()),
+        ("skill", skill_page().render().unwrap()),
         ("problem", problems_page().render().unwrap()),
         ("protocol", protocol_page().render().unwrap()),
         ("replay-form", replay_page(false).render().unwrap()),
@@ -816,6 +852,58 @@ fn an_mcp_tool_page_shows_its_mcp_registry_entry() {
 }
 
 #[test]
+fn skill_page_renders_its_skill_md_and_how_to_use_it() {
+    let html = skill_page().render().unwrap();
+    for expected in [
+        "<title>pdf-tools 1.1.0 (skill) · AgentLang Registry</title>",
+        "<h1><code>pdf-tools</code> <span class=\"version\">1.1.0</span></h1>",
+        // The body, its headings nested under the section's h2.
+        "<h3>PDF tools</h3>",
+        "<p>Run <code>scripts/extract.py FILE</code>.</p>",
+        "<h4>Tables</h4>",
+        "<dt>License</dt><dd>Apache-2.0</dd>",
+        r#"<dt>Compatibility</dt><dd><span class="muted">Not stated</span></dd>"#,
+        "<li><code>Bash(python3:*)</code></li><li><code>Read</code></li>",
+        "<dt>Metadata <code>author</code></dt><dd>example-org</dd>",
+        "agentlang pull pdf-tools@1.1.0 --kind skill",
+        "skills:\n  - name: pdf-tools\n    version: ^1.1",
+        r#"<a href="/api/v1/skills/pdf-tools/1.1.0/download"><code>/api/v1/skills/pdf-tools/1.1.0/download</code></a>"#,
+        &format!(r#"<code class="hash">sha256:{SHA256}</code>"#),
+        &format!(r#"<code class="hash">{SHA256}</code>"#),
+        "lists this version, so any Agent Skills client can find it there",
+        // Versions, the yanked one marked, and owners' yank controls.
+        r#"<a href="/skills/pdf-tools/1.0.1">1.0.1</a>"#,
+        r#"<span class="badge badge-yanked">Yanked</span>"#,
+        r#"<form method="post" action="/skills/pdf-tools/1.0.0/yank" class="yank-form">"#,
+        r#"<form method="post" action="/skills/pdf-tools/1.0.1/unyank" class="inline-form">"#,
+        r#"<a href="/publishers/bob">bob</a>"#,
+    ] {
+        assert!(html.contains(expected), "missing {expected:?} in {html}");
+    }
+    // Publisher markdown is sanitized: the script is gone, not escaped in.
+    assert!(!html.contains("alert(1)"), "{html}");
+}
+
+#[test]
+fn a_skill_version_outside_the_index_says_so() {
+    let mut page = skill_page();
+    page.skill.version = Version::parse("2.0.0-rc.1").unwrap();
+    page.skill.body_markdown = "\n".to_owned();
+    page.index_entry.listed = false;
+    page.owner_controls = None;
+    let html = page.render().unwrap();
+    for expected in [
+        "so not this version. Its entry there would be:",
+        // A prerelease is only picked by a requirement that names one.
+        "version: ^2.0.0-rc.1",
+        "has no instructions after its frontmatter",
+    ] {
+        assert!(html.contains(expected), "missing {expected:?} in {html}");
+    }
+    assert!(!html.contains("yank-form"));
+}
+
+#[test]
 fn tool_without_schemas_or_users_says_so() {
     let mut page = tool_page();
     page.tool.input_schema = None;
@@ -1058,4 +1146,9 @@ fn protocol_page_lists_versions_with_status_and_how_to_declare() {
 #[test]
 fn agent_page_snapshot() {
     insta::assert_snapshot!(agent_page(true).render().unwrap());
+}
+
+#[test]
+fn skill_page_snapshot() {
+    insta::assert_snapshot!(skill_page().render().unwrap());
 }

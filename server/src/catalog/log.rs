@@ -56,12 +56,11 @@ pub async fn show_log(
 fn row(index: u64, e: &Value) -> LogEntryRow {
     let s = |k: &str| e[k].as_str().map(str::to_owned);
     let op = s("op").unwrap_or_default();
-    let plural = match s("kind").as_deref() {
-        Some("agent") => Some("agents"),
-        Some("tool") => Some("tools"),
-        Some("protocol") => Some("protocols"),
-        _ => None,
-    };
+    // Every kind has pages at its plural; an entry of no known kind links
+    // nowhere.
+    let plural = s("kind")
+        .and_then(|k| k.parse::<agentlang_core::Kind>().ok())
+        .map(agentlang_core::Kind::plural);
     let (subject, href) = match (op.as_str(), s("name"), s("version")) {
         ("genesis", _, _) => (s("origin").unwrap_or_default(), None),
         ("key_add" | "key_revoke", _, _) => {

@@ -26,6 +26,7 @@ pub mod publishers;
 pub mod replay;
 pub mod search;
 pub mod session;
+pub mod skills;
 pub mod views;
 
 use crate::request_id::RequestId;
@@ -78,6 +79,8 @@ fn pages() -> Vec<(&'static str, Method, Route)> {
         page!("/agents/{name}/{version}", GET, packages::agent_version),
         page!("/tools/{name}", GET, packages::tool_latest),
         page!("/tools/{name}/{version}", GET, packages::tool_version),
+        page!("/skills/{name}", GET, skills::skill_latest),
+        page!("/skills/{name}/{version}", GET, skills::skill_version),
         page!("/{kind}/{name}/{version}/yank", POST, account::yank),
         page!("/{kind}/{name}/{version}/unyank", POST, account::unyank),
         page!("/protocols/{name}", GET, protocols::protocol),

@@ -60,7 +60,7 @@ impl Loaded {
         u64::try_from(self.page.downloads()).unwrap_or(0)
     }
 
-    fn owners(&self) -> Vec<OwnerView> {
+    pub fn owners(&self) -> Vec<OwnerView> {
         self.page.owners.iter().map(owner_view).collect()
     }
 }
@@ -81,11 +81,11 @@ pub(super) async fn load(
     })
 }
 
-fn parse_version(raw: &str) -> Result<Version, CatalogError> {
+pub(super) fn parse_version(raw: &str) -> Result<Version, CatalogError> {
     Version::parse(raw).map_err(|_| CatalogError::NotFound)
 }
 
-fn artifact(found: &VersionPage) -> ArtifactView {
+pub(super) fn artifact(found: &VersionPage) -> ArtifactView {
     let v = found.version();
     let (key_id, key_owner, key_revoked_at) = match (&v.signer_key_id, &found.signer) {
         (_, Some((key, holder))) => (
@@ -112,11 +112,14 @@ fn artifact(found: &VersionPage) -> ArtifactView {
 }
 
 /// Skills, subagents, ux hints or README, as stored at publish.
-fn extras(v: &VersionRecord) -> ContainerExtras {
+pub(super) fn extras(v: &VersionRecord) -> ContainerExtras {
     ContainerExtras::from_stored(v.extras.as_ref().map(|e| &e.0))
 }
 
-fn owner_controls(found: &VersionPage, session: Option<&WebSession>) -> Option<OwnerControls> {
+pub(super) fn owner_controls(
+    found: &VersionPage,
+    session: Option<&WebSession>,
+) -> Option<OwnerControls> {
     session
         .filter(|_| found.viewer_owns)
         .map(|s| OwnerControls {
@@ -125,7 +128,7 @@ fn owner_controls(found: &VersionPage, session: Option<&WebSession>) -> Option<O
 }
 
 /// The read model of a version's page, as the session's account sees it.
-async fn version_page(
+pub(super) async fn version_page(
     state: &AppState,
     session: &MaybeSession,
     kind: Kind,
@@ -240,7 +243,7 @@ pub async fn agent_page(
 
 /// What a package page is cached under: every spelling of the name and
 /// version shares one entry.
-fn page_key(
+pub(super) fn page_key(
     kind: Kind,
     raw_name: &str,
     version: Option<&Version>,

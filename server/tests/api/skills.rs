@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::{
     conformance,
     publish::{PROMPT_YAML, agent_with, build, publish, published, publisher},
-    support::{Backend, TestApp, backend_tests, problem},
+    support::{Backend, TestApp, backend_tests, problem, seed},
 };
 
 backend_tests!(
@@ -22,6 +22,7 @@ backend_tests!(
     a_skill_md_outside_the_spec_is_refused_naming_the_file,
     skills_ref_accepts_what_the_index_serves,
     agents_lock_and_publish_against_published_skills,
+    skills_have_pages_and_appear_in_search,
 );
 
 fn skill_md(name: &str, version: &str, description: &str) -> String {
@@ -394,4 +395,159 @@ async fn agents_lock_and_publish_against_published_skills(backend: Backend) {
     assert!(body.to_string().contains(&hash(&new)), "{body}");
     let agent = published(&app, &alice.token, with_lock(Some(&lock))).await;
     assert_eq!(agent["name"], "reader");
+}
+
+/// A catalog page's HTML, after checking its status and type.
+async fn html(app: &TestApp, path: &str, status: StatusCode) -> String {
+    let res = app.get(path).await;
+    assert_eq!(res.status(), status, "{path}");
+    assert_eq!(
+        res.headers()["content-type"].to_str().unwrap(),
+        "text/html; charset=utf-8",
+        "{path}"
+    );
+    res.text().await.unwrap()
+}
+
+async fn skills_have_pages_and_appear_in_search(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let md = |version: &str| {
+        format!(
+            "---\nname: pdf-tools\ndescription: Extract text and tables from PDF files.\n\
+             license: Apache-2.0\ncompatibility: Requires python3\n\
+             allowed-tools: Bash(python3:*) Read\n\
+             metadata:\n  version: {version}\n  author: example-org\n---\n\
+             # PDF tools\n\nRun `scripts/extract.py FILE` and read its output.\n\n\
+             <script>alert('skill')</script>\n"
+        )
+    };
+    for version in ["1.0.0", "1.1.0"] {
+        let md = md(version);
+        let bytes = build(
+            &alice.key,
+            Kind::Skill,
+            "pdf-tools",
+            version,
+            &[
+                ("SKILL.md", md.as_bytes()),
+                ("scripts/extract.py", b"print('text')\n"),
+            ],
+            1_738_146_600,
+        );
+        published(&app, &alice.token, bytes).await;
+    }
+    let download = app.get("/api/v1/skills/pdf-tools/1.1.0/download").await;
+    assert_eq!(download.status(), StatusCode::OK);
+    let digest = hex::encode(Sha256::digest(download.bytes().await.unwrap()));
+
+    // The newest version: its SKILL.md rendered (the script sanitized
+    // away), its frontmatter, how to use it, and its discovery entry.
+    let page = html(&app, "/skills/pdf-tools", StatusCode::OK).await;
+    for expected in [
+        "<h1><code>pdf-tools</code> <span class=\"version\">1.1.0</span></h1>",
+        "<h3>PDF tools</h3>",
+        "<p>Run <code>scripts/extract.py FILE</code> and read its output.</p>",
+        "<dt>License</dt><dd>Apache-2.0</dd>",
+        "<dt>Compatibility</dt><dd>Requires python3</dd>",
+        "<li><code>Bash(python3:*)</code></li><li><code>Read</code></li>",
+        "<dt>Metadata <code>author</code></dt><dd>example-org</dd>",
+        "agentlang pull pdf-tools@1.1.0 --kind skill",
+        "skills:\n  - name: pdf-tools\n    version: ^1.1",
+        "<code>/api/v1/skills/pdf-tools/1.1.0/download</code>",
+        &format!(r#"<code class="hash">sha256:{digest}</code>"#),
+        "lists this version",
+        r#"<a href="/skills/pdf-tools/1.0.0">1.0.0</a>"#,
+        r#"<a href="/publishers/alice">alice</a>"#,
+    ] {
+        assert!(page.contains(expected), "missing {expected:?} in {page}");
+    }
+    assert!(!page.contains("alert("), "{page}");
+    assert_eq!(page.matches("<script").count(), 1, "only the copy script");
+
+    // An older version has its own page, and says the index lists another.
+    let older = html(&app, "/skills/pdf-tools/1.0.0", StatusCode::OK).await;
+    assert!(
+        older.contains("<code>/api/v1/skills/pdf-tools/1.0.0/download</code>")
+            && older.contains("so not this version"),
+        "{older}"
+    );
+
+    // Search finds it, on the catalog page and in the API, and the link
+    // answers.
+    let found = html(&app, "/search?q=pdf", StatusCode::OK).await;
+    assert!(found.contains(r#"<a href="/skills/pdf-tools">"#), "{found}");
+    let filtered = html(&app, "/search?q=pdf&kind=skill", StatusCode::OK).await;
+    assert!(
+        filtered.contains(r#"<a href="/skills/pdf-tools">"#)
+            && filtered.contains(r#"<option value="skill" selected>Skills</option>"#),
+        "{filtered}"
+    );
+    let api: Value = app.get("/api/v1/search?q=pdf").await.json().await.unwrap();
+    let hit = &api["results"][0];
+    assert_eq!(
+        (hit["kind"].as_str(), hit["name"].as_str()),
+        (Some("skill"), Some("pdf-tools")),
+        "{api}"
+    );
+    html(&app, "/skills/pdf-tools", StatusCode::OK).await;
+
+    // Owners yank from the page, as from a tool's.
+    let session = crate::catalog::sign_in(&app, "alice", seed::PASSWORD)
+        .await
+        .unwrap();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let owned = client
+        .get(format!("{}/skills/pdf-tools/1.1.0", app.url))
+        .header(reqwest::header::COOKIE, &session)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        owned.contains(r#"action="/skills/pdf-tools/1.1.0/yank""#),
+        "{owned}"
+    );
+    let marker = r#"name="csrf_token" value=""#;
+    let csrf = owned[owned.find(marker).unwrap() + marker.len()..]
+        .split('"')
+        .next()
+        .unwrap();
+    let res = client
+        .post(format!("{}/skills/pdf-tools/1.1.0/yank", app.url))
+        .header(reqwest::header::COOKIE, &session)
+        .form(&[("reason", "wrong tables"), ("csrf_token", csrf)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        res.headers()[reqwest::header::LOCATION],
+        "/skills/pdf-tools/1.1.0"
+    );
+    let after = html(&app, "/skills/pdf-tools", StatusCode::OK).await;
+    assert!(
+        after.contains("<span class=\"version\">1.0.0</span></h1>")
+            && after.contains("Reason: wrong tables")
+            && after.contains("lists this version"),
+        "the newest unyanked version represents it, and the index lists it: {after}"
+    );
+
+    // Unknown skills, versions and spellings that name nothing are 404
+    // pages; a tool's page does not answer for a skill.
+    for path in [
+        "/skills/no-such-skill",
+        "/skills/pdf-tools/9.9.9",
+        "/skills/pdf-tools/not-a-version",
+        "/tools/pdf-tools",
+    ] {
+        html(&app, path, StatusCode::NOT_FOUND).await;
+    }
 }
