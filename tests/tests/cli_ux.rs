@@ -230,3 +230,28 @@ fn trust_fetches_of_pinned_tools_are_not_counted_as_downloads() {
         "inspect's fetch counted"
     );
 }
+
+#[test]
+fn search_never_prints_a_name_with_an_empty_version() {
+    use agentlang_e2e::mock::{MockRegistry, Reply};
+    let mock = MockRegistry::start();
+    mock.route(
+        "GET",
+        "/api/v1/search",
+        Reply::json(
+            200,
+            &serde_json::json!({ "total": 2, "results": [
+                { "kind": "tool", "name": "gone", "version": null, "description": "All yanked." },
+                { "kind": "tool", "name": "here", "version": "1.0.0", "description": "Live." },
+            ]}),
+        ),
+    );
+    let user = User::new(&mock.url);
+    let out = user.ok(&["search", "x"]).stdout;
+    assert!(!out.contains("gone@"), "{out}");
+    assert!(
+        out.contains("tool   gone (every version yanked)  All yanked."),
+        "{out}"
+    );
+    assert!(out.contains("tool   here@1.0.0  Live."), "{out}");
+}

@@ -30,11 +30,15 @@ pub fn run(env: &Env, query: &str, kind: Option<KindArg>, page: u32) -> Result<E
             } else {
                 s("title")
             };
+            // A package whose every version is yanked has no version to
+            // offer: said so, never as `name@` with nothing after it.
+            let at = match s("version") {
+                v if v.is_empty() => format!("{} (every version yanked)", env.out.bold(&s("name"))),
+                v => format!("{}@{v}", env.out.bold(&s("name"))),
+            };
             lines.push(format!(
-                "{:<6} {}@{}  {}",
+                "{:<6} {at}  {}",
                 s("kind"),
-                env.out.bold(&s("name")),
-                s("version"),
                 summary.lines().next().unwrap_or_default()
             ));
         }
