@@ -45,10 +45,8 @@ fn bindings_are_read_per_kind_and_refused_on_another() {
     assert_eq!(http.endpoint, "https://search.example/api/search");
     assert!(spec.bash().is_none() && spec.mcp().is_none());
 
-    let bash = format!(
-        "name: t\nversion: 1.0.0\ndescription: d\nkind: bash\ninput_schema: {{type: object}}\n\
-         bash:\n  command: ffmpeg -i {{{{input}}}}\n  dependencies:\n    - name: ffmpeg\n"
-    );
+    let bash = "name: t\nversion: 1.0.0\ndescription: d\nkind: bash\ninput_schema: {type: object}\n\
+                bash:\n  command: ffmpeg -i {{input}}\n  dependencies:\n    - name: ffmpeg\n";
     let spec = parse_tool(bash.as_bytes()).unwrap();
     assert_eq!(spec.bash().unwrap().command, "ffmpeg -i {{input}}");
 

@@ -22,7 +22,7 @@ use std::{
 };
 
 use agentlang_e2e::{
-    User, bins, copy_dir, publish_research_tools, publisher, start_registry, workspace_root,
+    bins, copy_dir, publish_research_tools, publisher, start_registry, workspace_root,
 };
 
 /// The `agentlang` lines of the README's `##` section `name`, comments
