@@ -653,9 +653,9 @@ pub struct SkillVersionView {
     pub allowed_tools: Vec<String>,
     /// Every `metadata` entry (`version` included), by key.
     pub metadata: Vec<(String, String)>,
-    /// The markdown after the frontmatter; empty when there is none, or for
-    /// a version stored before the body was kept.
-    pub body_markdown: String,
+    /// The markdown after the frontmatter; `None` for a version published
+    /// before the registry kept it.
+    pub body_markdown: Option<String>,
 }
 
 /// A skill version's entry in the Agent Skills discovery index

@@ -568,9 +568,13 @@ impl SkillPage {
         )
     }
 
-    /// The SKILL.md body: publisher content, so sanitized.
-    pub fn body_html(&self) -> String {
-        render_markdown(&self.skill.body_markdown)
+    /// The SKILL.md body, if it has one: publisher content, so sanitized.
+    pub fn body_html(&self) -> Option<String> {
+        self.skill
+            .body_markdown
+            .as_deref()
+            .filter(|body| !body.trim().is_empty())
+            .map(render_markdown)
     }
 
     pub fn current_yank(&self) -> Option<&Yank> {

@@ -199,9 +199,11 @@ fn skill_page() -> SkillPage {
                 ("author".to_owned(), "example-org".to_owned()),
                 ("version".to_owned(), "1.1.0".to_owned()),
             ],
-            body_markdown: "# PDF tools\n\nRun `scripts/extract.py FILE`.\n\n\
-                            <script>alert(1)</script>\n\n## Tables\n\nSee the reference.\n"
-                .to_owned(),
+            body_markdown: Some(
+                "# PDF tools\n\nRun `scripts/extract.py FILE`.\n\n\
+                 <script>alert(1)</script>\n\n## Tables\n\nSee the reference.\n"
+                    .to_owned(),
+            ),
         },
         versions: fixtures::versions(),
         artifact: fixtures::artifact(),
@@ -888,7 +890,7 @@ fn skill_page_renders_its_skill_md_and_how_to_use_it() {
 fn a_skill_version_outside_the_index_says_so() {
     let mut page = skill_page();
     page.skill.version = Version::parse("2.0.0-rc.1").unwrap();
-    page.skill.body_markdown = "\n".to_owned();
+    page.skill.body_markdown = Some("\n".to_owned());
     page.index_entry.listed = false;
     page.owner_controls = None;
     let html = page.render().unwrap();
@@ -901,6 +903,12 @@ fn a_skill_version_outside_the_index_says_so() {
         assert!(html.contains(expected), "missing {expected:?} in {html}");
     }
     assert!(!html.contains("yank-form"));
+    page.skill.body_markdown = None;
+    let html = page.render().unwrap();
+    assert!(
+        html.contains("published before the registry kept its instructions"),
+        "{html}"
+    );
 }
 
 #[test]

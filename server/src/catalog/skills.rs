@@ -24,7 +24,7 @@ fn skill_view(
     name: &PackageName,
     version: &Version,
     spec: &Value,
-    body: String,
+    body: Option<String>,
 ) -> SkillVersionView {
     let text = |key: &str| spec.get(key).and_then(Value::as_str).map(str::to_owned);
     SkillVersionView {
@@ -61,12 +61,7 @@ async fn skill_page(
     let (entry, listed) = app::skills::catalog_entry(&found.page, v);
     Ok(SkillPage {
         chrome: session.chrome(),
-        skill: skill_view(
-            &loaded.name,
-            &v.version,
-            &v.spec.0,
-            extras(v).readme.unwrap_or_default(),
-        ),
+        skill: skill_view(&loaded.name, &v.version, &v.spec.0, extras(v).readme),
         versions: loaded.summaries(),
         artifact: artifact(&found),
         owners: loaded.owners(),
