@@ -345,6 +345,16 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
     }
 }
 
+/// A stored tool spec's `http:` or `bash:` binding as the YAML section a
+/// publisher writes (`http:\n  endpoint: ...`), with its key; for pages.
+pub fn binding_yaml(spec: &Json) -> Option<(&'static str, String)> {
+    let key = ["http", "bash"]
+        .into_iter()
+        .find(|key| spec.get(key).is_some_and(|v| !v.is_null()))?;
+    let section = serde_json::json!({ key: spec[key] });
+    Some((key, yaml_serde::to_string(&section).ok()?))
+}
+
 /// The `key:` binding of a tool of kind `wanted`, read as agent.yaml reads
 /// the same entry; refused on a tool of another kind.
 fn binding<T>(

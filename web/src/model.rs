@@ -613,6 +613,18 @@ pub struct McpEntryView {
     pub url: String,
 }
 
+/// How a runtime reaches a `kind: http` or `kind: bash` tool: its tool.yaml
+/// section, as written back out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindingView {
+    /// `http` or `bash`: the section's key.
+    pub key: String,
+    /// What it holds, for the heading: `HTTP endpoint`, `Command`.
+    pub heading: String,
+    /// The section as YAML.
+    pub yaml: String,
+}
+
 /// A tool's dependency on another tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolDependencyView {

@@ -421,6 +421,8 @@ pub struct ToolPage {
     pub owner_controls: Option<OwnerControls>,
     /// A `kind: mcp` tool's MCP Registry entry.
     pub mcp: Option<McpEntryView>,
+    /// A `kind: http` or `kind: bash` tool's binding.
+    pub binding: Option<BindingView>,
 }
 
 impl ToolPage {

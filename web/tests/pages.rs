@@ -180,6 +180,11 @@ fn tool_page() -> ToolPage {
             csrf_token: "csrf-session-token".to_owned(),
         }),
         mcp: None,
+        binding: Some(BindingView {
+            key: "http".to_owned(),
+            heading: "HTTP endpoint".to_owned(),
+            yaml: "http:\n  endpoint: https://search.example/api\n  method: GET\n".to_owned(),
+        }),
     }
 }
 
@@ -816,7 +821,11 @@ fn tool_page_shows_schemas_dependencies_and_users() {
 fn tool_page_has_the_risk_banner_the_agent_page_has() {
     let page = tool_page();
     let levels: Vec<_> = page.tool.capabilities.iter().map(|c| c.risk()).collect();
-    let top = levels.iter().max().copied().expect("the fixture requires capabilities");
+    let top = levels
+        .iter()
+        .max()
+        .copied()
+        .expect("the fixture requires capabilities");
     let html = page.render().unwrap();
     let banner = format!(
         r#"<p class="risk-summary risk risk-{}"><strong>Highest permission risk: {}</strong>"#,
@@ -1159,4 +1168,20 @@ fn agent_page_snapshot() {
 #[test]
 fn skill_page_snapshot() {
     insta::assert_snapshot!(skill_page().render().unwrap());
+}
+
+#[test]
+fn tool_page_shows_how_a_runtime_reaches_it() {
+    let html = tool_page().render().unwrap();
+    assert!(
+        html.contains(r#"<h2 id="binding-heading">HTTP endpoint</h2>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains("endpoint: https://search.example/api"),
+        "{html}"
+    );
+    let mut page = tool_page();
+    page.binding = None;
+    assert!(!page.render().unwrap().contains("binding-heading"));
 }

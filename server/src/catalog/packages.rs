@@ -393,6 +393,7 @@ async fn tool_page(
     Ok(ToolPage {
         chrome: session.chrome(),
         tool: views::tool_view(&loaded.name, &v.version, &v.spec.0, &extras),
+        binding: views::tool_binding(&v.spec.0),
         versions: loaded.summaries(),
         artifact: artifact(&found),
         owners: loaded.owners(),

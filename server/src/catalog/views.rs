@@ -412,6 +412,22 @@ fn permission_views(permissions: &Value) -> Vec<PermissionView> {
 }
 
 /// The tool page's view of one version.
+/// A `kind: http` or `kind: bash` tool's binding from its stored spec, as
+/// the YAML a publisher wrote it in.
+pub fn tool_binding(spec: &Value) -> Option<BindingView> {
+    let (key, yaml) = agentlang_core::tool::binding_yaml(spec)?;
+    Some(BindingView {
+        key: key.to_owned(),
+        heading: if key == "http" {
+            "HTTP endpoint"
+        } else {
+            "Command"
+        }
+        .to_owned(),
+        yaml,
+    })
+}
+
 pub fn tool_view(
     name: &PackageName,
     version: &Version,

@@ -19,7 +19,41 @@ backend_tests!(
     the_sign_in_form_answers_unknown_users_as_wrong_passwords,
     agent_pages_say_on_which_hosts_the_agent_runs,
     password_change_and_sign_out_everywhere_end_sessions,
+    a_tool_page_shows_how_a_runtime_reaches_it,
 );
+
+/// A `kind: bash` tool's `bash:` section, published, is on its page as the
+/// YAML it was written in.
+async fn a_tool_page_shows_how_a_runtime_reaches_it(backend: Backend) {
+    use agentlang_core::Kind;
+
+    use crate::publish::{build, published, publisher};
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let yaml = "name: transcode\nversion: 1.0.0\ndescription: Converts video.\nkind: bash\n\
+                input_schema:\n  type: object\npermissions: [shell]\n\
+                bash:\n  command: ffmpeg -i {{input}} out.mp4\n";
+    let container = build(
+        &alice.key,
+        Kind::Tool,
+        "transcode",
+        "1.0.0",
+        &[("tool.yaml", yaml.as_bytes())],
+        1_738_146_600,
+    );
+    published(&app, &alice.token, container).await;
+    let html = page(app.get("/tools/transcode").await, StatusCode::OK).await;
+    assert!(
+        html.contains(r#"<h2 id="binding-heading">Command</h2>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains("command: ffmpeg -i {{input}} out.mp4"),
+        "{html}"
+    );
+}
 
 /// Paths of every kind: a page, an API answer, a problem, an operational
 /// endpoint.
