@@ -290,4 +290,27 @@ async fn tokens_cannot_revoke_other_accounts_tokens(backend: Backend) {
         .unwrap();
     problem(res, StatusCode::FORBIDDEN, "missing-scope").await;
     assert_eq!(list(&app, &alice).await.status(), StatusCode::OK);
+
+    // ...but any token may give itself up (what `agentlang logout` does).
+    let listed: Value = list(&app, &alice).await.json().await.unwrap();
+    let own_id = listed["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .find(|id| *id != alice_token_id)
+        .unwrap()
+        .to_owned();
+    let res = app
+        .request(Method::DELETE, &format!("/api/v1/tokens/{own_id}"))
+        .bearer_auth(&publish_only)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        list(&app, &publish_only).await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(list(&app, &alice).await.status(), StatusCode::OK);
 }
