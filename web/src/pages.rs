@@ -316,16 +316,17 @@ impl AgentPage {
     }
 
     /// What most visitors want first: the agent with every tool its lock
-    /// pins, verified, in a folder `agentlang run` takes.
+    /// pins, verified, in a folder `agentlang run` takes. `@=`: the version
+    /// the page shows, not the newest that is compatible with it.
     pub fn install_command(&self) -> String {
         format!(
-            "agentlang install {}@{}",
+            "agentlang install {}@={}",
             self.agent.name, self.agent.version
         )
     }
 
     pub fn pull_command(&self) -> String {
-        format!("agentlang pull {}@{}", self.agent.name, self.agent.version)
+        format!("agentlang pull {}@={}", self.agent.name, self.agent.version)
     }
 
     /// How this agent appears in a parent's `agent.lock`.
@@ -520,7 +521,7 @@ impl ToolPage {
 
     pub fn pull_command(&self) -> String {
         format!(
-            "agentlang pull {}@{} --kind tool",
+            "agentlang pull {}@={} --kind tool",
             self.tool.name, self.tool.version
         )
     }
@@ -613,7 +614,7 @@ impl SkillPage {
 
     pub fn pull_command(&self) -> String {
         format!(
-            "agentlang pull {}@{} --kind skill",
+            "agentlang pull {}@={} --kind skill",
             self.skill.name, self.skill.version
         )
     }

@@ -198,7 +198,7 @@ async fn every_page_answers_html_with_its_policy(backend: Backend) {
         agent.contains("academic-researcher"),
         "subagents from the container"
     );
-    assert!(agent.contains("agentlang pull research-assistant@1.1.0"));
+    assert!(agent.contains("agentlang pull research-assistant@=1.1.0"));
     // Hosts: the fixture needs a camera and scheduled background work.
     assert!(
         agent.contains("<h2 id=\"hosts-heading\">Hosts</h2>"),

@@ -454,7 +454,7 @@ async fn skills_have_pages_and_appear_in_search(backend: Backend) {
         "<dt>Compatibility</dt><dd>Requires python3</dd>",
         "<li><code>Bash(python3:*)</code></li><li><code>Read</code></li>",
         "<dt>Metadata <code>author</code></dt><dd>example-org</dd>",
-        "agentlang pull pdf-tools@1.1.0 --kind skill",
+        "agentlang pull pdf-tools@=1.1.0 --kind skill",
         "skills:\n  - name: pdf-tools\n    version: ^1.1",
         "<code>/api/v1/skills/pdf-tools/1.1.0/download</code>",
         &format!(r#"<code class="hash">sha256:{digest}</code>"#),
