@@ -19,7 +19,10 @@ use std::sync::{Condvar, Mutex, PoisonError};
 use jsonschema::{PatternOptions, paths::LocationSegment};
 use serde_json::Value as Json;
 
-use crate::diagnostics::{Diagnostics, index, join};
+use crate::{
+    diagnostics::{Diagnostics, index, join},
+    keys::kind_of,
+};
 
 /// Most regexes (`pattern` values and `patternProperties` keys) one
 /// document's schemas may hold together.
@@ -219,6 +222,35 @@ pub fn dotted<'a>(base: &str, segments: impl Iterator<Item = LocationSegment<'a>
         LocationSegment::Property(key) => join(&path, &key),
         LocationSegment::Index(i) => index(&path, i),
     })
+}
+
+/// Checks a schema (`json_schema::check`: metaschema, regex bounds,
+/// compilation), its regexes counted against the document's `regexes`. MCP
+/// requires an input schema to describe an object.
+pub(crate) fn schema_at(
+    value: &yaml_serde::Value,
+    path: &str,
+    is_input: bool,
+    regexes: &mut RegexBudget,
+    diags: &mut Diagnostics,
+) -> Option<Json> {
+    let json = serde_json::to_value(value)
+        .map_err(|e| diags.push(path, format!("cannot be represented as JSON: {e}")))
+        .ok()?;
+    let Json::Object(object) = &json else {
+        diags.push(
+            path,
+            format!("expected a JSON Schema mapping, found {}", kind_of(value)),
+        );
+        return None;
+    };
+    if is_input && object.get("type").and_then(Json::as_str) != Some("object") {
+        diags.push(
+            join(path, "type"),
+            "an MCP input schema must have `type: object`",
+        );
+    }
+    check(&json, path, regexes, diags).then_some(json)
 }
 
 #[cfg(test)]

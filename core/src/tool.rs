@@ -244,11 +244,11 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
             diags.push("input_schema", "missing required key");
             None
         }
-        Some(v) => schema(v, "input_schema", true, &mut regexes, &mut diags),
+        Some(v) => json_schema::schema_at(v, "input_schema", true, &mut regexes, &mut diags),
     };
     let output_schema = top
         .get("output_schema")
-        .map(|v| schema(v, "output_schema", false, &mut regexes, &mut diags));
+        .map(|v| json_schema::schema_at(v, "output_schema", false, &mut regexes, &mut diags));
 
     let dependencies = match top.get("dependencies") {
         None => BTreeMap::new(),
@@ -397,33 +397,6 @@ fn to_json(value: &Value, path: &str, diags: &mut Diagnostics) -> Option<Json> {
     serde_json::to_value(value)
         .map_err(|e| diags.push(path, format!("cannot be represented as JSON: {e}")))
         .ok()
-}
-
-/// Checks a schema (`json_schema::check`: metaschema, regex bounds,
-/// compilation), its regexes counted against the document's `regexes`. MCP
-/// requires an input schema to describe an object.
-pub(crate) fn schema(
-    value: &Value,
-    path: &str,
-    is_input: bool,
-    regexes: &mut RegexBudget,
-    diags: &mut Diagnostics,
-) -> Option<Json> {
-    let json = to_json(value, path, diags)?;
-    let Json::Object(object) = &json else {
-        diags.push(
-            path,
-            format!("expected a JSON Schema mapping, found {}", kind_of(value)),
-        );
-        return None;
-    };
-    if is_input && object.get("type").and_then(Json::as_str) != Some("object") {
-        diags.push(
-            join(path, "type"),
-            "an MCP input schema must have `type: object`",
-        );
-    }
-    json_schema::check(&json, path, regexes, diags).then_some(json)
 }
 
 fn dependencies(

@@ -22,8 +22,6 @@
 //!
 //! Pure: no clock, no IO; the caller hands over what the registry knows.
 
-mod endpoint;
-
 use std::collections::BTreeMap;
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
@@ -31,7 +29,9 @@ use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use self::endpoint::{Binding, Endpoint, EndpointUrl, MAX_URL_LEN, PROTOCOL, UrlError};
+pub use crate::agent::a2a_endpoint::{
+    Binding, Endpoint, EndpointUrl, MAX_URL_LEN, PROTOCOL, UrlError,
+};
 use crate::{
     agent::model::DELEGATE_TOOL,
     digest::Sha256Digest,

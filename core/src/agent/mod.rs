@@ -12,6 +12,9 @@
 //! SemVer) and `description`; a subagent needs `name` and `description`
 //! (everything else, tools included, is optional for both).
 
+// An agent.yaml `a2a` protocol entry's `endpoint`: here, below the card
+// module that reads it, so the two never import each other.
+pub mod a2a_endpoint;
 pub(crate) mod model;
 mod parse;
 mod patterns;

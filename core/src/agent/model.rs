@@ -501,7 +501,7 @@ pub struct ProtocolDecl {
     /// Where the agent answers A2A (`a2a` only): the registry serves a
     /// signed Agent Card for it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<crate::a2a::Endpoint>,
+    pub endpoint: Option<super::a2a_endpoint::Endpoint>,
     #[serde(flatten)]
     pub extensions: Extensions,
 }

@@ -6,11 +6,11 @@ use indexmap::IndexMap;
 use semver::VersionReq;
 use yaml_serde::Value;
 
+use super::a2a_endpoint as a2a;
 use super::model::*;
 use super::permissions::{CronSchedule, PermissionMode};
 use super::reader::{Fields, MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, Reader, ShapeError, to_json};
 use super::template::{self, check_env_template, is_env_name};
-use crate::a2a;
 use crate::capability::Capability;
 use crate::diagnostics::{index, join};
 use crate::keys::{EXTENSION_PREFIX, suggest};
@@ -1202,9 +1202,9 @@ fn ui_actions(r: &mut Reader, v: &Value, path: &str, component: bool) -> Option<
     };
     let f = r.fields(v, path, known)?;
     // Checked as a tool's input schema is: it becomes one.
-    let props = f
-        .get("props")
-        .and_then(|p| crate::tool::schema(p, &f.at("props"), true, &mut r.regexes, &mut r.diags));
+    let props = f.get("props").and_then(|p| {
+        crate::json_schema::schema_at(p, &f.at("props"), true, &mut r.regexes, &mut r.diags)
+    });
     let mut sync_actions = IndexMap::new();
     if let Some(s) = f.get("sync_actions") {
         let sp = f.at("sync_actions");
