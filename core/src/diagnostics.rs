@@ -11,6 +11,8 @@ use std::fmt;
 
 use serde::{Serialize, Serializer, ser::SerializeSeq};
 
+use crate::rules::Rule;
+
 /// Most problems one list keeps; the rest are counted.
 pub const MAX_DIAGNOSTICS: usize = 100;
 /// Longest message kept, in characters: messages quote what they are
@@ -39,6 +41,10 @@ pub struct Diagnostic {
     /// Dotted path with `[i]` indices; empty for the document as a whole.
     pub path: String,
     pub message: String,
+    /// The named rule the problem breaks, when it is one
+    /// ([`crate::rules`]): the registry's problem type for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<Rule>,
 }
 
 impl fmt::Display for Diagnostic {
@@ -47,9 +53,13 @@ impl fmt::Display for Diagnostic {
             write!(f, "{file}: ")?;
         }
         if self.path.is_empty() {
-            f.write_str(&self.message)
+            f.write_str(&self.message)?;
         } else {
-            write!(f, "{}: {}", self.path, self.message)
+            write!(f, "{}: {}", self.path, self.message)?;
+        }
+        match self.rule {
+            Some(rule) => write!(f, " [{rule}]"),
+            None => Ok(()),
         }
     }
 }
@@ -77,6 +87,15 @@ impl Diagnostics {
         self.push_with(|| (path, message));
     }
 
+    /// A problem that breaks the named `rule`.
+    pub fn push_rule(&mut self, rule: Rule, path: impl Into<String>, message: impl Into<String>) {
+        let kept = !self.is_full();
+        self.push_with(|| (path, message));
+        if kept && let Some(last) = self.kept.last_mut() {
+            last.rule = Some(rule);
+        }
+    }
+
     /// [`Self::push`] for a problem whose text costs something to build:
     /// `problem` runs only when the problem will be kept.
     pub fn push_with<P: Into<String>, M: Into<String>>(
@@ -92,6 +111,7 @@ impl Diagnostics {
             file: None,
             path: clip(path.into(), MAX_PATH_CHARS),
             message: clip(message.into(), MAX_MESSAGE_CHARS),
+            rule: None,
         });
     }
 
@@ -179,6 +199,7 @@ impl Serialize for Diagnostics {
             file: None,
             path: String::new(),
             message,
+            rule: None,
         });
         let mut seq = s.serialize_seq(Some(self.kept.len() + usize::from(more.is_some())))?;
         for d in self.kept.iter().chain(more.as_ref()) {

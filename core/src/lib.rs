@@ -29,6 +29,7 @@ pub mod protocol;
 pub mod protocols;
 pub mod quality;
 pub mod resolve;
+pub mod rules;
 pub mod signing;
 pub mod skill;
 #[cfg(feature = "sqlx")]

@@ -873,6 +873,7 @@ pub fn check_agent(
                             "{name} {} is deprecated, migrate to {successor}: {message}",
                             selected.version
                         ),
+                        rule: None,
                     });
                 }
                 report.choices.push(ProtocolChoice {

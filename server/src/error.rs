@@ -20,7 +20,10 @@ use actix_web::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use app::{FieldError, ServiceError, error::LockProblemKind};
+use app::{
+    FieldError, ServiceError,
+    error::{LockProblemKind, Rule},
+};
 
 use crate::request_id::RequestId;
 
@@ -92,11 +95,21 @@ impl ApiError {
     fn problem(&self) -> Problem {
         let status = self.status_code();
         let detail = match self {
-            Self::Service(ServiceError::Validation(errors)) if errors.len() == 1 => {
+            Self::Service(
+                ServiceError::Validation(errors) | ServiceError::RuleBroken(_, errors),
+            ) if errors.len() == 1 => {
                 format!("{}: {}", errors[0].field, errors[0].message)
             }
             Self::Service(ServiceError::Validation(errors)) => {
                 format!("{} fields are invalid", errors.len())
+            }
+            Self::Service(ServiceError::RuleBroken(rule, errors)) => {
+                format!(
+                    "{} problems, among them {}: {}",
+                    errors.len(),
+                    rule.slug(),
+                    rule.title()
+                )
             }
             // The cause may hold SQL, paths or hostnames: it goes to the log.
             Self::Service(ServiceError::Internal(_)) => {
@@ -122,9 +135,11 @@ impl ApiError {
             instance: None,
             request_id: None,
             errors: match self {
-                Self::Service(ServiceError::Validation(errors) | ServiceError::Lock(_, errors)) => {
-                    errors.clone()
-                }
+                Self::Service(
+                    ServiceError::Validation(errors)
+                    | ServiceError::RuleBroken(_, errors)
+                    | ServiceError::Lock(_, errors),
+                ) => errors.clone(),
                 _ => Vec::new(),
             },
             conflicts: match self {
@@ -142,6 +157,7 @@ fn service_problem(err: &ServiceError) -> ProblemType {
     use ServiceError as E;
     match err {
         E::Validation(_) => ProblemType::ValidationFailed,
+        E::RuleBroken(rule, _) => ProblemType::Rule(*rule),
         E::Malformed(_) => ProblemType::MalformedRequest,
         E::PayloadTooLarge { .. } => ProblemType::PayloadTooLarge,
         E::Unauthenticated(_) => ProblemType::Unauthenticated,
@@ -431,6 +447,10 @@ mod tests {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumIter)]
 pub enum ProblemType {
     ValidationFailed,
+    /// A named rule of a package format ([`Rule`]): one type per rule,
+    /// listed right after `validation-failed` by [`ProblemType::all`].
+    #[strum(disabled)]
+    Rule(Rule),
     MalformedRequest,
     UnsupportedMediaType,
     PayloadTooLarge,
@@ -499,7 +519,13 @@ impl From<LockProblemKind> for ProblemType {
 impl ProblemType {
     /// Every kind, in the order the `/problems/` index lists them.
     pub fn all() -> impl Iterator<Item = ProblemType> {
-        <Self as strum::IntoEnumIterator>::iter()
+        <Self as strum::IntoEnumIterator>::iter().flat_map(|p| {
+            let rules = match p {
+                Self::ValidationFailed => Rule::ALL,
+                _ => &[],
+            };
+            std::iter::once(p).chain(rules.iter().map(|r| Self::Rule(*r)))
+        })
     }
 
     /// The kind whose slug this is.
@@ -528,6 +554,7 @@ impl ProblemType {
 
     fn facts(self) -> (&'static str, u16, &'static str, &'static str) {
         match self {
+            Self::Rule(rule) => (rule.slug(), 422, rule.title(), rule.advice()),
             Self::ValidationFailed => (
                 "validation-failed",
                 422,

@@ -6,6 +6,7 @@ use serde::Serialize;
 use store::names::Scope;
 
 pub use agentlang_core::lockcheck::ProblemKind as LockProblemKind;
+pub use agentlang_core::rules::Rule;
 
 /// One invalid input, named by its JSON field path (`scopes[1]`). A
 /// problem inside an uploaded package also names the package file and the
@@ -23,6 +24,10 @@ pub struct FieldError {
     /// document as a whole.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The named rule the problem breaks (`permission-mode`), when it is
+    /// one: the slug of its own problem type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 impl FieldError {
@@ -32,6 +37,7 @@ impl FieldError {
             message: message.into(),
             file: None,
             path: None,
+            rule: None,
         }
     }
 
@@ -46,7 +52,14 @@ impl FieldError {
             message: message.into(),
             file: Some(file.to_owned()),
             path: Some(path.to_owned()),
+            rule: None,
         }
+    }
+
+    /// The same problem, marked as breaking `rule`.
+    pub fn breaking(mut self, rule: Option<Rule>) -> Self {
+        self.rule = rule.map(|r| r.slug().to_owned());
+        self
     }
 }
 
@@ -55,6 +68,11 @@ impl FieldError {
 pub enum ServiceError {
     #[error("the request failed validation")]
     Validation(Vec<FieldError>),
+    /// An uploaded package breaks a named rule of its format: the first
+    /// one broken, in [`Rule::ALL`]'s order; `errors` lists every problem
+    /// of the package, each with its own rule where it has one.
+    #[error("{}", .0.title())]
+    RuleBroken(Rule, Vec<FieldError>),
     /// What was sent cannot be read at all (not the JSON, YAML or form the
     /// rule takes).
     #[error("malformed request: {0}")]

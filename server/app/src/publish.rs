@@ -480,15 +480,18 @@ async fn check_signer(
 /// `agentlang validate` lists them: the ones `Diagnostics` kept, then its
 /// "and N more problems" line.
 fn validation_errors(diags: &Diagnostics) -> ServiceError {
-    ServiceError::Validation(
-        diags
-            .iter()
-            .map(|d| {
-                FieldError::in_file(d.file.as_deref().unwrap_or(""), &d.path, d.message.clone())
-            })
-            .chain(diags.more().map(|more| FieldError::new("", more)))
-            .collect(),
-    )
+    let errors = diags
+        .iter()
+        .map(|d| {
+            FieldError::in_file(d.file.as_deref().unwrap_or(""), &d.path, d.message.clone())
+                .breaking(d.rule)
+        })
+        .chain(diags.more().map(|more| FieldError::new("", more)))
+        .collect();
+    match diags.iter().filter_map(|d| d.rule).min() {
+        Some(rule) => ServiceError::RuleBroken(rule, errors),
+        None => ServiceError::Validation(errors),
+    }
 }
 
 /// What publish stores about the package's definition file.
