@@ -9,6 +9,7 @@ use agentlang_core::{
     Kind, PackageName, SourceTree, Version,
     container::{self, BuildInput, Created, Limits, PROMPT_PATH},
     crypt::PromptKey,
+    lockcheck::{self, MemberHashes},
     package::{AgentPackage, Package},
 };
 use anyhow::{Context, Result, bail};
@@ -56,6 +57,17 @@ pub fn build_dir(env: &Env, dir: &Path, keys: &BuildKeys, output: Option<&Path>)
     let signing_key = keyfiles::read_secret_key(&key_path)?;
     if let Some(pkg) = &agent {
         lock::ensure_lock(env, dir, &mut checked.members, pkg)?;
+        // What is packed must pass the judgment publish makes of it
+        // (`lockcheck::check`, the registry's part aside): a build never
+        // produces a container the registry refuses for its lock.
+        let packed = AgentPackage {
+            lock: lock::read_existing(&checked.members)?,
+            ..pkg.clone()
+        };
+        let problems = lockcheck::check(&packed, &MemberHashes::from_tree(&checked.members), None);
+        if !problems.is_empty() {
+            package_check::refuse_lock(env, &problems, &shown)?;
+        }
     }
 
     let prompt = if checked.members.contains(PROMPT_PATH) && !keys.open {
@@ -154,6 +166,13 @@ fn check_agent(
     shown: &str,
 ) -> Result<(Checked, Option<AgentPackage>)> {
     let pkg = package_check::validated(env, tree, shown)?;
+    // A lock that pins the wrong things stops the build as validate
+    // reports it; stale hashes of the package's own files are recomputed
+    // by `lock::ensure_lock`.
+    let lock = package_check::judge_lock(tree, &pkg);
+    if !lock.errors.is_empty() {
+        package_check::refuse_lock(env, &lock.errors, shown)?;
+    }
     // As validate does: the build goes on, the author is told.
     package_check::warn_undeclared_capabilities(env, &pkg);
     let (members, left_out) = package_dir::agent_members(tree, &pkg);

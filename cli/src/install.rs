@@ -6,6 +6,7 @@
 //! DIR/
 //!   agentlang-install.json          what was installed, from where, signed by whom
 //!   agent/NAME@VERSION.agent
+//!   context/...                     the agent's bundled resources, unpacked from it
 //!   tools/NAME@VERSION.tool ...
 //!   skills/NAME@VERSION.skill ...   each skill package the lock pins,
 //!   skills/NAME/SKILL.md ...        and its folder, unpacked from it
@@ -16,7 +17,7 @@
 //! structure, the whole package's validation, its signature against the
 //! signer's registered key, and that the key was not revoked before the
 //! version was published; the lock against the package and the index
-//! (`core::lockcheck`, the checks the registry ran at publish). It builds the
+//! (`core::lockcheck::check`, the judgment the registry ran at publish). It builds the
 //! directory under a temporary name beside DIR and renames it into place, so
 //! a failure leaves nothing behind and a reader sees the old install or the
 //! new one. [`verify_dir`] runs every check again offline, with the public
@@ -36,10 +37,10 @@ use agentlang_core::{
     digest::Sha256Digest,
     host::{HostProfile, HostReport, ToolAt, ToolCapabilities},
     lockcheck::{
-        MemberHashes, ProblemKind, PublishedTool, PublishedTools, YankPolicy, check_local,
-        check_skills, check_tools,
+        self, LockProblem, MemberHashes, ProblemKind, PublishedTool, PublishedTools, RegistryFacts,
+        YankPolicy,
     },
-    lockfile::{Lockfile, ResolvedAt},
+    lockfile::Lockfile,
     package::{AgentPackage, Members, Package, validate_package},
     signing::{KeyId, PublicKey},
     tool::ToolSpec,
@@ -63,6 +64,9 @@ const AGENT_DIR: &str = "agent";
 const TOOLS_DIR: &str = "tools";
 /// Skill containers an agent's lock pins, beside their unpacked folders.
 const SKILLS_DIR: &str = "skills";
+/// The agent's bundled resources (its container's `context/` members),
+/// unpacked at the same path.
+const CONTEXT_DIR: &str = "context";
 /// An install manifest lists at most the lock's tools plus the agent.
 const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -303,23 +307,16 @@ fn verify_artifact(dir: &Path, a: &Artifact) -> Result<(Container, Package)> {
     Ok((container, package))
 }
 
-/// The lock against the package and the installed tools: the checks the
-/// registry ran at publish (`core::lockcheck`), with the installed tools
-/// standing in for the registry, plus: every pin installed, nothing
-/// installed that is not pinned.
+/// The lock against the package and the installed tools: the judgment the
+/// registry ran at publish (`core::lockcheck::check`), with the installed
+/// tools and skills standing in for the registry, plus: every pin
+/// installed, nothing installed that is not pinned.
 fn check_install_lock(
     pkg: &AgentPackage,
     agent: &Container,
     tools: &[LoadedTool],
     skills: &[LoadedSkill],
 ) -> Result<()> {
-    let mut problems: Vec<String> =
-        check_local(pkg, &MemberHashes::from_manifest(agent.manifest()))
-            .into_iter()
-            .map(|p| format!("{}: {}", p.field, p.message))
-            .collect();
-    let empty = Lockfile::new(ResolvedAt::from_unix(0).map_err(|e| anyhow!("{e}"))?, None);
-    let lock = pkg.lock.as_ref().unwrap_or(&empty);
     let mut installed = PublishedTools::new();
     for t in tools {
         installed.insert(
@@ -332,6 +329,37 @@ fn check_install_lock(
             }],
         );
     }
+    let mut installed_skills = PublishedTools::new();
+    for s in skills {
+        installed_skills.insert(
+            &s.artifact.name,
+            vec![PublishedTool {
+                version: s.artifact.version.clone(),
+                hash: s.artifact.sha256,
+                yanked: false,
+                dependencies: BTreeMap::new(),
+            }],
+        );
+    }
+    let facts = RegistryFacts {
+        tools: &installed,
+        skills: &installed_skills,
+        yanks: YankPolicy::Honour,
+    };
+    // Whether each pin is the installed one is said below, in install's
+    // words, rather than as "not published".
+    let mut problems: Vec<String> = lockcheck::check(
+        pkg,
+        &MemberHashes::from_manifest(agent.manifest()),
+        Some(&facts),
+    )
+    .into_iter()
+    .filter(|p| p.kind != ProblemKind::NotInRegistry)
+    .map(|p| p.to_string())
+    .collect();
+    let Some(lock) = pkg.lock.as_ref() else {
+        bail!("{}", problems.join("; "));
+    };
     for (name, pin) in &lock.tools {
         let pinned = pin.hash;
         match tools
@@ -368,33 +396,6 @@ fn check_install_lock(
             ));
         }
     }
-    // Coverage of the requirements, transitively, with the installed tools
-    // standing in for the registry; whether each pin is the installed one
-    // is said above, in install's words.
-    problems.extend(
-        check_tools(
-            &pkg.tool_requirements(),
-            lock,
-            &installed,
-            YankPolicy::Honour,
-        )
-        .into_iter()
-        .filter(|p| p.kind != ProblemKind::NotInRegistry)
-        .map(|p| format!("{}: {}", p.field, p.message)),
-    );
-    // The same of skills: each pin installed exactly, nothing else.
-    let mut installed_skills = PublishedTools::new();
-    for s in skills {
-        installed_skills.insert(
-            &s.artifact.name,
-            vec![PublishedTool {
-                version: s.artifact.version.clone(),
-                hash: s.artifact.sha256,
-                yanked: false,
-                dependencies: BTreeMap::new(),
-            }],
-        );
-    }
     for (name, pin) in &lock.skills {
         let installed = skills
             .iter()
@@ -421,17 +422,6 @@ fn check_install_lock(
             ));
         }
     }
-    problems.extend(
-        check_skills(
-            &pkg.skill_requirements(),
-            lock,
-            &installed_skills,
-            YankPolicy::Honour,
-        )
-        .into_iter()
-        .filter(|p| p.kind != ProblemKind::NotInRegistry)
-        .map(|p| format!("{}: {}", p.field, p.message)),
-    );
     if problems.is_empty() {
         Ok(())
     } else {
@@ -441,8 +431,10 @@ fn check_install_lock(
 
 /// Files under agent/, tools/ and skills/ the manifest does not list, and
 /// entries at the top that do not belong: something was added by hand.
-/// (Inside a skill's unpacked folder, [`verify_skill_folder`] looks.)
-fn unlisted_files(dir: &Path, manifest: &InstallManifest) -> Result<Vec<String>> {
+/// (Inside a skill's unpacked folder and the agent's context/,
+/// [`verify_unpacked`] looks; `context` belongs only when the agent has
+/// context members.)
+fn unlisted_files(dir: &Path, manifest: &InstallManifest, context: bool) -> Result<Vec<String>> {
     let folders: Vec<String> = manifest
         .skills
         .iter()
@@ -460,6 +452,7 @@ fn unlisted_files(dir: &Path, manifest: &InstallManifest) -> Result<Vec<String>>
         let name = entry.file_name().to_string_lossy().into_owned();
         match name.as_str() {
             MANIFEST_FILE => {}
+            CONTEXT_DIR if context && entry.file_type()?.is_dir() => {}
             AGENT_DIR | TOOLS_DIR | SKILLS_DIR if entry.file_type()?.is_dir() => {
                 for inner in fs::read_dir(entry.path())? {
                     let inner = inner?;
@@ -504,14 +497,17 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
     let label = |a: &Artifact| format!("{} {}@{}", a.kind, a.name, a.version);
     let agent = match verify_artifact(dir, &manifest.agent) {
         Ok((container, Package::Agent(pkg))) => {
-            checks.push(Check::pass(
-                label(&manifest.agent),
-                format!(
-                    "sha256 {} · signed by {}",
-                    manifest.agent.sha256.hex(),
-                    manifest.agent.signer.key_id
-                ),
-            ));
+            match verify_context(dir, container.manifest()) {
+                Ok(detail) => checks.push(Check::pass(
+                    label(&manifest.agent),
+                    format!(
+                        "sha256 {} · signed by {}{detail}",
+                        manifest.agent.sha256.hex(),
+                        manifest.agent.signer.key_id
+                    ),
+                )),
+                Err(e) => checks.push(Check::fail(label(&manifest.agent), format!("{e:#}"))),
+            }
             Some((container, *pkg))
         }
         Ok(_) => {
@@ -554,7 +550,12 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
                 bail!("not a skill");
             };
             let folder = skill_folder(&a.name)?;
-            verify_skill_folder(&dir.join(folder.as_str()), container.manifest())?;
+            verify_unpacked(
+                &dir.join(folder.as_str()),
+                container.manifest(),
+                "",
+                "skill package",
+            )?;
             Ok(LoadedSkill {
                 artifact: a.clone(),
                 doc: skill.skill,
@@ -579,7 +580,10 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
             }
         }
     }
-    match unlisted_files(dir, &manifest) {
+    let context = agent
+        .as_ref()
+        .is_some_and(|(c, _)| has_context(c.manifest()));
+    match unlisted_files(dir, &manifest, context) {
         Ok(extra) if extra.is_empty() => checks.push(Check::pass(
             "no unlisted files",
             "every file is in the manifest",
@@ -597,10 +601,11 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
         return (checks, None);
     }
     match check_install_lock(&package, &agent, &tools, &skills) {
+        // Reached only with a lock: a lock-less agent fails the check.
         Ok(()) => checks.push(Check::pass(
             "lock",
             format!(
-                "agent.lock pins exactly the {} installed tools and {} installed skills",
+                "agent.lock hashes the agent's files and pins exactly the {} installed tools and {} installed skills",
                 tools.len(),
                 skills.len()
             ),
@@ -782,68 +787,79 @@ impl Fetcher<'_> {
     }
 }
 
-/// Every tool the package's lock pins, checked against the registry's
-/// index (what publish checked, again, except that a pinned yanked version
-/// is honoured), downloaded into `into/tools/` and verified.
+/// Problems in one line each, `field: message [slug]`, joined.
+fn describe(problems: &[LockProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The lock judged as publish judged it (`core::lockcheck::check`), with
+/// the registry's index standing in for its database: every live version
+/// of each pinned tool and skill package. A pinned yanked version is
+/// honoured (yanking hides a version from new locks only).
+fn judge_lock(
+    fetcher: &Fetcher<'_>,
+    label: &str,
+    package: &AgentPackage,
+    hashes: &MemberHashes,
+) -> Result<()> {
+    let mut tools = PublishedTools::new();
+    let mut skills = PublishedTools::new();
+    if let Some(lock) = &package.lock {
+        for name in lock.tools.keys() {
+            let mut versions = Vec::new();
+            for e in &fetcher.index(Kind::Tool, name)?.versions {
+                versions.push(PublishedTool {
+                    version: e.version.clone(),
+                    hash: e.digest()?,
+                    yanked: e.yanked,
+                    dependencies: e.dependencies()?,
+                });
+            }
+            tools.insert(name, versions);
+        }
+        for name in lock.skills.keys() {
+            let mut versions = Vec::new();
+            for e in &fetcher.index(Kind::Skill, name)?.versions {
+                versions.push(PublishedTool {
+                    version: e.version.clone(),
+                    hash: e.digest()?,
+                    yanked: e.yanked,
+                    dependencies: BTreeMap::new(),
+                });
+            }
+            skills.insert(name, versions);
+        }
+    }
+    let facts = RegistryFacts {
+        tools: &tools,
+        skills: &skills,
+        yanks: YankPolicy::Honour,
+    };
+    let problems = lockcheck::check(package, hashes, Some(&facts));
+    if !problems.is_empty() {
+        bail!(
+            "{label}'s agent.lock does not hold against the package and the registry: {}",
+            describe(&problems)
+        );
+    }
+    Ok(())
+}
+
+/// Every tool the package's lock pins (judged already by [`judge_lock`]),
+/// downloaded into `into/tools/` and verified.
 fn locked_tools(
     fetcher: &mut Fetcher<'_>,
-    label: &str,
     package: &AgentPackage,
     into: &Path,
 ) -> Result<Vec<LoadedTool>> {
-    let empty = Lockfile::new(ResolvedAt::from_unix(0).map_err(|e| anyhow!("{e}"))?, None);
-    let lock = package.lock.clone().unwrap_or(empty);
-    let mut published = PublishedTools::new();
-    let mut index_hashes: BTreeMap<String, Sha256Digest> = BTreeMap::new();
-    for (name, pin) in &lock.tools {
-        let tool_index = fetcher.index(Kind::Tool, name)?;
-        let mut versions = Vec::new();
-        for e in &tool_index.versions {
-            let digest = e.digest()?;
-            if e.version == pin.version {
-                index_hashes.insert(name.normalized(), digest);
-            }
-            versions.push(PublishedTool {
-                version: e.version.clone(),
-                hash: digest,
-                yanked: e.yanked,
-                dependencies: e.dependencies()?,
-            });
-        }
-        published.insert(name, versions);
-    }
-    let problems = check_tools(
-        &package.tool_requirements(),
-        &lock,
-        &published,
-        YankPolicy::Honour,
-    );
-    if !problems.is_empty() {
-        bail!(
-            "{}'s agent.lock does not hold against the registry: {}",
-            label,
-            problems
-                .iter()
-                .map(|p| format!("{}: {}", p.field, p.message))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
-
     let mut tools = Vec::new();
-    for (name, pin) in &lock.tools {
-        let expected = pin.hash;
-        // check_tools has compared the pin with the index already; this is
-        // the same fact, kept explicit where the download is checked.
-        if index_hashes.get(&name.normalized()) != Some(&expected) {
-            bail!(
-                "the registry's index does not list {name}@{} with the locked hash",
-                pin.version
-            );
-        }
-        tools.push(fetch_tool(fetcher, name, &pin.version, expected, into)?);
+    for (name, pin) in package.lock.iter().flat_map(|l| &l.tools) {
+        tools.push(fetch_tool(fetcher, name, &pin.version, pin.hash, into)?);
     }
-
     Ok(tools)
 }
 
@@ -880,15 +896,25 @@ fn skill_folder(name: &PackageName) -> Result<MemberPath> {
     MemberPath::new(format!("{SKILLS_DIR}/{name}")).context("a skill's folder name")
 }
 
-/// Writes every member of the verified skill container at `container`
-/// (its manifest is `manifest`) into the new folder `into`, each checked
-/// against the manifest as it is written (`container::unpack`).
-fn unpack_skill(container: &Path, manifest: &container::Manifest, into: &Path) -> Result<()> {
+/// Writes every member of the verified container at `container` (its
+/// manifest is `manifest`) whose path starts with `prefix` into the new
+/// folder `into`, without the prefix, each checked against the manifest as
+/// it is written (`container::unpack`; the other members are checked and
+/// skipped).
+fn unpack_members(
+    container: &Path,
+    manifest: &container::Manifest,
+    prefix: &str,
+    into: &Path,
+) -> Result<()> {
     fs::create_dir(into).with_context(|| format!("creating {}", into.display()))?;
     let file =
         fs::File::open(container).with_context(|| format!("opening {}", container.display()))?;
     container::unpack(BufReader::new(file), manifest, |path, bytes| {
-        let target = into.join(path.as_str());
+        let Some(rel) = path.as_str().strip_prefix(prefix) else {
+            return Ok(());
+        };
+        let target = into.join(rel);
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent)?;
         }
@@ -899,10 +925,56 @@ fn unpack_skill(container: &Path, manifest: &container::Manifest, into: &Path) -
     .with_context(|| format!("unpacking {} into {}", container.display(), into.display()))
 }
 
-/// A skill's unpacked folder holds exactly its container's members (the
-/// manifest and signature aside), byte for byte: regular files and folders
-/// only, nothing added, nothing missing, nothing changed.
-fn verify_skill_folder(folder: &Path, manifest: &container::Manifest) -> Result<()> {
+/// The `context/` prefix of an agent container's bundled resources.
+fn context_prefix() -> String {
+    format!("{CONTEXT_DIR}/")
+}
+
+fn has_context(manifest: &container::Manifest) -> bool {
+    let prefix = context_prefix();
+    manifest
+        .files()
+        .iter()
+        .any(|f| f.path.as_str().starts_with(&prefix))
+}
+
+/// The agent's `context/` members, unpacked into `into/context/` (the
+/// install's staging folder): resources the agent bundles are where a
+/// runtime looks for them, checked like everything else.
+fn unpack_context(container: &Path, manifest: &container::Manifest, into: &Path) -> Result<()> {
+    if !has_context(manifest) {
+        return Ok(());
+    }
+    unpack_members(
+        container,
+        manifest,
+        &context_prefix(),
+        &into.join(CONTEXT_DIR),
+    )
+}
+
+/// `DIR/context/` holds exactly the agent's `context/` members (and is
+/// absent when it has none). Returns a note for the check's detail.
+fn verify_context(dir: &Path, manifest: &container::Manifest) -> Result<String> {
+    let folder = dir.join(CONTEXT_DIR);
+    if !has_context(manifest) {
+        // A stray context/ is named by the unlisted-files check.
+        return Ok(String::new());
+    }
+    verify_unpacked(&folder, manifest, &context_prefix(), "agent package")?;
+    Ok(format!(" · {CONTEXT_DIR}/ unpacked as published"))
+}
+
+/// An unpacked folder holds exactly the container's members under
+/// `prefix` (without it; the manifest and signature aside), byte for byte:
+/// regular files and folders only, nothing added, nothing missing, nothing
+/// changed.
+fn verify_unpacked(
+    folder: &Path,
+    manifest: &container::Manifest,
+    prefix: &str,
+    what: &str,
+) -> Result<()> {
     let mut found = std::collections::BTreeSet::new();
     let mut pending = vec![folder.to_path_buf()];
     while let Some(at) = pending.pop() {
@@ -918,18 +990,16 @@ fn verify_skill_folder(folder: &Path, manifest: &container::Manifest) -> Result<
                 .strip_prefix(folder)
                 .ok()
                 .and_then(|r| r.to_str())
-                .map(|r| r.replace(std::path::MAIN_SEPARATOR, "/"))
+                .map(|r| format!("{prefix}{}", r.replace(std::path::MAIN_SEPARATOR, "/")))
                 .with_context(|| format!("{} has a name that is not UTF-8", path.display()))?;
             let listed = manifest
                 .file(&rel)
                 .filter(|_| kind.is_file())
-                .with_context(|| {
-                    format!("{} is not a file of the skill package", path.display())
-                })?;
+                .with_context(|| format!("{} is not a file of the {what}", path.display()))?;
             if entry.metadata()?.len() != listed.size
                 || Sha256Digest::of(&fs::read(&path)?) != listed.sha256
             {
-                bail!("{} differs from the skill package's", path.display());
+                bail!("{} differs from the {what}'s", path.display());
             }
             found.insert(rel);
         }
@@ -937,57 +1007,25 @@ fn verify_skill_folder(folder: &Path, manifest: &container::Manifest) -> Result<
     if let Some(missing) = manifest
         .files()
         .iter()
-        .find(|f| !found.contains(f.path.as_str()))
+        .find(|f| f.path.as_str().starts_with(prefix) && !found.contains(f.path.as_str()))
     {
         bail!("{} is missing {}", folder.display(), missing.path);
     }
     Ok(())
 }
 
-/// Every skill package the package's lock pins, checked against the
-/// registry's index (as publish checked it, except that a pinned yanked
-/// version is honoured), downloaded into `into/skills/`, verified as a
-/// tool is (hash against the lock, signature, revocation, the log), and
-/// unpacked beside its container into `into/skills/NAME/`.
+/// Every skill package the package's lock pins (judged already by
+/// [`judge_lock`]), downloaded into `into/skills/`, verified as a tool is
+/// (hash against the lock, signature, revocation, the log), and unpacked
+/// beside its container into `into/skills/NAME/`.
 fn locked_skills(
     fetcher: &mut Fetcher<'_>,
-    label: &str,
     package: &AgentPackage,
     into: &Path,
 ) -> Result<Vec<LoadedSkill>> {
     let Some(lock) = package.lock.as_ref() else {
         return Ok(Vec::new());
     };
-    let mut published = PublishedTools::new();
-    for name in lock.skills.keys() {
-        let index = fetcher.index(Kind::Skill, name)?;
-        let mut versions = Vec::new();
-        for e in &index.versions {
-            versions.push(PublishedTool {
-                version: e.version.clone(),
-                hash: e.digest()?,
-                yanked: e.yanked,
-                dependencies: BTreeMap::new(),
-            });
-        }
-        published.insert(name, versions);
-    }
-    let problems = check_skills(
-        &package.skill_requirements(),
-        lock,
-        &published,
-        YankPolicy::Honour,
-    );
-    if !problems.is_empty() {
-        bail!(
-            "{label}'s agent.lock does not hold against the registry: {}",
-            problems
-                .iter()
-                .map(|p| format!("{}: {}", p.field, p.message))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
     let mut skills = Vec::new();
     for (name, pin) in &lock.skills {
         let version = &pin.version;
@@ -1007,9 +1045,10 @@ fn locked_skills(
             ),
         };
         let folder = skill_folder(name)?;
-        unpack_skill(
+        unpack_members(
             &into.join(rel.as_str()),
             container.manifest(),
+            "",
             &into.join(folder.as_str()),
         )?;
         skills.push(LoadedSkill {
@@ -1021,20 +1060,26 @@ fn locked_skills(
     Ok(skills)
 }
 
-/// For `run DIR` on a package directory: the locked skills, verified and
-/// unpacked into `into` (which the caller keeps while the runtime runs).
-pub fn fetch_skills(
+/// For `run DIR` on a package directory: its lock judged against the
+/// package (`hashes`: what the directory packs) and the registry, then the
+/// locked tools and skills, verified (skills unpacked), into `into`, which
+/// the caller keeps while the runtime runs.
+pub fn fetch_locked(
     env: &Env,
     package: &AgentPackage,
+    hashes: &MemberHashes,
     label: &str,
     into: &Path,
-) -> Result<Vec<LoadedSkill>> {
+) -> Result<(Vec<LoadedTool>, Vec<LoadedSkill>)> {
     let mut fetcher = Fetcher {
         env,
         client: env.anonymous()?,
         keys: HashMap::new(),
     };
-    locked_skills(&mut fetcher, label, package, into)
+    judge_lock(&fetcher, label, package, hashes)?;
+    let tools = locked_tools(&mut fetcher, package, into)?;
+    let skills = locked_skills(&mut fetcher, package, into)?;
+    Ok((tools, skills))
 }
 
 /// What the tools a lock pins ask for, for `inspect`, `diff` and
@@ -1127,22 +1172,6 @@ impl<'a> PinnedTools<'a> {
         }
         out
     }
-}
-
-/// For `run DIR` on a package directory: the locked tools, verified, into
-/// `into` (a temporary folder the caller keeps while the runtime runs).
-pub fn fetch_tools(
-    env: &Env,
-    package: &AgentPackage,
-    label: &str,
-    into: &Path,
-) -> Result<Vec<LoadedTool>> {
-    let mut fetcher = Fetcher {
-        env,
-        client: env.anonymous()?,
-        keys: HashMap::new(),
-    };
-    locked_tools(&mut fetcher, label, package, into)
 }
 
 /// What `install` was asked to do.
@@ -1299,18 +1328,19 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
                 .join("; ")
         ),
     };
-    let local = check_local(&package, &MemberHashes::from_manifest(agent.manifest()));
-    if !local.is_empty() {
-        bail!(
-            "{}@{version}'s agent.lock does not match the package: {}",
-            wanted.name,
-            local
-                .iter()
-                .map(|p| format!("{}: {}", p.field, p.message))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
+    let label = format!("{}@{version}", wanted.name);
+    judge_lock(
+        &fetcher,
+        &label,
+        &package,
+        &MemberHashes::from_manifest(agent.manifest()),
+    )?;
+    // Its bundled resources, where a runtime finds them.
+    unpack_context(
+        &staging.path().join(agent_rel.as_str()),
+        agent.manifest(),
+        staging.path(),
+    )?;
 
     // A sealed prompt is opened now (a grant fetched and kept, or the key
     // given), so an install is one that runs.
@@ -1322,9 +1352,8 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
         crate::grants::open_sealed_prompt(env, req.prompt_key, &agent, package.lock.as_ref())?;
     }
 
-    let label = format!("{}@{version}", wanted.name);
-    let tools = locked_tools(&mut fetcher, &label, &package, staging.path())?;
-    let skills = locked_skills(&mut fetcher, &label, &package, staging.path())?;
+    let tools = locked_tools(&mut fetcher, &package, staging.path())?;
+    let skills = locked_skills(&mut fetcher, &package, staging.path())?;
 
     let manifest = InstallManifest {
         format: FORMAT.to_owned(),

@@ -8,7 +8,7 @@ use agentlang_core::{
     MemberPath, PackageName, SourceTree,
     digest::Sha256Digest,
     lockfile::{LockedAgent, Lockfile},
-    package::{AgentPackage, LOCK_FILE},
+    package::AgentPackage,
 };
 use semver::VersionReq;
 use serde::Serialize;
@@ -239,23 +239,9 @@ impl LocalLock {
     /// `members` is what the container will carry (see
     /// `package_dir::agent_members`).
     pub fn of(members: &SourceTree, pkg: &AgentPackage) -> Self {
-        let files = members
-            .iter()
-            .filter(|(p, _)| p.as_str() != LOCK_FILE && !pkg.subagents.contains_key(*p))
-            .map(|(p, b)| (p.clone(), Sha256Digest::of(b)))
-            .collect();
-        let parent_version = pkg.agent.version.clone();
-        let agents = pkg
-            .subagents
-            .iter()
-            .filter_map(|(path, spec)| {
-                // A subagent is versioned with its parent unless it says
-                // otherwise.
-                let version = spec.version.clone().or_else(|| parent_version.clone())?;
-                let hash = Sha256Digest::of(members.get(path.as_str()).unwrap_or_default());
-                Some((spec.name.clone(), LockedAgent { version, hash }))
-            })
-            .collect();
+        // What the lock's own sections hold is core's, the rule publish
+        // and install judge a lock by.
+        let local = agentlang_core::lockcheck::local_sections(members, pkg);
         let inline = agentlang_core::protocols::inline_protocols(&pkg.agent).unwrap_or_default();
         let protocols = pkg
             .agent
@@ -270,18 +256,13 @@ impl LocalLock {
                 (d.name.clone(), (d.version.clone(), defined))
             })
             .collect();
-        let models = std::iter::once(&pkg.agent)
-            .chain(pkg.subagents.values())
-            .flat_map(|a| a.model_names())
-            .map(str::to_owned)
-            .collect();
         Self {
-            files,
-            agents,
+            files: local.files,
+            agents: local.agents,
             tools: pkg.tool_requirements(),
             skills: pkg.skill_requirements(),
             protocols,
-            models,
+            models: local.models,
         }
     }
 }

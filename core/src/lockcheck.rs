@@ -1,14 +1,23 @@
-//! Whether an agent.lock tells the truth: about the package it is in
-//! ([`check_local`]: file hashes, subagents, models) and about the registry
-//! it was resolved from ([`check_tools`]: every requirement pinned and
-//! satisfied, transitively; every pin published with its hash; no pin
-//! unrelated to a requirement; yanked pins only where allowed).
+//! Whether an agent.lock tells the truth, judged by one function, [`check`]:
+//! about the package it is in (every agent carries one; `files` hashes
+//! exactly the members `agentlang lock` hashes; `agents` pins every
+//! co-located subagent; `models` names every declared model and nothing
+//! else) and, when the registry's facts are given, about the registry it
+//! was resolved from (every requirement pinned and satisfied, transitively;
+//! every pin published with its hash; no pin unrelated to a requirement;
+//! yanked pins only where allowed; the same of skill packages). Without
+//! the registry's facts (`validate`, `build`, `run DIR` before its tools
+//! are fetched) the agent's own requirements are still judged: each must
+//! be pinned and satisfied.
 //!
-//! The registry's publish and `agentlang install` call the same functions,
-//! the one with the database's facts, the other with the index it
-//! downloaded, so a lock the registry accepts is a lock install accepts.
-//! Every problem has a [`ProblemKind`]; the registry answers each kind with
-//! its own problem type.
+//! `agentlang validate`, `build`, `install`, `verify DIR`, `run` and the
+//! registry's publish all call [`check`], the registry with the database's
+//! facts, install with the index it downloaded, `verify` with the
+//! installed tools, so a lock one accepts is a lock the others accept.
+//! What the lock's own sections must hold is [`local_sections`], which
+//! `agentlang lock` writes. Every problem has a [`ProblemKind`]; the
+//! registry answers each kind with its own problem type
+//! ([`ProblemKind::slug`]), and the CLI prints the same slug.
 //!
 //! An encrypted prompt: the lock hashes `prompt.yaml` in plaintext (what the
 //! publisher wrote), while the container holds `prompt.yaml.enc`. Without
@@ -26,7 +35,7 @@ use crate::{
     container::Manifest,
     crypt::ENCRYPTED_SUFFIX,
     digest::Sha256Digest,
-    lockfile::Lockfile,
+    lockfile::{LockedAgent, Lockfile},
     package::{AgentPackage, LOCK_FILE},
     tree::MemberPath,
 };
@@ -36,14 +45,17 @@ use crate::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemKind {
-    /// The agent needs registry tools and carries no agent.lock.
+    /// The agent carries no agent.lock (every agent must).
     Missing,
-    /// A `files` hash does not match the member it names, or names none.
+    /// A `files` hash does not match the member it names, names no member,
+    /// or a member `agentlang lock` hashes has no entry.
     Files,
     /// The `agents` section does not pin the co-located subagents by hash.
     Agents,
     /// The `models` section names a model the agent does not declare.
     Models,
+    /// A model the agent or a subagent declares is not in `models`.
+    ModelsUnlocked,
     /// A pin names a tool or version the registry does not hold, or with
     /// another hash.
     NotInRegistry,
@@ -55,6 +67,25 @@ pub enum ProblemKind {
     Unrelated,
     /// A yanked version pinned where that is not allowed.
     Yanked,
+}
+
+impl ProblemKind {
+    /// The registry's problem type for this kind (`/problems/<slug>`),
+    /// which the CLI prints after the problem too.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Self::Missing => "lock-missing",
+            Self::Files => "lock-files-mismatch",
+            Self::Agents => "lock-agents-mismatch",
+            Self::Models => "lock-models-undeclared",
+            Self::ModelsUnlocked => "lock-models-missing",
+            Self::NotInRegistry => "lock-mismatch",
+            Self::Unpinned => "lock-unpinned",
+            Self::Unsatisfied => "lock-unsatisfied",
+            Self::Unrelated => "lock-unrelated",
+            Self::Yanked => "lock-yanked",
+        }
+    }
 }
 
 /// One problem: its kind, the lock field it concerns (`tools.web_search`,
@@ -76,6 +107,13 @@ impl LockProblem {
     }
 }
 
+impl std::fmt::Display for LockProblem {
+    /// `field: message [slug]`, as the CLI prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} [{}]", self.field, self.message, self.kind.slug())
+    }
+}
+
 /// The problems of the first kind present (see [`ProblemKind`]'s order),
 /// or `None` when there are none.
 pub fn first_kind(problems: &[LockProblem]) -> Option<(ProblemKind, Vec<&LockProblem>)> {
@@ -90,12 +128,15 @@ struct MemberDigest {
     encrypted: bool,
 }
 
-/// The SHA-256 of every member of a package: computed from a directory's
-/// bytes, or read from a verified container's manifest.
+/// The SHA-256 of every member of a package: computed from the members a
+/// directory packs, or read from a verified container's manifest.
 #[derive(Debug, Clone, Default)]
 pub struct MemberHashes(BTreeMap<MemberPath, MemberDigest>);
 
 impl MemberHashes {
+    /// `tree` must be what the container carries (the CLI's
+    /// `package_dir::agent_members`), not a whole directory: `files` must
+    /// cover every member and nothing else.
     pub fn from_tree(tree: &SourceTree) -> Self {
         Self(
             tree.iter()
@@ -140,43 +181,147 @@ impl MemberHashes {
                 .get(format!("{path}{ENCRYPTED_SUFFIX}").as_str())
                 .is_some_and(|d| d.encrypted)
     }
+
+    /// The paths `files` must name: every member but agent.lock and the
+    /// subagents' files (which `agents` pins), an encrypted member under
+    /// its plaintext name (what `agentlang lock` hashed).
+    fn lockable<'a>(&'a self, pkg: &'a AgentPackage) -> impl Iterator<Item = String> + 'a {
+        self.0.iter().filter_map(|(path, digest)| {
+            if path.as_str() == LOCK_FILE || pkg.subagents.contains_key(path) {
+                return None;
+            }
+            let plain = digest
+                .encrypted
+                .then(|| path.as_str().strip_suffix(ENCRYPTED_SUFFIX))
+                .flatten();
+            Some(plain.unwrap_or(path.as_str()).to_owned())
+        })
+    }
 }
 
 fn show_req(req: Option<&VersionReq>) -> String {
     req.map_or_else(|| "*".to_owned(), ToString::to_string)
 }
 
-/// The lock against the package's own members: it must exist when the
-/// agent (or a subagent) requires registry tools; `files` must hash the
-/// members it names; `agents` must pin every co-located subagent (by name,
-/// with its version and the hash of its file) and nothing else; `models`
-/// may name only models the agent or a subagent declares.
-pub fn check_local(pkg: &AgentPackage, hashes: &MemberHashes) -> Vec<LockProblem> {
-    let mut problems = Vec::new();
+/// What the package itself says its lock holds, as `agentlang lock`
+/// writes it: `files` (every member of `members`, what the container will
+/// carry, but agent.lock and the subagents' files), `agents` (each
+/// co-located subagent's version and file hash) and the models the
+/// `models` section must name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalSections {
+    pub files: BTreeMap<MemberPath, Sha256Digest>,
+    pub agents: BTreeMap<PackageName, LockedAgent>,
+    /// Every model the agent and its subagents declare.
+    pub models: BTreeSet<String>,
+}
+
+/// See [`LocalSections`].
+pub fn local_sections(members: &SourceTree, pkg: &AgentPackage) -> LocalSections {
+    let files = members
+        .iter()
+        .filter(|(p, _)| p.as_str() != LOCK_FILE && !pkg.subagents.contains_key(*p))
+        .map(|(p, b)| (p.clone(), Sha256Digest::of(b)))
+        .collect();
+    let parent_version = pkg.agent.version.clone();
+    let agents = pkg
+        .subagents
+        .iter()
+        .filter_map(|(path, spec)| {
+            // A subagent is versioned with its parent unless it says
+            // otherwise.
+            let version = spec.version.clone().or_else(|| parent_version.clone())?;
+            let hash = Sha256Digest::of(members.get(path.as_str()).unwrap_or_default());
+            Some((spec.name.clone(), LockedAgent { version, hash }))
+        })
+        .collect();
+    LocalSections {
+        files,
+        agents,
+        models: declared_models(pkg)
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+    }
+}
+
+fn declared_models(pkg: &AgentPackage) -> BTreeSet<&str> {
+    std::iter::once(&pkg.agent)
+        .chain(pkg.subagents.values())
+        .flat_map(|a| a.model_names())
+        .collect()
+}
+
+/// The registry's facts a lock is judged against: the live versions of
+/// each pinned tool and skill package, and what a yanked pin means.
+#[derive(Debug, Clone, Copy)]
+pub struct RegistryFacts<'a> {
+    pub tools: &'a PublishedTools,
+    pub skills: &'a PublishedTools,
+    pub yanks: YankPolicy<'a>,
+}
+
+/// The one judgment of a package and its lock (see the module docs).
+/// `hashes` are the package's members (a container's manifest, or what a
+/// directory packs); `registry` absent judges what needs no registry: the
+/// lock's own sections and the agent's direct requirements.
+pub fn check(
+    pkg: &AgentPackage,
+    hashes: &MemberHashes,
+    registry: Option<&RegistryFacts<'_>>,
+) -> Vec<LockProblem> {
     let Some(lock) = &pkg.lock else {
-        let tools = pkg.tool_requirements();
-        let skills = pkg.skill_requirements();
-        if !tools.is_empty() || !skills.is_empty() {
-            let names: Vec<&str> = tools
-                .keys()
-                .chain(skills.keys())
-                .map(PackageName::as_str)
-                .collect();
-            problems.push(LockProblem::new(
-                ProblemKind::Missing,
-                LOCK_FILE.to_owned(),
-                format!(
-                    "the agent requires registry packages ({}) and carries no agent.lock; run `agentlang lock`",
-                    names.join(", ")
-                ),
+        return vec![LockProblem::new(
+            ProblemKind::Missing,
+            LOCK_FILE.to_owned(),
+            "the agent carries no agent.lock; every agent must (run `agentlang lock`, or `agentlang build`, which locks)".to_owned(),
+        )];
+    };
+    let mut problems = check_local(pkg, lock, hashes);
+    match registry {
+        Some(facts) => {
+            problems.extend(check_tools(
+                &pkg.tool_requirements(),
+                lock,
+                facts.tools,
+                facts.yanks,
+            ));
+            problems.extend(check_skills(
+                &pkg.skill_requirements(),
+                lock,
+                facts.skills,
+                facts.yanks,
             ));
         }
-        return problems;
-    };
+        None => problems.extend(check_direct(pkg, lock)),
+    }
+    problems
+}
 
+/// The lock against the package's own members: `files` hashes exactly the
+/// members `agentlang lock` hashes; `agents` pins every co-located
+/// subagent (by name, with its version and the hash of its file) and
+/// nothing else; `models` names every model the agent or a subagent
+/// declares, and nothing else.
+fn check_local(pkg: &AgentPackage, lock: &Lockfile, hashes: &MemberHashes) -> Vec<LockProblem> {
+    let mut problems = Vec::new();
     for (path, locked) in &lock.files {
         let field = format!("files.{path}");
         match hashes.get(path.as_str()) {
+            Some(_) if path.as_str() == LOCK_FILE || pkg.subagents.contains_key(path) => {
+                problems.push(LockProblem::new(
+                    ProblemKind::Files,
+                    field,
+                    format!(
+                        "{path} is locked under files, but {} (`agentlang lock` leaves it out)",
+                        if path.as_str() == LOCK_FILE {
+                            "the lock cannot hash itself"
+                        } else {
+                            "it is a subagent, which agents pins"
+                        }
+                    ),
+                ));
+            }
             Some(actual) if actual == *locked => {}
             Some(actual) => problems.push(LockProblem::new(
                 ProblemKind::Files,
@@ -195,6 +340,15 @@ pub fn check_local(pkg: &AgentPackage, hashes: &MemberHashes) -> Vec<LockProblem
                 field,
                 format!("{path} is locked, but the package holds no such file"),
             )),
+        }
+    }
+    for path in hashes.lockable(pkg) {
+        if !lock.files.keys().any(|p| p.as_str() == path) {
+            problems.push(LockProblem::new(
+                ProblemKind::Files,
+                format!("files.{path}"),
+                format!("{path} is a member of the package, but agent.lock does not hash it"),
+            ));
         }
     }
 
@@ -260,10 +414,7 @@ pub fn check_local(pkg: &AgentPackage, hashes: &MemberHashes) -> Vec<LockProblem
         }
     }
 
-    let declared: BTreeSet<&str> = std::iter::once(&pkg.agent)
-        .chain(pkg.subagents.values())
-        .flat_map(|a| a.model_names())
-        .collect();
+    let declared = declared_models(pkg);
     for model in lock.models.keys() {
         if !declared.contains(model.as_str()) {
             problems.push(LockProblem::new(
@@ -273,7 +424,83 @@ pub fn check_local(pkg: &AgentPackage, hashes: &MemberHashes) -> Vec<LockProblem
             ));
         }
     }
+    for model in declared {
+        if !lock.models.keys().any(|m| m.as_str() == model) {
+            problems.push(LockProblem::new(
+                ProblemKind::ModelsUnlocked,
+                format!("models.{model}"),
+                format!(
+                    "{model} is declared, but agent.lock does not lock it; run `agentlang lock`"
+                ),
+            ));
+        }
+    }
     problems
+}
+
+/// Without the registry: each tool and skill requirement of the agent and
+/// its subagents has a pin that satisfies it (what the registry would
+/// check first; the transitive part needs its facts).
+fn check_direct(pkg: &AgentPackage, lock: &Lockfile) -> Vec<LockProblem> {
+    let mut problems = Vec::new();
+    for (name, req) in &pkg.tool_requirements() {
+        let pin = lock
+            .tools
+            .iter()
+            .find(|(n, _)| n.normalized() == name.normalized());
+        problems.extend(direct_problem(
+            "",
+            name,
+            req.as_ref(),
+            pin.map(|(_, p)| &p.version),
+        ));
+    }
+    for (name, req) in &pkg.skill_requirements() {
+        let pin = lock
+            .skills
+            .iter()
+            .find(|(n, _)| n.normalized() == name.normalized());
+        problems.extend(direct_problem(
+            "skill ",
+            name,
+            Some(req),
+            pin.map(|(_, p)| &p.version),
+        ));
+    }
+    problems
+}
+
+/// A direct requirement against its pin, in the same words with or
+/// without the registry. `what` is `""` for a tool, `"skill "` for a skill.
+fn direct_problem(
+    what: &str,
+    name: &PackageName,
+    req: Option<&VersionReq>,
+    pinned: Option<&Version>,
+) -> Option<LockProblem> {
+    let field = format!(
+        "{}.{name}",
+        if what.is_empty() { "tools" } else { "skills" }
+    );
+    match pinned {
+        None => Some(LockProblem::new(
+            ProblemKind::Unpinned,
+            field,
+            format!(
+                "the agent requires {what}{name} {}, which agent.lock does not pin",
+                show_req(req)
+            ),
+        )),
+        Some(v) if !req.is_none_or(|r| r.matches(v.semver())) => Some(LockProblem::new(
+            ProblemKind::Unsatisfied,
+            field,
+            format!(
+                "{what}{name} is pinned at {v}, which does not satisfy the agent's requirement {}",
+                show_req(req)
+            ),
+        )),
+        Some(_) => None,
+    }
 }
 
 /// One published version of a tool, as the registry (or its index) knows it.
@@ -333,7 +560,7 @@ pub enum YankPolicy<'a> {
 /// every pin is published with its hash; every pinned tool's own
 /// dependencies are pinned and satisfied too; no pin is unrelated to a
 /// requirement; yanked pins follow `yanks`.
-pub fn check_tools(
+fn check_tools(
     requirements: &BTreeMap<PackageName, Option<VersionReq>>,
     lock: &Lockfile,
     published: &PublishedTools,
@@ -347,29 +574,8 @@ pub fn check_tools(
         .collect();
 
     for (name, req) in requirements {
-        let field = format!("tools.{name}");
-        match pins.get(&name.normalized()) {
-            None => problems.push(LockProblem::new(
-                ProblemKind::Unpinned,
-                field,
-                format!(
-                    "the agent requires {name} {}, which agent.lock does not pin",
-                    show_req(req.as_ref())
-                ),
-            )),
-            Some((_, pin)) if !req.as_ref().is_none_or(|r| r.matches(pin.version.semver())) => {
-                problems.push(LockProblem::new(
-                    ProblemKind::Unsatisfied,
-                    field,
-                    format!(
-                        "{name} is pinned at {}, which does not satisfy the agent's requirement {}",
-                        pin.version,
-                        show_req(req.as_ref())
-                    ),
-                ));
-            }
-            Some(_) => {}
-        }
+        let pinned = pins.get(&name.normalized()).map(|(_, p)| &p.version);
+        problems.extend(direct_problem("", name, req.as_ref(), pinned));
     }
 
     let previous: BTreeMap<String, &Version> = match yanks {
@@ -501,7 +707,7 @@ pub fn check_tools(
 /// with its hash, no pin without a requirement, yanked pins per `yanks`.
 /// `published` holds each pinned skill's live versions (skills have no
 /// dependencies, so theirs are empty).
-pub fn check_skills(
+fn check_skills(
     requirements: &BTreeMap<PackageName, VersionReq>,
     lock: &Lockfile,
     published: &PublishedTools,
@@ -515,25 +721,8 @@ pub fn check_skills(
         .collect();
     let required: BTreeSet<String> = requirements.keys().map(PackageName::normalized).collect();
     for (name, req) in requirements {
-        let field = format!("skills.{name}");
-        match pins.get(&name.normalized()) {
-            None => problems.push(LockProblem::new(
-                ProblemKind::Unpinned,
-                field,
-                format!("the agent requires skill {name} {req}, which agent.lock does not pin"),
-            )),
-            Some((_, pin)) if !req.matches(pin.version.semver()) => {
-                problems.push(LockProblem::new(
-                    ProblemKind::Unsatisfied,
-                    field,
-                    format!(
-                        "skill {name} is pinned at {}, which does not satisfy the agent's requirement {req}",
-                        pin.version
-                    ),
-                ));
-            }
-            Some(_) => {}
-        }
+        let pinned = pins.get(&name.normalized()).map(|(_, p)| &p.version);
+        problems.extend(direct_problem("skill ", name, Some(req), pinned));
     }
     let previous: BTreeMap<String, &Version> = match yanks {
         YankPolicy::RefuseUnlessPinnedBy(Some(prev)) => prev

@@ -12,7 +12,7 @@ use agentlang_core::{
     crypt::PromptKey,
     handoff::{self, HandoffInput, SCHEMA},
     host::{self, HostProfile},
-    lockcheck::{MemberHashes, check_local},
+    lockcheck::{self, MemberHashes},
     package::{Members, Package, validate_package},
     prompt::{Format, parse_prompt},
     signing::SecretKey,
@@ -93,8 +93,8 @@ fn a_handoff_of_the_research_assistant_matches_its_schema() {
     else {
         panic!("the fixture validates");
     };
-    // The fixture requires registry tools and carries no lock yet.
-    let problems = check_local(&pkg, &MemberHashes::from_tree(&fixture));
+    // The fixture carries no lock yet.
+    let problems = lockcheck::check(&pkg, &MemberHashes::from_tree(&fixture), None);
     assert_eq!(problems.len(), 1);
     assert_eq!(
         problems[0].kind,

@@ -432,6 +432,29 @@ mod tests {
         }
     }
 
+    /// The CLI prints a lock problem's slug from core; the registry answers
+    /// with its own table: they must name each kind alike.
+    #[test]
+    fn lock_problem_slugs_are_cores() {
+        use LockProblemKind as K;
+        for kind in [
+            K::Missing,
+            K::Files,
+            K::Agents,
+            K::Models,
+            K::ModelsUnlocked,
+            K::NotInRegistry,
+            K::Unpinned,
+            K::Unsatisfied,
+            K::Unrelated,
+            K::Yanked,
+        ] {
+            let problem = ProblemType::from(kind);
+            assert_eq!(problem.slug(), kind.slug(), "{kind:?}");
+            assert_eq!(problem.status().as_u16(), 422, "{kind:?}");
+        }
+    }
+
     #[test]
     fn internal_errors_carry_no_internal_text() {
         let problem = ApiError::internal(anyhow::anyhow!("db password is hunter2")).problem();
@@ -489,6 +512,7 @@ pub enum ProblemType {
     LockFilesMismatch,
     LockAgentsMismatch,
     LockModelsUndeclared,
+    LockModelsMissing,
     LockMismatch,
     LockUnpinned,
     LockUnsatisfied,
@@ -507,6 +531,7 @@ impl From<LockProblemKind> for ProblemType {
             LockProblemKind::Files => Self::LockFilesMismatch,
             LockProblemKind::Agents => Self::LockAgentsMismatch,
             LockProblemKind::Models => Self::LockModelsUndeclared,
+            LockProblemKind::ModelsUnlocked => Self::LockModelsMissing,
             LockProblemKind::NotInRegistry => Self::LockMismatch,
             LockProblemKind::Unpinned => Self::LockUnpinned,
             LockProblemKind::Unsatisfied => Self::LockUnsatisfied,
@@ -769,13 +794,13 @@ impl ProblemType {
                 "lock-missing",
                 422,
                 "The agent has no agent.lock",
-                "An agent that requires registry tools must carry an agent.lock. Run `agentlang lock` (or `agentlang build`, which locks) and publish again.",
+                "Every agent carries an agent.lock, whether or not it requires registry tools: it hashes the package's files and locks its models. Run `agentlang lock` (or `agentlang build`, which locks) and publish again.",
             ),
             Self::LockFilesMismatch => (
                 "lock-files-mismatch",
                 422,
                 "agent.lock does not hash the package's files",
-                "agent.lock's `files` section does not match the package's members. Run `agentlang lock` after editing files.",
+                "agent.lock's `files` section must hash exactly the members `agentlang lock` hashes (every member but agent.lock and the subagents' files; an encrypted prompt under its plaintext name): an entry that differs, one for no member, and a member without one are each refused. Run `agentlang lock` after editing files.",
             ),
             Self::LockAgentsMismatch => (
                 "lock-agents-mismatch",
@@ -788,6 +813,12 @@ impl ProblemType {
                 422,
                 "agent.lock names undeclared models",
                 "agent.lock's `models` section names models agent.yaml does not declare. Run `agentlang lock`.",
+            ),
+            Self::LockModelsMissing => (
+                "lock-models-missing",
+                422,
+                "agent.lock does not lock a declared model",
+                "agent.lock's `models` section must name every model agent.yaml and the subagents declare. Run `agentlang lock`.",
             ),
             Self::LockMismatch => (
                 "lock-mismatch",

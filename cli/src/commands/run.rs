@@ -24,7 +24,7 @@ use agentlang_core::{
     container::{Container, ENCRYPTED_PROMPT_PATH, PROMPT_PATH},
     handoff::{self, HandoffInput, InstalledSkill, InstalledTool},
     host,
-    lockcheck::{MemberHashes, check_local},
+    lockcheck::{self, MemberHashes},
     package::{AgentPackage, PROMPT_FILE},
     prompt::{Format, Prompt, parse_prompt},
 };
@@ -113,12 +113,22 @@ fn from_source(env: &Env, dir: &Path) -> Result<Prepared> {
         bail!("{shown} is a tool; only agents run");
     }
     let package = package_check::validated(env, &tree, &shown)?;
-    let stale = check_local(&package, &MemberHashes::from_tree(&tree));
-    if let Some(p) = stale.first() {
+    // The lock judged offline first (`lockcheck::check`, as validate and
+    // build judge it), so a stale lock is named before any download.
+    let (members, _) = package_dir::agent_members(&tree, &package);
+    let hashes = MemberHashes::from_tree(&members);
+    let stale = lockcheck::check(&package, &hashes, None);
+    if package.lock.is_none() {
+        bail!("{shown} has no agent.lock; run `agentlang lock {shown}`");
+    }
+    if !stale.is_empty() {
         bail!(
-            "{shown}/agent.lock does not match the package ({}: {}); run `agentlang lock {shown}`",
-            p.field,
-            p.message
+            "{shown}/agent.lock does not match the package ({}); run `agentlang lock {shown}`",
+            stale
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
         );
     }
     let scratch = tempfile::Builder::new()
@@ -126,8 +136,7 @@ fn from_source(env: &Env, dir: &Path) -> Result<Prepared> {
         .tempdir()
         .context("creating a temporary folder for the tools")?;
     let label = format!("{} in {shown}", package.agent.name);
-    let tools = install::fetch_tools(env, &package, &label, scratch.path())?;
-    let skills = install::fetch_skills(env, &package, &label, scratch.path())?;
+    let (tools, skills) = install::fetch_locked(env, &package, &hashes, &label, scratch.path())?;
     let bytes = tree
         .get(PROMPT_FILE)
         .with_context(|| format!("{shown} has no prompt.yaml"))?;

@@ -4,6 +4,14 @@
 //! agent.yaml, prompt.yaml, subagents, skills, ux.yaml; a tool its tool.yaml,
 //! a protocol its protocol.yaml).
 //!
+//! An agent's agent.lock, when it has one, is judged offline by
+//! `core::lockcheck::check` (the function publish, install and verify
+//! call) over what the container will carry: what `build` would refuse is
+//! a problem in agent.lock at the lock's field, with the registry's
+//! problem type; a stale hash of the package's own files, which `build`
+//! recomputes, a warning. Without a lock there is a note: `build` makes
+//! one.
+//!
 //! An agent's protocols are also checked against the registry's catalog
 //! when it answers (deprecations are warnings naming the successor;
 //! unsatisfiable and removed versions are problems); without a registry
@@ -27,7 +35,28 @@ pub fn run(env: &Env, dir: &Path) -> Result<ExitCode> {
     let outcome = validate_package(kind, &Members::from_tree(&tree)).and_then(|package| {
         Ok(match package {
             Package::Agent(pkg) => {
-                let protocols = check_protocols_online(env, &pkg)?;
+                // The lock, judged offline by the function publish calls
+                // (what `build` would refuse is an error; the hashes it
+                // recomputes itself, a warning), with the protocols: every
+                // problem at once.
+                let lock = package_check::judge_lock(&tree, &pkg);
+                let protocols = match (
+                    check_protocols_online(env, &pkg),
+                    lock.errors.is_empty(),
+                ) {
+                    (Ok(protocols), true) => protocols,
+                    (Ok(_), false) => return Err(package_check::lock_diagnostics(&lock.errors)),
+                    (Err(mut d), _) => {
+                        d.extend(package_check::lock_diagnostics(&lock.errors));
+                        return Err(d);
+                    }
+                };
+                package_check::warn_rehashed(env, &lock.rehashed);
+                if pkg.lock.is_none() && !env.out.json {
+                    crate::output::note(
+                        "note: no agent.lock yet; `agentlang build` (or `agentlang lock`) makes one, and the registry refuses an agent without it",
+                    );
+                }
                 let undeclared = package_check::warn_undeclared_capabilities(env, &pkg);
                 let limits = constraints::effective(&pkg.agent);
                 let constraint_rows: Vec<Value> = limits
@@ -47,6 +76,10 @@ pub fn run(env: &Env, dir: &Path) -> Result<ExitCode> {
                     "constraints": constraint_rows,
                     "protocols": protocols,
                     "undeclared_capabilities": undeclared,
+                    "lock": {
+                        "present": pkg.lock.is_some(),
+                        "rehashed": lock.rehashed.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    },
                 });
                 let shown_limits: Vec<String> = limits
                     .rows()

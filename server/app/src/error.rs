@@ -185,15 +185,18 @@ impl ServiceError {
 /// What each kind of lock failure means, in one sentence.
 fn lock_detail(kind: LockProblemKind) -> &'static str {
     match kind {
-        LockProblemKind::Missing => {
-            "an agent that requires registry tools must carry an agent.lock"
+        LockProblemKind::Missing => "every agent must carry an agent.lock",
+        LockProblemKind::Files => {
+            "agent.lock's files section does not hash exactly the package's members"
         }
-        LockProblemKind::Files => "agent.lock's files section does not match the package's members",
         LockProblemKind::Agents => {
             "agent.lock's agents section does not pin the co-located subagents by hash"
         }
         LockProblemKind::Models => {
             "agent.lock's models section names models the agent does not declare"
+        }
+        LockProblemKind::ModelsUnlocked => {
+            "agent.lock's models section does not lock every model the agent declares"
         }
         LockProblemKind::NotInRegistry => {
             "agent.lock pins tool versions this registry does not hold"

@@ -21,8 +21,7 @@ use agentlang_core::{
     container::{self, Container, Limits, Manifest, ReadError},
     digest::Sha256Digest,
     lockcheck::{
-        MemberHashes, PublishedTool, PublishedTools, YankPolicy, check_local, check_skills,
-        check_tools, first_kind,
+        self, MemberHashes, PublishedTool, PublishedTools, RegistryFacts, YankPolicy, first_kind,
     },
     lockfile::Lockfile,
     package::{AgentPackage, Members, Package, validate_package},
@@ -717,35 +716,36 @@ async fn previous_lock(
         .and_then(|json| serde_json::from_value::<Lockfile>(json.0).ok()))
 }
 
-/// An agent's agent.lock must tell the truth about the package (files,
-/// subagents, models) and the registry (every requirement pinned and
-/// satisfied, transitively; pins published with their hashes; nothing
-/// unrelated; no newly pinned yanked version; the same of its skills). The
-/// first kind of failure found is the answer, with one field error per
-/// tool, skill or file. Returns the lock as JSON for storage.
+/// An agent's agent.lock must tell the truth about the package (every
+/// agent carries one; files, subagents, models) and the registry (every
+/// requirement pinned and satisfied, transitively; pins published with
+/// their hashes; nothing unrelated; no newly pinned yanked version; the
+/// same of its skills), judged by `core::lockcheck::check`, the function
+/// the CLI's validate, build, install and verify call. The first kind of
+/// failure found is the answer, with one field error per tool, skill or
+/// file. Returns the lock as JSON for storage.
 async fn check_lock(
     registry: &Registry,
     container: &Container,
     pkg: &AgentPackage,
 ) -> Result<Option<Value>, ServiceError> {
     let manifest = container.manifest();
-    let mut problems = check_local(pkg, &MemberHashes::from_manifest(manifest));
-    if let Some(lock) = &pkg.lock {
-        let published = published_tools(registry, lock).await?;
-        let previous = previous_lock(registry, manifest.name(), manifest.version()).await?;
-        problems.extend(check_tools(
-            &pkg.tool_requirements(),
-            lock,
-            &published,
-            YankPolicy::RefuseUnlessPinnedBy(previous.as_ref()),
-        ));
-        problems.extend(check_skills(
-            &pkg.skill_requirements(),
-            lock,
-            &published_skills(registry, lock).await?,
-            YankPolicy::RefuseUnlessPinnedBy(previous.as_ref()),
-        ));
-    }
+    let hashes = MemberHashes::from_manifest(manifest);
+    let problems = match &pkg.lock {
+        Some(lock) => {
+            let tools = published_tools(registry, lock).await?;
+            let skills = published_skills(registry, lock).await?;
+            let previous = previous_lock(registry, manifest.name(), manifest.version()).await?;
+            let facts = RegistryFacts {
+                tools: &tools,
+                skills: &skills,
+                yanks: YankPolicy::RefuseUnlessPinnedBy(previous.as_ref()),
+            };
+            lockcheck::check(pkg, &hashes, Some(&facts))
+        }
+        // Nothing to read from the registry: the answer is `lock-missing`.
+        None => lockcheck::check(pkg, &hashes, None),
+    };
     if let Some((kind, of_kind)) = first_kind(&problems) {
         return Err(ServiceError::Lock(
             kind,
