@@ -271,10 +271,26 @@ pub fn check(
     registry: Option<&RegistryFacts<'_>>,
 ) -> Vec<LockProblem> {
     let Some(lock) = &pkg.lock else {
+        let needs: Vec<String> = pkg
+            .tool_requirements()
+            .keys()
+            .chain(pkg.skill_requirements().keys())
+            .map(ToString::to_string)
+            .collect();
+        let needs = if needs.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " and pin the registry packages it requires ({})",
+                needs.join(", ")
+            )
+        };
         return vec![LockProblem::new(
             ProblemKind::Missing,
             LOCK_FILE.to_owned(),
-            "the agent carries no agent.lock; every agent must (run `agentlang lock`, or `agentlang build`, which locks)".to_owned(),
+            format!(
+                "the agent carries no agent.lock, which every agent must, to hash its files, lock its models{needs}; run `agentlang lock` (or `agentlang build`, which locks)"
+            ),
         )];
     };
     let mut problems = check_local(pkg, lock, hashes);

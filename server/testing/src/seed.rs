@@ -9,7 +9,9 @@ use std::{collections::BTreeSet, path::Path};
 use agentlang_core::{
     Kind, MemberPath, PackageName, SourceTree, Version,
     container::{self, BuildInput, Created, Limits},
-    lockfile::{LockedAgent, LockedTool, Lockfile, ResolvedAt},
+    lockcheck,
+    lockfile::{LockedModel, LockedTool, Lockfile, ModelId, ResolvedAt},
+    package::{LOCK_FILE, Members, Package, validate_package},
     signing::SecretKey,
     tlog::LogOp,
 };
@@ -298,6 +300,50 @@ fn read_tree(dir: &Path) -> SourceTree {
     tree
 }
 
+/// `lock` (its pins) completed from the package `tree` (the container's
+/// members) as `agentlang lock` completes it: `files` and `agents` hashed
+/// (`core::lockcheck::local_sections`, what publish judges them by) and
+/// every declared model locked, with catalog facts made up (publish checks
+/// only the names). A tree that does not validate keeps the lock as given:
+/// its test is about something else.
+pub fn complete_lock(tree: &SourceTree, mut lock: Lockfile) -> Lockfile {
+    let mut tree = tree.clone();
+    tree.remove(LOCK_FILE);
+    let Ok(Package::Agent(pkg)) = validate_package(Kind::Agent, &Members::from_tree(&tree)) else {
+        return lock;
+    };
+    let local = lockcheck::local_sections(&tree, &pkg);
+    lock.files = local.files;
+    lock.agents = local.agents;
+    for model in local.models {
+        lock.models
+            .entry(ModelId::new(model).expect("a declared model is a model id"))
+            .or_insert(LockedModel {
+                context_window: 200_000,
+                supports_tools: true,
+                input_1m_price: None,
+                output_1m_price: None,
+            });
+    }
+    lock
+}
+
+/// `tree` with an agent.lock holding `lock` completed ([`complete_lock`]).
+pub fn with_complete_lock(tree: &SourceTree, lock: Lockfile) -> SourceTree {
+    let lock = complete_lock(tree, lock);
+    let mut tree = tree.clone();
+    tree.insert(
+        MemberPath::new(LOCK_FILE).unwrap(),
+        lock.to_yaml().expect("a lock serializes").into_bytes(),
+    );
+    tree
+}
+
+/// An empty lock, as of the seed's fixed time.
+pub fn empty_lock() -> Lockfile {
+    Lockfile::new(ResolvedAt::from_unix(1_769_682_600).unwrap(), None)
+}
+
 fn build(tree: &SourceTree, kind: Kind, name: &str, version: &str, key: &SecretKey) -> Vec<u8> {
     container::build(&BuildInput {
         tree,
@@ -474,7 +520,7 @@ fn agent_tree(
         MemberPath::new("agent.yaml").unwrap(),
         (out.join("\n") + "\n").into_bytes(),
     );
-    let mut lock = Lockfile::new(ResolvedAt::from_unix(1_769_682_600).unwrap(), None);
+    let mut lock = empty_lock();
     for (tool, locked, bytes, requirement) in pins {
         lock.tools.insert(
             PackageName::new(*tool).unwrap(),
@@ -486,33 +532,8 @@ fn agent_tree(
             },
         );
     }
-    // Co-located subagents are locked by their file's hash, as the CLI does.
-    let subagents: Vec<(String, Vec<u8>)> = tree
-        .iter()
-        .filter_map(|(path, bytes)| {
-            let file = path.as_str().strip_prefix("specialists/")?;
-            Some((file.trim_end_matches(".yaml").to_owned(), bytes.to_vec()))
-        })
-        .collect();
-    for (name, bytes) in subagents {
-        // A subagent without its own version has its parent's.
-        let subagent_version = String::from_utf8_lossy(&bytes)
-            .lines()
-            .find_map(|line| line.strip_prefix("version:").map(|v| v.trim().to_owned()))
-            .unwrap_or_else(|| version.to_owned());
-        lock.agents.insert(
-            PackageName::new(name).unwrap(),
-            LockedAgent {
-                version: Version::parse(&subagent_version).unwrap(),
-                hash: Sha256Digest::of(&bytes),
-            },
-        );
-    }
-    tree.insert(
-        MemberPath::new("agent.lock").unwrap(),
-        lock.to_yaml().unwrap().into_bytes(),
-    );
-    tree
+    // Files, subagents and models as the CLI locks them.
+    with_complete_lock(&tree, lock)
 }
 
 /// Creates the publisher (over HTTP) and its key, and publishes web_fetch
@@ -663,8 +684,8 @@ pub async fn seed_stripe_ops(app: &TestApp) {
         )
         .await
         .unwrap();
-    let mut tree = read_tree(&fixtures().join("agents").join("stripe-ops"));
-    let mut lock = Lockfile::new(ResolvedAt::from_unix(1_769_682_600).unwrap(), None);
+    let tree = read_tree(&fixtures().join("agents").join("stripe-ops"));
+    let mut lock = empty_lock();
     lock.tools.insert(
         PackageName::new("web_fetch").unwrap(),
         LockedTool {
@@ -674,10 +695,7 @@ pub async fn seed_stripe_ops(app: &TestApp) {
             dependencies: BTreeSet::new(),
         },
     );
-    tree.insert(
-        MemberPath::new("agent.lock").unwrap(),
-        lock.to_yaml().unwrap().into_bytes(),
-    );
+    let tree = with_complete_lock(&tree, lock);
     let bytes = build(&tree, Kind::Agent, "stripe-ops", "1.0.0", &key);
     store_container(store, Kind::Agent, bytes, publisher).await;
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::{
     conformance::run,
-    publish::{PROMPT_YAML, agent_with, publish, published, publisher},
+    publish::{PROMPT_YAML, locked_agent, publish, published, publisher},
     support::{Backend, TestApp, backend_tests, problem},
 };
 
@@ -58,14 +58,11 @@ const LOCK: &str = "version: \"1\"\nresolved_at: \"2025-01-29T10:30:00Z\"\nproto
 
 /// An agent container: agent.yaml, prompt, skill and, when given, a lock.
 fn agent(key: &agentlang_core::signing::SecretKey, yaml: &str, lock: Option<&str>) -> Vec<u8> {
-    let mut files: Vec<(&str, &[u8])> = vec![
+    let files: Vec<(&str, &[u8])> = vec![
         ("prompt.yaml", PROMPT_YAML.as_bytes()),
         ("skills/summarize/SKILL.md", SKILL_MD.as_bytes()),
     ];
-    if let Some(lock) = lock {
-        files.push(("agent.lock", lock.as_bytes()));
-    }
-    agent_with(key, yaml, &files)
+    locked_agent(key, yaml, &files, lock)
 }
 
 async fn get_json(app: &TestApp, path: &str) -> (reqwest::header::HeaderMap, Value) {

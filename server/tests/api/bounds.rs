@@ -8,7 +8,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use crate::{
-    publish::{build, publish, published, publisher, repack},
+    publish::{build, locked_agent, publish, published, publisher, repack},
     support::{Backend, TestApp, backend_tests, problem},
 };
 
@@ -195,16 +195,11 @@ async fn a_flood_of_findings_is_stored_and_shown_capped(backend: Backend) {
         "version: 2\nrole: system\nsections:\n  - name: role\n    content: {}\n",
         words.join(" ")
     );
-    let bytes = build(
+    let bytes = locked_agent(
         &alice.key,
-        Kind::Agent,
-        "flood",
-        "1.0.0",
-        &[
-            ("agent.yaml", yaml.as_bytes()),
-            ("prompt.yaml", prompt.as_bytes()),
-        ],
-        1_738_146_600,
+        yaml,
+        &[("prompt.yaml", prompt.as_bytes())],
+        None,
     );
     published(&app, &alice.token, bytes).await;
     let report: Value = app

@@ -198,7 +198,15 @@ async fn every_page_answers_html_with_its_policy(backend: Backend) {
         agent.contains("academic-researcher"),
         "subagents from the container"
     );
-    assert!(agent.contains("agentlang pull research-assistant@=1.1.0"));
+    // The install box leads with `install` (the agent and its locked
+    // tools, verified), the bare download second.
+    let install = agent
+        .find("agentlang install research-assistant@=1.1.0")
+        .expect("the install command");
+    let pull = agent
+        .find("agentlang pull research-assistant@=1.1.0")
+        .expect("the pull command");
+    assert!(install < pull, "install comes first");
     // Hosts: the fixture needs a camera and scheduled background work.
     assert!(
         agent.contains("<h2 id=\"hosts-heading\">Hosts</h2>"),

@@ -18,7 +18,7 @@ use store::Db;
 
 use crate::{
     publish::{PROMPT_YAML, agent_yaml, published, tool},
-    support::{Backend, TestApp, backend_tests, problem},
+    support::{Backend, TestApp, backend_tests, problem, seed},
 };
 
 backend_tests!(
@@ -109,6 +109,8 @@ fn agent_container(
         MemberPath::new("prompt.yaml").unwrap(),
         PROMPT_YAML.as_bytes().to_vec(),
     );
+    // Locked as `agentlang lock` would: the lock hashes the plaintext.
+    let tree = seed::with_complete_lock(&tree, seed::empty_lock());
     container::build(&BuildInput {
         tree: &tree,
         kind: Kind::Agent,

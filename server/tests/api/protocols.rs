@@ -6,7 +6,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    publish::{PROMPT_YAML, agent_yaml, build, publish, published, publisher},
+    publish::{PROMPT_YAML, agent_yaml, build, locked_agent, publish, published, publisher},
     support::{Backend, TestApp, backend_tests, problem},
 };
 
@@ -296,21 +296,11 @@ async fn agent_protocols_are_checked_at_publish(backend: Backend) {
     .await;
     let agent = |version: &str, protocols: &str, lock: Option<&str>| {
         let yaml = with_protocols(&agent_yaml("helper", version, &[]), protocols);
-        let mut files: Vec<(&str, Vec<u8>)> = vec![
-            ("agent.yaml", yaml.into_bytes()),
-            ("prompt.yaml", PROMPT_YAML.as_bytes().to_vec()),
-        ];
-        if let Some(lock) = lock {
-            files.push(("agent.lock", lock.as_bytes().to_vec()));
-        }
-        let borrowed: Vec<(&str, &[u8])> = files.iter().map(|(p, b)| (*p, b.as_slice())).collect();
-        build(
+        locked_agent(
             &alice.key,
-            Kind::Agent,
-            "helper",
-            version,
-            &borrowed,
-            1_738_146_600,
+            &yaml,
+            &[("prompt.yaml", PROMPT_YAML.as_bytes())],
+            lock,
         )
     };
 
@@ -417,16 +407,11 @@ async fn agent_versions_keep_their_quality_report(backend: Backend) {
     let alice = publisher(&app, "alice").await;
     let yaml = "name: helper\nversion: 1.0.0\ndescription: Helps.\nmodels:\n  claude-sonnet-4:\n    provider: anthropic\ntools:\n  - name: delegate\npermissions:\n  optional: [camera]\n";
     let prompt = "version: 2\nrole: system\nsections:\n  - name: role\n    content: Check user_memory first, then delegate the question.\n";
-    let bytes = build(
+    let bytes = locked_agent(
         &alice.key,
-        Kind::Agent,
-        "helper",
-        "1.0.0",
-        &[
-            ("agent.yaml", yaml.as_bytes()),
-            ("prompt.yaml", prompt.as_bytes()),
-        ],
-        1_738_146_600,
+        yaml,
+        &[("prompt.yaml", prompt.as_bytes())],
+        None,
     );
     published(&app, &alice.token, bytes).await;
     let report: Value = app

@@ -11,7 +11,7 @@ use agentlang_core::{
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::support::{Backend, TestApp, backend_tests, problem};
+use crate::support::{Backend, TestApp, backend_tests, problem, seed};
 
 backend_tests!(
     a_tool_is_published_and_recorded,
@@ -121,12 +121,38 @@ pub fn agent_yaml(name: &str, version: &str, tools: &[(&str, &str)]) -> String {
 pub const PROMPT_YAML: &str =
     "version: 2\nrole: system\nsections:\n  - name: task\n    content: Research carefully.\n";
 
+/// An agent container holding agent.yaml, prompt.yaml and an agent.lock:
+/// `lock`'s pins (none when `None`) with files, subagents and models as
+/// `agentlang lock` writes them. A lock-less or broken one is built with
+/// [`agent_with`].
 pub fn agent(key: &SecretKey, yaml: &str, lock: Option<&str>) -> Vec<u8> {
-    let mut files: Vec<(&str, &[u8])> = vec![("prompt.yaml", PROMPT_YAML.as_bytes())];
-    if let Some(lock) = lock {
-        files.push(("agent.lock", lock.as_bytes()));
+    locked_agent(key, yaml, &[("prompt.yaml", PROMPT_YAML.as_bytes())], lock)
+}
+
+/// An agent container holding agent.yaml, `files` and an agent.lock with
+/// `lock`'s pins completed as `agentlang lock` completes them
+/// (`seed::complete_lock`).
+pub fn locked_agent(
+    key: &SecretKey,
+    yaml: &str,
+    files: &[(&str, &[u8])],
+    lock: Option<&str>,
+) -> Vec<u8> {
+    let mut tree = SourceTree::new();
+    tree.insert(
+        MemberPath::new("agent.yaml").unwrap(),
+        yaml.as_bytes().to_vec(),
+    );
+    for (path, bytes) in files {
+        tree.insert(MemberPath::new(*path).unwrap(), bytes.to_vec());
     }
-    agent_with(key, yaml, &files)
+    let base = lock.map_or_else(seed::empty_lock, |text| {
+        agentlang_core::lockfile::Lockfile::from_slice(text.as_bytes()).unwrap()
+    });
+    let lock = seed::complete_lock(&tree, base).to_yaml().unwrap();
+    let mut all: Vec<(&str, &[u8])> = files.to_vec();
+    all.push(("agent.lock", lock.as_bytes()));
+    agent_with(key, yaml, &all)
 }
 
 /// An agent container holding agent.yaml and `files`.
@@ -871,17 +897,14 @@ async fn publish_memory_does_not_grow_with_upload_size() {
     for (version, size) in [("1.0.0", SMALL), ("1.0.1", LARGE)] {
         let yaml = agent_yaml("bulky", version, &[]);
         let filler = noise(size, size as u64 | 1);
-        let bytes = build(
+        let bytes = locked_agent(
             key,
-            Kind::Agent,
-            "bulky",
-            version,
+            &yaml,
             &[
-                ("agent.yaml", yaml.as_bytes()),
                 ("prompt.yaml", PROMPT_YAML.as_bytes()),
                 ("context/filler.bin", &filler),
             ],
-            0,
+            None,
         );
         drop(filler);
         let res = client

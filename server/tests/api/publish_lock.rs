@@ -1,6 +1,10 @@
 //! Publish accepts exactly what `validate` accepts, and an agent's lock
 //! must tell the truth about the package and the registry: each kind of
 //! failure answers with its own problem type, naming the tool or file.
+//! Containers here are built by hand (core's builder, signed with the
+//! test's key), never by the CLI, and each refusal is compared with what
+//! `core::lockcheck::check`, the function the CLI calls, says of the same
+//! package.
 
 use std::collections::BTreeSet;
 
@@ -9,15 +13,17 @@ use agentlang_core::{
     container::{self, BuildInput, Created},
     crypt::PromptKey,
     digest::Sha256Digest,
-    lockfile::{LockedAgent, LockedModel, LockedTool, Lockfile, ModelId, ResolvedAt},
-    package::{Members, validate_package},
+    lockcheck::{self, MemberHashes, PublishedTool, PublishedTools, RegistryFacts, YankPolicy},
+    lockfile::{LockedAgent, LockedModel, LockedSkill, LockedTool, Lockfile, ModelId, ResolvedAt},
+    package::{Members, Package, validate_package},
 };
 use reqwest::{Method, StatusCode};
+use semver::VersionReq;
 use serde_json::{Value, json};
 
 use crate::{
     publish::{PROMPT_YAML, agent, agent_with, agent_yaml, publish, published, publisher, tool},
-    support::{Backend, TestApp, backend_tests, problem},
+    support::{Backend, TestApp, backend_tests, problem, seed},
 };
 
 backend_tests!(
@@ -25,6 +31,7 @@ backend_tests!(
     an_agent_that_requires_tools_must_carry_a_covering_lock,
     yanked_pins_need_the_previous_versions_lock,
     lock_files_subagents_and_models_must_match_the_package,
+    a_resigned_container_breaking_each_rule_is_refused_as_the_cli_judges_it,
 );
 
 fn name(n: &str) -> PackageName {
@@ -200,7 +207,11 @@ async fn an_agent_that_requires_tools_must_carry_a_covering_lock(backend: Backen
     let body = refused(
         &app,
         &alice.token,
-        agent(&alice.key, &needs, None),
+        agent_with(
+            &alice.key,
+            &needs,
+            &[("prompt.yaml", PROMPT_YAML.as_bytes())],
+        ),
         "lock-missing",
     )
     .await;
@@ -517,4 +528,290 @@ async fn lock_files_subagents_and_models_must_match_the_package(backend: Backend
     .unwrap();
     let body = published(&app, &alice.token, encrypted).await;
     assert_eq!(body["lockfile"]["agents"]["analyst"]["version"], "1.0.0");
+}
+
+/// One hand-built container breaking one rule of the lock.
+struct Case {
+    what: &'static str,
+    /// The package's members, agent.lock aside.
+    files: Vec<(&'static str, Vec<u8>)>,
+    /// The lock it carries (none: no agent.lock at all).
+    lock: Option<Lockfile>,
+    slug: &'static str,
+    fields: &'static [&'static str],
+}
+
+fn tree_of(files: &[(&str, Vec<u8>)]) -> SourceTree {
+    files
+        .iter()
+        .map(|(p, b)| (MemberPath::new(*p).unwrap(), b.clone()))
+        .collect()
+}
+
+/// What `core::lockcheck::check` answers for the package (as a directory
+/// packs it), with the registry's facts as install reads them from the
+/// index: the first kind's slug and its fields.
+fn judged_by_core(tree: &SourceTree, facts: Option<&RegistryFacts<'_>>) -> (String, Vec<String>) {
+    let Ok(Package::Agent(pkg)) = validate_package(Kind::Agent, &Members::from_tree(tree)) else {
+        panic!("the case's package validates");
+    };
+    let problems = lockcheck::check(&pkg, &MemberHashes::from_tree(tree), facts);
+    let (kind, of_kind) = lockcheck::first_kind(&problems).expect("core finds a problem");
+    let mut fields: Vec<String> = of_kind.iter().map(|p| p.field.clone()).collect();
+    fields.sort();
+    (kind.slug().to_owned(), fields)
+}
+
+async fn a_resigned_container_breaking_each_rule_is_refused_as_the_cli_judges_it(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    let fetch = published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "1.0.3", &[]),
+    )
+    .await;
+    let search = published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_search", "1.2.0", &[("web_fetch", "^1.0")]),
+    )
+    .await;
+    let skill_md = "---\nname: pdf-tools\ndescription: Extracts text from PDFs.\nlicense: MIT\nmetadata:\n  version: 0.1.0\n---\n# pdf-tools\n";
+    let pdf = published(
+        &app,
+        &alice.token,
+        crate::publish::build(
+            &alice.key,
+            Kind::Skill,
+            "pdf-tools",
+            "0.1.0",
+            &[("SKILL.md", skill_md.as_bytes())],
+            1_738_146_600,
+        ),
+    )
+    .await;
+    let hash = |v: &Value| Sha256Digest::parse_prefixed(v["hash"].as_str().unwrap()).unwrap();
+    let (fetch, search, pdf) = (hash(&fetch), hash(&search), hash(&pdf));
+
+    // The registry's facts, as install reads them from the index.
+    let mut tools = PublishedTools::new();
+    tools.insert(
+        &name("web_fetch"),
+        vec![PublishedTool {
+            version: Version::parse("1.0.3").unwrap(),
+            hash: fetch,
+            yanked: false,
+            dependencies: Default::default(),
+        }],
+    );
+    tools.insert(
+        &name("web_search"),
+        vec![PublishedTool {
+            version: Version::parse("1.2.0").unwrap(),
+            hash: search,
+            yanked: false,
+            dependencies: [(name("web_fetch"), VersionReq::parse("^1.0").unwrap())].into(),
+        }],
+    );
+    let mut skills = PublishedTools::new();
+    skills.insert(
+        &name("pdf-tools"),
+        vec![PublishedTool {
+            version: Version::parse("0.1.0").unwrap(),
+            hash: pdf,
+            yanked: false,
+            dependencies: Default::default(),
+        }],
+    );
+    let facts = RegistryFacts {
+        tools: &tools,
+        skills: &skills,
+        yanks: YankPolicy::RefuseUnlessPinnedBy(None),
+    };
+
+    let pin = |lock: &mut Lockfile, tool: &str, version: &str, hash: Sha256Digest| {
+        lock.tools.insert(
+            name(tool),
+            LockedTool {
+                version: Version::parse(version).unwrap(),
+                hash,
+                requirement: None,
+                dependencies: BTreeSet::new(),
+            },
+        );
+    };
+    let plain = |yaml: String| {
+        vec![
+            ("agent.yaml", yaml.into_bytes()),
+            ("prompt.yaml", PROMPT_YAML.as_bytes().to_vec()),
+        ]
+    };
+    // The lock `agentlang lock` would write for `files`, with `edit` applied.
+    let honest = |files: &[(&str, Vec<u8>)], edit: &dyn Fn(&mut Lockfile)| {
+        let mut lock = seed::complete_lock(&tree_of(files), seed::empty_lock());
+        edit(&mut lock);
+        Some(lock)
+    };
+    let alone = agent_yaml("helper", "1.0.0", &[]);
+    let needs_search = agent_yaml("helper", "1.0.0", &[("web_search", "^1.2")]);
+    let with_skill = format!("{alone}skills:\n  - name: pdf-tools\n    version: ^0.1\n");
+    let mut with_context = plain(alone.clone());
+    with_context.push(("context/notes.md", b"# Notes\n".to_vec()));
+    let mut with_subagent = plain(alone.clone());
+    with_subagent.push((
+        "specialists/analyst.yaml",
+        b"name: analyst\ndescription: Reads markets.\n".to_vec(),
+    ));
+
+    let cases = vec![
+        Case {
+            what: "an agent without registry tools and without a lock",
+            files: plain(alone.clone()),
+            lock: None,
+            slug: "lock-missing",
+            fields: &["agent.lock"],
+        },
+        Case {
+            what: "files: {}",
+            files: plain(alone.clone()),
+            lock: honest(&plain(alone.clone()), &|l| l.files.clear()),
+            slug: "lock-files-mismatch",
+            fields: &["files.agent.yaml", "files.prompt.yaml"],
+        },
+        Case {
+            what: "a member files does not cover",
+            files: with_context.clone(),
+            lock: honest(&plain(alone.clone()), &|_| {}),
+            slug: "lock-files-mismatch",
+            fields: &["files.context/notes.md"],
+        },
+        Case {
+            what: "a files entry for no member",
+            files: plain(alone.clone()),
+            lock: honest(&with_context, &|_| {}),
+            slug: "lock-files-mismatch",
+            fields: &["files.context/notes.md"],
+        },
+        Case {
+            what: "models: {} for an agent that declares claude-sonnet-4",
+            files: plain(alone.clone()),
+            lock: honest(&plain(alone.clone()), &|l| l.models.clear()),
+            slug: "lock-models-missing",
+            fields: &["models.claude-sonnet-4"],
+        },
+        Case {
+            what: "a model no agent declares",
+            files: plain(alone.clone()),
+            lock: honest(&plain(alone.clone()), &|l| {
+                l.models.insert(
+                    ModelId::new("gpt-9").unwrap(),
+                    l.models.values().next().unwrap().clone(),
+                );
+            }),
+            slug: "lock-models-undeclared",
+            fields: &["models.gpt-9"],
+        },
+        Case {
+            what: "a tool requirement unpinned",
+            files: plain(needs_search.clone()),
+            lock: honest(&plain(needs_search.clone()), &|_| {}),
+            slug: "lock-unpinned",
+            fields: &["tools.web_search"],
+        },
+        Case {
+            what: "a pinned tool's requirement unpinned",
+            files: plain(needs_search.clone()),
+            lock: honest(&plain(needs_search.clone()), &|l| {
+                pin(l, "web_search", "1.2.0", search)
+            }),
+            slug: "lock-unpinned",
+            fields: &["tools.web_fetch"],
+        },
+        Case {
+            what: "a subagent unpinned",
+            files: with_subagent.clone(),
+            lock: honest(&with_subagent, &|l| l.agents.clear()),
+            slug: "lock-agents-mismatch",
+            fields: &["agents.analyst"],
+        },
+        Case {
+            what: "a skill package unpinned",
+            files: plain(with_skill.clone()),
+            lock: honest(&plain(with_skill.clone()), &|_| {}),
+            slug: "lock-unpinned",
+            fields: &["skills.pdf-tools"],
+        },
+    ];
+    for case in cases {
+        let mut files = case.files.clone();
+        if let Some(lock) = &case.lock {
+            files.push(("agent.lock", lock.to_yaml().unwrap().into_bytes()));
+        }
+        let borrowed: Vec<(&str, &[u8])> = files.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+        let bytes = crate::publish::build(
+            &alice.key,
+            Kind::Agent,
+            "helper",
+            "1.0.0",
+            &borrowed,
+            1_738_146_600,
+        );
+        let body = refused(&app, &alice.token, bytes, case.slug).await;
+        let mut answered: Vec<String> = fields(&body).into_iter().map(|f| f.0).collect();
+        answered.sort();
+        assert_eq!(answered, case.fields, "{}: {body}", case.what);
+
+        // The function the CLI calls says the same of the same package.
+        let tree = tree_of(&files);
+        assert_eq!(
+            judged_by_core(&tree, Some(&facts)),
+            (case.slug.to_owned(), answered.clone()),
+            "{}",
+            case.what
+        );
+        // And so does validate's offline judgment, unless the rule needs
+        // the registry's facts (a pinned tool's own requirements).
+        if case.fields != ["tools.web_fetch"] {
+            assert_eq!(
+                judged_by_core(&tree, None),
+                (case.slug.to_owned(), answered),
+                "{} (offline)",
+                case.what
+            );
+        }
+    }
+    // Nothing refused was stored; the honest package publishes.
+    assert_eq!(
+        app.get("/api/v1/agents/helper").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    let files = plain(with_skill.clone());
+    let mut lock = seed::complete_lock(&tree_of(&files), seed::empty_lock());
+    lock.skills.insert(
+        name("pdf-tools"),
+        LockedSkill {
+            version: Version::parse("0.1.0").unwrap(),
+            hash: pdf,
+            requirement: VersionReq::parse("^0.1").unwrap(),
+        },
+    );
+    let mut files = files;
+    files.push(("agent.lock", lock.to_yaml().unwrap().into_bytes()));
+    let borrowed: Vec<(&str, &[u8])> = files.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+    published(
+        &app,
+        &alice.token,
+        crate::publish::build(
+            &alice.key,
+            Kind::Agent,
+            "helper",
+            "1.0.0",
+            &borrowed,
+            1_738_146_600,
+        ),
+    )
+    .await;
 }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     conformance,
-    publish::{PROMPT_YAML, agent_with, build, publish, published, publisher},
+    publish::{PROMPT_YAML, agent_with, build, locked_agent, publish, published, publisher},
     support::{Backend, TestApp, backend_tests, problem, seed},
 };
 
@@ -366,15 +366,15 @@ async fn agents_lock_and_publish_against_published_skills(backend: Backend) {
     // registry does not hold, then the true one.
     let yaml = agent_needing("^0.1");
     let with_lock = |lock: Option<&Value>| {
-        let mut files: Vec<(&str, Vec<u8>)> =
-            vec![("prompt.yaml", PROMPT_YAML.as_bytes().to_vec())];
-        if let Some(lock) = lock {
-            let lock: agentlang_core::lockfile::Lockfile =
-                serde_json::from_value(lock.clone()).unwrap();
-            files.push(("agent.lock", lock.to_yaml().unwrap().into_bytes()));
+        let files: [(&str, &[u8]); 1] = [("prompt.yaml", PROMPT_YAML.as_bytes())];
+        match lock {
+            Some(lock) => {
+                let lock: agentlang_core::lockfile::Lockfile =
+                    serde_json::from_value(lock.clone()).unwrap();
+                locked_agent(&alice.key, &yaml, &files, Some(&lock.to_yaml().unwrap()))
+            }
+            None => agent_with(&alice.key, &yaml, &files),
         }
-        let files: Vec<(&str, &[u8])> = files.iter().map(|(p, b)| (*p, b.as_slice())).collect();
-        agent_with(&alice.key, &yaml, &files)
     };
     let body = problem(
         publish(&app, &alice.token, with_lock(None)).await,
