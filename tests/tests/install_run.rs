@@ -790,12 +790,150 @@ fn run_a_package_directory_with_its_locked_tools() {
         .replace("version: 2.0.0", "version: 1.0.0")
         .replace(&old_hash(&new_text), &old_hash(&locked));
     fs::write(alice.path("helper/agent.lock"), forged).unwrap();
+    // (The pin is judged against the requirement before the registry is
+    // asked: `lockcheck::check` without its facts, as validate judges it.)
     let err = alice.fails(&["run", "helper", "--prompt", "hi"]);
     assert!(
-        err.contains("does not hold against the registry")
+        err.contains("agent.lock does not match the package")
             && err.contains(
                 "echo is pinned at 1.0.0, which does not satisfy the agent's requirement ^2"
-            ),
+            )
+            && err.contains("[lock-unsatisfied]"),
         "{err}"
     );
+}
+
+/// A lock that does not lock a declared model: `validate` names it in
+/// agent.lock at its field with the registry's problem type, `build`
+/// refuses it the same way, and the registry refuses a container packed
+/// by hand with it as `lock-models-missing` at the same field.
+#[test]
+fn validate_build_and_publish_judge_a_lock_alike() {
+    let registry = start_registry();
+    let alice = publisher(&registry, "alice");
+    let models = "models:\n  claude-sonnet-4:\n    provider: anthropic\n";
+    write_package(
+        &alice.path("helper"),
+        &[
+            ("agent.yaml", &agent_yaml("helper", models)),
+            ("prompt.yaml", PROMPT),
+        ],
+    );
+    // No lock yet: valid, with a note that build makes one.
+    let run = alice.run(&["validate", "helper"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("no agent.lock yet"), "{}", run.stderr);
+    alice.ok(&["lock", "helper"]);
+    let path = alice.path("helper/agent.lock");
+    let mut lock =
+        agentlang_core::lockfile::Lockfile::from_slice(&fs::read(&path).unwrap()).unwrap();
+    assert!(lock.models.keys().any(|m| m.as_str() == "claude-sonnet-4"));
+    lock.models.clear();
+    fs::write(&path, lock.to_yaml().unwrap()).unwrap();
+
+    let run = alice.run(&["--json", "validate", "helper"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let validated = problems_of(&run.json()["problems"]);
+    let expected = ("agent.lock".to_owned(), "models.claude-sonnet-4".to_owned());
+    assert_eq!(
+        validated
+            .iter()
+            .map(|(f, p, _)| (f.clone(), p.clone()))
+            .collect::<Vec<_>>(),
+        [expected.clone()]
+    );
+    assert!(
+        validated
+            .iter()
+            .all(|(_, _, m)| m.ends_with("[lock-models-missing]")),
+        "{validated:?}"
+    );
+    let run = alice.run(&["--json", "build", "helper"]);
+    assert_ne!(run.code, Some(0), "build accepted it");
+    assert_eq!(problems_of(&run.json()["problems"]), validated);
+
+    let (status, body) = publish_raw(
+        &alice,
+        pack_unchecked(
+            &alice,
+            &alice.path("helper"),
+            Kind::Agent,
+            "helper",
+            "1.0.0",
+        ),
+    );
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["type"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("/problems/lock-models-missing")),
+        "{body}"
+    );
+    assert_eq!(body["errors"][0]["field"], expected.1.as_str(), "{body}");
+
+    // An edit build rehashes itself is a warning, not a problem.
+    alice.ok(&["lock", "helper"]);
+    fs::write(
+        alice.path("helper/prompt.yaml"),
+        PROMPT.replace("Help.", "Help more."),
+    )
+    .unwrap();
+    let run = alice.run(&["validate", "helper"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("files.prompt.yaml") && run.stderr.contains("updates this hash"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// `install` unpacks the agent's `context/` members beside its container,
+/// and `verify` holds the folder to the container: a changed or an added
+/// file fails it.
+#[test]
+fn install_unpacks_the_agents_context_files() {
+    let registry = start_registry();
+    let alice = publisher(&registry, "alice");
+    write_package(
+        &alice.path("helper"),
+        &[
+            ("agent.yaml", &agent_yaml("helper", "")),
+            ("prompt.yaml", PROMPT),
+            ("context/templates/brief.md", "# Brief\n\n{{topic}}\n"),
+            ("context/glossary.txt", "agent: a program that acts\n"),
+        ],
+    );
+    alice.ok(&["publish", "helper", "--open"]);
+    let bob = User::new(&registry.url);
+    bob.ok(&["install", "helper", "--dir", "h"]);
+    let installed = bob.path("h");
+    assert_eq!(
+        fs::read_to_string(installed.join("context/templates/brief.md")).unwrap(),
+        "# Brief\n\n{{topic}}\n"
+    );
+    assert_eq!(
+        files_under(&installed.join("context")),
+        BTreeSet::from(["glossary.txt".to_owned(), "templates/brief.md".to_owned()])
+    );
+    let verified = bob.ok(&["--json", "verify", "h"]).json();
+    assert_eq!(verified["valid"], true, "{verified}");
+
+    fs::write(installed.join("context/glossary.txt"), "changed\n").unwrap();
+    let broken = bob.run(&["--json", "verify", "h"]).json();
+    assert_eq!(broken["valid"], false, "{broken}");
+    assert!(
+        broken
+            .to_string()
+            .contains("differs from the agent package"),
+        "{broken}"
+    );
+    fs::write(
+        installed.join("context/glossary.txt"),
+        "agent: a program that acts\n",
+    )
+    .unwrap();
+    fs::write(installed.join("context/extra.md"), "added by hand\n").unwrap();
+    let broken = bob.run(&["--json", "verify", "h"]).json();
+    assert_eq!(broken["valid"], false, "{broken}");
+    assert!(broken.to_string().contains("extra.md"), "{broken}");
 }

@@ -1,5 +1,6 @@
 //! `inspect FILE`: what a container holds, and `verify FILE`: whether it is
-//! intact and signed by the key it names.
+//! intact and signed by the key it names, and (an agent) whether its lock
+//! holds against it (`core::lockcheck::check`, offline).
 
 use std::{path::Path, process::ExitCode};
 
@@ -7,6 +8,8 @@ use agentlang_core::{
     Kind,
     agent::{Capability, parse_agent},
     container::{Container, ENCRYPTED_PROMPT_PATH, PROMPT_PATH},
+    lockcheck::{self, MemberHashes},
+    package::{Members, Package, validate_package},
     prompt::{Format, parse_prompt},
     trust::AgentTrust,
     yaml::{YamlLimits, from_slice},
@@ -428,6 +431,12 @@ pub fn verify(env: &Env, file: &Path, pubkey: Option<&Path>) -> Result<ExitCode>
             });
         }
     }
+    if let Some(c) = container
+        .as_ref()
+        .filter(|c| c.manifest().kind() == Kind::Agent)
+    {
+        checks.push(lock_check(c));
+    }
     let valid = checks.iter().all(|c| c.ok);
     let summary = json!({
         "file": file,
@@ -459,6 +468,43 @@ pub fn verify(env: &Env, file: &Path, pubkey: Option<&Path>) -> Result<ExitCode>
             file.display(),
             failed.join(", ")
         )
+    }
+}
+
+/// An agent container's lock judged as publish judges it, the registry's
+/// part aside (`install` asks the registry): every agent carries one that
+/// hashes its members and locks its models, subagents and requirements.
+fn lock_check(c: &Container) -> Check {
+    let (ok, detail) = match validate_package(Kind::Agent, &Members::from_container(c)) {
+        Ok(Package::Agent(pkg)) => {
+            let problems = lockcheck::check(&pkg, &MemberHashes::from_manifest(c.manifest()), None);
+            if problems.is_empty() {
+                (
+                    true,
+                    "agent.lock hashes every member and locks every model, subagent and requirement"
+                        .to_owned(),
+                )
+            } else {
+                let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                (false, problems.join("; "))
+            }
+        }
+        Ok(_) => (false, "the container is not an agent".to_owned()),
+        Err(d) => (
+            false,
+            format!(
+                "the package does not validate: {}",
+                d.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        ),
+    };
+    Check {
+        check: "lock",
+        ok,
+        detail,
     }
 }
 
