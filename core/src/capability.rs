@@ -6,6 +6,10 @@
 //! Risk levels are ordered (`Low < Medium < High < Critical`) so the catalog
 //! can show the highest risk an agent asks for and the diff page can flag a
 //! rise between two versions.
+//!
+//! The same table says in which permission modes each capability may be
+//! asked for ([`Capability::modes`]): agent.yaml validation, the host check
+//! and the docs read it from here.
 
 use std::{fmt, str::FromStr};
 
@@ -114,8 +118,53 @@ impl fmt::Display for CapabilityCategory {
     }
 }
 
+/// When a host grants a capability (the spec's Permission Modes table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionMode {
+    UserTriggered,
+    OnDemand,
+    Continuous,
+    Scheduled,
+}
+
+impl PermissionMode {
+    pub const ALL: [PermissionMode; 4] = [
+        PermissionMode::UserTriggered,
+        PermissionMode::OnDemand,
+        PermissionMode::Continuous,
+        PermissionMode::Scheduled,
+    ];
+    pub const NAMES: &'static [&'static str] =
+        &["user_triggered", "on_demand", "continuous", "scheduled"];
+
+    /// As agent.yaml spells it: `on_demand`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::UserTriggered => "user_triggered",
+            PermissionMode::OnDemand => "on_demand",
+            PermissionMode::Continuous => "continuous",
+            PermissionMode::Scheduled => "scheduled",
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+use PermissionMode::{Continuous, OnDemand, Scheduled, UserTriggered};
+
+/// Every mode: the spec lists none for the capability, and each mode means
+/// something for it.
+const ANY_MODE: &[PermissionMode] = &[UserTriggered, OnDemand, Continuous, Scheduled];
+/// Only while the user is there to see it.
+const ATTENDED: &[PermissionMode] = &[UserTriggered, OnDemand];
+
 macro_rules! capabilities {
-    ($($variant:ident => $text:literal, $category:ident;)*) => {
+    ($($variant:ident => $text:literal, $category:ident, $modes:expr;)*) => {
         /// A capability from the spec's Capability Categories table.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Capability {
@@ -138,6 +187,14 @@ macro_rules! capabilities {
                     $(Capability::$variant => CapabilityCategory::$category,)*
                 }
             }
+
+            /// The permission modes agent.yaml may ask for it in, in the
+            /// order of the spec's Permission Modes table.
+            pub fn modes(self) -> &'static [PermissionMode] {
+                match self {
+                    $(Capability::$variant => $modes,)*
+                }
+            }
         }
 
         impl FromStr for Capability {
@@ -152,24 +209,34 @@ macro_rules! capabilities {
     };
 }
 
+// The modes column: where the spec lists modes (its comments on microphone
+// and background) they are copied; where it shows them in examples
+// (camera on_demand and scheduled, notifications on_demand) they are
+// included; everything else allows every mode, except three capabilities
+// held to attended modes, listed in docs/agent-yaml.md as stricter than the
+// spec: clipboard (what the user copied, passwords included, read while no
+// one watches), and wallet and signing (a payment or a signature the user
+// never saw cannot be taken back).
 capabilities! {
-    Network => "network", Network;
-    Websocket => "websocket", Network;
-    P2p => "p2p", Network;
-    Storage => "storage", Storage;
-    Filesystem => "filesystem", Storage;
-    Keychain => "keychain", Storage;
-    Microphone => "microphone", Sensors;
-    Camera => "camera", Sensors;
-    ScreenCapture => "screen_capture", Sensors;
-    Location => "location", Sensors;
-    Background => "background", System;
-    Notifications => "notifications", System;
-    Clipboard => "clipboard", System;
-    Shell => "shell", System;
-    Oauth => "oauth", Identity;
-    Wallet => "wallet", Identity;
-    Signing => "signing", Identity;
+    Network => "network", Network, ANY_MODE;
+    Websocket => "websocket", Network, ANY_MODE;
+    P2p => "p2p", Network, ANY_MODE;
+    Storage => "storage", Storage, ANY_MODE;
+    Filesystem => "filesystem", Storage, ANY_MODE;
+    Keychain => "keychain", Storage, ANY_MODE;
+    // The spec: "user_triggered | on_demand | continuous".
+    Microphone => "microphone", Sensors, &[UserTriggered, OnDemand, Continuous];
+    Camera => "camera", Sensors, ANY_MODE;
+    ScreenCapture => "screen_capture", Sensors, ANY_MODE;
+    Location => "location", Sensors, ANY_MODE;
+    // The spec: "scheduled | continuous"; the user is by definition away.
+    Background => "background", System, &[Continuous, Scheduled];
+    Notifications => "notifications", System, ANY_MODE;
+    Clipboard => "clipboard", System, ATTENDED;
+    Shell => "shell", System, ANY_MODE;
+    Oauth => "oauth", Identity, ANY_MODE;
+    Wallet => "wallet", Identity, ATTENDED;
+    Signing => "signing", Identity, ATTENDED;
 }
 
 impl Capability {
@@ -247,6 +314,45 @@ mod tests {
             "wallet".parse::<Capability>().unwrap().risk(),
             RiskLevel::Critical
         );
+    }
+
+    #[test]
+    fn the_mode_table_follows_the_spec() {
+        let modes = |c: Capability| -> Vec<&str> { c.modes().iter().map(|m| m.as_str()).collect() };
+        // Listed by the spec's comments.
+        assert_eq!(
+            modes(Capability::Microphone),
+            ["user_triggered", "on_demand", "continuous"]
+        );
+        assert_eq!(modes(Capability::Background), ["continuous", "scheduled"]);
+        // Shown in the spec's examples.
+        assert!(
+            Capability::Camera
+                .modes()
+                .contains(&PermissionMode::OnDemand)
+        );
+        assert!(
+            Capability::Camera
+                .modes()
+                .contains(&PermissionMode::Scheduled)
+        );
+        assert!(
+            Capability::Notifications
+                .modes()
+                .contains(&PermissionMode::OnDemand)
+        );
+        // Stricter than the spec (docs/agent-yaml.md lists them).
+        let attended: Vec<&str> = Capability::ALL
+            .iter()
+            .filter(|c| c.modes() == ATTENDED)
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(attended, ["clipboard", "wallet", "signing"]);
+        // Every capability allows some mode, each in the table's order.
+        for c in Capability::ALL {
+            assert!(!c.modes().is_empty(), "{c}");
+            assert!(c.modes().is_sorted(), "{c}");
+        }
     }
 
     #[test]

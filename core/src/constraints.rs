@@ -1,6 +1,7 @@
 //! Execution constraints as they apply: the spec's defaults filled in
-//! ([`effective`]) and the budget rule across a static crew
-//! ([`check_crew_budgets`]).
+//! ([`effective`]) and the budget rules between an agent and its children:
+//! across a static crew ([`check_crew_budgets`]) and for each specialist
+//! dynamic delegation may pick ([`check_dynamic_budgets`]).
 //!
 //! The spec's table of defaults: `max_delegation_depth` is 3; everything
 //! else (`max_cost_usd`, `max_turns`, `timeout`, `disk_quota`,
@@ -14,6 +15,11 @@
 //! parent's `max_cost_usd` (the hard cap; `tolerance` is a run-time grace,
 //! not more money to hand out). Sums are taken in micro-dollars, so `0.1 +
 //! 0.2` is exactly `0.3`.
+//!
+//! Dynamic delegation picks its specialists at run time, from every
+//! co-located subagent, so no sum is known; but a child spends from its
+//! parent's budget, so no subagent's own `max_cost_usd` may exceed the
+//! parent's. Both are [`Rule::BudgetExceedsParent`].
 
 use std::collections::BTreeMap;
 
@@ -22,6 +28,7 @@ use serde::Serialize;
 use crate::{
     agent::model::AgentSpec,
     diagnostics::{Diagnostics, index, join},
+    rules::Rule,
     tree::MemberPath,
 };
 
@@ -148,7 +155,8 @@ pub fn check_crew_budgets(
             .iter()
             .map(|(name, m, from)| format!("{name} {} ({from})", dollars(*m)))
             .collect();
-        diags.push(
+        diags.push_rule(
+            Rule::BudgetExceedsParent,
             "delegate.agents",
             format!(
                 "the crew's budgets add up to {}, more than this agent's constraints.budget.max_cost_usd of {}: {}",
@@ -157,6 +165,43 @@ pub fn check_crew_budgets(
                 parts.join(", ")
             ),
         );
+    }
+    diags
+}
+
+/// With the `delegate` tool declared, any co-located subagent may be
+/// picked, so none may have a `max_cost_usd` above the parent's. Each
+/// problem is reported in the subagent's file, at its budget.
+pub fn check_dynamic_budgets(
+    agent: &AgentSpec,
+    subagents: &BTreeMap<MemberPath, AgentSpec>,
+) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    if !agent.tools.iter().any(|t| t.is_delegate()) {
+        return diags;
+    }
+    let Some(cap) = effective(agent).max_cost_usd else {
+        return diags;
+    };
+    for (path, sub) in subagents {
+        let Some(own) = effective(sub).max_cost_usd else {
+            continue;
+        };
+        if micro_dollars(own) > micro_dollars(cap) {
+            let mut d = Diagnostics::new();
+            d.push_rule(
+                Rule::BudgetExceedsParent,
+                "constraints.budget.max_cost_usd",
+                format!(
+                    "{} is above the budget of {}, which may delegate to {} ({} in agent.yaml's constraints.budget.max_cost_usd): a child spends from its parent's budget",
+                    dollars(micro_dollars(own)),
+                    agent.name,
+                    sub.name,
+                    dollars(micro_dollars(cap)),
+                ),
+            );
+            diags.extend(d.in_file(path.as_str()));
+        }
     }
     diags
 }
@@ -226,8 +271,36 @@ mod tests {
         let d = check_crew_budgets(&agent, &subs);
         assert_eq!(
             d.to_string(),
-            "delegate.agents: the crew's budgets add up to $1.10, more than this agent's constraints.budget.max_cost_usd of $1.00: researcher $0.70 (delegate.agents[0].budget), writer $0.40 (./writer.yaml constraints.budget.max_cost_usd)"
+            "delegate.agents: the crew's budgets add up to $1.10, more than this agent's constraints.budget.max_cost_usd of $1.00: researcher $0.70 (delegate.agents[0].budget), writer $0.40 (./writer.yaml constraints.budget.max_cost_usd) [budget-exceeds-parent]"
         );
+    }
+
+    #[test]
+    fn a_specialist_the_delegate_tool_may_pick_spends_no_more_than_its_parent() {
+        let lead = |tools: &str| {
+            parse_agent(format!("name: lead\nversion: 1.0.0\ndescription: d\n{tools}constraints:\n  budget:\n    max_cost_usd: 2.00\n").as_bytes()).unwrap()
+        };
+        let sub = |name: &str, budget: &str| {
+            parse_subagent(format!("name: {name}\ndescription: d\nconstraints:\n  budget:\n    max_cost_usd: {budget}\n").as_bytes()).unwrap()
+        };
+        let subs: BTreeMap<MemberPath, AgentSpec> = [
+            (
+                MemberPath::new("specialists/big.yaml").unwrap(),
+                sub("big", "2.01"),
+            ),
+            (
+                MemberPath::new("specialists/equal.yaml").unwrap(),
+                sub("equal", "2.00"),
+            ),
+        ]
+        .into();
+        let d = check_dynamic_budgets(&lead("tools:\n  - name: delegate\n"), &subs);
+        assert_eq!(
+            d.to_string(),
+            "specialists/big.yaml: constraints.budget.max_cost_usd: $2.01 is above the budget of lead, which may delegate to big ($2.00 in agent.yaml's constraints.budget.max_cost_usd): a child spends from its parent's budget [budget-exceeds-parent]"
+        );
+        // Without the delegate tool no one picks them dynamically.
+        assert!(check_dynamic_budgets(&lead(""), &subs).is_empty());
     }
 
     #[test]

@@ -349,11 +349,20 @@ pub fn validate_agent(members: &Members<'_>) -> Result<AgentPackage, Diagnostics
     match members.read(&member(PROMPT_FILE), &mut diags) {
         // PromptLang rules, not just well-formed YAML: a prompt that would
         // not compile is refused before it is built or published.
-        Some(bytes) => {
-            if let Err(d) = parse_prompt(bytes) {
-                diags.extend(d.in_file(PROMPT_FILE));
+        Some(bytes) => match parse_prompt(bytes) {
+            Err(d) => diags.extend(d.in_file(PROMPT_FILE)),
+            // Its `{{variables}}` are provided: where the plaintext is, so
+            // not at a publish of an encrypted prompt.
+            Ok(prompt) => {
+                if let Some(a) = &agent {
+                    let inject = a.context.as_ref().map_or(&[][..], |c| c.inject.as_slice());
+                    diags.extend(
+                        crate::prompt::check_template_variables(&prompt, inject)
+                            .in_file(PROMPT_FILE),
+                    );
+                }
             }
-        }
+        },
         // A built container carries the prompt encrypted; the registry
         // cannot read it, only check it is there.
         None if members.contains(ENCRYPTED_PROMPT_FILE) || members.contains(PROMPT_FILE) => {}
@@ -426,6 +435,9 @@ pub fn validate_agent(members: &Members<'_>) -> Result<AgentPackage, Diagnostics
     if let Some(a) = &agent {
         // Child budgets of a static crew fit the parent's (core::constraints).
         diags.extend(crate::constraints::check_crew_budgets(a, &subagents).in_file(AGENT_FILE));
+        // And so does each specialist the delegate tool may pick; each
+        // problem is in the subagent's own file.
+        diags.extend(crate::constraints::check_dynamic_budgets(a, &subagents));
         let mut d = Diagnostics::new();
         for (i, t) in a.tools.iter().enumerate() {
             if let Some(ToolConfig::Delegate(cfg)) = &t.config

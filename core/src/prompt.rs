@@ -7,6 +7,13 @@
 //! compiled text puts exactly one line break after each section and ends
 //! with a single `\n`.
 //!
+//! Template variables: a section may hold `{{name}}` or `{{name.field}}`,
+//! filled in by the runtime. Each must name a value agent.yaml's
+//! `context.inject` provides or one of the prompt's own `variables` (which
+//! whoever runs the agent supplies); [`check_template_variables`] says so
+//! where the plaintext is (validate, build, and a publish of a plaintext
+//! prompt: the registry never reads an encrypted one).
+//!
 //! Content is inserted verbatim, not XML-escaped: the tags frame text for a
 //! language model, they do not make an XML document, and escaping would
 //! change what the model reads. A section whose content contains its own
@@ -18,15 +25,19 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use yaml_serde::{Mapping, Value};
 
 use crate::{
+    agent::{context, variable_roots},
     diagnostics::{Diagnostics, index, join},
-    keys::{check_keys, kind_of},
+    keys::{check_keys, kind_of, suggest},
+    rules::Rule,
     yaml::{YamlLimits, parse_value},
 };
 
 /// The PromptLang version this module reads.
 pub const PROMPT_VERSION: u64 = 2;
 
-const TOP_KEYS: &[&str] = &["version", "role", "sections"];
+const TOP_KEYS: &[&str] = &["version", "role", "variables", "sections"];
+/// Most variables one prompt declares.
+pub const MAX_VARIABLES: usize = 100;
 const SECTION_KEYS: &[&str] = &["name", "content"];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -151,10 +162,15 @@ pub struct Section {
     pub content: String,
 }
 
-/// A validated prompt.yaml. Section names are unique.
+/// A validated prompt.yaml. Section names are unique, and so are
+/// variable names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Prompt {
     role: Role,
+    /// Template variables the runtime's caller supplies, besides injected
+    /// context.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    variables: Vec<String>,
     sections: Vec<Section>,
 }
 
@@ -193,6 +209,21 @@ impl Prompt {
 
     pub fn sections(&self) -> &[Section] {
         &self.sections
+    }
+
+    /// The declared `variables`, in order.
+    pub fn variables(&self) -> &[String] {
+        &self.variables
+    }
+
+    /// Every `{{variable}}` of the sections by its root name, with the
+    /// path of the section content holding it (`sections[2].content`).
+    pub fn template_variables(&self) -> impl Iterator<Item = (String, &str)> {
+        self.sections.iter().enumerate().flat_map(|(i, s)| {
+            variable_roots(&s.content)
+                .into_iter()
+                .map(move |(_, root)| (join(&index("sections", i), "content"), root))
+        })
     }
 
     /// Markdown: `## name`, the content, a blank line between sections.
@@ -256,6 +287,11 @@ pub fn parse_prompt_with(bytes: &[u8], limits: &YamlLimits) -> Result<Prompt, Di
         }
     };
 
+    let variables = match top.get("variables") {
+        None => Vec::new(),
+        Some(v) => parse_variables(v, &mut diags),
+    };
+
     let sections = match top.get("sections") {
         None => {
             diags.push("sections", "missing required key");
@@ -276,9 +312,104 @@ pub fn parse_prompt_with(bytes: &[u8], limits: &YamlLimits) -> Result<Prompt, Di
     };
 
     match (role, sections) {
-        (Some(role), Some(sections)) if diags.is_empty() => Ok(Prompt { role, sections }),
+        (Some(role), Some(sections)) if diags.is_empty() => Ok(Prompt {
+            role,
+            variables,
+            sections,
+        }),
         _ => Err(diags),
     }
+}
+
+/// `variables: [name, ...]`: identifiers, unique, none of them a value
+/// `context.inject` provides (that one is injected, not supplied).
+fn parse_variables(v: &Value, diags: &mut Diagnostics) -> Vec<String> {
+    let Value::Sequence(items) = v else {
+        diags.push(
+            "variables",
+            format!("expected a sequence of names, found {}", kind_of(v)),
+        );
+        return Vec::new();
+    };
+    if items.len() > MAX_VARIABLES {
+        diags.push(
+            "variables",
+            format!(
+                "declares {} variables; at most {MAX_VARIABLES} are allowed",
+                items.len()
+            ),
+        );
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let path = index("variables", i);
+        let Value::String(name) = item else {
+            diags.push(&path, format!("expected a name, found {}", kind_of(item)));
+            continue;
+        };
+        let mut chars = name.chars();
+        let ident = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && name.len() <= MAX_SECTION_NAME_LEN;
+        if !ident {
+            diags.push(
+                &path,
+                format!(
+                    "{name:?} is not a variable name (letters, digits and `_`, starting with a letter or `_`, at most {MAX_SECTION_NAME_LEN})"
+                ),
+            );
+        } else if context::injected(name).is_some() {
+            diags.push(
+                &path,
+                format!(
+                    "{name} is injected context, not a variable: list it under agent.yaml's context.inject instead"
+                ),
+            );
+        } else if out.contains(name) {
+            diags.push(&path, format!("variable {name:?} is declared twice"));
+        } else {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
+/// Every `{{variable}}` of `prompt` names a value `inject` (agent.yaml's
+/// `context.inject`) provides or one of the prompt's `variables`
+/// ([`Rule::TemplateVariable`], at the section's content).
+pub fn check_template_variables(prompt: &Prompt, inject: &[String]) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    let injected: Vec<&str> = inject
+        .iter()
+        .map(String::as_str)
+        .filter(|i| context::injected(i).is_some())
+        .collect();
+    // The names a typo may be of: what is provided, and what could be.
+    let mut known: Vec<&str> = prompt.variables.iter().map(String::as_str).collect();
+    known.extend(context::INJECT_NAMES);
+    for (path, root) in prompt.template_variables() {
+        if injected.contains(&root) || prompt.variables.iter().any(|v| v == root) {
+            continue;
+        }
+        let message = if context::injected(root).is_some() {
+            format!(
+                "{{{{{root}}}}} is injected context, but agent.yaml's context.inject does not list {root}"
+            )
+        } else if let Some(near) = suggest(root, &known) {
+            format!(
+                "{{{{{root}}}}} is neither injected context nor a declared variable; did you mean {near:?}?"
+            )
+        } else {
+            format!(
+                "{{{{{root}}}}} is neither injected context (context.inject) nor a declared variable (prompt.yaml's variables)"
+            )
+        };
+        diags.push_rule(Rule::TemplateVariable, path, message);
+    }
+    diags
 }
 
 fn parse_sections(items: &[Value], diags: &mut Diagnostics) -> Vec<Section> {

@@ -211,7 +211,7 @@ http_tools:
     method: POST
     twitter_token: true
 context:
-  inject: [time, location]
+  inject: [time]
 permissions:
   required: [network]
 "#;
@@ -225,11 +225,12 @@ permissions:
         .collect();
     // network is requested: the MCP server's and the HTTP tool's need of it
     // is covered. The rest are not, each named once with every source.
+    // (Injected location without its capability does not validate:
+    // context-permission.)
     assert_eq!(
         found,
         [
             "agent.yaml:bash_tools.convert_video bash tool convert_video, MCP server stripe needs the shell capability (High risk), which no agent requests",
-            "agent.yaml:context.inject injected context location needs the location capability (High risk), which no agent requests",
             "agent.yaml:http_tools.post_tweet http tool post_tweet needs the oauth capability (Critical risk), which no agent requests",
         ],
         "{found:#?}"
@@ -357,7 +358,7 @@ fn a_static_crew_over_budget_fails_validation_naming_the_agents() {
     let err = validate_agent_tree(&t).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "agent.yaml: delegate.agents: the crew's budgets add up to $2.25, more than this agent's constraints.budget.max_cost_usd of $2.00: researcher $1.50 (delegate.agents[0].budget), writer $0.75 (./writer.yaml constraints.budget.max_cost_usd)"
+        "agent.yaml: delegate.agents: the crew's budgets add up to $2.25, more than this agent's constraints.budget.max_cost_usd of $2.00: researcher $1.50 (delegate.agents[0].budget), writer $0.75 (./writer.yaml constraints.budget.max_cost_usd) [budget-exceeds-parent]"
     );
 }
 
@@ -515,5 +516,44 @@ fn a_report_stored_before_the_cap_is_capped_when_read() {
             .findings
             .iter()
             .all(|f| f.message.chars().count() == quality::MAX_FINDING_TEXT + 1)
+    );
+}
+
+#[test]
+fn template_variables_are_explained() {
+    let agent = "name: local-guide\nversion: 1.0.0\ndescription: Suggests places nearby.\npermissions:\n  optional: [location]\n  location:\n    reason: Places near you\ncontext:\n  inject: [time, location]\n";
+    let prompt = "version: 2\nrole: system\nvariables: [city_hint, tone]\nsections:\n  - name: role\n    content: It is {{time}}. The user is near {{location.city}} (or {{city_hint}}); suggest places nearby.\n";
+    let t = tree(&[("agent.yaml", agent), ("prompt.yaml", prompt)]);
+    let report = run(&t, None);
+    assert_eq!(
+        keys(&report),
+        [
+            "optional-context-variable prompt.yaml:sections[0].content",
+            "unused-variable prompt.yaml:variables[1]",
+        ]
+    );
+    assert_eq!(
+        report.findings[0].message,
+        "{{location}} is empty on a host that does not grant location, which this agent asks for only optionally"
+    );
+    // A variable nothing provides does not validate; the review says why
+    // too, for a prompt it is handed directly.
+    let typo = parse_prompt(
+        b"version: 2\nrole: system\nsections:\n  - name: role\n    content: Greet {{user_profil.name}} by name.\n",
+    )
+    .unwrap();
+    let pkg = package(&t);
+    let report = quality::check(&QualityInput {
+        package: &pkg,
+        prompt: PromptText::Plain(&typo),
+        models: None,
+    });
+    let found = find(&report, rules::TEMPLATE_VARIABLE);
+    assert_eq!(found.len(), 1, "{:?}", report.findings);
+    assert_eq!(found[0].severity, Severity::Error);
+    assert_eq!(found[0].path, "sections[0].content");
+    assert_eq!(
+        found[0].message,
+        "{{user_profil}} is neither injected context nor a declared variable; did you mean \"user_profile\"?"
     );
 }

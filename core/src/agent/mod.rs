@@ -15,6 +15,7 @@
 // An agent.yaml `a2a` protocol entry's `endpoint`: here, below the card
 // module that reads it, so the two never import each other.
 pub mod a2a_endpoint;
+pub mod context;
 pub(crate) mod model;
 mod parse;
 mod patterns;
@@ -35,7 +36,7 @@ pub use reader::{MAX_DESCRIPTION_CHARS, MAX_KEY_CHARS, MAX_LABEL_CHARS, MAX_TEXT
 // shared with tool.yaml and the catalog.
 pub use crate::capability::{Capability, CapabilityCategory, RiskLevel, UnknownCapability};
 pub use permissions::{CronSchedule, PermissionError, PermissionMode};
-pub use template::{Placeholder, TemplateError, placeholders};
+pub use template::{Placeholder, TemplateError, placeholders, variable_roots};
 
 use crate::diagnostics::Diagnostics;
 use crate::yaml::{YamlLimits, parse_value};

@@ -774,7 +774,7 @@ fn permissions(r: &mut Reader, v: &Value, path: &str) -> Option<Permissions> {
                 format!("{cap} is configured but not listed under required or optional"),
             );
         }
-        if let Some(c) = capability_config(r, cv, &cp) {
+        if let Some(c) = capability_config(r, cap, cv, &cp) {
             config.insert(cap, c);
         }
     }
@@ -797,7 +797,12 @@ fn cron(r: &mut Reader, v: &Value, path: &str) -> Option<CronSchedule> {
     }
 }
 
-fn capability_config(r: &mut Reader, v: &Value, path: &str) -> Option<CapabilityConfig> {
+fn capability_config(
+    r: &mut Reader,
+    cap: Capability,
+    v: &Value,
+    path: &str,
+) -> Option<CapabilityConfig> {
     let f = r.fields(
         v,
         path,
@@ -836,10 +841,13 @@ fn capability_config(r: &mut Reader, v: &Value, path: &str) -> Option<Capability
         }
     }
     // A schedule only means something for a scheduled grant, and a
-    // scheduled grant needs to say when.
+    // scheduled grant needs to say when. Except background's: it wakes for
+    // the scheduled capabilities' own schedules, or when the host chooses
+    // (as a phone's background refresh does), as the spec's "Hourly inbox
+    // check" example leaves it.
     let timed = f.has("schedule") || f.has("wake_triggers");
     match mode {
-        Some(PermissionMode::Scheduled) if !timed => r.error(
+        Some(PermissionMode::Scheduled) if !timed && cap != Capability::Background => r.error(
             f.at("mode"),
             "mode scheduled needs a schedule or wake_triggers",
         ),

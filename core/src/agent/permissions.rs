@@ -1,10 +1,13 @@
 //! How an agent asks for capabilities: permission modes and cron schedules.
-//! The capability table itself lives in [`crate::capability`], shared with
-//! tool.yaml and the catalog.
+//! The capability table itself, with the modes each capability allows and
+//! the [`PermissionMode`] type, lives in [`crate::capability`], shared with
+//! tool.yaml, hosts and the catalog.
 
 use std::{fmt, str::FromStr};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub use crate::capability::PermissionMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PermissionError {
@@ -12,31 +15,6 @@ pub enum PermissionError {
     UnknownMode(String),
     #[error("{0:?} is not a valid cron expression: {1}")]
     BadCron(String, String),
-}
-
-/// When a host grants a capability (the spec's Permission Modes table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PermissionMode {
-    UserTriggered,
-    OnDemand,
-    Continuous,
-    Scheduled,
-}
-
-impl PermissionMode {
-    pub const NAMES: &'static [&'static str] =
-        &["user_triggered", "on_demand", "continuous", "scheduled"];
-
-    /// As agent.yaml spells it: `on_demand`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionMode::UserTriggered => "user_triggered",
-            PermissionMode::OnDemand => "on_demand",
-            PermissionMode::Continuous => "continuous",
-            PermissionMode::Scheduled => "scheduled",
-        }
-    }
 }
 
 impl FromStr for PermissionMode {

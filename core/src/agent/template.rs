@@ -78,6 +78,29 @@ pub fn placeholders(text: &str) -> Result<Vec<Placeholder>, TemplateError> {
     Ok(out)
 }
 
+/// The root names of the `{{name}}` / `{{name.field}}` variables in free
+/// text (a prompt section), in order, each with its byte offset. Lenient
+/// where [`placeholders`] is strict: a prompt may show other `{{...}}`
+/// texts (a template language it explains, an unclosed `{{`), and only a
+/// value path is a variable.
+pub fn variable_roots(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(start) = text[from..].find("{{") {
+        let open = from + start + 2;
+        let Some(len) = text[open..].find("}}") else {
+            break;
+        };
+        let inner = text[open..open + len].trim();
+        if is_value_path(inner) {
+            let root = inner.split(['.', '[']).next().unwrap_or(inner);
+            out.push((from + start, root));
+        }
+        from = open + len + 2;
+    }
+    out
+}
+
 /// Checks a value that may only hold literal text and `{{.env.NAME}}`.
 pub fn check_env_template(text: &str) -> Result<(), TemplateError> {
     for p in placeholders(text)? {
@@ -183,6 +206,15 @@ mod tests {
         check_env_template("{{.env.STRIPE_SECRET_KEY}}").unwrap();
         check_env_template("Bearer {{ .env.TOKEN }}").unwrap();
         check_env_template("plain").unwrap();
+    }
+
+    #[test]
+    fn variable_roots_skip_what_is_not_a_variable() {
+        let text = "It is {{ time }} at {{location.city}}; {{user_profile.name[0]}}. \
+                    Go templates look like {{if .X}} or {{ a b }}; {{.env.HOME}} too. {{open";
+        let roots: Vec<&str> = variable_roots(text).into_iter().map(|(_, r)| r).collect();
+        assert_eq!(roots, ["time", "location", "user_profile"]);
+        assert_eq!(variable_roots("x{{a}}")[0], (1, "a"));
     }
 
     #[test]

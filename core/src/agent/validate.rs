@@ -1,15 +1,22 @@
 //! Rules that relate one section of an agent.yaml to another: every tool an
 //! action calls is declared, tool names are declared once, a static crew's
 //! dependencies exist and form no cycle, inline custom protocols are well
-//! formed and match their requirement, and the delegate tool stays within
-//! the delegation limit (the spec's default of 3 when none is declared).
+//! formed and match their requirement, the delegate tool stays within
+//! the delegation limit (the spec's default of 3 when none is declared),
+//! each capability is asked for in a mode it allows, scheduled work has
+//! background to wake it, and `context` speaks its vocabulary.
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::context::{INJECT_NAMES, PRESERVE, injected};
 use super::model::{AgentSpec, StaticCrew, ToolConfig, UiComponent};
+use super::permissions::PermissionMode;
 use super::template::placeholders;
 use super::ui::{BUILTIN_COMPONENTS, prop_names, render_tool_name};
+use crate::capability::Capability;
 use crate::diagnostics::{Diagnostics, index, join};
+use crate::keys::suggest;
+use crate::rules::Rule;
 
 pub(super) fn cross_check(spec: &AgentSpec, diags: &mut Diagnostics) {
     unique_tool_names(spec, diags);
@@ -20,6 +27,114 @@ pub(super) fn cross_check(spec: &AgentSpec, diags: &mut Diagnostics) {
     }
     crate::protocols::check_inline(spec, diags);
     delegation_depth(spec, diags);
+    permission_modes(spec, diags);
+    context_vocabulary(spec, diags);
+}
+
+/// `a, b or c`.
+fn either(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// Each capability in a mode the spec allows it ([`Capability::modes`]);
+/// scheduled work with `background` at least as required as the work, so
+/// a host that cannot wake the agent refuses it (or runs it degraded)
+/// instead of never running it. `continuous` needs no background: the spec
+/// defines it as "always active while agent runs", and a run is attended.
+fn permission_modes(spec: &AgentSpec, diags: &mut Diagnostics) {
+    let Some(perms) = &spec.permissions else {
+        return;
+    };
+    let background_required = perms.required.contains(&Capability::Background);
+    let background_declared =
+        background_required || perms.optional.contains(&Capability::Background);
+    for (cap, cfg) in &perms.config {
+        let Some(mode) = cfg.mode else { continue };
+        let path = join(&join("permissions", cap.as_str()), "mode");
+        if !cap.modes().contains(&mode) {
+            let allowed: Vec<&str> = cap.modes().iter().map(|m| m.as_str()).collect();
+            diags.push_rule(
+                Rule::PermissionMode,
+                path,
+                format!("{cap} may be asked for {}, not {mode}", either(&allowed)),
+            );
+            continue;
+        }
+        if mode != PermissionMode::Scheduled || *cap == Capability::Background {
+            continue;
+        }
+        let required = perms.required.contains(cap);
+        // Configured but not listed is reported while reading.
+        let optional = perms.optional.contains(cap);
+        if required && !background_required {
+            diags.push_rule(
+                Rule::BackgroundRequired,
+                path,
+                format!(
+                    "{cap} runs on a schedule, which needs the host to wake the agent: list background under permissions.required{}",
+                    if background_declared { " (not optional)" } else { "" }
+                ),
+            );
+        } else if optional && !background_declared {
+            diags.push_rule(
+                Rule::BackgroundRequired,
+                path,
+                format!(
+                    "{cap} runs on a schedule, which needs the host to wake the agent: list background under permissions (required, or optional as {cap} is)"
+                ),
+            );
+        }
+    }
+}
+
+/// `context.compaction.preserve` and `context.inject` name only what the
+/// vocabulary knows ([`super::context`]), and an injected value that comes
+/// from a capability has it declared.
+fn context_vocabulary(spec: &AgentSpec, diags: &mut Diagnostics) {
+    let Some(ctx) = &spec.context else { return };
+    let unknown = |value: &str, known: &[&str]| match suggest(value, known) {
+        Some(s) => format!("{value:?} is not a known value; did you mean {s:?}?"),
+        None => format!("{value:?} is not a known value; expected {}", either(known)),
+    };
+    if let Some(c) = &ctx.compaction {
+        for (i, value) in c.preserve.iter().enumerate() {
+            if !PRESERVE.contains(&value.as_str()) {
+                diags.push_rule(
+                    Rule::ContextUnknown,
+                    index("context.compaction.preserve", i),
+                    unknown(value, PRESERVE),
+                );
+            }
+        }
+    }
+    let declared = |c: Capability| {
+        spec.permissions
+            .as_ref()
+            .is_some_and(|p| p.requested().any(|r| r == c))
+    };
+    for (i, value) in ctx.inject.iter().enumerate() {
+        let path = index("context.inject", i);
+        match injected(value) {
+            None => diags.push_rule(Rule::ContextUnknown, path, unknown(value, INJECT_NAMES)),
+            Some(entry) => {
+                if let Some(cap) = entry.needs
+                    && !declared(cap)
+                {
+                    diags.push_rule(
+                        Rule::ContextPermission,
+                        path,
+                        format!(
+                            "injecting {value} needs the {cap} capability: list it under permissions.required or optional"
+                        ),
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// A tool name must mean one thing: two declarations of it (say a registry

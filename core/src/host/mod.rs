@@ -117,12 +117,7 @@ impl<'de> Deserialize<'de> for HostName {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Modes(BTreeSet<PermissionMode>);
 
-const ALL_MODES: [PermissionMode; 4] = [
-    PermissionMode::UserTriggered,
-    PermissionMode::OnDemand,
-    PermissionMode::Continuous,
-    PermissionMode::Scheduled,
-];
+const ALL_MODES: [PermissionMode; 4] = PermissionMode::ALL;
 
 impl Modes {
     pub fn contains(&self, mode: PermissionMode) -> bool {
@@ -305,7 +300,8 @@ impl ToolCapabilities {
 /// What a declaration implies without saying so: `(capability, required,
 /// who)` for each of an agent spec's bash tools (`shell`), HTTP tools
 /// (`network`; `oauth` for a token), MCP servers (`shell` and `network`)
-/// and injected `location`.
+/// and injected context that comes from a capability (`location`, per
+/// [`crate::agent::context::INJECT`]).
 pub fn implied(spec: &AgentSpec) -> Vec<(Capability, bool, Requester)> {
     let mut out = Vec::new();
     for name in spec.bash_tools.keys() {
@@ -326,13 +322,11 @@ pub fn implied(spec: &AgentSpec) -> Vec<(Capability, bool, Requester)> {
         ));
     }
     let injected = spec.context.iter().flat_map(|c| &c.inject);
-    for entry in injected.filter(|e| e.as_str() == "location") {
-        // "If permitted": the agent runs without it.
-        out.push((
-            Capability::Location,
-            false,
-            Requester::Context(entry.clone()),
-        ));
+    for entry in injected {
+        if let Some(cap) = crate::agent::context::injected(entry).and_then(|i| i.needs) {
+            // "If permitted": the agent runs without it.
+            out.push((cap, false, Requester::Context(entry.clone())));
+        }
     }
     out
 }
@@ -524,6 +518,15 @@ fn downgrades(mode: PermissionMode) -> &'static [PermissionMode] {
     }
 }
 
+/// Whether `host` can wake an agent on a schedule: it grants background in
+/// scheduled mode. Every capability asked for in scheduled mode needs it,
+/// whatever the host grants that capability in.
+fn wakes(host: &HostProfile) -> bool {
+    host.grants
+        .get(&Capability::Background)
+        .is_some_and(|m| m.contains(PermissionMode::Scheduled))
+}
+
 /// Checks every request against `host`.
 pub fn check(host: &HostProfile, requests: &[Request]) -> HostReport {
     let capabilities = requests
@@ -542,6 +545,18 @@ pub fn check(host: &HostProfile, requests: &[Request]) -> HostReport {
             };
             let (outcome, granted_mode, reason) = match (modes, r.mode) {
                 (None, _) => refusal(format!("{} does not grant {}", host.name, r.capability)),
+                // Granting the capability is not enough: no one wakes the
+                // agent to use it, so it would silently never run.
+                (Some(m), Some(PermissionMode::Scheduled))
+                    if m.contains(PermissionMode::Scheduled)
+                        && r.capability != Capability::Background
+                        && !wakes(host) =>
+                {
+                    refusal(format!(
+                        "{} cannot wake an agent (it grants no scheduled background), so {} cannot run on a schedule",
+                        host.name, r.capability
+                    ))
+                }
                 (Some(_), None) => (Outcome::Granted, None, None),
                 (Some(m), Some(asked)) if m.contains(asked) => {
                     (Outcome::Granted, Some(asked), None)
@@ -696,6 +711,48 @@ mod tests {
             )
             .runnable()
         );
+    }
+
+    #[test]
+    fn scheduled_work_needs_a_host_that_wakes() {
+        // The host grants camera in scheduled mode but no background: the
+        // schedule would never fire.
+        let no_wake = HostProfile::parse(
+            b"name: kiosk\ndescription: A kiosk.\ngrants:\n  camera: all\n  background: [continuous]\n",
+        )
+        .unwrap();
+        let report = check(
+            &no_wake,
+            &[
+                request("camera", true, Some(PermissionMode::Scheduled)),
+                request("microphone", false, Some(PermissionMode::Continuous)),
+            ],
+        );
+        assert!(!report.runnable());
+        assert_eq!(report.capabilities[0].outcome, Outcome::Refused);
+        assert_eq!(
+            report.capabilities[0].reason.as_deref(),
+            Some(
+                "kiosk cannot wake an agent (it grants no scheduled background), so camera cannot run on a schedule"
+            )
+        );
+        // An optional one degrades instead.
+        let optional = check(
+            &no_wake,
+            &[request("camera", false, Some(PermissionMode::Scheduled))],
+        );
+        assert_eq!(optional.capabilities[0].outcome, Outcome::Degraded);
+        assert!(optional.runnable());
+        // The mobile app wakes on a schedule: camera on a schedule runs.
+        let mobile = HostProfile::find_builtin("mobile-app").unwrap();
+        let report = check(
+            mobile,
+            &[
+                request("camera", true, Some(PermissionMode::Scheduled)),
+                request("background", true, Some(PermissionMode::Scheduled)),
+            ],
+        );
+        assert!(report.runnable(), "{report:?}");
     }
 
     #[test]

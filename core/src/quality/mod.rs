@@ -25,6 +25,9 @@
 //! | `subagent-without-description` | warning | dynamic delegation routes by description, and a subagent's is missing or too thin |
 //! | `delegation-depth` | error | `delegate.max_depth` above `constraints.limits.max_delegation_depth` (default 3) |
 //! | `budget-price-mismatch` | warning | a budget price that no declared model has in the registry's catalog |
+//! | `template-variable` | error | a prompt `{{variable}}` that neither `context.inject` nor prompt.yaml's `variables` provides (also a validation error) |
+//! | `optional-context-variable` | warning | a prompt `{{variable}}` injected from an optional capability (`{{location}}`), so empty on hosts that refuse it |
+//! | `unused-variable` | warning | a variable prompt.yaml declares that no section uses |
 //!
 //! A report keeps at most [`MAX_FINDINGS`] findings (errors first) and
 //! counts the rest by severity ([`Omitted`]); each text is clipped to
@@ -320,6 +323,10 @@ pub mod rules {
     pub const SUBAGENT_WITHOUT_DESCRIPTION: &str = "subagent-without-description";
     pub const DELEGATION_DEPTH: &str = "delegation-depth";
     pub const BUDGET_PRICE_MISMATCH: &str = "budget-price-mismatch";
+    /// The validation rule's slug ([`crate::rules::Rule::TemplateVariable`]).
+    pub const TEMPLATE_VARIABLE: &str = "template-variable";
+    pub const OPTIONAL_CONTEXT_VARIABLE: &str = "optional-context-variable";
+    pub const UNUSED_VARIABLE: &str = "unused-variable";
     /// A model reviewer's findings.
     pub const MODEL_REVIEW: &str = "model-review";
     /// The reviewer could not be asked or answered nonsense.
@@ -327,13 +334,16 @@ pub mod rules {
 }
 
 /// The rules that read the prompt's text.
-const TEXT_RULES: [&str; 6] = [
+const TEXT_RULES: [&str; 9] = [
     rules::UNDECLARED_TOOL,
     rules::UNUSED_TOOL,
     rules::EMPTY_SECTION,
     rules::DUPLICATE_SECTION,
     rules::NEAR_DUPLICATE_SECTION,
     rules::CAPABILITY_NOT_REQUESTED,
+    rules::TEMPLATE_VARIABLE,
+    rules::OPTIONAL_CONTEXT_VARIABLE,
+    rules::UNUSED_VARIABLE,
 ];
 
 fn clip_finding(f: &mut Finding) {
@@ -405,6 +415,7 @@ pub fn check(input: &QualityInput<'_>) -> QualityReport {
             tool_rules(pkg, prompt, &mentions, &mut out);
             section_rules(prompt, &mut out);
             capability_rule(agent, prompt, &mut out);
+            variable_rules(agent, prompt, &mut out);
             Some(estimate_tokens(text.chars().count() as u64))
         }
         PromptText::Encrypted { plaintext_bytes } => {
@@ -961,6 +972,65 @@ const CAPABILITY_PHRASES: &[(Capability, &[&str])] = &[
         ],
     ),
 ];
+
+/// The prompt's template variables: each provided (the validation rule,
+/// explained), those a host may leave empty, and declared ones never used.
+fn variable_rules(agent: &AgentSpec, prompt: &Prompt, out: &mut Out) {
+    let inject = agent
+        .context
+        .as_ref()
+        .map_or(&[][..], |c| c.inject.as_slice());
+    for d in crate::prompt::check_template_variables(prompt, inject) {
+        out.add(
+            rules::TEMPLATE_VARIABLE,
+            Severity::Error,
+            PROMPT_FILE,
+            d.path,
+            d.message,
+            "the runtime fills in only what agent.yaml's context.inject lists and what prompt.yaml's variables declare (supplied by whoever runs the agent): inject it, declare it, or remove it",
+        );
+    }
+    let required = |c: Capability| {
+        agent
+            .permissions
+            .as_ref()
+            .is_some_and(|p| p.required.contains(&c))
+    };
+    let mut warned = HashSet::new();
+    let mut used = HashSet::new();
+    for (path, root) in prompt.template_variables() {
+        used.insert(root.to_owned());
+        let Some(cap) = crate::agent::context::injected(root).and_then(|i| i.needs) else {
+            continue;
+        };
+        if inject.iter().any(|i| i == root) && !required(cap) && warned.insert(root.to_owned()) {
+            out.add(
+                rules::OPTIONAL_CONTEXT_VARIABLE,
+                Severity::Warning,
+                PROMPT_FILE,
+                path,
+                format!(
+                    "{{{{{root}}}}} is empty on a host that does not grant {cap}, which this agent asks for only optionally"
+                ),
+                format!(
+                    "tell the model what to do when {root} is unknown, or list {cap} under permissions.required"
+                ),
+            );
+        }
+    }
+    for (i, v) in prompt.variables().iter().enumerate() {
+        if !used.contains(v) {
+            out.add(
+                rules::UNUSED_VARIABLE,
+                Severity::Warning,
+                PROMPT_FILE,
+                index("variables", i),
+                format!("variable {v} is declared but no section uses {{{{{v}}}}}"),
+                format!("use {{{{{v}}}}} in a section or remove it from variables"),
+            );
+        }
+    }
+}
 
 fn capability_rule(agent: &AgentSpec, prompt: &Prompt, out: &mut Out) {
     let requested: Vec<Capability> = agent
