@@ -4,7 +4,7 @@
 mod agent_support;
 
 use agent_support::{load_fixture, messages};
-use agentlang_core::package::validate_agent_tree;
+use agentlang_core::{package::validate_agent_tree, rules::Rule};
 
 struct Case {
     fixture: &'static str,
@@ -16,6 +16,8 @@ struct Case {
     want_file: &'static str,
     want_path: &'static str,
     want_message: &'static str,
+    /// The named rule the diagnostic must carry, when it breaks one.
+    want_rule: Option<Rule>,
 }
 
 const RA: &str = "research-assistant";
@@ -36,6 +38,7 @@ const fn case(
         want_file: file,
         want_path,
         want_message,
+        want_rule: None,
     }
 }
 
@@ -797,6 +800,7 @@ const fn crew(
         want_file: AY,
         want_path,
         want_message,
+        want_rule: None,
     }
 }
 
@@ -880,15 +884,17 @@ fn run(case: &Case) -> Result<(), String> {
         d.file.as_deref() == Some(case.want_file)
             && d.path == case.want_path
             && d.message.contains(case.want_message)
+            && case.want_rule.is_none_or(|r| d.rule == Some(r))
     });
     if hit {
         Ok(())
     } else {
         Err(format!(
-            "want {}: {}: ...{}...\ngot:\n{}",
+            "want {}: {}: ...{}... [{:?}]\ngot:\n{}",
             case.want_file,
             case.want_path,
             case.want_message,
+            case.want_rule,
             messages(&diags)
         ))
     }
@@ -910,6 +916,151 @@ fn run_all(cases: &[Case]) {
         cases.len(),
         failures.join("\n\n")
     );
+}
+
+/// A research-assistant variant breaking a named rule: reported in
+/// `want_file` at `want_path`, carrying the rule.
+const fn rule_case(
+    rule: Rule,
+    file: &'static str,
+    old: &'static str,
+    new: &'static str,
+    want_path: &'static str,
+    want_message: &'static str,
+) -> Case {
+    Case {
+        fixture: RA,
+        file,
+        old,
+        new,
+        want_file: file,
+        want_path,
+        want_message,
+        want_rule: Some(rule),
+    }
+}
+
+const RULE_CASES: &[Case] = &[
+    // permission modes: microphone is never scheduled (the spec lists
+    // user_triggered | on_demand | continuous), background never attended
+    rule_case(
+        Rule::PermissionMode,
+        AY,
+        "mode: on_demand\n    reason: \"Voice",
+        "mode: scheduled\n    schedule: \"0 * * * *\"\n    reason: \"Voice",
+        "permissions.microphone.mode",
+        "microphone may be asked for user_triggered, on_demand or continuous, not scheduled",
+    ),
+    rule_case(
+        Rule::PermissionMode,
+        AY,
+        "  background:\n    mode: scheduled\n    wake_triggers:\n      - schedule: \"0 * * * *\"\n",
+        "  background:\n    mode: user_triggered\n",
+        "permissions.background.mode",
+        "background may be asked for continuous or scheduled, not user_triggered",
+    ),
+    // a required capability on a schedule needs background required
+    rule_case(
+        Rule::BackgroundRequired,
+        AY,
+        "    - background\n    - notifications\n  optional:\n",
+        "    - notifications\n  optional:\n    - background\n",
+        "permissions.camera.mode",
+        "camera runs on a schedule, which needs the host to wake the agent: list background under permissions.required (not optional)",
+    ),
+    // an optional one needs background at least optional
+    rule_case(
+        Rule::BackgroundRequired,
+        AY,
+        "    - storage\n    - camera\n    - background\n    - notifications\n  optional:\n",
+        "    - storage\n    - notifications\n  optional:\n    - camera\n",
+        "permissions.camera.mode",
+        "list background under permissions (required, or optional as camera is)",
+    ),
+    // the context vocabulary, with "did you mean"
+    rule_case(
+        Rule::ContextUnknown,
+        AY,
+        "    - time\n    - location\n",
+        "    - tiem\n    - location\n",
+        "context.inject[0]",
+        "\"tiem\" is not a known value; did you mean \"time\"?",
+    ),
+    rule_case(
+        Rule::ContextUnknown,
+        AY,
+        "      - user_messages",
+        "      - user_mesages",
+        "context.compaction.preserve[1]",
+        "\"user_mesages\" is not a known value; did you mean \"user_messages\"?",
+    ),
+    rule_case(
+        Rule::ContextUnknown,
+        AY,
+        "    - user_profile",
+        "    - weather",
+        "context.inject[2]",
+        "\"weather\" is not a known value; expected time, location or user_profile",
+    ),
+    // injected location needs the location capability
+    rule_case(
+        Rule::ContextPermission,
+        AY,
+        "    - filesystem\n    - location\n",
+        "    - filesystem\n",
+        "context.inject[1]",
+        "injecting location needs the location capability: list it under permissions.required or optional",
+    ),
+    // prompt variables come from inject or prompt.yaml's variables
+    rule_case(
+        Rule::TemplateVariable,
+        "prompt.yaml",
+        "3. Cross-reference findings",
+        "3. Cross-reference findings near {{locaton.city}}",
+        "sections[3].content",
+        "{{locaton}} is neither injected context nor a declared variable; did you mean \"location\"?",
+    ),
+    rule_case(
+        Rule::TemplateVariable,
+        "prompt.yaml",
+        "3. Cross-reference findings",
+        "3. Cross-reference findings for {{audience}}",
+        "sections[3].content",
+        "{{audience}} is neither injected context (context.inject) nor a declared variable (prompt.yaml's variables)",
+    ),
+    // a specialist the delegate tool may pick spends within the parent's
+    // $2.00
+    rule_case(
+        Rule::BudgetExceedsParent,
+        "specialists/academic-researcher.yaml",
+        "  - name: artifacts\n",
+        "  - name: artifacts\nconstraints:\n  budget:\n    max_cost_usd: 2.50\n",
+        "constraints.budget.max_cost_usd",
+        "$2.50 is above the budget of research-assistant, which may delegate to academic-researcher ($2.00 in agent.yaml's constraints.budget.max_cost_usd)",
+    ),
+];
+
+#[test]
+fn each_named_rule_is_reported_with_its_rule_and_path() {
+    run_all(RULE_CASES);
+}
+
+#[test]
+fn injected_values_and_declared_variables_satisfy_the_prompt() {
+    let mut tree = load_fixture(RA);
+    let prompt = String::from_utf8(tree.get("prompt.yaml").unwrap().to_vec())
+        .unwrap()
+        .replacen("role: user\n", "role: user\nvariables: [audience]\n", 1)
+        .replacen(
+            "3. Cross-reference findings",
+            "3. Cross-reference findings for {{audience}} at {{ time }} near {{location.city}}, for {{user_profile.name}}",
+            1,
+        );
+    tree.insert(
+        agentlang_core::MemberPath::new("prompt.yaml").unwrap(),
+        prompt.into_bytes(),
+    );
+    validate_agent_tree(&tree).unwrap_or_else(|d| panic!("{}", messages(&d)));
 }
 
 #[test]
