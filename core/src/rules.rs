@@ -46,10 +46,10 @@ rules! {
     PermissionMode = "permission-mode",
         "A capability is asked for in a mode it does not allow",
         "Each capability allows only the permission modes the AgentLang spec lists for it (docs/agent-yaml.md, Permissions). Choose one of the modes the error names.";
-    /// `scheduled` or `continuous` work without `background` required.
+    /// `scheduled` work without `background` listed as firmly.
     BackgroundRequired = "background-required",
-        "Unattended work without background in required",
-        "A capability in scheduled or continuous mode runs while the user is away, which only a host that grants background execution can do. List background under permissions.required.";
+        "Scheduled work without background",
+        "A capability in scheduled mode runs while the user is away, which only a host that wakes the agent (background) can do. List background under permissions.required (or optional, when the scheduled capability is optional itself).";
     /// A `context.preserve` or `context.inject` value outside the vocabulary.
     ContextUnknown = "context-unknown",
         "Unknown context value",
@@ -62,10 +62,11 @@ rules! {
     TemplateVariable = "template-variable",
         "A prompt variable nothing provides",
         "A prompt template variable must name a value context.inject provides or a variable prompt.yaml declares. Inject it, declare it, or remove it.";
-    /// A dynamic subagent whose budget is above its parent's.
+    /// A subagent's budget (a dynamic specialist's own, or a static crew's
+    /// allocations together) above its parent's.
     BudgetExceedsParent = "budget-exceeds-parent",
         "A subagent's budget is above its parent's",
-        "A child spends from its parent's budget, so its constraints.budget.max_cost_usd may not exceed the parent's. Lower the child's budget or raise the parent's.";
+        "A child spends from its parent's budget: a subagent the delegate tool may pick may not have a constraints.budget.max_cost_usd above the parent's, and a static crew's allocations may not add up to more. Lower the children's budgets or raise the parent's.";
     /// An inline JSON Schema that is not a JSON Schema.
     SchemaInvalid = "schema-invalid",
         "An inline schema is not a valid JSON Schema",
