@@ -6,6 +6,7 @@ use agentlang_registry_testing as support;
 mod accounts;
 mod admission;
 mod agent_cards;
+mod agent_rules;
 mod binary;
 mod bounds;
 mod caches;
