@@ -387,18 +387,28 @@ pub fn check_template_variables(prompt: &Prompt, inject: &[String]) -> Diagnosti
         .map(String::as_str)
         .filter(|i| context::injected(i).is_some())
         .collect();
-    // The names a typo may be of: what is provided, and what could be.
+    // The names a typo may be of: what is provided, and what could be. A
+    // name longer than any of them is no typo of one, and comparing it
+    // would cost its length times theirs.
     let mut known: Vec<&str> = prompt.variables.iter().map(String::as_str).collect();
     known.extend(context::INJECT_NAMES);
     for (path, root) in prompt.template_variables() {
         if injected.contains(&root) || prompt.variables.iter().any(|v| v == root) {
             continue;
         }
+        // Past the cap a problem is only counted: skip building its text.
+        if diags.is_full() {
+            diags.push_rule(Rule::TemplateVariable, path, String::new());
+            continue;
+        }
         let message = if context::injected(root).is_some() {
             format!(
                 "{{{{{root}}}}} is injected context, but agent.yaml's context.inject does not list {root}"
             )
-        } else if let Some(near) = suggest(root, &known) {
+        } else if let Some(near) = (root.len() <= MAX_SECTION_NAME_LEN)
+            .then(|| suggest(root, &known))
+            .flatten()
+        {
             format!(
                 "{{{{{root}}}}} is neither injected context nor a declared variable; did you mean {near:?}?"
             )
@@ -559,6 +569,52 @@ mod tests {
     fn section_name_deserialize_validates() {
         assert!(serde_json::from_str::<SectionName>("\"xml_stuff\"").is_err());
         assert!(serde_json::from_str::<SectionName>("\"ok\"").is_ok());
+    }
+
+    #[test]
+    fn variables_are_names_declared_once_and_not_injected_context() {
+        let prompt = |vars: &str| {
+            parse_prompt(
+                format!("version: 2\nrole: system\nvariables: {vars}\nsections:\n  - name: a\n    content: Hi {{{{tone}}}}.\n")
+                    .as_bytes(),
+            )
+        };
+        assert_eq!(prompt("[tone]").unwrap().variables(), ["tone"]);
+        let d = prompt("[tone, tone, location, 2x, [a]]").unwrap_err();
+        assert_eq!(
+            d.lines().collect::<Vec<_>>(),
+            [
+                "variables[1]: variable \"tone\" is declared twice",
+                "variables[2]: location is injected context, not a variable: list it under agent.yaml's context.inject instead",
+                "variables[3]: \"2x\" is not a variable name (letters, digits and `_`, starting with a letter or `_`, at most 64)",
+                "variables[4]: expected a name, found a sequence",
+            ]
+        );
+        assert!(prompt("tone").is_err());
+    }
+
+    #[test]
+    fn undeclared_variables_are_each_reported_with_a_suggestion() {
+        let p = parse_prompt(
+            b"version: 2\nrole: system\nvariables: [tone]\nsections:\n  - name: a\n    content: '{{tone}} {{tnoe}} {{time}} {{location.city}}'\n  - name: b\n    content: '{{x}}'\n",
+        )
+        .unwrap();
+        let d = check_template_variables(&p, &["location".to_owned(), "nonsense".to_owned()]);
+        assert_eq!(
+            d.lines().collect::<Vec<_>>(),
+            [
+                "sections[0].content: {{tnoe}} is neither injected context nor a declared variable; did you mean \"tone\"? [template-variable]",
+                "sections[0].content: {{time}} is injected context, but agent.yaml's context.inject does not list time [template-variable]",
+                "sections[1].content: {{x}} is neither injected context (context.inject) nor a declared variable (prompt.yaml's variables) [template-variable]",
+            ]
+        );
+        // Past the cap, problems are counted.
+        let many = format!(
+            "version: 2\nrole: system\nsections:\n  - name: a\n    content: '{}'\n",
+            "{{y}} ".repeat(500)
+        );
+        let d = check_template_variables(&parse_prompt(many.as_bytes()).unwrap(), &[]);
+        assert_eq!(d.len(), 500);
     }
 
     #[test]
