@@ -355,6 +355,52 @@ mod tests {
         }
     }
 
+    /// docs/agent-yaml.md's mode table says what [`Capability::modes`]
+    /// does, for every capability once.
+    #[test]
+    fn the_docs_mode_table_is_this_table() {
+        let doc = include_str!("../../docs/agent-yaml.md");
+        let section = doc
+            .split("\n## Permissions\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .expect("docs/agent-yaml.md has a Permissions section");
+        let ticked = |cell: &str| -> Vec<String> {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect()
+        };
+        let mut listed: Vec<(String, Vec<String>)> = Vec::new();
+        for row in section.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let modes = if cells[3] == "all four" {
+                PermissionMode::NAMES
+                    .iter()
+                    .map(|m| (*m).to_owned())
+                    .collect()
+            } else {
+                ticked(cells[3])
+            };
+            for capability in ticked(cells[1]) {
+                listed.push((capability, modes.clone()));
+            }
+        }
+        listed.sort();
+        let mut table: Vec<(String, Vec<String>)> = Capability::ALL
+            .iter()
+            .map(|c| {
+                (
+                    c.as_str().to_owned(),
+                    c.modes().iter().map(|m| m.as_str().to_owned()).collect(),
+                )
+            })
+            .collect();
+        table.sort();
+        assert_eq!(listed, table);
+    }
+
     #[test]
     fn names_round_trip_and_unknowns_fail() {
         for (c, name) in Capability::ALL.iter().zip(Capability::NAMES) {

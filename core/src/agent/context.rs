@@ -66,4 +66,36 @@ mod tests {
         );
         assert_eq!(injected("tiem"), None);
     }
+
+    /// docs/agent-yaml.md's vocabulary table is this one.
+    #[test]
+    fn the_docs_table_is_this_table() {
+        let doc = include_str!("../../../docs/agent-yaml.md");
+        let section = doc
+            .split("\n## Context\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .expect("docs/agent-yaml.md has a Context section");
+        let unticked = |cell: &str| cell.trim().trim_matches('`').to_owned();
+        let rows: Vec<(String, String, String)> = section
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').collect();
+                (unticked(cells[1]), unticked(cells[2]), unticked(cells[4]))
+            })
+            .collect();
+        let mut want: Vec<(String, String, String)> = PRESERVE
+            .iter()
+            .map(|p| ("preserve".to_owned(), (*p).to_owned(), String::new()))
+            .collect();
+        want.extend(INJECT.iter().map(|i| {
+            (
+                "inject".to_owned(),
+                i.name.to_owned(),
+                i.needs.map(|c| c.as_str().to_owned()).unwrap_or_default(),
+            )
+        }));
+        assert_eq!(rows, want);
+    }
 }
