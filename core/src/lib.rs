@@ -17,6 +17,7 @@ pub mod events;
 pub mod grants;
 pub mod handoff;
 pub mod host;
+pub mod interfaces;
 pub mod json_schema;
 pub mod keys;
 pub mod lockcheck;

@@ -63,6 +63,9 @@ pub enum ProblemKind {
     Unpinned,
     /// A pin does not satisfy the requirement it answers.
     Unsatisfied,
+    /// The lock records a provider for an interface that does not provide
+    /// it at its pinned version ([`crate::interfaces`]).
+    InterfaceUnprovided,
     /// A pin no requirement leads to.
     Unrelated,
     /// A yanked version pinned where that is not allowed.
@@ -82,6 +85,7 @@ impl ProblemKind {
             Self::NotInRegistry => "lock-mismatch",
             Self::Unpinned => "lock-unpinned",
             Self::Unsatisfied => "lock-unsatisfied",
+            Self::InterfaceUnprovided => crate::rules::Rule::InterfaceUnprovided.slug(),
             Self::Unrelated => "lock-unrelated",
             Self::Yanked => "lock-yanked",
         }
@@ -294,10 +298,14 @@ pub fn check(
         )];
     };
     let mut problems = check_local(pkg, lock, hashes);
+    // An interface the agent requires is answered by the provider the lock
+    // records (crate::interfaces).
+    let tool_requirements = crate::interfaces::requirements_through(lock, &pkg.tool_requirements());
+    problems.extend(interface_problems(pkg, lock, registry));
     match registry {
         Some(facts) => {
             problems.extend(check_tools(
-                &pkg.tool_requirements(),
+                &tool_requirements,
                 lock,
                 facts.tools,
                 facts.yanks,
@@ -309,9 +317,29 @@ pub fn check(
                 facts.yanks,
             ));
         }
-        None => problems.extend(check_direct(pkg, lock)),
+        None => problems.extend(check_direct(pkg, &tool_requirements, lock)),
     }
     problems
+}
+
+fn interface_problems(
+    pkg: &AgentPackage,
+    lock: &Lockfile,
+    registry: Option<&RegistryFacts<'_>>,
+) -> Vec<LockProblem> {
+    use crate::interfaces::Issue;
+    let provided = registry.map(|f| &f.tools.1);
+    crate::interfaces::check(&pkg.tool_requirements(), lock, provided)
+        .into_iter()
+        .map(|(issue, field, message)| {
+            let kind = match issue {
+                Issue::Unrelated => ProblemKind::Unrelated,
+                Issue::Unpinned => ProblemKind::Unpinned,
+                Issue::Unprovided => ProblemKind::InterfaceUnprovided,
+            };
+            LockProblem::new(kind, field, message)
+        })
+        .collect()
 }
 
 /// The lock against the package's own members: `files` hashes exactly the
@@ -457,9 +485,13 @@ fn check_local(pkg: &AgentPackage, lock: &Lockfile, hashes: &MemberHashes) -> Ve
 /// Without the registry: each tool and skill requirement of the agent and
 /// its subagents has a pin that satisfies it (what the registry would
 /// check first; the transitive part needs its facts).
-fn check_direct(pkg: &AgentPackage, lock: &Lockfile) -> Vec<LockProblem> {
+fn check_direct(
+    pkg: &AgentPackage,
+    tool_requirements: &BTreeMap<PackageName, Option<VersionReq>>,
+    lock: &Lockfile,
+) -> Vec<LockProblem> {
     let mut problems = Vec::new();
-    for (name, req) in &pkg.tool_requirements() {
+    for (name, req) in tool_requirements {
         let pin = lock
             .tools
             .iter()
@@ -532,11 +564,25 @@ pub struct PublishedTool {
 /// The published versions of the tools a lock pins, by tool name. A name
 /// missing here is a tool the registry does not hold.
 #[derive(Debug, Clone, Default)]
-pub struct PublishedTools(BTreeMap<String, Vec<PublishedTool>>);
+pub struct PublishedTools(
+    BTreeMap<String, Vec<PublishedTool>>,
+    crate::interfaces::Provided,
+);
 
 impl PublishedTools {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Records what `name` at `version` provides, for the lock's
+    /// `interfaces` section; a version not recorded is not judged on it.
+    pub fn insert_provides<'a>(
+        &mut self,
+        name: &PackageName,
+        version: &Version,
+        interfaces: impl IntoIterator<Item = &'a PackageName>,
+    ) {
+        self.1.insert(name, version, interfaces);
     }
 
     /// Records every live version of `name` (any spelling).

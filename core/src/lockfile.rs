@@ -348,6 +348,13 @@ pub struct Lockfile {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, LockedSkill>))]
     pub skills: BTreeMap<PackageName, LockedSkill>,
+    /// Each interface the agent requires (a `tools:` entry naming an
+    /// interface rather than a tool) to the tool the resolver picked to
+    /// provide it, which `tools` pins like any tool. Absent when the agent
+    /// requires none, so older locks keep their bytes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, String>))]
+    pub interfaces: BTreeMap<PackageName, PackageName>,
     #[serde(default, with = "crate::digest::prefixed::map")]
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, String>))]
     pub files: BTreeMap<MemberPath, Sha256Digest>,
@@ -365,6 +372,7 @@ impl Lockfile {
             models: BTreeMap::new(),
             protocols: BTreeMap::new(),
             skills: BTreeMap::new(),
+            interfaces: BTreeMap::new(),
             files: BTreeMap::new(),
         }
     }

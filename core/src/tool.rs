@@ -34,6 +34,7 @@ const TOP_KEYS: &[&str] = &[
     "input_schema",
     "output_schema",
     "dependencies",
+    "provides",
     "permissions",
     "readme",
     "mcp",
@@ -105,6 +106,10 @@ pub struct ToolSpec {
     output_schema: Option<Json>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     dependencies: BTreeMap<PackageName, VersionReq>,
+    /// Abstract interfaces this tool implements (`provides: [storage]`),
+    /// which an agent may require by name ([`crate::interfaces`]).
+    #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    provides: std::collections::BTreeSet<PackageName>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     permissions: Vec<Capability>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -175,6 +180,11 @@ impl ToolSpec {
     /// `1.2.0` means `^1.2.0`). Names are unique after normalization.
     pub fn dependency_requirements(&self) -> BTreeMap<PackageName, VersionReq> {
         self.dependencies.clone()
+    }
+    /// The interfaces this tool provides (`provides:`), unique after
+    /// normalization.
+    pub fn provides(&self) -> &std::collections::BTreeSet<PackageName> {
+        &self.provides
     }
 }
 
@@ -265,6 +275,18 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
         }
     };
 
+    let provides = match top.get("provides") {
+        None => std::collections::BTreeSet::new(),
+        Some(Value::Sequence(items)) => provides(items, name.as_ref(), &mut diags),
+        Some(v) => {
+            diags.push(
+                "provides",
+                format!("expected a list of interface names, found {}", kind_of(v)),
+            );
+            std::collections::BTreeSet::new()
+        }
+    };
+
     let permissions = match top.get("permissions") {
         None => Vec::new(),
         Some(Value::Sequence(items)) => permissions(items, &mut diags),
@@ -333,6 +355,7 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
                 input_schema,
                 output_schema: output_schema.flatten(),
                 dependencies,
+                provides,
                 permissions,
                 readme,
                 mcp,
@@ -397,6 +420,65 @@ fn to_json(value: &Value, path: &str, diags: &mut Diagnostics) -> Option<Json> {
     serde_json::to_value(value)
         .map_err(|e| diags.push(path, format!("cannot be represented as JSON: {e}")))
         .ok()
+}
+
+/// The most interfaces one tool may provide.
+pub const MAX_PROVIDES: usize = 32;
+
+/// `provides:`: interface names, spelled as package names are (an agent
+/// requires one in the place of a tool name), unique after normalization,
+/// never the tool's own name.
+fn provides(
+    items: &[Value],
+    own_name: Option<&PackageName>,
+    diags: &mut Diagnostics,
+) -> std::collections::BTreeSet<PackageName> {
+    let mut out = std::collections::BTreeSet::new();
+    if items.len() > MAX_PROVIDES {
+        diags.push(
+            "provides",
+            format!(
+                "lists {} interfaces; at most {MAX_PROVIDES} are allowed",
+                items.len()
+            ),
+        );
+        return out;
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let path = format!("provides[{i}]");
+        let Value::String(raw) = item else {
+            diags.push(
+                &path,
+                format!("expected an interface name, found {}", kind_of(item)),
+            );
+            continue;
+        };
+        let name = match PackageName::new(raw.as_str()) {
+            Ok(name) => name,
+            Err(e) => {
+                diags.push(&path, format!("not an interface name: {e}"));
+                continue;
+            }
+        };
+        if own_name.is_some_and(|own| own.normalized() == name.normalized()) {
+            diags.push(
+                &path,
+                "a tool cannot provide an interface named like itself: tool names and interface names are kept apart",
+            );
+            continue;
+        }
+        if let Some(first) = seen.get(&name.normalized()) {
+            diags.push(
+                &path,
+                format!("names the same interface as provides[{first}]"),
+            );
+            continue;
+        }
+        seen.insert(name.normalized(), i);
+        out.insert(name);
+    }
+    out
 }
 
 fn dependencies(

@@ -446,6 +446,7 @@ mod tests {
             K::NotInRegistry,
             K::Unpinned,
             K::Unsatisfied,
+            K::InterfaceUnprovided,
             K::Unrelated,
             K::Yanked,
         ] {
@@ -535,6 +536,7 @@ impl From<LockProblemKind> for ProblemType {
             LockProblemKind::NotInRegistry => Self::LockMismatch,
             LockProblemKind::Unpinned => Self::LockUnpinned,
             LockProblemKind::Unsatisfied => Self::LockUnsatisfied,
+            LockProblemKind::InterfaceUnprovided => Self::Rule(Rule::InterfaceUnprovided),
             LockProblemKind::Unrelated => Self::LockUnrelated,
             LockProblemKind::Yanked => Self::LockYanked,
         }

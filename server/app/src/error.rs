@@ -207,6 +207,9 @@ fn lock_detail(kind: LockProblemKind) -> &'static str {
         LockProblemKind::Unsatisfied => {
             "a pin in agent.lock does not satisfy the requirement it answers"
         }
+        LockProblemKind::InterfaceUnprovided => {
+            "agent.lock records a provider for an interface that its pinned version does not provide"
+        }
         LockProblemKind::Unrelated => "agent.lock pins tools no requirement leads to",
         LockProblemKind::Yanked => {
             "agent.lock pins yanked versions the previous version did not pin"
