@@ -317,6 +317,7 @@ mod tests {
             name: PackageName::new(name).unwrap(),
             requirement: req.map(str::to_owned),
             locked: locked.map(|v| Version::parse(v).unwrap()),
+            provider: None,
         }
     }
 

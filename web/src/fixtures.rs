@@ -62,26 +62,31 @@ pub fn research_assistant() -> AgentVersionView {
                 name: name("web_search"),
                 requirement: Some("^1.2.0".to_owned()),
                 locked: Some(version("1.2.0")),
+                provider: None,
             },
             ToolPin {
                 name: name("web_fetch"),
                 requirement: None,
                 locked: Some(version("1.0.0")),
+                provider: None,
             },
             ToolPin {
                 name: name("artifacts"),
                 requirement: None,
                 locked: Some(version("2.1.0")),
+                provider: None,
             },
             ToolPin {
                 name: name("sqlite"),
                 requirement: None,
                 locked: Some(version("1.4.2")),
+                provider: None,
             },
             ToolPin {
                 name: name("delegate"),
                 requirement: None,
                 locked: Some(version("0.3.0")),
+                provider: None,
             },
         ],
         models: vec![ModelView {
@@ -235,6 +240,7 @@ pub fn research_assistant_1_1() -> AgentVersionView {
         name: name("pdf_reader"),
         requirement: Some("^0.4".to_owned()),
         locked: Some(version("0.4.2")),
+        provider: None,
     });
     agent.permissions.push(PermissionView {
         capability: "wallet".to_owned(),
@@ -287,6 +293,7 @@ pub fn artifact() -> ArtifactView {
 
 pub fn web_search_tool() -> ToolVersionView {
     ToolVersionView {
+        provides: vec![name("search")],
         name: name("web_search"),
         version: version("1.2.0"),
         description_markdown:

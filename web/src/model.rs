@@ -277,14 +277,25 @@ pub struct ToolPin {
     pub name: PackageName,
     pub requirement: Option<String>,
     pub locked: Option<Version>,
+    /// When `name` is an interface: the tool the lock picked to provide
+    /// it (`locked` is that tool's version).
+    pub provider: Option<PackageName>,
 }
 
 impl ToolPin {
     pub fn href(&self) -> String {
+        let tool = self.provider.as_ref().unwrap_or(&self.name);
         match &self.locked {
-            Some(version) => format!("/tools/{}/{version}", self.name),
-            None => format!("/tools/{}", self.name),
+            Some(version) => format!("/tools/{tool}/{version}"),
+            None => format!("/tools/{tool}"),
         }
+    }
+
+    /// The interface's page, when `name` is an interface.
+    pub fn interface_href(&self) -> Option<String> {
+        self.provider
+            .as_ref()
+            .map(|_| format!("/interfaces/{}", self.name))
     }
 }
 
@@ -650,6 +661,9 @@ pub struct ToolVersionView {
     /// What its tool.yaml requires of every host that runs it, riskiest
     /// first: every agent that locks it asks for these too.
     pub capabilities: Vec<Capability>,
+    /// The interfaces it provides (`provides:`), each linking to the
+    /// interface's page.
+    pub provides: Vec<PackageName>,
 }
 
 /// What one skill package version says of itself, from its SKILL.md: the

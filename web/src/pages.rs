@@ -1281,3 +1281,27 @@ mod tests {
         );
     }
 }
+
+// ------------------------------------------------------------ interface
+
+/// `/interfaces/{name}`: an abstract tool interface and the tools that
+/// provide it.
+#[derive(Template)]
+#[template(path = "interface.html")]
+pub struct InterfacePage {
+    pub chrome: Chrome,
+    pub name: PackageName,
+    /// By normalized name, the order resolution picks in.
+    pub providers: Vec<InterfaceProviderRow>,
+    /// What an agent requiring it with no version and no lock gets.
+    pub default_pick: Option<PackageName>,
+}
+
+/// One tool providing an interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceProviderRow {
+    pub tool: PackageName,
+    /// Its newest unyanked version providing the interface; `None` when
+    /// only yanked ones do.
+    pub newest: Option<Version>,
+}

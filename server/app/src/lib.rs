@@ -23,6 +23,7 @@ pub mod error;
 pub mod grants;
 pub mod health;
 pub mod identity;
+pub mod interfaces;
 pub mod kept_keys;
 pub mod keys;
 pub mod mcp;

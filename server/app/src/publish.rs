@@ -733,7 +733,8 @@ async fn check_lock(
     let hashes = MemberHashes::from_manifest(manifest);
     let problems = match &pkg.lock {
         Some(lock) => {
-            let tools = published_tools(registry, lock).await?;
+            let mut tools = published_tools(registry, lock).await?;
+            super::interfaces::add_provided(registry, lock, &mut tools).await?;
             let skills = published_skills(registry, lock).await?;
             let previous = previous_lock(registry, manifest.name(), manifest.version()).await?;
             let facts = RegistryFacts {
@@ -900,6 +901,9 @@ pub async fn publish(
         return Ok(PublishOutcome::Unchanged(Box::new(view)));
     }
     check_dependencies_exist(registry, name, &definition.required_tools).await?;
+    if let Package::Tool(tool) = &definition.package {
+        super::interfaces::check_tool_names(registry, name, tool.tool.provides()).await?;
+    }
     let lockfile = match &definition.package {
         Package::Agent(pkg) => check_lock(registry, &container, pkg).await?,
         Package::Tool(_) | Package::Protocol(_) | Package::Skill(_) => None,

@@ -16,6 +16,7 @@ pub mod account;
 pub mod assets;
 pub mod docs;
 pub mod home;
+pub mod interfaces;
 pub mod keys;
 pub mod log;
 pub mod packages;
@@ -83,6 +84,7 @@ fn pages() -> Vec<(&'static str, Method, Route)> {
         page!("/skills/{name}/{version}", GET, skills::skill_version),
         page!("/{kind}/{name}/{version}/yank", POST, account::yank),
         page!("/{kind}/{name}/{version}/unyank", POST, account::unyank),
+        page!("/interfaces/{name}", GET, interfaces::interface),
         page!("/protocols/{name}", GET, protocols::protocol),
         page!(
             "/protocols/{name}/{version}",

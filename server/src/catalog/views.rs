@@ -163,10 +163,16 @@ pub fn agent_view(
         if tool.as_str() == agentlang_core::agent::DELEGATE_TOOL {
             continue;
         }
+        // An interface: the lock records its provider, pinned in `tools`.
+        let provider = lock_entry(lock, "interfaces", tool.as_str())
+            .and_then(Value::as_str)
+            .and_then(|p| PackageName::new(p).ok());
+        let pinned_as = provider.as_ref().unwrap_or(&tool).as_str().to_owned();
         tools.push(ToolPin {
-            locked: version_at(lock_entry(lock, "tools", tool.as_str())),
+            locked: version_at(lock_entry(lock, "tools", &pinned_as)),
             requirement: string_at(decl, "version"),
             name: tool,
+            provider,
         });
     }
     // Tools pinned only because another tool needs them.
@@ -177,7 +183,7 @@ pub fn agent_view(
             };
             if tools
                 .iter()
-                .any(|t| t.name.normalized() == tool.normalized())
+                .any(|t| t.provider.as_ref().unwrap_or(&t.name).normalized() == tool.normalized())
             {
                 continue;
             }
@@ -185,6 +191,7 @@ pub fn agent_view(
                 name: tool,
                 requirement: None,
                 locked: version_at(Some(entry)),
+                provider: None,
             });
         }
     }
@@ -453,6 +460,13 @@ pub fn tool_view(
             capabilities.sort_by_key(|c| std::cmp::Reverse(c.risk()));
             capabilities
         },
+        provides: spec
+            .get("provides")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|i| PackageName::new(i.as_str()?).ok())
+            .collect(),
         dependencies: object_at(spec, "dependencies")
             .into_iter()
             .flatten()

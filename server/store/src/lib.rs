@@ -24,6 +24,7 @@ mod dialect;
 pub mod files;
 pub mod grants;
 pub mod index;
+pub mod interfaces;
 pub mod keys;
 pub mod mcp;
 pub mod models;

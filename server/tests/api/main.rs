@@ -17,6 +17,7 @@ mod cors;
 mod errors;
 mod grants;
 mod index;
+mod interfaces;
 mod keys;
 mod mcp;
 mod models;

@@ -473,8 +473,23 @@ pub async fn resolve_lock_at<R>(
     )
     .await
     .map_err(|_| timed_out(registry))??;
+    // Interfaces first: each becomes a requirement on its provider, at
+    // exactly the version picked (docs/resolution.md, Interfaces).
+    let picks = tokio::time::timeout_at(
+        deadline.into(),
+        crate::interfaces::pick(registry, &input.tools, input.lock.as_ref()),
+    )
+    .await
+    .map_err(|_| timed_out(registry))??;
+    let mut requirements = input.tools.clone();
+    for (interface, pick) in &picks.interfaces {
+        requirements.remove(interface);
+        let exact = VersionReq::parse(&format!("={}", pick.version.semver()))
+            .map_err(ServiceError::internal)?;
+        requirements.insert(pick.tool.clone(), Some(exact));
+    }
     let request = Request {
-        requirements: input.tools,
+        requirements,
         pins: input
             .lock
             .as_ref()
@@ -493,6 +508,26 @@ pub async fn resolve_lock_at<R>(
     let resolved_at = ResolvedAt::from_unix(resolved_at).map_err(ServiceError::internal)?;
     let mut lock = Lockfile::new(resolved_at, Some(registry.public_url.clone()));
     lock.tools = tools;
+    // A provider is locked with the agent's requirement on the interface,
+    // not the exact version it was resolved at (unless the agent also
+    // requires it by name).
+    for (interface, pick) in picks.interfaces {
+        let direct = input
+            .tools
+            .keys()
+            .any(|n| n.normalized() == pick.tool.normalized());
+        if !direct && let Some(tool) = lock.tools.get_mut(&pick.tool) {
+            tool.requirement = Some(
+                input
+                    .tools
+                    .get(&interface)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or(VersionReq::STAR),
+            );
+        }
+        lock.interfaces.insert(interface, pick.tool);
+    }
     lock.models = models;
     lock.skills = skills;
     if let Some(previous) = input.lock {
@@ -725,7 +760,7 @@ async fn solve(
             ServiceError::Validation(vec![FieldError::new(
                 format!("tools.{name}"),
                 format!(
-                    "no tool named {name} is published on this registry (required by {required_by})"
+                    "no tool named {name} is published on this registry, and no tool provides an interface of that name (required by {required_by})"
                 ),
             )])
         }

@@ -1,0 +1,49 @@
+//! Abstract tools: the tool versions whose stored tool.yaml says
+//! `provides: [...]` (`versions.spec->'provides'`, indexed by migration
+//! 0034's partial index). One statement reads them all: the resolver's
+//! pick, publish's rule that keeps interface names apart from tool names
+//! and the catalog's interface pages each filter that list, which grows
+//! with the versions that provide an interface, not with the catalog.
+
+use agentlang_core::{PackageName, Version};
+use sqlx::types::Json;
+
+use super::{Db, with_pool};
+
+/// One live (not deleted) version of a tool that provides interfaces.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ProvidingVersion {
+    /// The tool's name as first published.
+    pub name: PackageName,
+    pub version: Version,
+    pub yanked: bool,
+    /// tool.yaml's `provides`, as stored.
+    pub provides: Json<Vec<PackageName>>,
+}
+
+impl ProvidingVersion {
+    /// Whether this version provides `interface` (any spelling).
+    pub fn provides(&self, interface: &PackageName) -> bool {
+        let wanted = interface.normalized();
+        self.provides.0.iter().any(|i| i.normalized() == wanted)
+    }
+}
+
+impl Db {
+    /// Every live tool version that provides an interface, by normalized
+    /// tool name then publish order.
+    pub async fn providing_versions(&self) -> Result<Vec<ProvidingVersion>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, ProvidingVersion>(
+                "SELECT p.name, v.version, v.yanked, v.spec->'provides' AS provides
+                 FROM versions v
+                 JOIN packages p ON p.id = v.package_id
+                 WHERE p.kind = 'tool' AND v.spec->'provides' IS NOT NULL
+                   AND v.deleted_at IS NULL
+                 ORDER BY p.normalized_name, v.id",
+            )
+            .fetch_all(pool)
+            .await
+        })
+    }
+}
