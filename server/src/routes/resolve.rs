@@ -110,6 +110,12 @@ fn answer_in_json(req: &HttpRequest, json_request: bool) -> Result<bool, ApiErro
 /// absent or leaves the choice open (`*/*`), and 406 for an `Accept` that
 /// admits neither. Yanked
 /// versions are never chosen, except a version the given lock pins.
+///
+/// A `tools` name that some tool declares in `provides:` is an interface:
+/// the lock's `interfaces` records the provider picked for it (the given
+/// lock's choice while it still provides it and fits, else the first
+/// provider by normalized name with an unyanked providing version that
+/// satisfies the requirement), pinned in `tools` like any tool.
 #[utoipa::path(
     tag = "resolve",
     request_body(content(
@@ -124,7 +130,7 @@ fn answer_in_json(req: &HttpRequest, json_request: bool) -> Result<bool, ApiErro
         (status = 406, description = "`Accept` admits neither YAML nor JSON (`not-acceptable`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "Larger than 1 MiB", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 415, description = "Neither YAML nor JSON", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid input, an unknown tool, skill or model, or a skill no published version of which satisfies its requirement (`validation-failed`), requirements that cannot be met (`unsatisfiable`: the explanation in `detail`, the clashing requirements in `conflicts`), or requirements too intricate for the solver's bound on work (`resolve-too-complex`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid input, an unknown tool, skill or model, or a skill no published version of which satisfies its requirement (`validation-failed`), an interface no unyanked version of any provider satisfies (`interface-unprovided`, at `tools.<name>`), requirements that cannot be met (`unsatisfiable`: the explanation in `detail`, the clashing requirements in `conflicts`), or requirements too intricate for the solver's bound on work (`resolve-too-complex`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 503, description = "Resolution took too long (`resolve-timeout`)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
