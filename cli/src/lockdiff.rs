@@ -326,7 +326,9 @@ pub fn staleness(lock: &Lockfile, local: &LocalLock) -> Staleness {
             reasons.push(format!("model {model} is locked but no agent declares it"));
         }
     }
-    for (name, req) in &local.tools {
+    // An interface is answered by the provider the lock records.
+    let tools = agentlang_core::interfaces::requirements_through(lock, &local.tools);
+    for (name, req) in &tools {
         match lock.tools.get(name) {
             None => reasons.push(format!("tool {name} is not in the lock")),
             Some(t) if !same_requirement(t.requirement.as_ref(), req.as_ref()) => {
@@ -351,7 +353,7 @@ pub fn staleness(lock: &Lockfile, local: &LocalLock) -> Staleness {
     for (name, tool) in &lock.tools {
         // Tools only other tools need carry no requirement; a locked tool
         // with one is a direct dependency that the package dropped.
-        if tool.requirement.is_some() && !local.tools.contains_key(name) {
+        if tool.requirement.is_some() && !tools.contains_key(name) {
             reasons.push(format!("tool {name} is locked but no longer required"));
         }
     }
@@ -591,6 +593,21 @@ mod tests {
             staleness(&l, &local).pins,
             ["tool web_fetch is not in the lock"]
         );
+    }
+
+    #[test]
+    fn an_interface_is_answered_by_its_recorded_provider() {
+        let local = local(&[("storage", Some("^1"))]);
+        let mut l = lock_for(&local, &[("sqlite-store", tool("1.2.0", Some("^1")))]);
+        assert_eq!(
+            staleness(&l, &local).pins,
+            [
+                "tool storage is not in the lock",
+                "tool sqlite-store is locked but no longer required"
+            ]
+        );
+        l.interfaces.insert(name("storage"), name("sqlite-store"));
+        assert!(staleness(&l, &local).pins.is_empty());
     }
 
     #[test]
