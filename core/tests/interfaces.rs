@@ -140,7 +140,7 @@ fn the_recorded_providers_pin_answers_the_interface() {
     assert_eq!(judged(&lock, Some(&published)), []);
 
     // Without the record, the interface is a requirement nothing pins.
-    let mut unrecorded = lock.clone();
+    let mut unrecorded = lock;
     unrecorded.interfaces.clear();
     let found = judged(&unrecorded, None);
     assert!(
