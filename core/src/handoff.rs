@@ -370,7 +370,20 @@ pub fn build(input: &HandoffInput<'_>) -> Result<Handoff, HandoffError> {
         );
     }
 
-    let requirements = pkg.tool_requirements();
+    // An interface's requirement and `config` go to the provider the lock
+    // records for it.
+    let requirements = match lock {
+        Some(lock) => crate::interfaces::requirements_through(lock, &pkg.tool_requirements()),
+        None => pkg.tool_requirements(),
+    };
+    let provider_of = |decl: &crate::PackageName| -> crate::PackageName {
+        lock.and_then(|l| {
+            l.interfaces
+                .iter()
+                .find(|(i, _)| i.normalized() == decl.normalized())
+        })
+        .map_or_else(|| decl.clone(), |(_, p)| p.clone())
+    };
     let tools = input
         .tools
         .iter()
@@ -378,7 +391,7 @@ pub fn build(input: &HandoffInput<'_>) -> Result<Handoff, HandoffError> {
             let config = agent
                 .tools
                 .iter()
-                .find(|d| d.name.normalized() == t.name.normalized())
+                .find(|d| provider_of(&d.name).normalized() == t.name.normalized())
                 .and_then(|d| d.config.as_ref())
                 .map(to_json);
             let binding = match (t.spec.mcp(), t.spec.http(), t.spec.bash()) {

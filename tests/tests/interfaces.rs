@@ -24,7 +24,7 @@ fn an_agent_requires_an_interface_and_gets_its_provider() {
     fs::write(
         dir.join("agent.yaml"),
         "name: keeper\nversion: 1.0.0\ndescription: Keeps notes.\n\
-         tools:\n  - name: storage # Abstract storage interface\n",
+         tools:\n  - name: storage # Abstract storage interface\n    config:\n      tables: [notes]\n",
     )
     .unwrap();
     fs::write(dir.join("prompt.yaml"), PROMPT).unwrap();
@@ -40,6 +40,16 @@ fn an_agent_requires_an_interface_and_gets_its_provider() {
     assert!(!lock.contains("sqlite-store"), "{lock}");
 
     alice.ok(&["validate", "keeper"]);
+    // The runtime gets the provider, with the interface entry's config and
+    // requirement.
+    let run = alice.ok(&["run", "keeper", "--prompt", "hi"]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["tools"][0]["name"], "pg-store", "{doc}");
+    assert_eq!(
+        doc["tools"][0]["config"],
+        serde_json::json!({"tables": ["notes"]})
+    );
+    assert_eq!(doc["tools"][0]["requirement"], "*");
     alice.ok(&["publish", "keeper"]);
     alice.ok(&["--json", "install", "keeper", "--dir", "consumer"]);
     assert!(alice.path("consumer").exists());
