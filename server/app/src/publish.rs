@@ -521,9 +521,15 @@ async fn read_definition(container: Container) -> Result<(Container, Definition)
     let definition = match &package {
         Package::Agent(pkg) => {
             let spec = &pkg.agent;
-            // The whole package's needs: subagents' tools are the agent's too.
-            let dependencies = pkg
-                .tool_requirements()
+            // The whole package's needs: subagents' tools are the agent's too;
+            // an interface is an edge to the provider its lock records.
+            let requirements = match &pkg.lock {
+                Some(lock) => {
+                    agentlang_core::interfaces::requirements_through(lock, &pkg.tool_requirements())
+                }
+                None => pkg.tool_requirements(),
+            };
+            let dependencies = requirements
                 .into_iter()
                 .map(|(name, requirement)| DependencyEdge {
                     kind: Kind::Tool,

@@ -147,6 +147,11 @@ async fn an_interface_is_resolved_locked_published_and_shown(backend: Backend) {
     // Both sides in the catalog.
     let tool_page = html(&app, "/tools/pg-store").await;
     assert!(tool_page.contains("Provides: "), "{tool_page}");
+    // The agent depends on the provider, not on a tool named storage.
+    assert!(
+        tool_page.contains(r#"<a href="/agents/keeper/1.0.0"><code>keeper</code> 1.0.0</a>"#),
+        "{tool_page}"
+    );
     assert!(
         tool_page.contains(r#"<a href="/interfaces/storage"><code>storage</code></a>"#),
         "{tool_page}"
