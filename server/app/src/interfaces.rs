@@ -68,21 +68,27 @@ pub async fn add_provided(
         return Ok(());
     }
     let providing = registry.db.providing_versions().await?;
+    // Maps, not scans: the lock is the publisher's.
+    let pins: BTreeMap<String, (&PackageName, &Version)> = lock
+        .tools
+        .iter()
+        .map(|(n, t)| (n.normalized(), (n, &t.version)))
+        .collect();
+    let provided: BTreeMap<(String, &Version), &Vec<PackageName>> = providing
+        .iter()
+        .map(|v| ((v.name.normalized(), &v.version), &v.provides.0))
+        .collect();
     for provider in lock.interfaces.values() {
-        let Some((name, pin)) = lock
-            .tools
-            .iter()
-            .find(|(n, _)| n.normalized() == provider.normalized())
-        else {
+        let key = provider.normalized();
+        let Some(&(name, version)) = pins.get(&key) else {
             continue;
         };
         // A version missing from the list provides nothing.
-        let provides = providing
-            .iter()
-            .find(|v| v.name.normalized() == name.normalized() && v.version == pin.version)
-            .map(|v| v.provides.0.clone())
+        let provides = provided
+            .get(&(key, version))
+            .map(|p| p.as_slice())
             .unwrap_or_default();
-        tools.insert_provides(name, &pin.version, &provides);
+        tools.insert_provides(name, version, provides);
     }
     Ok(())
 }
@@ -131,22 +137,25 @@ fn pick_from(
                 });
         }
     }
+    // The previous lock's choices, by normalized interface: maps, not
+    // scans, since the lock is the client's.
+    let pins: BTreeMap<String, (&PackageName, &Version)> = previous
+        .into_iter()
+        .flat_map(|lock| &lock.tools)
+        .map(|(n, t)| (n.normalized(), (n, &t.version)))
+        .collect();
+    let chosen: BTreeMap<String, (&PackageName, &Version)> = previous
+        .into_iter()
+        .flat_map(|lock| &lock.interfaces)
+        .filter_map(|(i, tool)| Some((i.normalized(), *pins.get(&tool.normalized())?)))
+        .collect();
     let mut picks = Picks::default();
     let mut errors = Vec::new();
     for (name, req) in requirements {
         let Some(offered) = offers.get(&name.normalized()) else {
             continue;
         };
-        let locked: Option<(&PackageName, &Version)> = previous.and_then(|lock| {
-            let (_, tool) = lock
-                .interfaces
-                .iter()
-                .find(|(i, _)| i.normalized() == name.normalized())?;
-            lock.tools
-                .iter()
-                .find(|(n, _)| n.normalized() == tool.normalized())
-                .map(|(n, t)| (n, &t.version))
-        });
+        let locked = chosen.get(&name.normalized()).copied();
         match pick_provider(req.as_ref(), locked, offered) {
             Some(pick) => {
                 picks.interfaces.insert(name.clone(), pick);

@@ -185,6 +185,7 @@ pub fn check_lock_limits(lock: &Lockfile) -> Result<(), ServiceError> {
     check_count("lock.agents", lock.agents.len(), MAX_LOCK_ENTRIES)?;
     check_count("lock.models", lock.models.len(), MAX_LOCK_ENTRIES)?;
     check_count("lock.skills", lock.skills.len(), MAX_LOCK_ENTRIES)?;
+    check_count("lock.interfaces", lock.interfaces.len(), MAX_LOCK_ENTRIES)?;
     check_count("lock.files", lock.files.len(), MAX_LOCK_ENTRIES)
 }
 
