@@ -22,6 +22,7 @@ use serde_json::Value as Json;
 use crate::{
     diagnostics::{Diagnostics, index, join},
     keys::kind_of,
+    rules::Rule,
 };
 
 /// Most regexes (`pattern` values and `patternProperties` keys) one
@@ -62,7 +63,8 @@ pub fn check(json: &Json, path: &str, budget: &mut RegexBudget, diags: &mut Diag
     let meta = match jsonschema::meta::validator_for(json) {
         Ok(meta) => meta,
         Err(e) => {
-            diags.push(
+            diags.push_rule(
+                Rule::SchemaInvalid,
                 join(path, "$schema"),
                 format!("unsupported metaschema: {e}"),
             );
@@ -71,12 +73,12 @@ pub fn check(json: &Json, path: &str, budget: &mut RegexBudget, diags: &mut Diag
     };
     let before = diags.len();
     for error in meta.iter_errors(json) {
-        diags.push_with(|| {
-            (
-                dotted(path, error.instance_path().segments()),
-                format!("not a valid JSON Schema: {error}"),
-            )
-        });
+        // The problem sits at the offending keyword (`input_schema.type`).
+        diags.push_rule(
+            Rule::SchemaInvalid,
+            dotted(path, error.instance_path().segments()),
+            format!("not a valid JSON Schema: {error}"),
+        );
     }
     if diags.len() > before {
         return false;
@@ -84,7 +86,8 @@ pub fn check(json: &Json, path: &str, budget: &mut RegexBudget, diags: &mut Diag
     if let Err(e) = compile(json) {
         // The error's schema path names the keyword that failed (a
         // `pattern`, a `$ref`), so the problem is reported there.
-        diags.push(
+        diags.push_rule(
+            Rule::SchemaInvalid,
             dotted(path, e.schema_path().segments()),
             format!(
                 "JSON Schema does not compile: {e} (a regex must parse and compile to at most {} KiB)",
@@ -174,6 +177,15 @@ fn walk(json: &Json, path: &str, found: &mut impl FnMut(&str, &str)) {
 /// Compiles `json` with bounded regexes, in one of the process's
 /// [`MAX_CONCURRENT_COMPILES`] turns.
 fn compile(json: &Json) -> Result<(), jsonschema::ValidationError<'static>> {
+    validator(json).map(drop)
+}
+
+/// A validator for a schema that passed [`check`] (an agent's or a tool's
+/// output schema, to hold events' outputs to), compiled with the same
+/// bounded regexes, in one of the process's turns.
+pub fn validator(
+    json: &Json,
+) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
     let _turn = Turn::take();
     jsonschema::options()
         .with_pattern_options(
@@ -182,7 +194,6 @@ fn compile(json: &Json) -> Result<(), jsonschema::ValidationError<'static>> {
                 .dfa_size_limit(REGEX_DFA_SIZE_LIMIT),
         )
         .build(json)
-        .map(drop)
 }
 
 /// The process's compilations in flight. `core` does no IO, and a

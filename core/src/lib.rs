@@ -31,6 +31,7 @@ pub mod protocols;
 pub mod quality;
 pub mod resolve;
 pub mod rules;
+pub mod schema_compat;
 pub mod signing;
 pub mod skill;
 #[cfg(feature = "sqlx")]

@@ -325,6 +325,14 @@ fn validate(value: &Value) -> Result<ToolSpec, Diagnostics> {
         &mut diags,
         read_http_tool,
     );
+    // agent.yaml's http_tools entry carries its output schema; a tool
+    // package has one, at the top level.
+    if http.as_ref().is_some_and(|h| h.output_schema.is_some()) {
+        diags.push(
+            "http.output_schema",
+            "a tool package declares output_schema at the top level of tool.yaml, not under http",
+        );
+    }
     let bash = binding(
         top,
         "bash",

@@ -224,6 +224,10 @@ pub struct HttpTool {
     pub body_template: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ui_component: Option<ToolUi>,
+    /// What the endpoint answers (JSON Schema): the source of the
+    /// `{{json...}}` routes into its UI states.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Json>,
     #[serde(flatten)]
     pub extensions: Extensions,
 }

@@ -307,12 +307,14 @@ fn tools(r: &mut Reader, v: &Value, path: &str) -> Vec<ToolDecl> {
                 json_object(r, c, &cp).map(ToolConfig::Other)
             }
         });
+        // Valid JSON Schemas (the metaschema, compiled), as tool.yaml's
+        // are: the runtime validates with them.
         let input_schema = f
             .get("input_schema")
-            .and_then(|s| json_object(r, s, &f.at("input_schema")));
+            .and_then(|s| inline_schema(r, s, &f.at("input_schema"), true));
         let output_schema = f
             .get("output_schema")
-            .and_then(|s| json_object(r, s, &f.at("output_schema")));
+            .and_then(|s| inline_schema(r, s, &f.at("output_schema"), false));
         out.push(ToolDecl {
             name,
             version,
@@ -323,6 +325,12 @@ fn tools(r: &mut Reader, v: &Value, path: &str) -> Vec<ToolDecl> {
         });
     }
     out
+}
+
+/// An inline JSON Schema at `path`, checked as tool.yaml's are
+/// (`json_schema::schema_at`), its regexes counted against the document's.
+fn inline_schema(r: &mut Reader, v: &Value, path: &str, is_input: bool) -> Option<Json> {
+    crate::json_schema::schema_at(v, path, is_input, &mut r.regexes, &mut r.diags)
 }
 
 fn delegate_mode(r: &mut Reader, v: &Value, path: &str) -> Option<DelegateMode> {
@@ -445,6 +453,7 @@ pub(crate) fn http_tool(r: &mut Reader, t: &Value, p: &str) -> Option<HttpTool> 
         "params",
         "body_template",
         "ui_component",
+        "output_schema",
     ];
     // `<provider>_token` keys are open-ended, so take them out before the
     // fixed keys are checked.
@@ -524,6 +533,11 @@ pub(crate) fn http_tool(r: &mut Reader, t: &Value, p: &str) -> Option<HttpTool> 
     let ui_component = f
         .get("ui_component")
         .and_then(|u| tool_ui(r, u, &f.at("ui_component")));
+    // What the endpoint answers: the source of the `{{json...}}` routes
+    // into its UI states, and what events' results are held to.
+    let output_schema = f
+        .get("output_schema")
+        .and_then(|s| inline_schema(r, s, &f.at("output_schema"), false));
     let description = r.opt_text_max(&f, "description", MAX_DESCRIPTION_CHARS);
     Some(HttpTool {
         description,
@@ -534,6 +548,7 @@ pub(crate) fn http_tool(r: &mut Reader, t: &Value, p: &str) -> Option<HttpTool> 
         params,
         body_template,
         ui_component,
+        output_schema,
         extensions: f.extensions,
     })
 }

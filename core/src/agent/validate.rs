@@ -26,6 +26,12 @@ pub(super) fn cross_check(spec: &AgentSpec, diags: &mut Diagnostics) {
         crew_graph(crew, diags);
     }
     crate::protocols::check_inline(spec, diags);
+    // Routes between the schemas the file itself declares; lock and
+    // publish judge again with the locked tools' published schemas.
+    diags.extend(crate::schema_compat::check(
+        spec,
+        &crate::schema_compat::Published::new(),
+    ));
     delegation_depth(spec, diags);
     permission_modes(spec, diags);
     context_vocabulary(spec, diags);
