@@ -17,7 +17,8 @@ use serde_json::json;
 use time::OffsetDateTime;
 
 use crate::{
-    args::BuildKeys, container_file, env::Env, keyfiles, lock, package_check, package_dir, source,
+    args::BuildKeys, container_file, env::Env, keyfiles, lock, lockdiff, package_check,
+    package_dir, source,
 };
 
 /// A finished build: where it went and what to tell the user (`publish DIR`
@@ -66,7 +67,7 @@ pub fn build_dir(env: &Env, dir: &Path, keys: &BuildKeys, output: Option<&Path>)
         };
         let problems = lockcheck::check(&packed, &MemberHashes::from_tree(&checked.members), None);
         if !problems.is_empty() {
-            package_check::refuse_lock(env, &problems, &shown)?;
+            package_check::refuse_lock(env, &problems, &shown, &[])?;
         }
     }
 
@@ -170,8 +171,10 @@ fn check_agent(
     // reports it; stale hashes of the package's own files are recomputed
     // by `lock::ensure_lock`.
     let lock = package_check::judge_lock(tree, &pkg);
-    if !lock.errors.is_empty() {
-        package_check::refuse_lock(env, &lock.errors, shown)?;
+    if let Some(existing) = pkg.lock.as_ref().filter(|_| !lock.errors.is_empty()) {
+        let (members, _) = package_dir::agent_members(tree, &pkg);
+        let stale = lockdiff::staleness(existing, &lockdiff::LocalLock::of(&members, &pkg));
+        package_check::refuse_lock(env, &lock.errors, shown, &stale.pins)?;
     }
     // As validate does: the build goes on, the author is told.
     package_check::warn_undeclared_capabilities(env, &pkg);

@@ -52,8 +52,15 @@ pub fn lock_diagnostics(problems: &[LockProblem]) -> Diagnostics {
 }
 
 /// Prints `problems` as `validated_package` prints its own (or the JSON
-/// document with `--json`) and fails with one line.
-pub fn refuse_lock(env: &Env, problems: &[LockProblem], shown: &str) -> Result<()> {
+/// document with `--json`) and fails with one line, which names what
+/// changed since the lock was made (`changed`, `lockdiff::staleness`'s
+/// pins) when it knows.
+pub fn refuse_lock(
+    env: &Env,
+    problems: &[LockProblem],
+    shown: &str,
+    changed: &[String],
+) -> Result<()> {
     let diags = lock_diagnostics(problems);
     if env.out.json {
         env.out
@@ -63,8 +70,15 @@ pub fn refuse_lock(env: &Env, problems: &[LockProblem], shown: &str) -> Result<(
             eprintln!("  {} {p}", env.out.red("✗"));
         }
     }
+    if changed.is_empty() {
+        bail!(
+            "{} problem(s) in {shown}/agent.lock; run `agentlang lock {shown}`",
+            diags.len()
+        )
+    }
     bail!(
-        "{} problem(s) in {shown}/agent.lock; run `agentlang lock {shown}`",
+        "{shown}/agent.lock is out of date ({}): {} problem(s); run `agentlang lock {shown}` to see what the change gives the agent",
+        changed.join("; "),
         diags.len()
     )
 }
