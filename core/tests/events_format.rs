@@ -464,3 +464,84 @@ fn lines_are_counted_in_the_file_blank_ones_included() {
     );
     assert!(events::line_numbers(b"[{}]").is_none());
 }
+
+/// Every problem of every stage in one run: a schema error in one event
+/// does not hide an orphan result, a duplicate id or time going backwards
+/// in the others, and each keeps its place in the log.
+#[test]
+fn validate_reports_every_problem_of_every_stage() {
+    let log = r#"{"type":"tool.call","timestamp":"2025-01-29T10:00:01Z","agent_id":"a","tool":"t","call_id":"1","extra":1}
+{"type":"tool.result","timestamp":"2025-01-29T10:00:02Z","call_id":"1","output":{}}
+{"type":"agent.think","timestamp":"2025-01-29T10:00:03Z","agent_id":"a"}
+{"type":"tool.result","timestamp":"2025-01-29T10:00:04Z","call_id":"orphan","agent_id":"a","output":{}}
+{"type":"agent.message","timestamp":"2025-01-29T09:00:00Z","agent_id":"a","role":"assistant","content":"x"}
+"#;
+    let (kept, d) = events::validate(
+        log.as_bytes(),
+        &Limits::default(),
+        None,
+        events::OutputSchemas::new(),
+    );
+    assert_eq!(kept.events.len(), 3);
+    let got: Vec<String> = d.iter().map(ToString::to_string).collect();
+    // Schema problems of events[0] and events[2]; the result answering the
+    // broken call is no orphan; the later stage still runs on the rest.
+    assert!(got[0].starts_with("events[0]: "), "{got:#?}");
+    assert!(got[1].starts_with("events[2]: "), "{got:#?}");
+    assert_eq!(
+        got[2..],
+        [
+            "events[3].call_id: \"orphan\" answers no earlier tool.call",
+            "events[4].timestamp: 2025-01-29T09:00:00Z is earlier than a's previous event (events[3], 2025-01-29T10:00:04Z): time goes backwards",
+        ],
+        "{got:#?}"
+    );
+    // `parse` stays strict.
+    assert!(events::parse(log.as_bytes(), &Limits::default()).is_err());
+}
+
+/// A result's output is held to its tool's output schema: the package's
+/// inline one, else a locked tool's; each problem at the offending value.
+#[test]
+fn tool_outputs_fit_the_tools_output_schema() {
+    let mut tree = load_fixture("research-assistant");
+    let yaml = String::from_utf8(tree.get("agent.yaml").unwrap().to_vec()).unwrap();
+    let yaml = yaml.replacen(
+        "tools:\n",
+        "tools:\n  - name: counter\n    output_schema: {type: object, properties: {n: {type: integer}}, required: [n]}\n",
+        1,
+    );
+    tree.insert(
+        agentlang_core::MemberPath::new("agent.yaml").unwrap(),
+        yaml.into_bytes(),
+    );
+    let pkg = match validate_agent_tree(&tree) {
+        Ok(p) => p,
+        // The fixture's lock does not pin the new tool; the rest stands.
+        Err(d) => panic!("{d}"),
+    };
+    let log = r#"[
+        {"type":"tool.call","timestamp":"2025-01-29T10:00:01Z","agent_id":"research-assistant","tool":"counter","call_id":"1"},
+        {"type":"tool.result","timestamp":"2025-01-29T10:00:02Z","call_id":"1","output":{"n":"three"}},
+        {"type":"tool.call","timestamp":"2025-01-29T10:00:03Z","agent_id":"research-assistant","tool":"web_search","call_id":"2"},
+        {"type":"tool.result","timestamp":"2025-01-29T10:00:04Z","call_id":"2","output":{"results":3}},
+        {"type":"tool.call","timestamp":"2025-01-29T10:00:05Z","agent_id":"research-assistant","tool":"counter","call_id":"3"},
+        {"type":"tool.result","timestamp":"2025-01-29T10:00:06Z","call_id":"3","output":{"n":3}},
+        {"type":"tool.result","timestamp":"2025-01-29T10:00:07Z","call_id":"4","error":"boom"}
+    ]"#;
+    let mut locked = events::OutputSchemas::new();
+    locked.add(
+        "web_search",
+        serde_json::json!({"type": "object", "properties": {"results": {"type": "array"}}}),
+    );
+    let (_, d) = events::validate(log.as_bytes(), &Limits::default(), Some(&pkg), locked);
+    let got: Vec<String> = d.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        got,
+        [
+            "events[6].call_id: \"4\" answers no earlier tool.call",
+            "events[1].output.n: \"three\" is not of type \"integer\" (counter's output_schema) [tool-output-invalid]",
+            "events[3].output.results: 3 is not of type \"array\" (web_search's output_schema) [tool-output-invalid]",
+        ]
+    );
+}

@@ -236,6 +236,33 @@ fn events_validate_and_replay_work_offline() {
         .collect();
     assert_eq!(fields, ["events[1].tool", "events[3].to"]);
 
+    // Every stage in one run: a schema error in one event does not hide
+    // the orphan result and the undeclared tool in the others.
+    let staged = SPEC_EVENTS
+        .replace(
+            "    content: \"I should search",
+            "    contents: \"I should search",
+        )
+        .replace("tool: web_search", "tool: user_memory")
+        .replace(
+            "    call_id: abc123\n    output",
+            "    call_id: nobody\n    output",
+        );
+    fs::write(user.path("staged.yaml"), staged).unwrap();
+    let run = user.run(&["events", "validate", "staged.yaml", "--agent", "ra"]);
+    assert_eq!(run.code, Some(1));
+    for expected in [
+        "staged.yaml: events[0]",
+        "staged.yaml: events[2].call_id: \"nobody\" answers no earlier tool.call",
+        "staged.yaml: events[1].tool: \"user_memory\" is not a tool researcher declares",
+    ] {
+        assert!(
+            run.stderr.contains(expected),
+            "missing {expected:?} in {}",
+            run.stderr
+        );
+    }
+
     let run = user.ok(&["events", "replay", "session.yaml"]);
     let call = run
         .stdout

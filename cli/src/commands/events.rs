@@ -5,7 +5,7 @@ use std::{path::Path, process::ExitCode};
 
 use agentlang_core::{
     Diagnostics,
-    events::{self, Limits, timeline::Timeline},
+    events::{self, Limits, OutputSchemas, timeline::Timeline},
     package::validate_agent_tree,
 };
 use anyhow::{Context, Result, bail};
@@ -49,34 +49,35 @@ pub fn validate(out: &Output, file: &Path, agent: Option<&Path>) -> Result<ExitC
         None => None,
     };
     let bytes = read(file)?;
-    let problems = match events::parse(&bytes, &Limits::default()) {
-        Ok(log) => {
-            let problems = events::check(&log, package.as_ref());
-            if problems.is_empty() {
-                let agents: std::collections::BTreeSet<String> =
-                    events::agents_of(&log).into_iter().flatten().collect();
-                out.emit(
-                    &json!({"valid": true, "events": log.events.len(), "agents": agents}),
-                    || {
-                        format!(
-                            "{} {shown} is valid: {} events, {} agents{}",
-                            out.green("✓"),
-                            log.events.len(),
-                            agents.len(),
-                            if package.is_some() {
-                                ", every tool declared and every delegation known"
-                            } else {
-                                ""
-                            }
-                        )
-                    },
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            problems
-        }
-        Err(problems) => problems,
-    };
+    // Every stage in one run: the events that pass the schema are still
+    // checked across the log and against the agent's output schemas.
+    let (log, problems) = events::validate(
+        &bytes,
+        &Limits::default(),
+        package.as_ref(),
+        OutputSchemas::new(),
+    );
+    if problems.is_empty() {
+        let agents: std::collections::BTreeSet<String> =
+            events::agents_of(&log).into_iter().flatten().collect();
+        out.emit(
+            &json!({"valid": true, "events": log.events.len(), "agents": agents}),
+            || {
+                format!(
+                    "{} {shown} is valid: {} events, {} agents{}",
+                    out.green("✓"),
+                    log.events.len(),
+                    agents.len(),
+                    if package.is_some() {
+                        ", every tool declared, every delegation known and every output fitting its schema"
+                    } else {
+                        ""
+                    }
+                )
+            },
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     if out.json {
         out.emit(&json!({"valid": false, "problems": problems}), String::new);
     } else {

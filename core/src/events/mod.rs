@@ -36,6 +36,7 @@ use crate::{
     diagnostics::{Diagnostics, index, join},
     names::normalize,
     package::AgentPackage,
+    rules::Rule,
     yaml::{YamlLimits, parse_value},
 };
 
@@ -189,10 +190,23 @@ impl Event {
     }
 }
 
-/// A parsed, schema-valid log.
+/// A parsed log's schema-valid events.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EventLog {
     pub events: Vec<Event>,
+    /// Where each event stood in the log (`events[i]` of the file), which
+    /// differs from its place in `events` once an event is left out.
+    positions: Vec<usize>,
+    /// The `call_id`s of `tool.call`s left out for breaking the schema:
+    /// a result answering one is no orphan (the call's problem is said).
+    broken_calls: HashSet<String>,
+}
+
+impl EventLog {
+    /// The path of `events[i]` in the log as written.
+    pub fn path_of(&self, i: usize) -> String {
+        event_path(self.positions.get(i).copied().unwrap_or(i))
+    }
 }
 
 /// The path of event `i`.
@@ -208,6 +222,8 @@ struct Events<'l> {
     validator: &'static Validator,
     d: Diagnostics,
     events: Vec<Event>,
+    positions: Vec<usize>,
+    broken_calls: HashSet<String>,
     /// Events seen, good or bad: the next one's index.
     seen: usize,
 }
@@ -238,6 +254,11 @@ impl Events<'_> {
         self.seen += 1;
         let path = event_path(i);
         if !self.validator.is_valid(&v) {
+            if v.get("type").and_then(Json::as_str) == Some("tool.call")
+                && let Some(id) = v.get("call_id").and_then(Json::as_str)
+            {
+                self.broken_calls.insert(id.to_owned());
+            }
             for error in self.validator.iter_errors(&v) {
                 self.d.push_with(|| {
                     let segments: Vec<String> = error
@@ -261,6 +282,7 @@ impl Events<'_> {
         }
         if let Some(event) = typed(v, &path, &mut self.d) {
             self.events.push(event);
+            self.positions.push(i);
         }
     }
 
@@ -271,14 +293,14 @@ impl Events<'_> {
         self.d.push_with(|| (path, message()));
     }
 
-    fn finish(self) -> Result<EventLog, Diagnostics> {
-        if self.d.is_empty() {
-            Ok(EventLog {
-                events: self.events,
-            })
-        } else {
-            Err(self.d)
-        }
+    /// The good events, and every problem found reading them.
+    fn finish(self) -> (EventLog, Diagnostics) {
+        let log = EventLog {
+            events: self.events,
+            positions: self.positions,
+            broken_calls: self.broken_calls,
+        };
+        (log, self.d)
     }
 }
 
@@ -477,6 +499,17 @@ pub fn on_lines(problems: &Diagnostics, lines: &[usize]) -> Vec<String> {
 /// counted), each at `events[i]` or one of its fields; a line that is not
 /// JSON is event `i` too, so the event limit bounds the work on any input.
 pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
+    match read(bytes, limits) {
+        (log, d) if d.is_empty() => Ok(log),
+        (_, d) => Err(d),
+    }
+}
+
+/// [`parse`], keeping what it can: the schema-valid events (each at its
+/// place in the log, [`EventLog::path_of`]) beside every problem, so the
+/// checks across events still run on the rest of a log with bad events
+/// ([`validate`]).
+pub fn read(bytes: &[u8], limits: &Limits) -> (EventLog, Diagnostics) {
     let mut d = Diagnostics::new();
     if bytes.len() > limits.max_bytes {
         d.push(
@@ -487,11 +520,11 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
                 limits.max_bytes
             ),
         );
-        return Err(d);
+        return (EventLog::default(), d);
     }
     let Ok(text) = std::str::from_utf8(bytes) else {
         d.push("", "the log is not UTF-8 text");
-        return Err(d);
+        return (EventLog::default(), d);
     };
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
     let skipped = skipped_lines(text, trimmed);
@@ -500,6 +533,8 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
         validator: validator(),
         d,
         events: Vec::new(),
+        positions: Vec::new(),
+        broken_calls: HashSet::new(),
         seen: 0,
     };
     if trimmed.starts_with('[') {
@@ -509,12 +544,12 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
         match read {
             Ok(()) => {}
             // `admit` has said so.
-            Err(e) if e.to_string().starts_with(TOO_MANY) => return Err(events.d),
+            Err(e) if e.to_string().starts_with(TOO_MANY) => return events.finish(),
             Err(e) => {
                 events
                     .d
                     .push("", format!("not a JSON array of events: {e}"));
-                return Err(events.d);
+                return events.finish();
             }
         }
     } else if trimmed.starts_with('{') {
@@ -524,7 +559,7 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
                 continue;
             }
             if !events.admit() {
-                return Err(events.d);
+                return events.finish();
             }
             match serde_json::from_str::<Json>(line) {
                 Ok(v) => events.take(v),
@@ -541,20 +576,26 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
             max_nodes: limits.max_events.saturating_mul(64).max(1024),
             ..YamlLimits::default()
         };
-        let value = parse_value(bytes, &yaml_limits)?;
+        let value = match parse_value(bytes, &yaml_limits) {
+            Ok(value) => value,
+            Err(e) => {
+                events.d.extend(Diagnostics::from(e));
+                return events.finish();
+            }
+        };
         let list = match crate::agent::reader::to_json(&value) {
             Json::Array(list) => list,
             Json::Object(mut map) => match map.remove("events") {
                 Some(Json::Array(list)) => list,
                 Some(_) => {
                     events.d.push("events", "expected a list of events");
-                    return Err(events.d);
+                    return events.finish();
                 }
                 None => {
                     events
                         .d
                         .push("", "expected a list of events or a mapping with `events:`");
-                    return Err(events.d);
+                    return events.finish();
                 }
             },
             _ => {
@@ -562,12 +603,12 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<EventLog, Diagnostics> {
                     "",
                     "expected JSON lines, a JSON array, or YAML with an `events:` list",
                 );
-                return Err(events.d);
+                return events.finish();
             }
         };
         for v in list {
             if !events.admit() {
-                return Err(events.d);
+                return events.finish();
             }
             events.take(v);
         }
@@ -610,7 +651,7 @@ pub fn check(log: &EventLog, package: Option<&AgentPackage>) -> Diagnostics {
     let mut last_seen: HashMap<String, (OffsetDateTime, usize)> = HashMap::new();
     let agents = agents_of(log);
     for (i, e) in log.events.iter().enumerate() {
-        let path = event_path(i);
+        let path = log.path_of(i);
         match &e.body {
             EventBody::ToolCall {
                 agent_id, call_id, ..
@@ -618,7 +659,7 @@ pub fn check(log: &EventLog, package: Option<&AgentPackage>) -> Diagnostics {
                 if let Some((first, _, _)) = calls.get(call_id.as_str()) {
                     d.push(
                         join(&path, "call_id"),
-                        format!("{call_id:?} is already the id of events[{first}]"),
+                        format!("{call_id:?} is already the id of {}", log.path_of(*first)),
                     );
                 } else {
                     calls.insert(call_id, (i, agent_id, false));
@@ -627,13 +668,18 @@ pub fn check(log: &EventLog, package: Option<&AgentPackage>) -> Diagnostics {
             EventBody::ToolResult {
                 call_id, agent_id, ..
             } => match calls.get_mut(call_id.as_str()) {
+                // The call broke the schema, which is reported there.
+                None if log.broken_calls.contains(call_id.as_str()) => {}
                 None => d.push(
                     join(&path, "call_id"),
                     format!("{call_id:?} answers no earlier tool.call"),
                 ),
                 Some((first, _, true)) => d.push(
                     join(&path, "call_id"),
-                    format!("the tool.call {call_id:?} (events[{first}]) was already answered"),
+                    format!(
+                        "the tool.call {call_id:?} ({}) was already answered",
+                        log.path_of(*first)
+                    ),
                 ),
                 Some((first, caller, answered)) => {
                     *answered = true;
@@ -642,7 +688,10 @@ pub fn check(log: &EventLog, package: Option<&AgentPackage>) -> Diagnostics {
                     {
                         d.push(
                             join(&path, "agent_id"),
-                            format!("{a:?} answers a call that {caller:?} made (events[{first}])"),
+                            format!(
+                                "{a:?} answers a call that {caller:?} made ({})",
+                                log.path_of(*first)
+                            ),
                         );
                     }
                 }
@@ -654,8 +703,10 @@ pub fn check(log: &EventLog, package: Option<&AgentPackage>) -> Diagnostics {
                 Some((previous, at)) if e.timestamp < *previous => d.push(
                     join(&path, "timestamp"),
                     format!(
-                        "{} is earlier than {agent}'s previous event (events[{at}], {}): time goes backwards",
-                        e.timestamp_text, log.events[*at].timestamp_text
+                        "{} is earlier than {agent}'s previous event ({}, {}): time goes backwards",
+                        e.timestamp_text,
+                        log.path_of(*at),
+                        log.events[*at].timestamp_text
                     ),
                 ),
                 _ => {
@@ -668,6 +719,120 @@ pub fn check(log: &EventLog, package: Option<&AgentPackage>) -> Diagnostics {
         check_against_package(log, pkg, &mut d);
     }
     d
+}
+
+/// Every problem of every stage in one run: each event against the
+/// schema, then the checks across events (with `package`, against the
+/// agent too) and each result's output against its tool's output schema,
+/// over the events that passed, each problem at the event's place in the
+/// log. The output schemas are the package's inline ones, then `locked`
+/// (a locked or installed tool's published one, for tools the package
+/// does not describe inline).
+pub fn validate(
+    bytes: &[u8],
+    limits: &Limits,
+    package: Option<&AgentPackage>,
+    locked: OutputSchemas,
+) -> (EventLog, Diagnostics) {
+    let (log, mut d) = read(bytes, limits);
+    d.extend(check(&log, package));
+    let mut outputs = package.map(OutputSchemas::of_package).unwrap_or_default();
+    for (tool, schema) in locked.0 {
+        outputs.0.entry(tool).or_insert(schema);
+    }
+    check_outputs(&log, &outputs, &mut d);
+    (log, d)
+}
+
+/// The output schemas `tool.result` outputs are held to, by tool name
+/// (as events name tools).
+#[derive(Debug, Clone, Default)]
+pub struct OutputSchemas(HashMap<String, Json>);
+
+impl OutputSchemas {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The inline ones of an agent package: its and its subagents'
+    /// `tools:` entries' and `http_tools` entries' `output_schema`s (the
+    /// first declared, when two files declare one tool).
+    pub fn of_package(pkg: &AgentPackage) -> Self {
+        let mut out = Self::new();
+        for spec in std::iter::once(&pkg.agent).chain(pkg.subagents.values()) {
+            for t in &spec.tools {
+                if let Some(s) = &t.output_schema {
+                    out.add(t.name.as_str(), s.clone());
+                }
+            }
+            for (name, h) in &spec.http_tools {
+                if let Some(s) = &h.output_schema {
+                    out.add(name, s.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// `tool`'s output schema (a locked or installed tool's), unless one
+    /// is already known.
+    pub fn add(&mut self, tool: &str, schema: Json) {
+        self.0.entry(normalize(tool)).or_insert(schema);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Each `tool.result`'s `output` against the output schema of the tool its
+/// call named ([`Rule::ToolOutputInvalid`]), at the offending value. Each
+/// schema is compiled once (with `json_schema`'s bounded regexes), and
+/// each output validated once: linear in the log.
+pub fn check_outputs(log: &EventLog, schemas: &OutputSchemas, d: &mut Diagnostics) {
+    if schemas.is_empty() {
+        return;
+    }
+    let mut called: HashMap<&str, &str> = HashMap::new();
+    // tool -> its compiled schema, or None when it does not compile (a
+    // schema that passed validation does).
+    let mut compiled: HashMap<String, Option<Validator>> = HashMap::new();
+    for (i, e) in log.events.iter().enumerate() {
+        match &e.body {
+            EventBody::ToolCall { tool, call_id, .. } => {
+                called.entry(call_id).or_insert(tool);
+            }
+            EventBody::ToolResult {
+                call_id,
+                output: Some(output),
+                ..
+            } => {
+                let Some(tool) = called.get(call_id.as_str()) else {
+                    continue;
+                };
+                let key = normalize(tool);
+                let Some(schema) = schemas.0.get(&key) else {
+                    continue;
+                };
+                let validator = compiled
+                    .entry(key)
+                    .or_insert_with(|| crate::json_schema::validator(schema).ok());
+                let Some(validator) = validator else { continue };
+                let base = join(&log.path_of(i), "output");
+                for error in validator.iter_errors(output) {
+                    d.push_rule(
+                        Rule::ToolOutputInvalid,
+                        crate::json_schema::dotted(&base, error.instance_path().segments()),
+                        format!("{error} ({tool}'s output_schema)"),
+                    );
+                    if d.is_full() {
+                        return;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Every name an agent of the package can be known by: its name, a
@@ -703,7 +868,7 @@ fn check_against_package(log: &EventLog, pkg: &AgentPackage, d: &mut Diagnostics
         specs.iter().copied().find(|s| s.name.normalized() == n)
     };
     for (i, e) in log.events.iter().enumerate() {
-        let path = event_path(i);
+        let path = log.path_of(i);
         match &e.body {
             EventBody::ToolCall { agent_id, tool, .. } => {
                 let declared = match spec_of(agent_id) {
