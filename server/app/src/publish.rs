@@ -769,6 +769,40 @@ async fn check_lock(
         .map_err(ServiceError::internal)
 }
 
+/// The agent's inline tool schemas against the locked versions' published
+/// ones, and every route through a locked tool's schemas, judged by
+/// `core::schema_compat::check_package` (what `agentlang lock` runs), on a
+/// blocking thread. The lock pins at most `lockfile::MAX_LOCKED_TOOLS`
+/// tools, which bounds the reads.
+async fn check_schemas(registry: &Registry, pkg: &AgentPackage) -> Result<(), ServiceError> {
+    let Some(lock) = &pkg.lock else {
+        return Ok(());
+    };
+    let mut published = agentlang_core::schema_compat::Published::new();
+    for (name, pin) in &lock.tools {
+        let Some(package) = registry.db.find_package(Kind::Tool, name).await? else {
+            continue;
+        };
+        if let Some(v) = registry.db.find_version(package.id, &pin.version).await? {
+            published.insert_spec(name.as_str(), &pin.version.to_string(), &v.spec.0);
+        }
+    }
+    if published.is_empty() {
+        return Ok(());
+    }
+    let (agent, subagents) = (pkg.agent.clone(), pkg.subagents.clone());
+    let diags = tokio::task::spawn_blocking(move || {
+        agentlang_core::schema_compat::check_package(&agent, &subagents, &published)
+    })
+    .await
+    .map_err(ServiceError::internal)?;
+    if diags.is_empty() {
+        Ok(())
+    } else {
+        Err(validation_errors(&diags))
+    }
+}
+
 /// An agent's protocols against the catalog and its lock (errors refuse
 /// the version), then its deterministic quality report, computed on a
 /// blocking thread, to be stored with the version.
@@ -914,6 +948,9 @@ pub async fn publish(
         Package::Agent(pkg) => check_lock(registry, &container, pkg).await?,
         Package::Tool(_) | Package::Protocol(_) | Package::Skill(_) => None,
     };
+    if let Package::Agent(pkg) = &definition.package {
+        check_schemas(registry, pkg).await?;
+    }
     let quality_report = match &definition.package {
         Package::Agent(pkg) => check_agent_protocols_and_quality(registry, &container, pkg).await?,
         Package::Protocol(_) => {

@@ -31,6 +31,7 @@ mod publish_lock;
 mod rate_limits;
 mod replay;
 mod resolve;
+mod schema_rules;
 mod search;
 mod skills;
 mod storage;
