@@ -85,14 +85,17 @@ async fn receive(
 /// files it names): `validation-failed` lists every problem, each field
 /// error with its `file` and `path`.
 ///
-/// An agent that requires registry tools must carry an agent.lock that
-/// tells the truth, each kind of failure with its own problem type and one
-/// field error per tool or file: `lock-missing` (no lock),
-/// `lock-files-mismatch` (`files.<path>` does not hash its member; the
-/// plaintext hash of an encrypted prompt cannot be checked and is
-/// accepted), `lock-agents-mismatch` (`agents` does not pin the co-located
-/// subagents by hash), `lock-models-undeclared` (`models` names a model no
-/// agent in the package declares), `lock-mismatch` (a pin this registry
+/// Every agent must carry an agent.lock that tells the truth, judged by the
+/// function `agentlang validate`, `build`, `install` and `verify` call,
+/// each kind of failure with its own problem type and one field error per
+/// tool, model or file: `lock-missing` (no lock), `lock-files-mismatch`
+/// (`files.<path>` does not hash its member, names no member, or a member
+/// other than agent.lock and the subagents has no entry; the plaintext
+/// hash of an encrypted prompt cannot be checked and is accepted),
+/// `lock-agents-mismatch` (`agents` does not pin the co-located subagents
+/// by hash), `lock-models-undeclared` (`models` names a model no agent in
+/// the package declares), `lock-models-missing` (a declared model is not
+/// in `models`), `lock-mismatch` (a pin this registry
 /// does not hold, or with another hash), `lock-unpinned` (a requirement of
 /// the agent, a subagent or a pinned tool has no pin), `lock-unsatisfied`
 /// (a pin does not satisfy its requirement), `lock-unrelated` (a pin no
@@ -115,7 +118,7 @@ async fn receive(
         (status = 403, description = "`not-owner`, or the token lacks the scope or the package", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "`version-exists` or `name-taken`", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload-too-large`", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`container-invalid`, `signature-invalid`, `unknown-key`, `key-revoked`, `validation-failed`, `lock-missing`, `lock-files-mismatch`, `lock-agents-mismatch`, `lock-models-undeclared`, `lock-mismatch`, `lock-unpinned`, `lock-unsatisfied`, `lock-unrelated` or `lock-yanked`", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`container-invalid`, `signature-invalid`, `unknown-key`, `key-revoked`, `validation-failed`, `lock-missing`, `lock-files-mismatch`, `lock-agents-mismatch`, `lock-models-undeclared`, `lock-models-missing`, `lock-mismatch`, `lock-unpinned`, `lock-unsatisfied`, `lock-unrelated` or `lock-yanked`", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many publishes", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
