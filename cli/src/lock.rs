@@ -13,6 +13,7 @@ use agentlang_core::{
     lockfile::{LockedProtocol, Lockfile, resolved_at_now_or_source_date_epoch},
     package::{AgentPackage, LOCK_FILE},
     protocols::{self, ProtocolName},
+    schema_compat,
 };
 use anyhow::{Context, Result, bail};
 use reqwest::StatusCode;
@@ -80,6 +81,7 @@ pub fn plan(
     let local = LocalLock::of(members, pkg);
     let keep = if update { None } else { existing };
     let mut lock = resolve(env, &local, pkg, keep)?;
+    check_schemas(env, pkg, &lock)?;
     lock.protocols = lock_protocols(env, pkg, keep)?;
     lock.registry = Some(env.ctx.registry.clone());
     lock.agents = local.agents;
@@ -111,6 +113,44 @@ pub fn relock(
     update: bool,
 ) -> Result<Relocked> {
     plan(env, members, pkg, existing, update)?.write(dir)
+}
+
+/// The agent's inline tool schemas against the locked versions' published
+/// ones, and its routes through them (`core::schema_compat`, what publish
+/// runs): each pinned tool's tool.yaml is read from its version record.
+/// Every problem is printed, with its path and rule, before the lock stops.
+/// (Records are read one per pinned tool: a lock pins at most
+/// `lockfile::MAX_LOCKED_TOOLS`.)
+fn check_schemas(env: &Env, pkg: &AgentPackage, lock: &Lockfile) -> Result<()> {
+    if lock.tools.is_empty() {
+        return Ok(());
+    }
+    let client = env.anonymous()?;
+    let mut published = schema_compat::Published::new();
+    for (name, pin) in &lock.tools {
+        // A record that cannot be read leaves that tool's schemas unknown
+        // here; publish reads them from its own store and judges again.
+        let record: Option<serde_json::Value> = client
+            .send_json(client.get(&format!("/api/v1/tools/{name}/{}", pin.version)))
+            .ok();
+        if let Some(record) = record {
+            published.insert_spec(name.as_str(), &pin.version.to_string(), &record["spec"]);
+        }
+    }
+    let problems = schema_compat::check_package(&pkg.agent, &pkg.subagents, &published);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    if !env.out.json {
+        for line in problems.lines() {
+            eprintln!("{} {line}", env.out.red("error:"));
+        }
+    }
+    bail!(
+        "{} problem(s) with the locked tools' schemas: {}",
+        problems.len(),
+        problems.lines().collect::<Vec<_>>().join("; ")
+    )
 }
 
 /// The protocol versions the agent speaks: inline definitions as written,
