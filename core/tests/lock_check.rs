@@ -192,7 +192,7 @@ fn what_lock_writes_passes_and_every_difference_fails_at_its_field() {
         judged(&with_lock(&fixture, &lock)),
         one(ProblemKind::Agents, "agents.market-analyst")
     );
-    let mut lock = truth.clone();
+    let mut lock = truth;
     lock.tools.remove(&PackageName::new("web_search").unwrap());
     assert_eq!(
         judged(&with_lock(&fixture, &lock)),
@@ -217,7 +217,7 @@ fn a_container_is_judged_as_its_directory() {
     let sealed = pack(&with_lock(&fixture, &truth), Some(&key));
     assert!(sealed.member("prompt.yaml").is_none());
     assert_eq!(judged_packed(&sealed), []);
-    let mut lock = truth.clone();
+    let mut lock = truth;
     lock.files.remove("prompt.yaml");
     let sealed = pack(&with_lock(&fixture, &lock), Some(&key));
     assert_eq!(

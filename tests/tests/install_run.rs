@@ -840,7 +840,7 @@ fn validate_build_and_publish_judge_a_lock_alike() {
             .iter()
             .map(|(f, p, _)| (f.clone(), p.clone()))
             .collect::<Vec<_>>(),
-        [expected.clone()]
+        std::slice::from_ref(&expected)
     );
     assert!(
         validated
