@@ -70,7 +70,7 @@ rules! {
     /// An inline JSON Schema that is not a JSON Schema.
     SchemaInvalid = "schema-invalid",
         "An inline schema is not a valid JSON Schema",
-        "input_schema, output_schema and a UI component's props must be valid JSON Schema (draft 2020-12 metaschema). The error names the offending keyword.";
+        "input_schema and output_schema (in agent.yaml's tools and http_tools entries, and in tool.yaml) and a UI component's props must be valid JSON Schema (the draft 2020-12 metaschema unless $schema names another), and compile. The error names the offending keyword.";
     /// An inline schema that contradicts the locked tool's published one.
     SchemaContradictsLocked = "schema-contradicts-locked",
         "An inline schema contradicts the locked tool's schema",
@@ -78,7 +78,7 @@ rules! {
     /// A route whose source does not fit its destination.
     RouteIncompatible = "route-incompatible",
         "A route sends a value where it does not fit",
-        "A tool's output routed to a UI component's props, or a component's props to a tool's input, must fit the destination's schema. The error names both ends.";
+        "A tool's output routed to a UI component's props ({{json.path}} resolved in its output_schema), or a component's props sent as a sync action's params to a tool's input, must fit the destination's schema: the path exists, the prop or input property exists where the schema closes its properties, the types share one, required inputs are given (docs/agent-yaml.md, Routes). The error names both ends.";
     /// An agent requires an interface no locked tool provides.
     InterfaceUnprovided = "interface-unprovided",
         "No tool provides a required interface",
