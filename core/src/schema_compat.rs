@@ -428,25 +428,26 @@ impl Walk<'_> {
                 (Some(a), Some(b)) => Some(if b.value <= a.value { b } else { a }),
                 (a, b) => a.or(b),
             };
-        let mut pairs: Vec<(Option<Bound>, Option<Bound>, Option<Bound>, Option<Bound>)> = vec![(
+        // [our lower, their upper, our upper, their lower], per kind of bound.
+        let mut pairs: Vec<[Option<Bound>; 4]> = vec![[
             lower(i, "minimum", "exclusiveMinimum"),
             upper(p, "maximum", "exclusiveMaximum"),
             upper(i, "maximum", "exclusiveMaximum"),
             lower(p, "minimum", "exclusiveMinimum"),
-        )];
+        ]];
         for (min, max) in [
             ("minLength", "maxLength"),
             ("minItems", "maxItems"),
             ("minProperties", "maxProperties"),
         ] {
-            pairs.push((
+            pairs.push([
                 number(i, min, false),
                 number(p, max, false),
                 number(i, max, false),
                 number(p, min, false),
-            ));
+            ]);
         }
-        for (our_low, their_high, our_high, their_low) in pairs {
+        for [our_low, their_high, our_high, their_low] in pairs {
             if let (Some(lo), Some(hi)) = (our_low, their_high)
                 && apart(lo, hi)
             {
@@ -721,7 +722,7 @@ fn routes(spec: &AgentSpec, published: &Published, d: &mut Diagnostics) {
                         return Ok(None);
                     }
                     let Some(out) = output else { return Ok(None) };
-                    match resolve(out, &steps(&path), &path) {
+                    match resolve(out, &steps(path), path) {
                         Resolved::Schema(s) => Ok(types_of(s).map(|t| {
                             (
                                 t,
@@ -818,11 +819,11 @@ fn sync_routes(
             };
             let source = carried(value, |path| {
                 let Some(props) = props else { return Ok(None) };
-                let root = path.split(['.', '[']).next().unwrap_or(&path);
+                let root = path.split(['.', '[']).next().unwrap_or(path);
                 let Some(schema) = props.get("properties").and_then(|p| p.get(root)) else {
                     return Ok(None);
                 };
-                match resolve(schema, &steps(&path), &path) {
+                match resolve(schema, &steps(path), path) {
                     Resolved::Schema(s) => Ok(types_of(s).map(|t| {
                         (
                             t,
