@@ -475,7 +475,7 @@ pub enum EventsCommand {
     )]
     Validate {
         file: PathBuf,
-        /// Also check tool calls and delegations against this agent directory
+        /// Also check tool calls, delegations and tool outputs against this agent directory (or install directory, whose tools' output schemas are used too)
         #[arg(long, value_name = "DIR")]
         agent: Option<PathBuf>,
     },

@@ -9,7 +9,7 @@ use agentlang_e2e::{publisher, start_registry, write_tool};
 
 const TOOL: &str = "name: web_search\nversion: 1.2.0\ndescription: Searches the web.\nkind: builtin\n\
                     input_schema:\n  type: object\n  properties:\n    query: {type: string}\n  \
-                    additionalProperties: false\n";
+                    additionalProperties: false\noutput_schema:\n  type: object\n  properties:\n    total_count: {type: integer}\n";
 
 const PROMPT: &str = "version: 2\nrole: system\nsections:\n  - name: task\n    content: Search.\n";
 
@@ -52,4 +52,24 @@ fn lock_refuses_an_inline_schema_contradicting_the_published_one() {
     agent("{type: object, properties: {query: {type: string, maxLength: 80}}}");
     alice.ok(&["lock", "searcher"]);
     alice.ok(&["validate", "searcher"]);
+
+    // Installed, the locked tool's published output schema holds the
+    // results `events validate` reads.
+    alice.ok(&["publish", "searcher"]);
+    alice.ok(&["install", "searcher", "--dir", "consumer"]);
+    fs::write(
+        alice.path("session.jsonl"),
+        "{\"type\":\"tool.call\",\"timestamp\":\"2025-01-29T10:00:01Z\",\"agent_id\":\"searcher\",\"tool\":\"web_search\",\"call_id\":\"c1\"}\n\
+         {\"type\":\"tool.result\",\"timestamp\":\"2025-01-29T10:00:02Z\",\"call_id\":\"c1\",\"output\":{\"total_count\":\"many\"}}\n",
+    )
+    .unwrap();
+    let run = alice.run(&["events", "validate", "session.jsonl", "--agent", "consumer"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "line 2, output.total_count: \"many\" is not of type \"integer\" (web_search's output_schema) [tool-output-invalid]"
+        ),
+        "{}",
+        run.stderr
+    );
 }

@@ -34,7 +34,19 @@ fn print_problems(out: &Output, shown: &str, bytes: &[u8], problems: &Diagnostic
 
 pub fn validate(out: &Output, file: &Path, agent: Option<&Path>) -> Result<ExitCode> {
     let shown = file.display().to_string();
+    // An install directory's tools are known: their published output
+    // schemas hold the results of tools the agent describes no schema of.
+    let mut locked = OutputSchemas::new();
     let package = match agent {
+        Some(dir) if dir.join(crate::install::MANIFEST_FILE).is_file() => {
+            let loaded = crate::install::load_verified(dir)?;
+            for spec in loaded.tool_specs() {
+                if let Some(schema) = spec.output_schema() {
+                    locked.add(spec.name().as_str(), schema.clone());
+                }
+            }
+            Some(loaded.package)
+        }
         Some(dir) => {
             let tree = source::read_dir(dir)?;
             Some(validate_agent_tree(&tree).map_err(|d| {
@@ -51,12 +63,7 @@ pub fn validate(out: &Output, file: &Path, agent: Option<&Path>) -> Result<ExitC
     let bytes = read(file)?;
     // Every stage in one run: the events that pass the schema are still
     // checked across the log and against the agent's output schemas.
-    let (log, problems) = events::validate(
-        &bytes,
-        &Limits::default(),
-        package.as_ref(),
-        OutputSchemas::new(),
-    );
+    let (log, problems) = events::validate(&bytes, &Limits::default(), package.as_ref(), locked);
     if problems.is_empty() {
         let agents: std::collections::BTreeSet<String> =
             events::agents_of(&log).into_iter().flatten().collect();

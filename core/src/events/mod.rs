@@ -479,11 +479,12 @@ pub fn on_lines(problems: &Diagnostics, lines: &[usize]) -> Vec<String> {
                 .strip_prefix("events[")
                 .and_then(|rest| rest.split_once(']'))
                 .and_then(|(n, rest)| Some((lines.get(n.parse::<usize>().ok()?)?, rest)));
+            let rule = p.rule.map(|r| format!(" [{r}]")).unwrap_or_default();
             match at {
-                Some((line, "")) => format!("line {line}: {}", p.message),
+                Some((line, "")) => format!("line {line}: {}{rule}", p.message),
                 Some((line, rest)) => {
                     let field = rest.strip_prefix('.').unwrap_or(rest);
-                    format!("line {line}, {field}: {}", p.message)
+                    format!("line {line}, {field}: {}{rule}", p.message)
                 }
                 None => p.to_string(),
             }
