@@ -54,9 +54,8 @@ use serde_json::{Map, Value as Json};
 use crate::{
     MemberPath,
     agent::{
-        Placeholder,
         model::{AgentSpec, ParamType, UiComponent},
-        placeholders,
+        template::{Placeholder, placeholders},
         ui::builtin_props,
     },
     diagnostics::{Diagnostics, index, join},

@@ -21,7 +21,7 @@ mod parse;
 mod patterns;
 mod permissions;
 pub(crate) mod reader;
-mod template;
+pub(crate) mod template;
 pub mod ui;
 mod validate;
 
