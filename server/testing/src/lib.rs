@@ -35,7 +35,7 @@ pub mod seed;
 
 pub use app::{Store, TestApp};
 pub use backends::Backend;
-pub use problem::{expect_status, problem};
+pub use problem::{expect_status, problem, rule_errors};
 
 /// Generates one test per backend from an `async fn name(Backend)`, on the
 /// given test attribute (`#[actix_web::test]`, which an in-process

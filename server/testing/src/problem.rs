@@ -1,6 +1,8 @@
 //! The assertions on a status: [`problem`] for error answers (an RFC 9457
 //! problem document), [`expect_status`] for the rest.
 
+use std::collections::BTreeSet;
+
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
@@ -25,6 +27,20 @@ pub async fn problem(res: Response, status: StatusCode, slug: &str) -> Value {
     assert!(body["request_id"].is_string(), "{body}");
     assert!(body["instance"].is_string(), "{body}");
     body
+}
+
+/// (file, path, rule) of every error a package problem lists, as
+/// `agentlang validate` prints them; an absent member reads as "".
+pub fn rule_errors(body: &Value) -> BTreeSet<(String, String, String)> {
+    body["errors"]
+        .as_array()
+        .expect("the problem lists its errors")
+        .iter()
+        .map(|e| {
+            let text = |key: &str| e[key].as_str().unwrap_or_default().to_owned();
+            (text("file"), text("path"), text("rule"))
+        })
+        .collect()
 }
 
 /// Checks `res` answered `status`, showing the body when it did not, and

@@ -12,33 +12,16 @@ use agentlang_core::{
     package::{Members, validate_package},
 };
 use reqwest::StatusCode;
-use serde_json::Value;
 
 use crate::{
     publish::{locked_agent, publish, published, publisher},
-    support::{Backend, TestApp, backend_tests, problem},
+    support::{Backend, TestApp, backend_tests, problem, rule_errors},
 };
 
 backend_tests!(
     an_agent_breaking_mode_context_and_prompt_rules_is_refused_with_each_rule,
     a_dynamic_subagent_over_its_parents_budget_is_refused_in_its_own_file,
 );
-
-/// (file, path, rule) of every error in a problem body.
-fn errors(body: &Value) -> BTreeSet<(String, String, String)> {
-    body["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["file"].as_str().unwrap_or_default().to_owned(),
-                e["path"].as_str().unwrap_or_default().to_owned(),
-                e["rule"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
-}
 
 /// What `validate` says of the same files: (file, path, rule).
 fn validated(files: &[(&str, &[u8])]) -> BTreeSet<(String, String, String)> {
@@ -81,7 +64,7 @@ async fn an_agent_breaking_mode_context_and_prompt_rules_is_refused_with_each_ru
     let res = publish(&app, &alice.token, bytes).await;
     // permission-mode comes first in the rules' order.
     let body = problem(res, StatusCode::UNPROCESSABLE_ENTITY, "permission-mode").await;
-    let found = errors(&body);
+    let found = rule_errors(&body);
     let want: BTreeSet<(String, String, String)> = [
         (
             "agent.yaml",
@@ -137,7 +120,7 @@ permissions:\n  optional: [location]\ncontext:\n  inject: [time, location]\n";
         "template-variable".to_owned(),
     )]
     .into();
-    assert_eq!(errors(&body), want, "{body}");
+    assert_eq!(rule_errors(&body), want, "{body}");
     assert_eq!(
         body["errors"][0]["message"],
         "{{locaton}} is neither injected context nor a declared variable; did you mean \"location\"?"
@@ -179,7 +162,7 @@ constraints:\n  budget:\n    max_cost_usd: 1.00\n";
         "budget-exceeds-parent".to_owned(),
     )]
     .into();
-    assert_eq!(errors(&body), want, "{body}");
+    assert_eq!(rule_errors(&body), want, "{body}");
 
     // Within the parent's budget, the same package publishes.
     let thrifty: &[u8] = b"name: spender\ndescription: Spends freely on research.\n\

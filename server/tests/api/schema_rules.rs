@@ -14,30 +14,13 @@ use agentlang_core::{
     lockfile::{LockedTool, Lockfile},
 };
 use reqwest::StatusCode;
-use serde_json::Value;
 
 use crate::{
     publish::{PROMPT_YAML, build, locked_agent, publish, published, publisher},
-    support::{Backend, TestApp, backend_tests, problem, seed},
+    support::{Backend, TestApp, backend_tests, problem, rule_errors, seed},
 };
 
 backend_tests!(inline_schemas_are_valid_and_never_contradict_the_locked_tool,);
-
-/// (file, path, rule) of every error in a problem body.
-fn errors(body: &Value) -> BTreeSet<(String, String, String)> {
-    body["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["file"].as_str().unwrap_or_default().to_owned(),
-                e["path"].as_str().unwrap_or_default().to_owned(),
-                e["rule"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
-}
 
 const TOOL: &str = "name: web_search\nversion: 1.2.0\ndescription: Searches the web.\nkind: builtin\n\
                     input_schema:\n  type: object\n  properties:\n    query: {type: string}\n    \
@@ -104,7 +87,7 @@ async fn inline_schemas_are_valid_and_never_contradict_the_locked_tool(backend: 
         "schema-invalid",
     )
     .await;
-    let got = errors(&body);
+    let got = rule_errors(&body);
     for path in [
         "tools[0].input_schema.type",
         "tools[0].input_schema.properties",
@@ -126,7 +109,7 @@ async fn inline_schemas_are_valid_and_never_contradict_the_locked_tool(backend: 
     .await;
     let rule = "schema-contradicts-locked".to_owned();
     assert_eq!(
-        errors(&body),
+        rule_errors(&body),
         BTreeSet::from([
             (
                 "agent.yaml".into(),
@@ -159,7 +142,7 @@ async fn inline_schemas_are_valid_and_never_contradict_the_locked_tool(backend: 
                   sync_actions:\n      go:\n        tool: web_search\n        params: {query: \"{{on}}\"}\n";
     let body = refused(container(routed), "route-incompatible").await;
     assert_eq!(
-        errors(&body),
+        rule_errors(&body),
         BTreeSet::from([(
             "agent.yaml".into(),
             "ui_components.box.sync_actions.go.params.query".into(),
