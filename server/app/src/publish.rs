@@ -637,15 +637,23 @@ async fn check_dependencies_exist(
 }
 
 /// Every live version of each tool the lock pins, as the lock checks need
-/// them. The lock pins at most `lockfile::MAX_LOCKED_TOOLS` tools
-/// (validation refuses more), which bounds the reads.
+/// them, in one read per 500 tools (the lock pins at most
+/// `lockfile::MAX_LOCKED_TOOLS`: validation refuses more); and the row ids
+/// of the pinned versions, whose stored tool.yaml the schema checks read.
 async fn published_tools(
     registry: &Registry,
     lock: &Lockfile,
-) -> Result<PublishedTools, ServiceError> {
+) -> Result<(PublishedTools, Vec<i64>), ServiceError> {
     let mut published = PublishedTools::new();
-    for name in lock.tools.keys() {
-        let Some(index) = registry.db.package_index(Kind::Tool, name).await? else {
+    let mut pinned_ids = Vec::new();
+    let names: Vec<PackageName> = lock.tools.keys().cloned().collect();
+    let pins: std::collections::BTreeMap<String, (&PackageName, &Version)> = lock
+        .tools
+        .iter()
+        .map(|(name, tool)| (name.normalized(), (name, &tool.version)))
+        .collect();
+    for index in registry.db.package_indexes(Kind::Tool, &names).await? {
+        let Some(&(name, pinned)) = pins.get(&index.package.normalized_name) else {
             continue;
         };
         let mut versions = Vec::with_capacity(index.versions.len());
@@ -653,6 +661,10 @@ async fn published_tools(
             let bad = |what: &str, e: &dyn std::fmt::Display| {
                 ServiceError::internal(anyhow::anyhow!("stored {what} of tool {name}: {e}"))
             };
+            // Build metadata aside, as the lock check finds a pin.
+            if v.version.semver().cmp_precedence(pinned.semver()).is_eq() {
+                pinned_ids.push(v.version_id);
+            }
             let mut dependencies = std::collections::BTreeMap::new();
             for (dep, req) in &v.dependencies {
                 dependencies.insert(
@@ -669,7 +681,7 @@ async fn published_tools(
         }
         published.insert(name, versions);
     }
-    Ok(published)
+    Ok((published, pinned_ids))
 }
 
 /// Every live version of each skill the lock pins (at most
@@ -729,17 +741,20 @@ async fn previous_lock(
 /// same of its skills), judged by `core::lockcheck::check`, the function
 /// the CLI's validate, build, install and verify call. The first kind of
 /// failure found is the answer, with one field error per tool, skill or
-/// file. Returns the lock as JSON for storage.
+/// file. Returns the lock as JSON for storage, and the row ids of the tool
+/// versions it pins.
 async fn check_lock(
     registry: &Registry,
     container: &Container,
     pkg: &AgentPackage,
-) -> Result<Option<Value>, ServiceError> {
+) -> Result<(Option<Value>, Vec<i64>), ServiceError> {
     let manifest = container.manifest();
     let hashes = MemberHashes::from_manifest(manifest);
+    let mut pinned_ids = Vec::new();
     let problems = match &pkg.lock {
         Some(lock) => {
-            let mut tools = published_tools(registry, lock).await?;
+            let (mut tools, ids) = published_tools(registry, lock).await?;
+            pinned_ids = ids;
             super::interfaces::add_provided(registry, lock, &mut tools).await?;
             let skills = published_skills(registry, lock).await?;
             let previous = previous_lock(registry, manifest.name(), manifest.version()).await?;
@@ -762,30 +777,32 @@ async fn check_lock(
                 .collect(),
         ));
     }
-    pkg.lock
+    let json = pkg
+        .lock
         .as_ref()
         .map(serde_json::to_value)
         .transpose()
-        .map_err(ServiceError::internal)
+        .map_err(ServiceError::internal)?;
+    Ok((json, pinned_ids))
 }
 
 /// The agent's inline tool schemas against the locked versions' published
 /// ones, and every route through a locked tool's schemas, judged by
 /// `core::schema_compat::check_package` (what `agentlang lock` runs), on a
-/// blocking thread. The lock pins at most `lockfile::MAX_LOCKED_TOOLS`
-/// tools, which bounds the reads.
-async fn check_schemas(registry: &Registry, pkg: &AgentPackage) -> Result<(), ServiceError> {
-    let Some(lock) = &pkg.lock else {
+/// blocking thread. `pinned` are the locked tool versions' row ids (at most
+/// `lockfile::MAX_LOCKED_TOOLS`), whose stored tool.yaml is read in one
+/// query per 500.
+async fn check_schemas(
+    registry: &Registry,
+    pkg: &AgentPackage,
+    pinned: &[i64],
+) -> Result<(), ServiceError> {
+    if pinned.is_empty() {
         return Ok(());
-    };
+    }
     let mut published = agentlang_core::schema_compat::Published::new();
-    for (name, pin) in &lock.tools {
-        let Some(package) = registry.db.find_package(Kind::Tool, name).await? else {
-            continue;
-        };
-        if let Some(v) = registry.db.find_version(package.id, &pin.version).await? {
-            published.insert_spec(name.as_str(), &pin.version.to_string(), &v.spec.0);
-        }
+    for v in registry.db.version_specs(pinned).await? {
+        published.insert_spec(v.name.as_str(), &v.version.to_string(), &v.spec.0);
     }
     if published.is_empty() {
         return Ok(());
@@ -945,12 +962,13 @@ pub async fn publish(
         super::interfaces::check_tool_names(registry, name, tool.tool.provides()).await?;
     }
     let lockfile = match &definition.package {
-        Package::Agent(pkg) => check_lock(registry, &container, pkg).await?,
+        Package::Agent(pkg) => {
+            let (lockfile, pinned) = check_lock(registry, &container, pkg).await?;
+            check_schemas(registry, pkg, &pinned).await?;
+            lockfile
+        }
         Package::Tool(_) | Package::Protocol(_) | Package::Skill(_) => None,
     };
-    if let Package::Agent(pkg) = &definition.package {
-        check_schemas(registry, pkg).await?;
-    }
     let quality_report = match &definition.package {
         Package::Agent(pkg) => check_agent_protocols_and_quality(registry, &container, pkg).await?,
         Package::Protocol(_) => {

@@ -226,7 +226,29 @@ pub struct VersionFacts {
     pub max_risk: Option<String>,
 }
 
+/// One version's stored definition (tool.yaml or agent.yaml as JSON).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct VersionSpec {
+    pub id: i64,
+    /// The package's name as first published.
+    pub name: PackageName,
+    pub version: Version,
+    pub spec: sqlx::types::Json<serde_json::Value>,
+}
+
 impl Db {
+    /// The stored definitions of the given versions, unordered: what
+    /// publish holds an agent's inline schemas to, for the tool versions
+    /// its lock pins.
+    pub async fn version_specs(
+        &self,
+        version_ids: &[i64],
+    ) -> Result<Vec<VersionSpec>, sqlx::Error> {
+        const SELECT: &str = "SELECT v.id, p.name, v.version, v.spec
+             FROM versions v JOIN packages p ON p.id = v.package_id WHERE v.id IN (";
+        select_in!(self, VersionSpec, SELECT, SELECT, version_ids)
+    }
+
     /// The records of the given packages, unordered.
     pub async fn packages_by_ids(&self, ids: &[i64]) -> Result<Vec<PackageRecord>, sqlx::Error> {
         const SELECT: &str = "SELECT id, kind, name, normalized_name, description, keywords,
