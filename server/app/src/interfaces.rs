@@ -10,7 +10,10 @@
 //! means a tool or an interface for good, and resolving it is
 //! deterministic over time.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use agentlang_core::{
     Kind, PackageName, Version,
@@ -101,20 +104,31 @@ pub struct Picks {
     pub interfaces: BTreeMap<PackageName, Pick>,
 }
 
-/// Picks a provider for every requirement that names an interface (one
-/// read of the providing versions); the other requirements are tools.
+/// Picks a provider for every requirement that names an interface (the
+/// providing versions read once per `generation`, kept in the index
+/// cache); the other requirements are tools.
 /// `previous` is the lock being updated, whose choices are kept while they
 /// fit. An interface no unyanked version of any provider satisfies breaks
 /// `interface-unprovided`, one field error per such interface.
 pub async fn pick(
     registry: &Registry,
+    generation: i64,
     requirements: &BTreeMap<PackageName, Option<VersionReq>>,
     previous: Option<&Lockfile>,
 ) -> Result<Picks, ServiceError> {
     if requirements.is_empty() {
         return Ok(Picks::default());
     }
-    let providing = registry.db.providing_versions().await?;
+    let providing = match registry.index_cache.providing(generation) {
+        Some(providing) => providing,
+        None => {
+            let providing = Arc::new(registry.db.providing_versions().await?);
+            registry
+                .index_cache
+                .put_providing(generation, Arc::clone(&providing));
+            providing
+        }
+    };
     pick_from(&providing, requirements, previous)
 }
 

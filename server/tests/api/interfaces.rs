@@ -185,6 +185,19 @@ async fn an_interface_is_resolved_locked_published_and_shown(backend: Backend) {
         app.get("/interfaces/nothing-provides-this").await.status(),
         StatusCode::NOT_FOUND
     );
+
+    // A provider published after the resolves above is seen by the next
+    // one: the providers kept at a generation go with it.
+    published(
+        &app,
+        &alice.token,
+        providing_tool(&alice.key, "a-store", "0.1.0", "storage"),
+    )
+    .await;
+    assert_eq!(
+        resolved(&app, &json!({"tools": {"storage": null}})).await["interfaces"],
+        json!({"storage": "a-store"})
+    );
 }
 
 async fn interface_rules_are_refused_with_their_problems(backend: Backend) {

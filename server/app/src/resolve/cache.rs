@@ -22,7 +22,7 @@ use agentlang_core::{
     lockfile::LockedTool,
     resolve::{Request, VersionEntry},
 };
-use store::{Db, models::ModelRecord};
+use store::{Db, interfaces::ProvidingVersion, models::ModelRecord};
 
 use crate::{
     ServiceError,
@@ -62,6 +62,10 @@ struct CacheState {
     index_bytes: usize,
     /// The catalog's category filter: every category a live version names.
     categories: Option<Vec<String>>,
+    /// Every live tool version that provides an interface: read by the
+    /// provider pick of every resolve that names a tool, so once per
+    /// generation that changed no tool.
+    providing: Option<Arc<Vec<ProvidingVersion>>>,
 }
 
 impl Default for CacheState {
@@ -76,6 +80,7 @@ impl Default for CacheState {
             index_bodies: HashMap::new(),
             index_bytes: 0,
             categories: None,
+            providing: None,
         }
     }
 }
@@ -94,6 +99,9 @@ impl CacheState {
         self.rendered.clear();
         self.rendered_bytes = 0;
         self.categories = None;
+        if changes.is_everything() || changes.any_package(Kind::Tool) {
+            self.providing = None;
+        }
         if changes.is_everything() {
             self.models = None;
             self.resolutions.clear();
@@ -322,6 +330,22 @@ impl IndexCache {
         let mut state = self.lock();
         if state.generation == generation {
             state.categories = Some(categories);
+        }
+    }
+
+    /// The tool versions providing interfaces at this generation, when
+    /// read before.
+    pub fn providing(&self, generation: i64) -> Option<Arc<Vec<ProvidingVersion>>> {
+        let state = self.lock();
+        (state.generation == generation)
+            .then(|| state.providing.clone())
+            .flatten()
+    }
+
+    pub fn put_providing(&self, generation: i64, providing: Arc<Vec<ProvidingVersion>>) {
+        let mut state = self.lock();
+        if state.generation == generation {
+            state.providing = Some(providing);
         }
     }
 

@@ -478,7 +478,7 @@ pub async fn resolve_lock_at<R>(
     // exactly the version picked (docs/resolution.md, Interfaces).
     let picks = tokio::time::timeout_at(
         deadline.into(),
-        crate::interfaces::pick(registry, &input.tools, input.lock.as_ref()),
+        crate::interfaces::pick(registry, generation, &input.tools, input.lock.as_ref()),
     )
     .await
     .map_err(|_| timed_out(registry))??;
