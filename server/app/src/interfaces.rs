@@ -119,17 +119,25 @@ pub async fn pick(
     if requirements.is_empty() {
         return Ok(Picks::default());
     }
-    let providing = match registry.index_cache.providing(generation) {
-        Some(providing) => providing,
-        None => {
-            let providing = Arc::new(registry.db.providing_versions().await?);
-            registry
-                .index_cache
-                .put_providing(generation, Arc::clone(&providing));
-            providing
-        }
-    };
+    let providing = providing_at(registry, generation).await?;
     pick_from(&providing, requirements, previous)
+}
+
+/// Every live tool version that provides an interface at `generation`,
+/// read once per generation that changed a tool (the index cache keeps
+/// it), since every resolve naming a tool and every interface page need it.
+async fn providing_at(
+    registry: &Registry,
+    generation: i64,
+) -> Result<Arc<Vec<ProvidingVersion>>, ServiceError> {
+    if let Some(providing) = registry.index_cache.providing(generation) {
+        return Ok(providing);
+    }
+    let providing = Arc::new(registry.db.providing_versions().await?);
+    registry
+        .index_cache
+        .put_providing(generation, Arc::clone(&providing));
+    Ok(providing)
 }
 
 fn pick_from(
@@ -224,7 +232,11 @@ pub async fn interface(registry: &Registry, name: &str) -> Result<InterfaceInfo,
     let not_found =
         || ServiceError::NotFound(format!("no tool provides an interface named {name}"));
     let name = PackageName::new(name).map_err(|_| not_found())?;
-    let providing = registry.db.providing_versions().await?;
+    let generation = registry
+        .index_cache
+        .current_generation(&registry.db)
+        .await?;
+    let providing = providing_at(registry, generation).await?;
     let offers: Vec<Offer> = providing
         .iter()
         .filter(|v| v.provides(&name))
