@@ -22,6 +22,7 @@ mod keys;
 mod mcp;
 mod models;
 mod moltspeak;
+mod moltspeak_interop;
 mod operations;
 mod owners;
 mod packages;
