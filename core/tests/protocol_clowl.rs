@@ -4,10 +4,11 @@
 use agentlang_core::{
     digest::Sha256Digest,
     protocol::clowl::{
-        Body, BodyKind, ClowlError, Context, ContextContent, DelegationMode, ErrorBody,
-        ErrorCategory, ErrorCode, Id, MAX_INLINE_CHARS, Message, Performative, Recipient,
-        parse_ctx_hash,
+        Body, BodyKind, ClowlError, Context, ContextContent, ContextRef, ContextUse,
+        DelegationMode, ErrorBody, ErrorCategory, ErrorCode, Id, MAX_INLINE_CHARS, Message,
+        Performative, Recipient, parse_ctx_hash,
     },
+    {Kind, PackageName, Version},
 };
 use serde_json::{Map, Value, json};
 
@@ -719,10 +720,11 @@ fn ctx_resolution_follows_the_spec_rules() {
         ctx.resolve(Some(content)),
         Ok(ContextContent::Referenced(content))
     );
+    // Altered content is a security violation, not missing context.
     let err = ctx.resolve(Some(b"tampered")).unwrap_err();
     assert_eq!(
         (err.code, err.field.as_deref()),
-        (ErrorCode::E003, Some("ctx.hash"))
+        (ErrorCode::E016, Some("ctx.hash"))
     );
     assert_eq!(ctx.resolve(None), Ok(ContextContent::Inline("summary")));
 
@@ -751,4 +753,121 @@ fn error_display_names_code_and_field() {
         "E001 det: must be a boolean"
     );
     assert!(Id::new("").is_err());
+}
+
+#[test]
+fn held_digests_decide_ctx_like_fetched_content() {
+    let held = Sha256Digest::of(b"container");
+    let other = Sha256Digest::of(b"something else");
+    let with = |reference: Option<&str>, inline: Option<&str>, hash: Option<Sha256Digest>| {
+        Context::new(reference.map(Into::into), inline.map(Into::into), hash).unwrap()
+    };
+    let r = Some("agentlang:tool/web_search@1.0.0");
+    assert_eq!(
+        with(r, None, Some(held)).check_held(Some(&held)),
+        Ok(ContextUse::Referenced)
+    );
+    assert_eq!(
+        with(r, None, None).check_held(Some(&held)),
+        Ok(ContextUse::Referenced)
+    );
+    let err = with(r, Some("fallback"), Some(other))
+        .check_held(Some(&held))
+        .unwrap_err();
+    assert_eq!(
+        (err.code, err.field.as_deref()),
+        (ErrorCode::E016, Some("ctx.hash"))
+    );
+    assert_eq!(
+        with(r, Some("fallback"), Some(held)).check_held(None),
+        Ok(ContextUse::Inline("fallback"))
+    );
+    let err = with(r, None, Some(held)).check_held(None).unwrap_err();
+    assert_eq!(
+        (err.code, err.field.as_deref()),
+        (ErrorCode::E003, Some("ctx"))
+    );
+    assert_eq!(
+        with(None, Some("only inline"), None).check_held(None),
+        Ok(ContextUse::Inline("only inline"))
+    );
+    assert_eq!(
+        with(None, None, None).check_held(None),
+        Ok(ContextUse::Nothing)
+    );
+}
+
+#[test]
+fn ctx_refs_name_packages_versions_and_blobs_of_this_registry_only() {
+    let base = "https://registry.example.com";
+    let name = |n: &str| PackageName::new(n).unwrap();
+    assert_eq!(
+        ContextRef::parse("agentlang:tool/web_search", base),
+        ContextRef::Package(Kind::Tool, name("web_search"))
+    );
+    assert_eq!(
+        ContextRef::parse("agentlang:agent/research-assistant@1.0.0", base),
+        ContextRef::Version(
+            Kind::Agent,
+            name("research-assistant"),
+            Version::parse("1.0.0").unwrap()
+        )
+    );
+    let digest = Sha256Digest::of(b"x");
+    assert_eq!(
+        ContextRef::parse(&format!("sha256:{}", digest.to_hex()), base),
+        ContextRef::Blob(digest)
+    );
+    assert_eq!(
+        ContextRef::parse(&format!("{base}/api/v1/tools/web_search/1.2.0"), base),
+        ContextRef::Version(
+            Kind::Tool,
+            name("web_search"),
+            Version::parse("1.2.0").unwrap()
+        )
+    );
+    assert_eq!(
+        ContextRef::parse(&format!("{base}/api/v1/skills/pdf"), &format!("{base}/")),
+        ContextRef::Package(Kind::Skill, name("pdf"))
+    );
+    for foreign in [
+        "research/mcp-vs-a2a.md",
+        "https://elsewhere.example.com/api/v1/tools/web_search",
+        "https://registry.example.com.evil.example/api/v1/tools/web_search",
+        "agentlang:gizmo/web_search",
+        "agentlang:tool/web_search@not-semver",
+        "agentlang:tool",
+        "sha256:abcd",
+        "https://registry.example.com/api/v1/tools/web_search/1.0.0/download",
+    ] {
+        assert_eq!(
+            ContextRef::parse(foreign, base),
+            ContextRef::Foreign,
+            "{foreign}"
+        );
+    }
+}
+
+#[test]
+fn uuid_v7_mids_are_recognised_by_version_and_variant() {
+    for v7 in [
+        "0195f0a2-7c1e-7a3b-9d2e-2f1c8e4b6a01",
+        "0195F0A2-7C1E-7A3B-BD2E-2F1C8E4B6A01",
+    ] {
+        assert!(id(v7).is_uuid_v7(), "{v7}");
+    }
+    for not_v7 in [
+        "m004",
+        "caps-001",
+        // version 4
+        "0195f0a2-7c1e-4a3b-9d2e-2f1c8e4b6a01",
+        // variant 110 (Microsoft)
+        "0195f0a2-7c1e-7a3b-cd2e-2f1c8e4b6a01",
+        // no hyphens, braces, a stray character
+        "0195f0a27c1e7a3b9d2e2f1c8e4b6a01",
+        "{0195f0a2-7c1e-7a3b-9d2e-2f1c8e4b6a01}",
+        "0195f0a2-7c1e-7a3b-9d2e-2f1c8e4b6a0g",
+    ] {
+        assert!(!id(not_v7).is_uuid_v7(), "{not_v7}");
+    }
 }

@@ -10,13 +10,19 @@
 //!   optional field is either absent or of its type.
 //! - Identifiers (`mid`, `from`, `to`, `cid`, `tid`, `pid`) are non-empty
 //!   strings. `mid` *should* be a UUIDv7 but the spec's own examples use
-//!   `m004` and `caps-001`, so any non-empty string is accepted.
+//!   `m004` and `caps-001`, so this library accepts any non-empty string;
+//!   a receiver that insists (the registry's `/clowl` does) checks
+//!   [`Id::is_uuid_v7`].
 //! - `to` as an array is a non-empty multicast list of agent ids; `"*"` is only
 //!   meaningful alone.
 //! - `ctx.inline` counts Unicode scalar values (characters), at most 2000.
 //! - `ctx.hash` is accepted as 64 hex digits, optionally prefixed `sha256:`,
 //!   in either case; it is written back as 64 lowercase hex digits, the form
 //!   the spec's field table describes ("SHA-256 of the content at ref").
+//! - `ctx.ref` forms a registry can dereference are read by
+//!   [`ContextRef::parse`]; a hash that does not match what `ref` names is
+//!   E016 (security: the content was altered), an unreachable `ref` with no
+//!   `inline` is E003.
 //! - Structural problems are E001 (malformed message); a `clowl` other than
 //!   `"0.2"` is E014 (as is a CLowl 0.1 message, recognised by its `cl` key);
 //!   problems inside `body.d` that a performative requires (DLGT's
@@ -305,6 +311,21 @@ impl Id {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether the id is a UUIDv7 in its hyphenated text form (RFC 9562:
+    /// version nibble 7, variant bits `10`), the form the spec recommends
+    /// for `mid`. Checked by hand: a fixed 36-character layout, and the
+    /// core carries no UUID crate for one predicate.
+    pub fn is_uuid_v7(&self) -> bool {
+        let b = self.0.as_bytes();
+        b.len() == 36
+            && b.iter().enumerate().all(|(i, c)| match i {
+                8 | 13 | 18 | 23 => *c == b'-',
+                _ => c.is_ascii_hexdigit(),
+            })
+            && b[14] == b'7'
+            && matches!(b[19], b'8' | b'9' | b'a' | b'b' | b'A' | b'B')
+    }
 }
 
 impl fmt::Display for Id {
@@ -555,21 +576,36 @@ impl Context {
             if let Some(hash) = &self.hash
                 && !hash.matches(content)
             {
-                return Err(ClowlError::new(
-                    ErrorCode::E003,
-                    "content at ctx.ref does not match ctx.hash",
-                    Some("ctx.hash"),
-                ));
+                return Err(hash_mismatch());
             }
             return Ok(ContextContent::Referenced(content));
         }
         match &self.inline {
             Some(text) => Ok(ContextContent::Inline(text)),
-            None => Err(ClowlError::new(
-                ErrorCode::E003,
-                "ctx.ref is unreachable and ctx.inline is null",
-                Some("ctx"),
-            )),
+            None => Err(unreachable_without_inline()),
+        }
+    }
+
+    /// The same rules for a receiver that knows the digest of what `ref`
+    /// names without reading its bytes (content-addressed storage):
+    /// `held` is that digest, `None` when `ref` is unreachable or absent.
+    /// A `hash` that differs is E016; an unreachable `ref` falls back to
+    /// `inline`, or is E003 without one. No `ref` and no `inline`: nothing.
+    pub fn check_held(&self, held: Option<&Sha256Digest>) -> Result<ContextUse<'_>, ClowlError> {
+        match (&self.reference, held) {
+            (Some(_), Some(digest)) => match &self.hash {
+                Some(hash) if hash != digest => Err(hash_mismatch()),
+                _ => Ok(ContextUse::Referenced),
+            },
+            (reference, None) => match (&self.inline, reference) {
+                (Some(text), _) => Ok(ContextUse::Inline(text)),
+                (None, Some(_)) => Err(unreachable_without_inline()),
+                (None, None) => Ok(ContextUse::Nothing),
+            },
+            (None, Some(_)) => match &self.inline {
+                Some(text) => Ok(ContextUse::Inline(text)),
+                None => Ok(ContextUse::Nothing),
+            },
         }
     }
 
@@ -579,6 +615,109 @@ impl Context {
             "inline": self.inline,
             "hash": self.hash.map(|h| h.to_hex()),
         })
+    }
+}
+
+fn hash_mismatch() -> ClowlError {
+    ClowlError::new(
+        ErrorCode::E016,
+        "the content ctx.ref names does not match ctx.hash",
+        Some("ctx.hash"),
+    )
+}
+
+fn unreachable_without_inline() -> ClowlError {
+    ClowlError::new(
+        ErrorCode::E003,
+        "ctx.ref is unreachable and ctx.inline is null",
+        Some("ctx"),
+    )
+}
+
+/// What [`Context::check_held`] decided the receiver uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextUse<'a> {
+    /// `ref` named content the receiver holds (and `hash`, if any, matched).
+    Referenced,
+    /// The degraded path: `inline`, because `ref` was absent or unreachable.
+    Inline(&'a str),
+    /// Neither a reachable `ref` nor `inline`, and no `ref` was asked for.
+    Nothing,
+}
+
+/// A `ctx.ref` a registry can dereference without fetching anything
+/// foreign. Forms: `agentlang:<kind>/<name>` (a package),
+/// `agentlang:<kind>/<name>@<version>` (a version), `sha256:<64 hex>` (a
+/// blob held by digest), and the registry's own URLs
+/// `<base>/api/v1/<kinds>/<name>[/<version>]`. Anything else (another
+/// host's URL, a file path) is [`ContextRef::Foreign`]: unreachable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContextRef {
+    Package(crate::Kind, crate::PackageName),
+    Version(crate::Kind, crate::PackageName, crate::Version),
+    Blob(Sha256Digest),
+    Foreign,
+}
+
+impl ContextRef {
+    /// The prefix of the registry's own ref scheme.
+    pub const SCHEME: &'static str = "agentlang:";
+
+    /// Reads `reference`; `base` is the receiver's public URL (no trailing
+    /// slash needed), whose `/api/v1/` URLs count as its own. A ref of one
+    /// of the forms whose name or version cannot be one is `Foreign` too:
+    /// it names nothing the registry could hold.
+    pub fn parse(reference: &str, base: &str) -> Self {
+        if let Some(hex_part) = reference.strip_prefix(Sha256Digest::PREFIX) {
+            let mut bytes = [0u8; 32];
+            return match hex::decode_to_slice(hex_part, &mut bytes) {
+                Ok(()) => Self::Blob(Sha256Digest::from_bytes(bytes)),
+                Err(_) => Self::Foreign,
+            };
+        }
+        if let Some(rest) = reference.strip_prefix(Self::SCHEME) {
+            let Some((kind, rest)) = rest.split_once('/') else {
+                return Self::Foreign;
+            };
+            let Ok(kind) = kind.parse::<crate::Kind>() else {
+                return Self::Foreign;
+            };
+            let (name, version) = match rest.split_once('@') {
+                Some((name, version)) => (name, Some(version)),
+                None => (rest, None),
+            };
+            return Self::named(kind, name, version);
+        }
+        let base = base.trim_end_matches('/');
+        if let Some(path) = reference
+            .strip_prefix(base)
+            .and_then(|p| p.strip_prefix("/api/v1/"))
+        {
+            let segments: Vec<&str> = path.split('/').collect();
+            let (kinds, name, version) = match segments.as_slice() {
+                [kinds, name] => (*kinds, *name, None),
+                [kinds, name, version] => (*kinds, *name, Some(*version)),
+                _ => return Self::Foreign,
+            };
+            let Some(kind) = crate::Kind::ALL.into_iter().find(|k| k.plural() == kinds) else {
+                return Self::Foreign;
+            };
+            return Self::named(kind, name, version);
+        }
+        Self::Foreign
+    }
+
+    fn named(kind: crate::Kind, name: &str, version: Option<&str>) -> Self {
+        let Ok(name) = crate::PackageName::new(name) else {
+            return Self::Foreign;
+        };
+        match version {
+            None => Self::Package(kind, name),
+            Some(v) => match crate::Version::parse(v) {
+                Ok(v) => Self::Version(kind, name, v),
+                Err(_) => Self::Foreign,
+            },
+        }
     }
 }
 
