@@ -17,7 +17,7 @@ use std::{
 
 use agentlang_core::{
     a2a::{self, AgentCard, Jwk, SignError},
-    protocol::moltspeak::{self, Message, MoltError, Party},
+    protocol::moltspeak::{self, EncryptionKey, EncryptionSecret, Message, MoltError, Party},
     signing::{KeyId, SecretKey},
 };
 use ed25519_dalek::{SigningKey, pkcs8::DecodePrivateKey};
@@ -54,6 +54,11 @@ pub struct RegistryIdentity {
     signing_key: SigningKey,
     public_key: moltspeak::PublicKey,
     key_id: KeyId,
+    /// The X25519 secret derived from the signing key (libsodium's
+    /// `crypto_sign_ed25519_sk_to_curve25519`), so every replica holding the
+    /// identity key opens the same envelopes.
+    enc_secret: EncryptionSecret,
+    enc_key: EncryptionKey,
 }
 
 impl std::fmt::Debug for RegistryIdentity {
@@ -95,7 +100,10 @@ impl RegistryIdentity {
                 message: e.to_string(),
             })?;
         let verifying = signing_key.verifying_key();
+        let enc_secret = EncryptionSecret::from_ed25519(&signing_key);
         Ok(Self {
+            enc_key: enc_secret.public_key(),
+            enc_secret,
             agent_id: agent_id.to_owned(),
             org: org.to_owned(),
             key_id: KeyId::of_raw_public_key(verifying.as_bytes()),
@@ -123,9 +131,20 @@ impl RegistryIdentity {
     }
 
     /// `from` of the registry's MoltSpeak messages, key included.
+    /// The X25519 key envelopes to the registry are sealed to.
+    pub fn enc_key(&self) -> &EncryptionKey {
+        &self.enc_key
+    }
+
+    /// The crypto_box shared with the holder of `peer`'s secret.
+    pub fn shared_box(&self, peer: &EncryptionKey) -> moltspeak::SharedBox {
+        moltspeak::SharedBox::new(&self.enc_secret, peer)
+    }
+
     pub fn party(&self) -> Party {
         Party {
             key: Some(self.public_key),
+            enc_key: Some(self.enc_key),
             ..Party::new(self.agent_id.clone(), Some(&self.org))
         }
     }

@@ -15,6 +15,7 @@ use crate::{
     identity::RegistryIdentity,
     kept_keys::PublishingKeys,
     metrics::Metrics,
+    moltspeak::sessions::Sessions as MoltSpeakSessions,
     passwords::PasswordWork,
     publish_queue::PublishQueue,
     rate_limits::RateLimits,
@@ -43,6 +44,8 @@ pub struct Registry {
     /// Who the registry is in CLowl and MoltSpeak; shared by all replicas
     /// through configuration.
     pub(crate) identity: Arc<RegistryIdentity>,
+    /// MoltSpeak challenges and verified sessions, in this replica's memory.
+    pub(crate) moltspeak_sessions: Arc<MoltSpeakSessions>,
     /// Index entries for resolution, checked against the database's
     /// generation on every use.
     pub(crate) index_cache: Arc<IndexCache>,

@@ -177,6 +177,8 @@ pub struct IdentitySettings {
     /// is `<data_dir>/moltspeak-identity.pem`, generated on first start
     /// (mode 0600).
     pub key_file: Option<PathBuf>,
+    /// How long a verified MoltSpeak session lives, in seconds.
+    pub moltspeak_session_ttl_secs: u64,
 }
 
 impl std::fmt::Debug for IdentitySettings {
@@ -187,6 +189,10 @@ impl std::fmt::Debug for IdentitySettings {
             .field("org", &self.org)
             .field("key_pem", &self.key_pem.as_ref().map(|_| "<redacted>"))
             .field("key_file", &self.key_file)
+            .field(
+                "moltspeak_session_ttl_secs",
+                &self.moltspeak_session_ttl_secs,
+            )
             .finish()
     }
 }
@@ -198,6 +204,7 @@ impl Default for IdentitySettings {
             org: "agentlang".to_owned(),
             key_pem: None,
             key_file: None,
+            moltspeak_session_ttl_secs: 3600,
         }
     }
 }

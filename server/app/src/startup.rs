@@ -135,6 +135,12 @@ impl Registry {
             metrics,
             index_cache,
             identity: Arc::new(identity),
+            moltspeak_sessions: Arc::new(crate::moltspeak::sessions::Sessions::new(
+                settings
+                    .identity
+                    .moltspeak_session_ttl_secs
+                    .saturating_mul(1000),
+            )),
             tlog: Arc::new(tlog),
             settings: Arc::new(settings),
             db,

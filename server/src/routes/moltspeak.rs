@@ -96,6 +96,10 @@ pub struct MoltSpeakIdentity {
     /// The Ed25519 key its answers are signed with.
     #[schema(example = "ed25519:mKj8Gf2Yx3c1VbN0qHk7sT4uW9zA6dE5rJ2oL8pQ1iM=")]
     pub key: String,
+    /// The X25519 key envelopes to the registry are sealed to (derived from
+    /// the Ed25519 key, libsodium's way: the same for every replica).
+    #[schema(example = "x25519:nL9hHg3Yx3c1VbN0qHk7sT4uW9zA6dE5rJ2oL8pQ1iM=")]
+    pub enc_key: String,
     /// Lowercase hex SHA-256 of the raw key.
     pub key_id: String,
     pub capabilities: Vec<String>,
@@ -211,6 +215,7 @@ pub async fn get_well_known(state: web::Data<AppState>) -> HttpResponse {
             agent: identity.agent,
             org: identity.org,
             key: identity.key,
+            enc_key: identity.enc_key,
             key_id: identity.key_id,
             capabilities: identity.capabilities,
             domains: identity.domains,

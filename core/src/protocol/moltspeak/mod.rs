@@ -49,6 +49,12 @@ use serde_json::{Map, Value, json};
 use super::canonical::{self, CanonicalError};
 use super::pii::{self, PiiReport, PiiType};
 
+pub mod crypto;
+pub mod handshake;
+pub mod stream;
+
+pub use crypto::{EncryptionKey, EncryptionSecret, SharedBox};
+
 /// The protocol version this module speaks.
 pub const VERSION: &str = "0.1";
 /// The single-message limit of the spec, in bytes.
@@ -444,10 +450,10 @@ pub struct Party {
     pub org: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<PublicKey>,
-    /// `x25519:<base64 of 32 bytes>`, checked for shape only: encryption is
-    /// the transport's business.
+    /// `x25519:<base64 of 32 bytes>`: where encrypted envelopes for this
+    /// party are sealed to.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub enc_key: Option<String>,
+    pub enc_key: Option<EncryptionKey>,
 }
 
 impl Party {
@@ -977,6 +983,9 @@ pub struct EncryptedEnvelope {
     pub sender_public: [u8; 32],
     /// XSalsa20's 24-byte nonce.
     pub nonce: [u8; 24],
+    /// `envelope.session`: the id of the verified session whose keys sealed
+    /// it (the registry reads only envelopes of its sessions).
+    pub session: Option<String>,
     pub ciphertext: Vec<u8>,
 }
 
@@ -1247,10 +1256,23 @@ fn parse_envelope(value: Value) -> Result<Envelope, MoltError> {
             })?,
         Some(_) => return Err(MoltError::schema("ciphertext", "must be a string")),
     };
+    let session = env_str("session")?
+        .map(|s| {
+            if s.is_empty() || s.len() > 128 {
+                Err(MoltError::invalid(
+                    "envelope.session",
+                    "must be a session id of 1 to 128 characters",
+                ))
+            } else {
+                Ok(s.to_owned())
+            }
+        })
+        .transpose()?;
     Ok(Envelope::Encrypted(EncryptedEnvelope {
         algorithm: algorithm.to_owned(),
         sender_public,
         nonce,
+        session,
         ciphertext,
     }))
 }
@@ -1475,9 +1497,7 @@ fn parse_party(v: &Value, field: &str) -> Result<Party, MoltError> {
         .transpose()?;
     let enc_key = string("enc_key")?
         .map(|k| {
-            decode_prefixed::<32>(k, "x25519:")
-                .map(|_| k.to_owned())
-                .map_err(|e| MoltError::invalid(&path("enc_key"), e))
+            EncryptionKey::parse(k).map_err(|e| MoltError::invalid(&path("enc_key"), e.to_string()))
         })
         .transpose()?;
     Ok(Party {

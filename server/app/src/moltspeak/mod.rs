@@ -1,43 +1,56 @@
 //! MoltSpeak 0.1: what the registry answers an agent that talks to it in
 //! MoltSpeak, and who the registry is (its identity document).
 //!
-//! What the registry answers, and why:
-//! - `hello` → `hello_ack` with the registry's identity (`from.key`), the
-//!   protocol versions, capabilities and the intents it serves.
+//! What the registry answers, and why (docs/moltspeak.md has the wire):
+//! - `hello` (signed by its `from.key`, with `from.enc_key`) → `hello_ack`
+//!   with the registry's Ed25519 and X25519 keys and a fresh 256-bit
+//!   challenge; `verify` (the challenge signed by the same key, a timestamp
+//!   within 30 s, the client's own nonce) → `verify_response` echoing the
+//!   nonce and opening a session ([`sessions`]).
+//! - Encrypted envelopes name their session; the registry opens them with
+//!   the session's crypto_box, checks the inner message is signed by the
+//!   session's key and fresh, and answers sealed the same way. Decrypted
+//!   bodies are never logged.
+//! - `conf` and `sec` travel only inside a session (else `E_CLASSIFICATION`).
+//!   An answer's `cls` is the highest class of what it carries: registry
+//!   data is `pub`; errors and stream receipts carry the request's class
+//!   (at least `int`, the spec's class for errors).
 //! - `query` with `p.domain` = `registry` and `p.intent` `search`
 //!   (`p.params: {q, kind?, page?}`), `resolve` (`{tools, models?, lock?}`)
 //!   or `info` (`{kind, name, version?}`) → `respond` with `re` = the
 //!   query's id and `p: {status: "success", data}`, the same data the CLowl
-//!   endpoint returns.
+//!   endpoint returns. `stream` inside a session → a receipt ([`streams`]).
 //! - Every answer (`hello_ack`, `respond`, `error`) is signed by the
 //!   registry's Ed25519 key over the RFC 8785 (JCS) form of the message
 //!   without `sig`, and names that key in `from.key`.
-//! - A signed message is verified: `from.key` must be a signing key
-//!   registered with this registry and not revoked (looked up by its key
-//!   id, the SHA-256 of the raw key), else `E_AUTH_FAILED`; a signature that
-//!   does not verify is `E_SIGNATURE`. Unsigned messages are accepted: every
-//!   intent served reads public data, so a signature adds accountability but
-//!   grants nothing. A `from.key` without `sig` proves nothing and is ignored.
+//! - A signed plaintext message other than hello/verify is verified: its
+//!   `from.key` must be a signing key registered with this registry and not
+//!   revoked, else `E_AUTH_FAILED`; a bad signature is `E_SIGNATURE`.
+//!   Unsigned plaintext queries are accepted (they read public data).
 //! - Policy from the core: PII in `p` without consent is `E_CONSENT`, an
 //!   expired message `E_TIMEOUT`, a `cap` the registry does not hold
-//!   `E_CAPABILITY`. Other ops (task, tool, stream, ...) are
-//!   `E_INVALID_PARAM` on `op`; an encrypted envelope too (the registry holds
-//!   no X25519 key). A package or model that does not exist is
+//!   `E_CAPABILITY`. A package or model that does not exist is
 //!   `E_INVALID_PARAM`; unsatisfiable requirements `E_TASK_FAILED`.
 //! - Every `error` carries `code`, `category`, `message`, `recoverable` and a
 //!   `suggestion`; `re` is the refused message's id, or `"unknown"` when
 //!   none could be read. Rate-limited messages get `E_RATE_LIMIT` with
 //!   `suggestion.delay_ms`.
-//! - Everything CPU-bound (parsing, PII scans, signature checks, signing)
-//!   runs on the blocking pool, never on an HTTP worker.
+//! - Everything CPU-bound (parsing, decryption, PII scans, signature checks,
+//!   signing) runs on the blocking pool, never on an HTTP worker.
+
+pub mod sessions;
+mod streams;
+
+pub use streams::{FrameAnswer, answer_frame};
 
 use std::{collections::BTreeSet, num::NonZeroU32, sync::Arc};
 
 use agentlang_core::{
     protocol::{
         moltspeak::{
-            self, BatchError, Classification, ErrorCode, ErrorReport, Message, MessageBuilder,
-            MoltError, Op, Party, Transmission,
+            self, BatchError, Classification, EncryptedEnvelope, Envelope, ErrorCode, ErrorReport,
+            Message, MessageBuilder, MoltError, Op, Party, PublicKey, Transmission, crypto,
+            handshake,
         },
         pii,
     },
@@ -45,6 +58,7 @@ use agentlang_core::{
 };
 use serde_json::{Map, Value, json};
 
+use self::sessions::{Session, SessionError};
 use crate::{
     FieldError, Registry, ServiceError,
     agent_tasks::{self, ReadTask, ResolveTask, SearchTask, TaskError},
@@ -103,6 +117,7 @@ pub async fn answer_batch(
                     Refusal::from(&error),
                     UNKNOWN_ID,
                     None,
+                    Classification::Internal,
                 ));
             }
         };
@@ -129,6 +144,8 @@ pub struct Identity {
     pub org: String,
     /// `ed25519:<base64>`: the key its answers are signed with.
     pub key: String,
+    /// `x25519:<base64>`: the key envelopes to it are sealed to.
+    pub enc_key: String,
     pub key_id: String,
     pub capabilities: Vec<String>,
     /// The intents of each domain served.
@@ -146,17 +163,30 @@ pub fn identity(registry: &Registry) -> Identity {
         agent: identity.agent_id().to_owned(),
         org: identity.org().to_owned(),
         key: identity.public_key().to_string(),
+        enc_key: identity.enc_key().to_string(),
         key_id: identity.key_id().to_string(),
         capabilities: CAPABILITIES.map(str::to_owned).to_vec(),
         domains: json!({DOMAIN: INTENTS}),
         endpoints: json!({
             "message": format!("{base}/moltspeak/v0.1/message"),
             "batch": format!("{base}/moltspeak/v0.1/batch"),
+            "stream": format!("{}/moltspeak/v0.1/stream", ws_url(base)),
         }),
     }
 }
 
-fn now_ms() -> u64 {
+/// `ws://` / `wss://` for the registry's `http://` / `https://` URL.
+fn ws_url(base: &str) -> String {
+    if let Some(rest) = base.strip_prefix("https://") {
+        format!("wss://{rest}")
+    } else if let Some(rest) = base.strip_prefix("http://") {
+        format!("ws://{rest}")
+    } else {
+        base.to_owned()
+    }
+}
+
+pub(super) fn now_ms() -> u64 {
     let ms = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
     u64::try_from(ms).unwrap_or(0)
 }
@@ -166,10 +196,10 @@ fn fresh_id() -> String {
 }
 
 /// A refusal to answer with an `error` op.
-struct Refusal {
-    report: ErrorReport,
+pub(super) struct Refusal {
+    pub(super) report: ErrorReport,
     /// Extra payload members (`context`).
-    context: Option<Value>,
+    pub(super) context: Option<Value>,
 }
 
 impl From<&MoltError> for Refusal {
@@ -182,7 +212,7 @@ impl From<&MoltError> for Refusal {
 }
 
 impl Refusal {
-    fn new(code: ErrorCode, message: impl Into<String>, field: Option<&str>) -> Self {
+    pub(super) fn new(code: ErrorCode, message: impl Into<String>, field: Option<&str>) -> Self {
         Self::from(&MoltError::new(code, message, field))
     }
 }
@@ -224,8 +254,8 @@ fn default_suggestion(report: &ErrorReport) -> Value {
             },
         ),
         ErrorCode::AuthFailed => fix(
-            "register_key",
-            "register the key with POST /api/v1/keys, or send the message unsigned".into(),
+            "authenticate",
+            "verify again (hello, verify) for a session, register the key with POST /api/v1/keys, or send a plaintext query unsigned".into(),
         ),
         ErrorCode::Signature => fix(
             "resign",
@@ -233,7 +263,10 @@ fn default_suggestion(report: &ErrorReport) -> Value {
                 .into(),
         ),
         ErrorCode::Capability => json!({"action": "drop_capability", "held": CAPABILITIES}),
-        ErrorCode::Classification => fix("reclassify", "use cls pii only with pii_meta".into()),
+        ErrorCode::Classification => fix(
+            "encrypt",
+            "send conf and sec only inside an encrypted session envelope; pii_meta only with cls pii".into(),
+        ),
         ErrorCode::Timeout => fix("resend", "send the message again before its exp".into()),
         ErrorCode::TaskFailed => fix("revise", "change the requirements".into()),
         ErrorCode::Internal => json!({"action": "retry_after", "delay_ms": 1000}),
@@ -274,7 +307,7 @@ pub fn redact_pii(value: &mut Value) {
 
 /// Builds and signs a message from the registry to `to`, its payload
 /// masked by [`redact_pii`].
-fn signed(
+pub(super) fn signed(
     registry: &Registry,
     op: Op,
     cls: Classification,
@@ -294,7 +327,15 @@ fn signed(
     registry.identity.sign(builder.build()?)
 }
 
-fn error_message(registry: &Registry, refusal: Refusal, re: &str, to: Option<&Party>) -> Value {
+/// The signed `error` answering `re`, classified `cls`: the class of the
+/// refused message (an error may quote it), at least `int`.
+pub(super) fn error_message(
+    registry: &Registry,
+    refusal: Refusal,
+    re: &str,
+    to: Option<&Party>,
+    cls: Classification,
+) -> Value {
     let mut report = refusal.report;
     if report.suggestion.is_none() {
         report.suggestion = default_suggestion(&report).as_object().cloned();
@@ -304,21 +345,15 @@ fn error_message(registry: &Registry, refusal: Refusal, re: &str, to: Option<&Pa
         payload.insert("context".into(), context);
     }
     let re = if re.is_empty() { UNKNOWN_ID } else { re };
-    match signed(
-        registry,
-        Op::Error,
-        Classification::Internal,
-        payload,
-        re,
-        to,
-    ) {
+    let cls = cls.max(Classification::Internal);
+    match signed(registry, Op::Error, cls, payload, re, to) {
         Ok(message) => message.to_value(),
         Err(e) => {
             // Only an unsignable payload (an unsafe integer) gets here; the
             // registry builds none, so this is a bug worth a log line.
             tracing::error!(error = %e, "cannot sign a MoltSpeak error");
             json!({"v": moltspeak::VERSION, "id": fresh_id(), "op": "error", "re": re,
-                   "cls": "int", "p": {"code": "E_INTERNAL", "category": "execution",
+                   "cls": cls.as_str(), "p": {"code": "E_INTERNAL", "category": "execution",
                    "message": "the registry failed to sign its answer", "recoverable": true}})
         }
     }
@@ -341,14 +376,14 @@ fn rate_limited(registry: &Registry, raw: &[u8], retry_after_secs: u64) -> Value
         "limit": registry.settings.rate_limits.agent_messages_per_minute.get(),
         "window": "1m",
     }));
-    error_message(registry, refusal, &re, None)
+    error_message(registry, refusal, &re, None, Classification::Internal)
 }
 
 /// Runs `work` on the blocking pool, where the async steps inside it
 /// (database reads) run through the runtime's handle. Parsing, PII scans and
 /// signatures are CPU work: a slow message must not stall the other
 /// connections of its worker.
-async fn off_workers<T: Send + 'static>(
+pub(super) async fn off_workers<T: Send + 'static>(
     work: impl FnOnce(&tokio::runtime::Handle) -> T + Send + 'static,
 ) -> Result<T, ServiceError> {
     let runtime = tokio::runtime::Handle::current();
@@ -357,81 +392,278 @@ async fn off_workers<T: Send + 'static>(
         .map_err(ServiceError::internal)
 }
 
+/// Who sent the message being answered, as far as the registry knows.
+pub(super) struct Caller<'a> {
+    pub(super) client: &'a ClientAddr,
+    /// The verified session the message came in, if it came encrypted.
+    pub(super) session: Option<&'a Session>,
+}
+
+impl Caller<'_> {
+    /// The Ed25519 key the sender proved it holds (by the handshake).
+    #[allow(
+        dead_code,
+        reason = "for the operations' arms (consent binds this key)"
+    )]
+    pub(super) fn verified_key(&self) -> Option<&PublicKey> {
+        self.session.map(|s| &s.client_key)
+    }
+}
+
+/// How far an encrypted message's `ts` may be from the registry's clock.
+pub const SESSION_TS_WINDOW_MS: u64 = 120_000;
+/// Capabilities a hello may list.
+pub const MAX_HELLO_CAPABILITIES: usize = 64;
+/// The classes the registry handles (what `hello_ack` advertises).
+pub const SUPPORTED_CLS: [&str; 5] = ["pub", "int", "conf", "pii", "sec"];
+
 /// Answers the bytes of one message (or envelope), already counted against
 /// its sender's limit.
 async fn answer(registry: &Registry, client: &ClientAddr, raw: &[u8]) -> Value {
     let salvaged = || moltspeak::salvage_id(raw).unwrap_or_else(|| UNKNOWN_ID.to_owned());
     let transmission = match Transmission::from_slice(raw) {
         Ok(t) => t,
-        Err(e) => return error_message(registry, Refusal::from(&e), &salvaged(), None),
+        Err(e) => {
+            return error_message(
+                registry,
+                Refusal::from(&e),
+                &salvaged(),
+                None,
+                Classification::Internal,
+            );
+        }
     };
-    let Some(message) = transmission.message() else {
-        let refusal = Refusal::new(
-            ErrorCode::InvalidParam,
-            "the registry holds no X25519 key and cannot read encrypted envelopes; send a plain one",
-            Some("envelope.encrypted"),
-        );
-        return error_message(registry, refusal, UNKNOWN_ID, None);
-    };
-    let sender = message.from();
-    match handle(registry, client, message).await {
-        Ok(reply) => reply.to_value(),
-        Err(refusal) => error_message(registry, refusal, message.id(), sender),
+    match transmission {
+        Transmission::Envelope(Envelope::Encrypted(envelope)) => {
+            answer_sealed(registry, client, &envelope).await
+        }
+        Transmission::Message(message) | Transmission::Envelope(Envelope::Plain(message)) => {
+            answer_plain(registry, client, &message).await
+        }
     }
 }
 
-async fn handle(
+async fn answer_plain(registry: &Registry, client: &ClientAddr, message: &Message) -> Value {
+    let reply = match message.cls() {
+        Classification::Confidential | Classification::Secret => Err(Refusal::new(
+            ErrorCode::Classification,
+            format!(
+                "cls {} travels only inside an encrypted session envelope; run hello and verify first",
+                message.cls()
+            ),
+            Some("cls"),
+        )),
+        _ => match message.op() {
+            Op::Hello => hello(registry, client, message),
+            Op::Verify => verify(registry, message),
+            _ => match authenticate(registry, message).await {
+                Ok(()) => {
+                    let caller = Caller {
+                        client,
+                        session: None,
+                    };
+                    dispatch(registry, &caller, message).await
+                }
+                Err(refusal) => Err(refusal),
+            },
+        },
+    };
+    match reply {
+        Ok(reply) => reply.to_value(),
+        Err(refusal) => error_message(
+            registry,
+            refusal,
+            message.id(),
+            message.from(),
+            message.cls(),
+        ),
+    }
+}
+
+/// Answers an encrypted envelope: opened with its session's keys, answered
+/// sealed to the same session. Only what cannot be tied to a live session
+/// is answered in plaintext.
+pub(super) async fn answer_sealed(
     registry: &Registry,
     client: &ClientAddr,
+    envelope: &EncryptedEnvelope,
+) -> Value {
+    let now = now_ms();
+    let plain_refusal = |message: &str| {
+        error_message(
+            registry,
+            Refusal::new(ErrorCode::AuthFailed, message, Some("envelope.session")),
+            UNKNOWN_ID,
+            None,
+            Classification::Internal,
+        )
+    };
+    let Some(session_id) = envelope.session.as_deref() else {
+        return plain_refusal(
+            "an encrypted envelope must name its session (envelope.session); run hello and verify first",
+        );
+    };
+    let session = match registry.moltspeak_sessions.get(session_id, now) {
+        Ok(session) => session,
+        Err(_) => return plain_refusal("unknown or expired session; run hello and verify again"),
+    };
+    let (reply, re, cls, to) = match open_sealed(&session, envelope) {
+        Err(refusal) => (Err(refusal), UNKNOWN_ID.to_owned(), None, None),
+        Ok(message) => {
+            let reply = handle_sealed(registry, client, &session, &message, now).await;
+            let to = message.from().cloned();
+            (reply, message.id().to_owned(), Some(message.cls()), to)
+        }
+    };
+    let reply = match reply {
+        Ok(reply) => reply,
+        Err(refusal) => {
+            let value = error_message(
+                registry,
+                refusal,
+                &re,
+                to.as_ref(),
+                cls.unwrap_or(Classification::Internal),
+            );
+            match Message::from_value(value) {
+                Ok(message) => message,
+                Err(e) => {
+                    tracing::error!(error = %e, "a MoltSpeak error does not parse");
+                    return plain_refusal("the registry failed to answer");
+                }
+            }
+        }
+    };
+    seal(registry, &session, &reply)
+}
+
+/// The registry's answer sealed to `session`, under a fresh random nonce.
+pub(super) fn seal(registry: &Registry, session: &Session, reply: &Message) -> Value {
+    let mut nonce = [0_u8; crypto::NONCE_BYTES];
+    if let Err(e) = getrandom::fill(&mut nonce) {
+        // Never seal under a guessable nonce: answer in plaintext instead.
+        tracing::error!(error = %e, "no randomness for a MoltSpeak nonce");
+        return error_message(
+            registry,
+            Refusal::new(ErrorCode::Internal, "the registry has no randomness", None),
+            reply.re().unwrap_or(UNKNOWN_ID),
+            None,
+            Classification::Internal,
+        );
+    }
+    crypto::seal(
+        &session.shared,
+        registry.identity.enc_key(),
+        &session.id,
+        &nonce,
+        reply,
+    )
+}
+
+/// Decrypts an envelope of `session`: its sender key must be the session's,
+/// its nonce new to the session.
+fn open_sealed(session: &Session, envelope: &EncryptedEnvelope) -> Result<Message, Refusal> {
+    if envelope.sender_public != *session.client_enc_key.as_bytes() {
+        return Err(Refusal::new(
+            ErrorCode::AuthFailed,
+            "envelope.sender_public is not the enc_key this session was verified with",
+            Some("envelope.sender_public"),
+        ));
+    }
+    let message = crypto::open(&session.shared, envelope).map_err(|e| Refusal::from(&e))?;
+    session.use_nonce(envelope.nonce).map_err(|e| match e {
+        SessionError::NoncesExhausted(_) => {
+            Refusal::new(ErrorCode::RateLimit, e.to_string(), Some("envelope.nonce"))
+        }
+        _ => Refusal::new(ErrorCode::AuthFailed, e.to_string(), Some("envelope.nonce")),
+    })?;
+    Ok(message)
+}
+
+/// A message that came in a session: signed by the session's key, fresh.
+async fn handle_sealed(
+    registry: &Registry,
+    client: &ClientAddr,
+    session: &Session,
+    message: &Message,
+    now: u64,
+) -> Result<Message, Refusal> {
+    if matches!(message.op(), Op::Hello | Op::Verify) {
+        return Err(Refusal::new(
+            ErrorCode::InvalidParam,
+            "hello and verify travel in plaintext, outside a session",
+            Some("op"),
+        ));
+    }
+    check_session_message(session, message, now)?;
+    let caller = Caller {
+        client,
+        session: Some(session),
+    };
+    dispatch(registry, &caller, message).await
+}
+
+/// The inner message of a session's envelope: signed by the session's
+/// Ed25519 key, `ts` within [`SESSION_TS_WINDOW_MS`].
+fn check_session_message(session: &Session, message: &Message, now: u64) -> Result<(), Refusal> {
+    if message.signature().is_none() {
+        return Err(Refusal::new(
+            ErrorCode::AuthFailed,
+            "a message in a session must be signed by the session's key",
+            Some("sig"),
+        ));
+    }
+    if let Some(key) = message.from().and_then(|f| f.key.as_ref())
+        && *key != session.client_key
+    {
+        return Err(Refusal::new(
+            ErrorCode::AuthFailed,
+            "from.key is not the key this session was verified with",
+            Some("from.key"),
+        ));
+    }
+    message
+        .verify(session.client_key.verifying_key())
+        .map_err(|e| Refusal::from(&e))?;
+    let ts = message.ts().ok_or_else(|| {
+        Refusal::new(
+            ErrorCode::AuthFailed,
+            "a message in a session must carry ts (replays are refused by time)",
+            Some("ts"),
+        )
+    })?;
+    if ts.abs_diff(now) > SESSION_TS_WINDOW_MS {
+        return Err(Refusal::new(
+            ErrorCode::Timeout,
+            format!(
+                "ts {ts} is more than {} s from the registry's clock ({now})",
+                SESSION_TS_WINDOW_MS / 1000
+            ),
+            Some("ts"),
+        ));
+    }
+    Ok(())
+}
+
+/// The operations, for a caller already authenticated as far as it can be:
+/// a plaintext message checked against registered keys, a session's
+/// message against the session's key.
+async fn dispatch(
+    registry: &Registry,
+    caller: &Caller<'_>,
     message: &Message,
 ) -> Result<Message, Refusal> {
-    authenticate(registry, message).await?;
     message.check(now_ms()).map_err(|e| Refusal::from(&e))?;
     message
         .check_capabilities(&CAPABILITIES)
         .map_err(|e| Refusal::from(&e))?;
-    let sign_failed = |e: MoltError| Refusal::from(&e);
     match message.op() {
-        Op::Hello => {
-            let p = message.payload();
-            if let Some(versions) = p.get("protocol_versions") {
-                let speaks_ours = versions
-                    .as_array()
-                    .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(moltspeak::VERSION)));
-                if !speaks_ours {
-                    return Err(Refusal::new(
-                        ErrorCode::Version,
-                        format!(
-                            "no common protocol version; this registry speaks MoltSpeak {}",
-                            moltspeak::VERSION
-                        ),
-                        Some("p.protocol_versions"),
-                    ));
-                }
-            }
-            let payload = json!({
-                "protocol_versions": [moltspeak::VERSION],
-                "capabilities": CAPABILITIES,
-                "domains": {DOMAIN: INTENTS},
-                "extensions": [],
-                "max_message_size": moltspeak::MAX_MESSAGE_BYTES,
-                "supported_cls": ["pub", "int"],
-            });
-            signed(
-                registry,
-                Op::HelloAck,
-                Classification::Public,
-                as_map(payload),
-                message.id(),
-                message.from(),
-            )
-            .map_err(sign_failed)
-        }
         Op::Query => {
-            let data = query(registry, client, message.payload())
+            let data = query(registry, caller.client, message.payload())
                 .await
                 .map_err(|e| Refusal::from(&e))?;
             let payload = json!({"status": "success", "data": data});
+            // Registry data is public, whatever the query's class.
             signed(
                 registry,
                 Op::Respond,
@@ -440,14 +672,164 @@ async fn handle(
                 message.id(),
                 message.from(),
             )
-            .map_err(sign_failed)
+            .map_err(|e| Refusal::from(&e))
         }
+        Op::Stream => streams::stream(registry, caller, message),
         other => Err(Refusal::new(
             ErrorCode::InvalidParam,
-            format!("the registry answers hello and query, not {other}"),
+            format!("the registry answers hello, verify, query and stream, not {other}"),
             Some("op"),
         )),
     }
+}
+
+/// `hello` → `hello_ack` with a challenge: the sender proved it holds
+/// `from.key` by signing; `verify` will prove it is still there.
+fn hello(registry: &Registry, client: &ClientAddr, message: &Message) -> Result<Message, Refusal> {
+    let hello = handshake::check_hello(message).map_err(|e| Refusal::from(&e))?;
+    message.check(now_ms()).map_err(|e| Refusal::from(&e))?;
+    let p = message.payload();
+    if let Some(versions) = p.get("protocol_versions") {
+        let speaks_ours = versions
+            .as_array()
+            .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(moltspeak::VERSION)));
+        if !speaks_ours {
+            return Err(Refusal::new(
+                ErrorCode::Version,
+                format!(
+                    "no common protocol version; this registry speaks MoltSpeak {}",
+                    moltspeak::VERSION
+                ),
+                Some("p.protocol_versions"),
+            ));
+        }
+    }
+    let capabilities = hello_capabilities(registry, message)?;
+    let mut challenge = [0_u8; handshake::CHALLENGE_BYTES];
+    getrandom::fill(&mut challenge).map_err(|e| {
+        tracing::error!(error = %e, "no randomness for a MoltSpeak challenge");
+        Refusal::new(ErrorCode::Internal, "the registry has no randomness", None)
+    })?;
+    let now = now_ms();
+    let expires = registry
+        .moltspeak_sessions
+        .issue_challenge(
+            challenge,
+            client.as_str(),
+            hello.key,
+            hello.enc_key,
+            capabilities,
+            now,
+        )
+        .map_err(|e| Refusal::new(ErrorCode::RateLimit, e.to_string(), None))?;
+    let payload = json!({
+        "protocol_versions": [moltspeak::VERSION],
+        "capabilities": CAPABILITIES,
+        "domains": {DOMAIN: INTENTS},
+        "extensions": [],
+        "max_message_size": moltspeak::MAX_MESSAGE_BYTES,
+        "supported_cls": SUPPORTED_CLS,
+        "challenge": handshake::encode_binary(&challenge),
+        "challenge_expires": expires,
+        "session_ttl_ms": registry.moltspeak_sessions.ttl_ms(),
+    });
+    signed(
+        registry,
+        Op::HelloAck,
+        Classification::Public,
+        as_map(payload),
+        message.id(),
+        message.from(),
+    )
+    .map_err(|e| Refusal::from(&e))
+}
+
+/// The capabilities a hello proves, kept in its session. Self-declared
+/// names prove nothing and are not kept; attested ones are checked by the
+/// operations' attestation rule.
+fn hello_capabilities(_registry: &Registry, message: &Message) -> Result<Vec<String>, Refusal> {
+    match message.payload().get("capabilities") {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) if items.len() <= MAX_HELLO_CAPABILITIES => Ok(Vec::new()),
+        Some(Value::Array(_)) => Err(Refusal::new(
+            ErrorCode::InvalidParam,
+            format!("at most {MAX_HELLO_CAPABILITIES} capabilities"),
+            Some("p.capabilities"),
+        )),
+        Some(_) => Err(Refusal::new(
+            ErrorCode::InvalidParam,
+            "must be an array",
+            Some("p.capabilities"),
+        )),
+    }
+}
+
+/// `verify` → `verify_response`: the challenge is consumed by this first
+/// attempt whatever its outcome, so a verify cannot be replayed.
+fn verify(registry: &Registry, message: &Message) -> Result<Message, Refusal> {
+    let now = now_ms();
+    let challenge: [u8; handshake::CHALLENGE_BYTES] = match message.payload().get("challenge") {
+        Some(Value::String(s)) => {
+            handshake::decode_binary(s, "p.challenge").map_err(|e| Refusal::from(&e))?
+        }
+        Some(_) => {
+            return Err(Refusal::new(
+                ErrorCode::Schema,
+                "must be a string",
+                Some("p.challenge"),
+            ));
+        }
+        None => {
+            return Err(Refusal::new(
+                ErrorCode::MissingField,
+                "required field is missing",
+                Some("p.challenge"),
+            ));
+        }
+    };
+    let pending = registry
+        .moltspeak_sessions
+        .take_challenge(&challenge, now)
+        .map_err(|_| {
+            Refusal::new(
+                ErrorCode::AuthFailed,
+                "unknown, expired or already used challenge; send hello again",
+                Some("p.challenge"),
+            )
+        })?;
+    let request = handshake::check_verify(message, now).map_err(|e| Refusal::from(&e))?;
+    if request.key != pending.key {
+        return Err(Refusal::new(
+            ErrorCode::AuthFailed,
+            "from.key is not the key the hello announced",
+            Some("from.key"),
+        ));
+    }
+    if request.enc_key.is_some_and(|k| k != pending.enc_key) {
+        return Err(Refusal::new(
+            ErrorCode::AuthFailed,
+            "from.enc_key is not the enc_key the hello announced",
+            Some("from.enc_key"),
+        ));
+    }
+    let shared = registry.identity.shared_box(&pending.enc_key);
+    let session = registry
+        .moltspeak_sessions
+        .open(uuid::Uuid::new_v4().to_string(), pending, shared, now)
+        .map_err(|e| Refusal::new(ErrorCode::RateLimit, e.to_string(), None))?;
+    let payload = json!({
+        "nonce": handshake::encode_binary(&request.nonce),
+        "session": {"id": session.id, "expires": session.expires},
+    });
+    signed(
+        registry,
+        Op::VerifyResponse,
+        Classification::Public,
+        as_map(payload),
+        message.id(),
+        message.from(),
+    )
+    .map_err(|e| Refusal::from(&e))
 }
 
 fn as_map(value: Value) -> Map<String, Value> {

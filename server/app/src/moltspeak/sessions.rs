@@ -1,0 +1,305 @@
+//! MoltSpeak handshake state, in this replica's memory only: the challenges
+//! issued by `hello_ack` (60 s, consumed by the first `verify` naming them)
+//! and the sessions `verify_response` opens (until their expiry). Both are
+//! bounded per client address and in total; expired entries are purged on
+//! every insert, so a session costs memory only while it lives.
+//!
+//! A session is per replica: behind a load balancer a client keeps talking
+//! to the replica it verified with, or verifies again.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, Mutex, MutexGuard},
+};
+
+use agentlang_core::protocol::moltspeak::{
+    EncryptionKey, PublicKey, SharedBox, handshake::CHALLENGE_BYTES, stream::StreamReceiver,
+};
+
+/// How long a challenge may be answered.
+pub const CHALLENGE_TTL_MS: u64 = 60_000;
+/// Pending challenges per client address.
+pub const MAX_CHALLENGES_PER_CLIENT: usize = 16;
+/// Pending challenges in total.
+pub const MAX_CHALLENGES: usize = 4096;
+/// Live sessions per client address.
+pub const MAX_SESSIONS_PER_CLIENT: usize = 8;
+/// Live sessions in total.
+pub const MAX_SESSIONS: usize = 1024;
+/// Envelope nonces remembered per session (to refuse a reuse). More than a
+/// client's message budget allows in an hour at the default limit; past it
+/// the client must verify again.
+pub const MAX_NONCES_PER_SESSION: usize = 40_000;
+/// WebSocket streams one client address may hold open.
+pub const MAX_STREAM_CONNECTIONS_PER_CLIENT: usize = 4;
+/// WebSocket streams open in total.
+pub const MAX_STREAM_CONNECTIONS: usize = 256;
+
+/// Why a challenge or a session could not be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    #[error("too many {what} pending for this client (at most {limit}); wait for some to expire")]
+    ClientFull { what: &'static str, limit: usize },
+    #[error("the registry holds too many {what} (at most {limit}); retry later")]
+    Full { what: &'static str, limit: usize },
+    #[error("unknown or expired challenge")]
+    UnknownChallenge,
+    #[error("unknown or expired session")]
+    UnknownSession,
+    #[error("the envelope nonce was already used in this session")]
+    NonceReused,
+    #[error("this session has used its {0} envelope nonces; verify again")]
+    NoncesExhausted(usize),
+}
+
+/// What a `hello` left for its `verify`.
+#[derive(Debug, Clone)]
+pub struct Challenge {
+    pub client: String,
+    pub key: PublicKey,
+    pub enc_key: EncryptionKey,
+    /// Capabilities the hello proved (attested or self-declared).
+    pub capabilities: Vec<String>,
+    pub expires: u64,
+}
+
+/// A verified session.
+#[derive(Debug)]
+pub struct Session {
+    pub id: String,
+    pub client: String,
+    /// The Ed25519 key the client proved it holds.
+    pub client_key: PublicKey,
+    /// Where the registry's envelopes for this session are sealed to.
+    pub client_enc_key: EncryptionKey,
+    /// The registry's X25519 secret × `client_enc_key`.
+    pub shared: SharedBox,
+    /// Unix ms.
+    pub expires: u64,
+    /// The capabilities the hello proved.
+    pub capabilities: Vec<String>,
+    nonces: Mutex<HashSet<[u8; 24]>>,
+    /// The session's streams, over the WebSocket or HTTP.
+    pub streams: Mutex<StreamReceiver>,
+}
+
+impl Session {
+    /// Records an envelope nonce; refuses one seen before in this session.
+    pub fn use_nonce(&self, nonce: [u8; 24]) -> Result<(), SessionError> {
+        let mut nonces = lock(&self.nonces);
+        if nonces.contains(&nonce) {
+            return Err(SessionError::NonceReused);
+        }
+        if nonces.len() >= MAX_NONCES_PER_SESSION {
+            return Err(SessionError::NoncesExhausted(MAX_NONCES_PER_SESSION));
+        }
+        nonces.insert(nonce);
+        Ok(())
+    }
+
+    pub fn streams(&self) -> MutexGuard<'_, StreamReceiver> {
+        lock(&self.streams)
+    }
+}
+
+/// The handshake state of one replica.
+#[derive(Debug)]
+pub struct Sessions {
+    ttl_ms: u64,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    challenges: HashMap<[u8; CHALLENGE_BYTES], Challenge>,
+    sessions: HashMap<String, Arc<Session>>,
+    connections: HashMap<String, usize>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The maps stay consistent at every await-free step; a panic elsewhere
+    // must not take MoltSpeak down.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn count<'a>(clients: impl Iterator<Item = &'a String>, client: &str) -> usize {
+    clients.filter(|c| c.as_str() == client).count()
+}
+
+impl Sessions {
+    /// Sessions last `ttl_ms` from their verify.
+    pub fn new(ttl_ms: u64) -> Self {
+        Self {
+            ttl_ms,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    pub fn ttl_ms(&self) -> u64 {
+        self.ttl_ms
+    }
+
+    /// Keeps a challenge issued at `now_ms`; its expiry.
+    pub fn issue_challenge(
+        &self,
+        challenge: [u8; CHALLENGE_BYTES],
+        client: &str,
+        key: PublicKey,
+        enc_key: EncryptionKey,
+        capabilities: Vec<String>,
+        now_ms: u64,
+    ) -> Result<u64, SessionError> {
+        let mut inner = lock(&self.inner);
+        inner.challenges.retain(|_, c| c.expires > now_ms);
+        if count(inner.challenges.values().map(|c| &c.client), client) >= MAX_CHALLENGES_PER_CLIENT
+        {
+            return Err(SessionError::ClientFull {
+                what: "challenges",
+                limit: MAX_CHALLENGES_PER_CLIENT,
+            });
+        }
+        if inner.challenges.len() >= MAX_CHALLENGES {
+            return Err(SessionError::Full {
+                what: "challenges",
+                limit: MAX_CHALLENGES,
+            });
+        }
+        let expires = now_ms + CHALLENGE_TTL_MS;
+        inner.challenges.insert(
+            challenge,
+            Challenge {
+                client: client.to_owned(),
+                key,
+                enc_key,
+                capabilities,
+                expires,
+            },
+        );
+        Ok(expires)
+    }
+
+    /// Takes a challenge out (whatever the verify's outcome, it is used).
+    pub fn take_challenge(
+        &self,
+        challenge: &[u8; CHALLENGE_BYTES],
+        now_ms: u64,
+    ) -> Result<Challenge, SessionError> {
+        lock(&self.inner)
+            .challenges
+            .remove(challenge)
+            .filter(|c| c.expires > now_ms)
+            .ok_or(SessionError::UnknownChallenge)
+    }
+
+    /// Opens a session for a verified challenge.
+    pub fn open(
+        &self,
+        id: String,
+        challenge: Challenge,
+        shared: SharedBox,
+        now_ms: u64,
+    ) -> Result<Arc<Session>, SessionError> {
+        let mut inner = lock(&self.inner);
+        inner.sessions.retain(|_, s| s.expires > now_ms);
+        if count(
+            inner.sessions.values().map(|s| &s.client),
+            &challenge.client,
+        ) >= MAX_SESSIONS_PER_CLIENT
+        {
+            return Err(SessionError::ClientFull {
+                what: "sessions",
+                limit: MAX_SESSIONS_PER_CLIENT,
+            });
+        }
+        if inner.sessions.len() >= MAX_SESSIONS {
+            return Err(SessionError::Full {
+                what: "sessions",
+                limit: MAX_SESSIONS,
+            });
+        }
+        let session = Arc::new(Session {
+            id: id.clone(),
+            client: challenge.client,
+            client_key: challenge.key,
+            client_enc_key: challenge.enc_key,
+            shared,
+            expires: now_ms.saturating_add(self.ttl_ms),
+            capabilities: challenge.capabilities,
+            nonces: Mutex::new(HashSet::new()),
+            streams: Mutex::new(StreamReceiver::new()),
+        });
+        inner.sessions.insert(id, Arc::clone(&session));
+        Ok(session)
+    }
+
+    /// A live session; an expired one is dropped on the way.
+    pub fn get(&self, id: &str, now_ms: u64) -> Result<Arc<Session>, SessionError> {
+        let mut inner = lock(&self.inner);
+        match inner.sessions.get(id) {
+            Some(s) if s.expires > now_ms => Ok(Arc::clone(s)),
+            Some(_) => {
+                inner.sessions.remove(id);
+                Err(SessionError::UnknownSession)
+            }
+            None => Err(SessionError::UnknownSession),
+        }
+    }
+
+    /// Live sessions (for tests and metrics).
+    pub fn len(&self, now_ms: u64) -> usize {
+        lock(&self.inner)
+            .sessions
+            .values()
+            .filter(|s| s.expires > now_ms)
+            .count()
+    }
+
+    pub fn is_empty(&self, now_ms: u64) -> bool {
+        self.len(now_ms) == 0
+    }
+
+    /// A WebSocket slot for `client`, released when the guard drops.
+    pub fn connect(self: &Arc<Self>, client: &str) -> Result<ConnectionSlot, SessionError> {
+        let mut inner = lock(&self.inner);
+        let total: usize = inner.connections.values().sum();
+        let mine = inner.connections.get(client).copied().unwrap_or(0);
+        if mine >= MAX_STREAM_CONNECTIONS_PER_CLIENT {
+            return Err(SessionError::ClientFull {
+                what: "stream connections",
+                limit: MAX_STREAM_CONNECTIONS_PER_CLIENT,
+            });
+        }
+        if total >= MAX_STREAM_CONNECTIONS {
+            return Err(SessionError::Full {
+                what: "stream connections",
+                limit: MAX_STREAM_CONNECTIONS,
+            });
+        }
+        inner.connections.insert(client.to_owned(), mine + 1);
+        Ok(ConnectionSlot {
+            sessions: Arc::clone(self),
+            client: client.to_owned(),
+        })
+    }
+}
+
+/// One open WebSocket stream connection of a client.
+#[derive(Debug)]
+pub struct ConnectionSlot {
+    sessions: Arc<Sessions>,
+    client: String,
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        let mut inner = lock(&self.sessions.inner);
+        if let Some(n) = inner.connections.get_mut(&self.client) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                inner.connections.remove(&self.client);
+            }
+        }
+    }
+}
