@@ -61,6 +61,7 @@ use crate::{
         routes::moltspeak::post_message,
         routes::moltspeak::post_batch,
         routes::moltspeak::get_well_known,
+        routes::moltspeak::get_stream,
         routes::agent_cards::get_agent_card,
         routes::agent_cards::get_latest_agent_card,
         routes::agent_cards::get_jwks,

@@ -70,6 +70,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(moltspeak::post_message)
         .service(moltspeak::post_batch)
         .service(moltspeak::get_well_known)
+        .service(moltspeak::get_stream)
         .service(agent_cards::get_agent_card)
         .service(agent_cards::get_latest_agent_card)
         .service(agent_cards::get_jwks)

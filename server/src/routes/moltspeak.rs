@@ -225,3 +225,111 @@ pub async fn get_well_known(state: web::Data<AppState>) -> HttpResponse {
             max_batch_items: MAX_BATCH_ITEMS,
         })
 }
+
+/// Largest WebSocket frame (after reassembling continuations): a message
+/// envelope's 1 MB and room for the frame's own overhead. The envelope
+/// parser still holds each envelope to 1 MB.
+pub const MAX_STREAM_FRAME_BYTES: usize = MAX_MESSAGE_BYTES + 64 * 1024;
+/// A stream connection with no frame for this long is closed.
+pub const STREAM_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// Frames that are not envelopes of a live session a connection may send
+/// before it is closed.
+pub const MAX_STREAM_VIOLATIONS: u32 = 3;
+
+/// MoltSpeak over a WebSocket (`stream`, and any operation of a session).
+///
+/// Each text frame is one encrypted envelope of a verified session (see
+/// `docs/moltspeak.md`); each is answered by one encrypted envelope of the
+/// same session, a `respond` receipt or an `error`. Frames count against the
+/// client's MoltSpeak message budget; a plaintext frame or one naming no
+/// live session is answered by a plaintext `error` and, after 3, the
+/// connection is closed. Frames up to 1 MB + 64 KiB; 60 s idle closes it; 4
+/// connections per client address.
+#[utoipa::path(
+    tag = "agent protocols",
+    responses(
+        (status = 101, description = "Switching to the WebSocket protocol"),
+        (status = 400, description = "Not a WebSocket upgrade request"),
+        (status = 429, description = "Too many stream connections from this address", body = crate::error::Problem, content_type = "application/problem+json",
+         headers(("Retry-After" = u64, description = "Seconds to wait"))),
+    )
+)]
+#[get("/moltspeak/v0.1/stream")]
+pub async fn get_stream(
+    req: HttpRequest,
+    body: web::Payload,
+    Client(client): Client,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let slot = moltspeak::connect_stream(&state.registry, &client)?;
+    let (response, session, frames) =
+        actix_ws::handle(&req, body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let frames = frames
+        .max_frame_size(MAX_STREAM_FRAME_BYTES)
+        .aggregate_continuations()
+        .max_continuation_size(MAX_STREAM_FRAME_BYTES);
+    let registry = std::sync::Arc::clone(&state.registry);
+    actix_web::rt::spawn(async move {
+        // The slot is released when the connection's task ends.
+        let _slot = slot;
+        serve_stream(registry, client, session, frames).await;
+    });
+    Ok(response)
+}
+
+async fn serve_stream(
+    registry: std::sync::Arc<app::Registry>,
+    client: app::rate_limits::ClientAddr,
+    mut session: actix_ws::Session,
+    mut frames: actix_ws::AggregatedMessageStream,
+) {
+    use actix_ws::{AggregatedMessage, CloseCode, CloseReason};
+    let mut violations = 0_u32;
+    let close = |code, description: &str| {
+        Some(CloseReason {
+            code,
+            description: Some(description.to_owned()),
+        })
+    };
+    let reason = loop {
+        let frame = match tokio::time::timeout(STREAM_IDLE_TIMEOUT, frames.recv()).await {
+            Err(_) => break close(CloseCode::Normal, "idle"),
+            Ok(None) => break None,
+            Ok(Some(Err(_))) => break close(CloseCode::Size, "frame refused"),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let raw = match frame {
+            AggregatedMessage::Text(text) => text.into_bytes(),
+            AggregatedMessage::Binary(bytes) => bytes,
+            AggregatedMessage::Ping(bytes) => {
+                if session.pong(&bytes).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            AggregatedMessage::Pong(_) => continue,
+            AggregatedMessage::Close(_) => break None,
+        };
+        let answer =
+            match moltspeak::answer_frame(std::sync::Arc::clone(&registry), &client, raw).await {
+                Ok(answer) => answer,
+                Err(e) => {
+                    tracing::error!(error = %e, "a MoltSpeak stream frame failed");
+                    break close(CloseCode::Error, "internal error");
+                }
+            };
+        if session.text(answer.answer.to_string()).await.is_err() {
+            return;
+        }
+        if answer.violation {
+            violations += 1;
+            if violations >= MAX_STREAM_VIOLATIONS {
+                break close(
+                    CloseCode::Policy,
+                    "frames must be encrypted envelopes of a verified session",
+                );
+            }
+        }
+    };
+    let _ = session.close(reason).await;
+}

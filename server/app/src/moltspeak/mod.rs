@@ -41,7 +41,7 @@
 pub mod sessions;
 mod streams;
 
-pub use streams::{FrameAnswer, answer_frame};
+pub use streams::{FrameAnswer, answer_frame, connect_stream};
 
 use std::{collections::BTreeSet, num::NonZeroU32, sync::Arc};
 

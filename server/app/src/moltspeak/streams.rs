@@ -114,3 +114,18 @@ pub(super) fn stream(
     )
     .map_err(|e| Refusal::from(&e))
 }
+
+/// A WebSocket stream slot for `client` (at most
+/// [`MAX_STREAM_CONNECTIONS_PER_CLIENT`](super::sessions::MAX_STREAM_CONNECTIONS_PER_CLIENT)
+/// each, a bounded number in total), held until the connection ends.
+pub fn connect_stream(
+    registry: &Registry,
+    client: &ClientAddr,
+) -> Result<super::sessions::ConnectionSlot, ServiceError> {
+    registry
+        .moltspeak_sessions
+        .connect(client.as_str())
+        .map_err(|_| ServiceError::RateLimited {
+            retry_after_secs: 10,
+        })
+}
