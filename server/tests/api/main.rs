@@ -23,6 +23,7 @@ mod mcp;
 mod models;
 mod moltspeak;
 mod moltspeak_interop;
+mod moltspeak_sessions;
 mod operations;
 mod owners;
 mod packages;

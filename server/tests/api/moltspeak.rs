@@ -6,9 +6,10 @@ use std::{io::Write, num::NonZeroU32, process::Command};
 
 use agentlang_core::{
     Kind,
-    protocol::moltspeak::{Classification, MessageBuilder, Op, Party},
+    protocol::moltspeak::{Classification, EncryptionSecret, MessageBuilder, Op, Party},
     signing::PublicKey,
 };
+use base64::Engine;
 use ed25519_dalek::SigningKey;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -205,17 +206,38 @@ fn signed_query(key: &SigningKey, id: &str, q: &str) -> Value {
     .to_value()
 }
 
+/// A `hello` signed by a fresh key, announcing it and an X25519 key: the
+/// handshake needs proof of possession, not a registered key.
+fn signed_hello(id: &str, p: Value) -> Value {
+    let key = SigningKey::from_bytes(&[42; 32]);
+    let enc = EncryptionSecret::from_bytes([43; 32]);
+    let mut from = Party::new("claude-assistant-a1b2", Some("anthropic"));
+    from.key = Some(key.verifying_key().into());
+    from.enc_key = Some(enc.public_key());
+    MessageBuilder::new(
+        id,
+        Op::Hello,
+        Classification::Public,
+        p.as_object().cloned().unwrap(),
+    )
+    .from(&from)
+    .ts(1_703_280_000_000)
+    .build()
+    .unwrap()
+    .sign(&key)
+    .unwrap()
+    .to_value()
+}
+
 async fn hello_gets_a_hello_ack_signed_with_the_published_key(backend: Backend) {
     let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
     let key = well_known_key(&app).await;
-    let hello = json!({
-        "v": "0.1", "id": "hello-1", "ts": 1_703_280_000_000_u64, "op": "hello",
-        "from": {"agent": "claude-assistant-a1b2", "org": "anthropic"},
-        "p": {"protocol_versions": ["0.1"], "capabilities": ["query"]},
-        "cls": "pub",
-    });
+    let hello = signed_hello(
+        "hello-1",
+        json!({"protocol_versions": ["0.1"], "capabilities": ["query"]}),
+    );
     let ack = send(&app, &hello).await;
     assert_eq!(ack["op"], "hello_ack", "{ack}");
     assert_eq!(ack["re"], "hello-1");
@@ -234,6 +256,25 @@ async fn hello_gets_a_hello_ack_signed_with_the_published_key(backend: Backend) 
         ack["p"]["domains"],
         json!({"registry": ["search", "resolve", "info"]})
     );
+    assert_eq!(
+        ack["p"]["supported_cls"],
+        json!(["pub", "int", "conf", "pii", "sec"])
+    );
+    let challenge = ack["p"]["challenge"].as_str().unwrap();
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(challenge.strip_prefix("base64:").unwrap())
+            .unwrap()
+            .len(),
+        32
+    );
+    let doc: Value = app
+        .get("/.well-known/moltspeak.json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ack["from"]["enc_key"], doc["enc_key"]);
     let id = uuid::Uuid::parse_str(ack["id"].as_str().unwrap()).unwrap();
     assert_eq!(id.get_version_num(), 7);
     verify_with_python(&key, &[ack]);
@@ -384,10 +425,7 @@ async fn other_versions_get_e_version(backend: Backend) {
     assert_eq!(p["recoverable"], false);
     assert_eq!(p["suggestion"]["supported_versions"], json!(["0.1"]));
 
-    let hello = json!({
-        "v": "0.1", "id": "hello-9", "op": "hello", "from": {"agent": "future"},
-        "p": {"protocol_versions": ["0.9"]}, "cls": "pub",
-    });
+    let hello = signed_hello("hello-9", json!({"protocol_versions": ["0.9"]}));
     let answer = send(&app, &hello).await;
     let p = error_payload(&answer, "hello-9", "E_VERSION", "protocol");
     assert_eq!(p["field"], "p.protocol_versions");
@@ -525,7 +563,7 @@ async fn batches_are_answered_in_order(backend: Backend) {
         "message": query("b-3", "search", json!({"q": "x"})),
     });
     let batch = json!([
-        {"v": "0.1", "id": "b-1", "op": "hello", "from": {"agent": "a"}, "p": {}, "cls": "pub"},
+        signed_hello("b-1", json!({})),
         {"v": "0.1", "id": "b-2", "op": "query", "p": {}},
         envelope,
         query("b-4", "forecast", json!({})),

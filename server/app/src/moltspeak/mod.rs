@@ -254,8 +254,8 @@ fn default_suggestion(report: &ErrorReport) -> Value {
             },
         ),
         ErrorCode::AuthFailed => fix(
-            "authenticate",
-            "verify again (hello, verify) for a session, register the key with POST /api/v1/keys, or send a plaintext query unsigned".into(),
+            "register_key",
+            "register the key with POST /api/v1/keys, send a plaintext query unsigned, or (in a session) run hello and verify again".into(),
         ),
         ErrorCode::Signature => fix(
             "resign",
