@@ -1,43 +1,82 @@
 //! CLowl 0.2: what the registry answers an agent that talks to it in
 //! CLowl, and the CAPS message of a published agent.
 //!
-//! What the registry answers, and why:
+//! What the registry answers, and why (the wire contract: docs/clowl.md):
+//! - Checked in this order, each refusal an ERR threaded to the request:
+//!   the core's parser (E001 malformed, E014 version); `mid` must be a
+//!   UUIDv7 (E001, field `mid`: the spec says "use UUIDv7", and the
+//!   registry keys nothing on a free-form id it cannot order); `auth`, when
+//!   present, must be a live API token of this registry (E002, never
+//!   DONE); `ctx` (below); then the performative and task.
 //! - `REQ` with `body.t` `search` (`d: {q, kind?, page?}`), `read`
-//!   (`d: {kind, name, version?}`), `resolve` (`d: {tools, models?, lock?}`)
-//!   or `capabilities`; `QRY` with the same tasks or `status`. None of these
-//!   tasks changes anything, so a QRY ("info without acting") may ask for
-//!   any of them; `status` (the registry's health and tasks) is the one task
-//!   meant for QRY, and is answered to REQ too.
+//!   (`d: {kind, name, version?}`), `resolve` (`d: {tools, models?, lock?}`),
+//!   `capabilities` or `status`: read-only, answered without `auth`. `QRY`
+//!   ("info without acting") may ask for any of those, never more.
+//! - `REQ` `yank` (`d: {kind, name, version, reason?}`) and `unyank`
+//!   (`d: {kind, name, version}`) change state: they need `auth`, a token
+//!   with the `yank` scope of an owner (E002 otherwise, the message says
+//!   why), and run the HTTP API's own rule (`packages::set_yanked`). As a
+//!   `QRY` they are E005: a query never acts.
+//! - `ctx.ref` in one of the forms `ContextRef::parse` reads is looked up
+//!   with one bounded read: a version's `hash` is its container's SHA-256,
+//!   a blob's its digest, a package's the container of its newest
+//!   unyanked version (newest of all when every one is yanked). A mismatch
+//!   is E016 (the content was altered). Any other ref is unreachable: no
+//!   foreign URL is ever fetched. Unreachable with `inline`: the inline
+//!   text is the context, counted in `/metrics`
+//!   (`clowl_inline_context_total{why}`) and logged without its text;
+//!   unreachable without `inline`: E003.
+//! - `status` runs `/readyz`'s check and reads the transparency log's
+//!   state: `{status: ok|degraded, database, storage, log, ...}`.
 //! - Answers are `DONE` (result in `body.d`), `CAPS` for `capabilities`, or
 //!   `ERR`; every one has `pid` = the request's `mid`, the request's `cid`
 //!   and `tid`, and goes `to` the sender. `INF` is acknowledged with `ACK`;
 //!   a `CAPS` from an agent is answered with the registry's own CAPS;
 //!   anything else (`ACK`, `DONE`, `ERR`, `PROG`, `DLGT`, `CNCL`) is `ERR
 //!   E005`: the registry runs no task that could receive them.
-//! - Errors: malformed message E001, unsupported version E014 (both from the
-//!   core's parser), unknown task E005, bad `body.d` E008, rate-limited E004
+//! - Other errors: unknown task E005, bad `body.d` E008, rate-limited E004
 //!   (`retry: true`), resolution past its deadline E006, unexpected failure
 //!   E009. A package, version, tool or model that does not exist is E008
 //!   too: it is a fact about `body.d` the sender can fix, like any other
 //!   invalid task data, and `DONE` always carries a record.
-//! - `auth` is not checked: every task reads public data.
 
 use std::sync::Arc;
 
 use agentlang_core::{
     Kind, PackageName, Version,
-    protocol::clowl::{self, Body, ClowlError, ErrorCode, Id, Message, Performative},
+    digest::Sha256Digest,
+    protocol::clowl::{
+        self, Body, ClowlError, Context, ContextRef, ContextUse, ErrorCode, Id, Message,
+        Performative,
+    },
 };
 use serde_json::{Map, Value, json};
 
 use crate::{
     Registry, ServiceError,
     agent_tasks::{self, ReadTask, ResolveTask, SearchTask, TaskError},
+    health,
     rate_limits::{Bucket, ClientAddr},
+    tokens::{self, Authenticated},
 };
 
-/// The tasks a QRY or REQ may name.
-pub const TASKS: [&str; 5] = ["search", "read", "resolve", "capabilities", "status"];
+/// The tasks the registry runs, as its CAPS lists them.
+pub const TASKS: [&str; 7] = [
+    "search",
+    "read",
+    "resolve",
+    "capabilities",
+    "status",
+    "yank",
+    "unyank",
+];
+
+/// The tasks that change state: REQ only, with `auth`.
+pub const STATE_CHANGING_TASKS: [&str; 2] = ["yank", "unyank"];
+
+/// How long dereferencing a `ctx.ref` may take: past it, the ref is
+/// unreachable (one read of the database or one HEAD of the blob store).
+pub const CTX_LOOKUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Answers one CLowl message from `client`: ERR E004 when the client is
 /// over its message budget, else the answer. Parsing a message of up to
@@ -156,13 +195,173 @@ async fn answer(registry: &Registry, client: &ClientAddr, raw: &[u8]) -> Message
             return Message::error_for_rejected(raw, &error, me, fresh_mid(), now_secs());
         }
     };
-    let outcome = match request.performative() {
-        Performative::Req | Performative::Qry => run_task(registry, client, &request).await,
-        Performative::Caps => Ok(caps_reply(&request, me.clone())),
+    let outcome = match admit(registry, &request).await {
+        Err(refused) => Err(refused),
+        Ok(caller) => dispatch(registry, client, &request, caller.as_ref(), me.clone()).await,
+    };
+    outcome.unwrap_or_else(|error| {
+        let body = error.to_error_body();
+        Message::error(&request, me, body.code, body.msg, fresh_mid(), now_secs())
+    })
+}
+
+/// The checks every parsed message passes before its performative is
+/// looked at: `mid`, `auth`, `ctx`, in that order. Returns the caller
+/// `auth` names, if any.
+async fn admit(
+    registry: &Registry,
+    request: &Message,
+) -> Result<Option<Authenticated>, ClowlError> {
+    if !request.mid().is_uuid_v7() {
+        return Err(ClowlError::new(
+            ErrorCode::E001,
+            "must be a UUIDv7 (RFC 9562, hyphenated: version 7, variant 10)",
+            Some("mid"),
+        ));
+    }
+    let caller = match request.auth() {
+        None => None,
+        Some(token) => Some(authenticate(registry, token).await?),
+    };
+    if let Some(ctx) = request.ctx() {
+        check_context(registry, request, ctx).await?;
+    }
+    Ok(caller)
+}
+
+/// `auth` as the HTTP API's bearer token: signature, stored row, secret,
+/// revocation, expiry. Refused: E002 saying why; the database away: E009.
+async fn authenticate(registry: &Registry, token: &str) -> Result<Authenticated, ClowlError> {
+    match tokens::authenticate(registry, token, None).await {
+        Ok(caller) => Ok(caller),
+        Err(ServiceError::Unauthenticated(why)) => Err(ClowlError::new(
+            ErrorCode::E002,
+            format!("not a valid token of this registry: {why}"),
+            Some("auth"),
+        )),
+        Err(e) => {
+            tracing::warn!(error = %e, "clowl: auth could not be checked");
+            Err(ClowlError::new(
+                ErrorCode::E009,
+                "the token could not be checked; retry later",
+                Some("auth"),
+            ))
+        }
+    }
+}
+
+/// Applies the spec's ctx rules with what the registry holds for `ref`.
+async fn check_context(
+    registry: &Registry,
+    request: &Message,
+    ctx: &Context,
+) -> Result<(), ClowlError> {
+    let held = match ctx.reference() {
+        None => None,
+        Some(reference) => held_digest(registry, reference).await,
+    };
+    let used = ctx.check_held(held.as_ref())?;
+    if let ContextUse::Inline(text) = used {
+        let why = if ctx.reference().is_some() {
+            "unreachable_ref"
+        } else {
+            "no_ref"
+        };
+        registry
+            .metrics
+            .clowl_inline_context
+            .with_label_values(&[why])
+            .inc();
+        // The spec: "monitoring should flag its usage". The text itself is
+        // the sender's and stays out of the log.
+        tracing::info!(
+            mid = %request.mid(),
+            from = %request.from(),
+            why,
+            inline_chars = text.chars().count(),
+            "clowl: context taken from ctx.inline"
+        );
+    }
+    Ok(())
+}
+
+/// The digest of what `reference` names, when the registry holds it;
+/// `None` when it is not one of the registry's ref forms, names nothing
+/// held, or the lookup fails or takes longer than [`CTX_LOOKUP_TIMEOUT`]
+/// (all "unreachable" to the sender).
+async fn held_digest(registry: &Registry, reference: &str) -> Option<Sha256Digest> {
+    let parsed = ContextRef::parse(reference, registry.public_url());
+    let lookup = async {
+        match parsed {
+            ContextRef::Foreign => Ok(None),
+            ContextRef::Blob(digest) => registry
+                .blobs
+                .exists(&digest)
+                .await
+                .map(|held| held.then_some(digest))
+                .map_err(|e| e.to_string()),
+            ContextRef::Version(kind, name, version) => {
+                let Some(package) = registry
+                    .db
+                    .find_package(kind, &name)
+                    .await
+                    .map_err(|e| e.to_string())?
+                else {
+                    return Ok(None);
+                };
+                Ok(registry
+                    .db
+                    .find_version(package.id, &version)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .filter(|v| v.deleted_at.is_none())
+                    .map(|v| v.sha256))
+            }
+            ContextRef::Package(kind, name) => Ok(registry
+                .db
+                .package_index(kind, &name)
+                .await
+                .map_err(|e| e.to_string())?
+                .and_then(|index| {
+                    let newest = |unyanked_only: bool| {
+                        index
+                            .versions
+                            .iter()
+                            .filter(|v| !unyanked_only || !v.yanked)
+                            .max_by(|a, b| a.version.cmp(&b.version))
+                            .map(|v| v.sha256)
+                    };
+                    newest(true).or_else(|| newest(false))
+                })),
+        }
+    };
+    match tokio::time::timeout(CTX_LOOKUP_TIMEOUT, lookup).await {
+        Ok(Ok(held)) => held,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "clowl: ctx.ref lookup failed; treated as unreachable");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("clowl: ctx.ref lookup timed out; treated as unreachable");
+            None
+        }
+    }
+}
+
+async fn dispatch(
+    registry: &Registry,
+    client: &ClientAddr,
+    request: &Message,
+    caller: Option<&Authenticated>,
+    me: Id,
+) -> Result<Message, ClowlError> {
+    match request.performative() {
+        Performative::Req | Performative::Qry => run_task(registry, client, request, caller).await,
+        Performative::Caps => Ok(caps_reply(request, me)),
         Performative::Inf => Message::reply(
-            &request,
+            request,
             Performative::Ack,
-            me.clone(),
+            me,
             Body::new(request.body().t.clone(), Map::new()),
             fresh_mid(),
             now_secs(),
@@ -174,11 +373,7 @@ async fn answer(registry: &Registry, client: &ClientAddr, raw: &[u8]) -> Message
             ),
             Some("p"),
         )),
-    };
-    outcome.unwrap_or_else(|error| {
-        let body = error.to_error_body();
-        Message::error(&request, me, body.code, body.msg, fresh_mid(), now_secs())
-    })
+    }
 }
 
 fn caps_reply(request: &Message, me: Id) -> Message {
@@ -199,19 +394,41 @@ async fn run_task(
     registry: &Registry,
     client: &ClientAddr,
     request: &Message,
+    caller: Option<&Authenticated>,
 ) -> Result<Message, ClowlError> {
     let me = registry_id(registry);
     let task = request.body().t.as_str();
     let d = &request.body().d;
+    if STATE_CHANGING_TASKS.contains(&task) {
+        if request.performative() == Performative::Qry {
+            return Err(ClowlError::new(
+                ErrorCode::E005,
+                format!("{task} changes state and a QRY never acts; send it as a REQ"),
+                Some("p"),
+            ));
+        }
+        let Some(caller) = caller else {
+            return Err(ClowlError::new(
+                ErrorCode::E002,
+                format!(
+                    "{task} changes state: it needs an API token of this registry with the yank scope"
+                ),
+                Some("auth"),
+            ));
+        };
+        let view = set_yanked(registry, caller, task == "yank", d).await?;
+        return Message::reply(
+            request,
+            Performative::Done,
+            me,
+            Body::new(task, view),
+            fresh_mid(),
+            now_secs(),
+        );
+    }
     let result = match task {
         "capabilities" => return Ok(caps_reply(request, me)),
-        "status" => Ok(json!({
-            "status": "ok",
-            "agent": registry.identity.agent_id(),
-            "registry": registry.public_url(),
-            "clowl": clowl::VERSION,
-            "tasks": TASKS,
-        })),
+        "status" => Ok(status(registry).await),
         "search" => match SearchTask::parse(d, "body.d") {
             Ok(t) => agent_tasks::search(registry, &t, "body.d").await,
             Err(e) => Err(e),
@@ -244,4 +461,91 @@ async fn run_task(
         fresh_mid(),
         now_secs(),
     )
+}
+
+/// `status`: the check `/readyz` makes, and the transparency log's state.
+/// `status` is `ok` only when the database, blob storage and log all are.
+async fn status(registry: &Registry) -> Value {
+    let ready = health::readiness(registry).await;
+    let reachable = |up: bool| if up { "ok" } else { "unreachable" };
+    let (log, log_size) = match (registry.tlog.broken(), registry.tlog.checkpoint()) {
+        // The reason stays in the registry's log: it names internals.
+        (Some(_), _) => ("broken", None),
+        (None, Some(checkpoint)) => ("ok", Some(checkpoint.size)),
+        // Before the sequencer's first checkpoint (at start-up).
+        (None, None) => ("starting", None),
+    };
+    let all_ok = ready.database && ready.storage && log == "ok";
+    json!({
+        "status": if all_ok { "ok" } else { "degraded" },
+        "database": reachable(ready.database),
+        "storage": reachable(ready.storage),
+        "log": log,
+        "log_size": log_size,
+        "agent": registry.identity.agent_id(),
+        "registry": registry.public_url(),
+        "clowl": clowl::VERSION,
+        "tasks": TASKS,
+    })
+}
+
+/// `yank` (`{kind, name, version, reason?}`) and `unyank` (`{kind, name,
+/// version}`) through the HTTP API's own rule; the answer is the version
+/// as `GET /api/v1/{kind}/{name}/{version}` shows it.
+async fn set_yanked(
+    registry: &Registry,
+    caller: &Authenticated,
+    yank: bool,
+    d: &Map<String, Value>,
+) -> Result<Map<String, Value>, ClowlError> {
+    let task_error = |e: TaskError| ClowlError::from(&e);
+    let mut target = d.clone();
+    let reason = if yank {
+        match target.remove("reason") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(r)) => Some(r),
+            Some(_) => {
+                return Err(ClowlError::new(
+                    ErrorCode::E008,
+                    "must be a string",
+                    Some("body.d.reason"),
+                ));
+            }
+        }
+    } else {
+        None
+    };
+    let task = ReadTask::parse(&target, "body.d").map_err(task_error)?;
+    let Some(version) = task.version else {
+        return Err(ClowlError::new(
+            ErrorCode::E008,
+            "required field is missing",
+            Some("body.d.version"),
+        ));
+    };
+    let yanked = if yank {
+        Some(reason.as_deref().unwrap_or_default())
+    } else {
+        None
+    };
+    let view =
+        crate::packages::set_yanked(registry, caller, task.kind, &task.name, &version, yanked)
+            .await
+            .map_err(|e| match e {
+                ServiceError::MissingScope(_)
+                | ServiceError::TokenNotForPackage(_)
+                | ServiceError::NotOwner(_)
+                | ServiceError::Unauthenticated(_) => {
+                    ClowlError::new(ErrorCode::E002, e.to_string(), Some("auth"))
+                }
+                ServiceError::RateLimited { retry_after_secs } => ClowlError::new(
+                    ErrorCode::E004,
+                    format!("rate limited; retry in {retry_after_secs} s"),
+                    None,
+                ),
+                other => task_error(TaskError::from_service(other, "body.d")),
+            })?;
+    let value =
+        serde_json::to_value(view).map_err(|e| ClowlError::from(&TaskError::Internal(e.into())))?;
+    Ok(into_map(value))
 }

@@ -22,6 +22,9 @@ pub struct Metrics {
     pub index_reads: IntCounter,
     /// Lookups of the in-process caches, answered or computed.
     pub caches: CacheCounters,
+    /// CLowl messages whose `ctx.inline` the registry used, by why:
+    /// `no_ref` or `unreachable_ref` (two values: a bounded label).
+    pub clowl_inline_context: IntCounterVec,
     /// Database connections by state (`idle`, `in_use`), read at each
     /// scrape.
     db_connections: IntGaugeVec,
@@ -94,6 +97,14 @@ impl Metrics {
         registry.register(Box::new(index_reads.clone()))?;
         let caches = CacheCounters::new()?;
         registry.register(Box::new(caches.0.clone()))?;
+        let clowl_inline_context = IntCounterVec::new(
+            Opts::new(
+                "clowl_inline_context_total",
+                "CLowl messages answered from ctx.inline (the spec's degraded path), by why: no_ref or unreachable_ref",
+            ),
+            &["why"],
+        )?;
+        registry.register(Box::new(clowl_inline_context.clone()))?;
         let db_connections = IntGaugeVec::new(
             Opts::new(
                 "db_pool_connections",
@@ -137,6 +148,7 @@ impl Metrics {
             resolves,
             index_reads,
             caches,
+            clowl_inline_context,
             db_connections,
             db_max_connections,
         })

@@ -39,7 +39,9 @@ pub struct ClowlMessage {
     /// Protocol version; must be `"0.2"` (else ERR E014).
     #[schema(example = "0.2")]
     pub clowl: String,
-    /// Unique message id. The registry's answers use UUIDv7.
+    /// Unique message id: a UUIDv7 (RFC 9562, hyphenated) on every message
+    /// sent to the registry (else ERR E001 naming `mid`); the registry's
+    /// answers use UUIDv7 too.
     pub mid: String,
     /// Unix seconds when the message was created.
     pub ts: u64,
@@ -59,10 +61,21 @@ pub struct ClowlMessage {
     /// Conversation id, copied into the answer.
     pub cid: String,
     pub body: ClowlBody,
-    /// Context reference `{ref, inline, hash}`; not used by the registry.
-    #[schema(value_type = Option<Object>)]
+    /// Context reference `{ref, inline, hash}`, checked on every message.
+    /// `ref` forms the registry dereferences: `agentlang:<kind>/<name>`
+    /// (hash: the container SHA-256 of the newest unyanked version),
+    /// `agentlang:<kind>/<name>@<version>` (hash: that version's container
+    /// SHA-256), `sha256:<hex>` (a blob it stores; hash: the digest) and its
+    /// own `/api/v1/<kinds>/<name>[/<version>]` URLs. Any other ref is
+    /// unreachable (nothing foreign is fetched). A hash mismatch is ERR E016;
+    /// unreachable with `inline: null` is E003; `inline` used is counted in
+    /// `/metrics` (`agentlang_registry_clowl_inline_context_total`).
+    #[schema(value_type = Option<Object>, example = json!({"ref": "agentlang:tool/web_search@1.2.0", "inline": null, "hash": "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}))]
     pub ctx: Option<Value>,
-    /// Optional auth token; not checked (every task reads public data).
+    /// An API token of this registry (as for `Authorization: Bearer`).
+    /// Optional for read-only tasks; when present it must be live (else
+    /// ERR E002, never DONE). `yank`/`unyank` require one with the `yank`
+    /// scope, of an owner of the package.
     pub auth: Option<String>,
     /// Determinism flag.
     pub det: Option<bool>,
@@ -81,14 +94,18 @@ pub enum ClowlRecipient {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ClowlBody {
     /// Task: `search`, `read`, `resolve`, `capabilities` or `status` in a
-    /// request; `error` in an ERR; the request's task in a DONE.
+    /// REQ or QRY; `yank` or `unyank` in a REQ only (with `auth`); `error`
+    /// in an ERR; the request's task in a DONE.
     #[schema(example = "search")]
     pub t: String,
     /// Task data. search: `{q, kind?, page?}`; read: `{kind, name,
     /// version?}`; resolve: `{tools, models?, lock?}` where `tools` is a
     /// list of `{name, version?}` or a map of name to requirement and `lock`
-    /// an existing agent.lock (YAML text or JSON). In an ERR: `{code, msg,
-    /// retry}`; in a CAPS: `{supports, clowl}`.
+    /// an existing agent.lock (YAML text or JSON); yank: `{kind, name,
+    /// version, reason?}`; unyank: `{kind, name, version}`; status: `{}`
+    /// (its DONE: `{status: ok|degraded, database, storage, log, log_size,
+    /// ...}`). In an ERR: `{code, msg, retry}`; in a CAPS: `{supports,
+    /// clowl}`.
     #[schema(value_type = Object, example = json!({"q": "web search", "kind": "tool"}))]
     pub d: Value,
 }
@@ -97,8 +114,13 @@ pub struct ClowlBody {
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(example = json!({"code": "E008", "msg": "body.d.q: required field is missing", "retry": true}))]
 pub struct ClowlErrorData {
-    /// E001 malformed, E004 rate-limited, E005 unknown task, E008 invalid
-    /// task data or unknown package, E009 internal, E014 version.
+    /// E001 malformed (or a `mid` that is not a UUIDv7), E002 `auth`
+    /// invalid, expired or revoked, or missing/insufficient for a task that
+    /// changes state, E003 `ctx.ref` unreachable with no `inline`, E004
+    /// rate-limited, E005 unknown task (or a state-changing task in a QRY),
+    /// E006 resolution past its deadline, E008 invalid task data or unknown
+    /// package, E009 internal, E014 version, E016 `ctx.hash` does not match
+    /// what `ctx.ref` names.
     pub code: String,
     pub msg: String,
     /// Whether resending (fixed, or later) can succeed.
@@ -108,9 +130,13 @@ pub struct ClowlErrorData {
 /// Talk to the registry in CLowl 0.2.
 ///
 /// Every CLowl answer is HTTP 200, ERR included: the protocol carries the
-/// error code. Tasks: `search`, `read`, `resolve`, `capabilities` (REQ or
-/// QRY) and `status` (QRY). A missing package is ERR E008. DONE is returned
-/// directly (no ACK first: every task completes within the request).
+/// error code. Tasks: `search`, `read`, `resolve`, `capabilities` and
+/// `status` (REQ or QRY, no `auth` needed) and `yank`/`unyank` (REQ with an
+/// `auth` token holding the `yank` scope). `mid` must be a UUIDv7; `auth`,
+/// when present, must be a live token (E002); `ctx.ref` is dereferenced
+/// and its `hash` verified (E016 on mismatch, E003 when unreachable without
+/// `inline`). A missing package is ERR E008. DONE is returned directly (no
+/// ACK first: every task completes within the request). See docs/clowl.md.
 #[utoipa::path(
     tag = "agent protocols",
     request_body(
