@@ -39,6 +39,7 @@ const PAGES: &[(&str, &str)] = &[
         include_str!("../../../docs/transparency-log.md"),
     ),
     ("a2a", include_str!("../../../docs/a2a.md")),
+    ("clowl", include_str!("../../../docs/clowl.md")),
 ];
 
 /// The README's sections `/docs` shows as its guide.
