@@ -909,3 +909,244 @@ fn rejected_bytes_yield_an_id_to_answer() {
         json!({"action": "downgrade", "supported_versions": ["0.1"]})
     );
 }
+
+// ---------------------------------------------------------------------------
+// Encryption, handshake and streams (issue 47)
+
+mod sessions {
+    use agentlang_core::protocol::moltspeak::{
+        Classification, EncryptionKey, EncryptionSecret, Envelope, MessageBuilder, Op, Party,
+        SharedBox, Transmission, crypto, handshake,
+        stream::{StreamPayload, StreamReceiver, checksum_of},
+    };
+    use ed25519_dalek::SigningKey;
+    use serde_json::{Map, Value, json};
+
+    /// NaCl's `box` test vector (tests/box.c of the NaCl distribution, as
+    /// the crypto_box crate and PHP sodium_compat carry it): alice's secret,
+    /// bob's public key, the nonce, plaintext and `crypto_box` output.
+    const ALICE_SECRET: &str = "68f208412d8dd5db9d0c6d18512e86f0ec75665ab841372d57b042b27ef89d4c";
+    const BOB_SECRET: &str = "b581fb5ae182a16f603f39270d4e3b95bc008310b727a11dd4e784a0044d461b";
+    const BOB_PUBLIC: &str = "e8980c86e032f1eb2975052e8d65bddd15c3b59641174ec9678a53789d92c754";
+    const NONCE: &str = "69696ee955b62b73cd62bda875fc73d68219e0036b7a0b37";
+    const PLAINTEXT: &str = "be075fc53c81f2d5cf141316ebeb0c7b5228c52a4c62cbd44b66849b64244ffce5ecbaaf33bd751a1ac728d45e6c61296cdc3c01233561f41db66cce314adb310e3be8250c46f06dceea3a7fa1348057e2f6556ad6b1318a024a838f21af1fde048977eb48f59ffd4924ca1c60902e52f0a089bc76897040e082f937763848645e0705";
+    const CIPHERTEXT: &str = "c03f27d188ef650cd12936913137bb17ed4c98c2648939e2e1d2e855470a7b8c632cabfd5ab3b3c2d313dc8c9ecf5da173e1f9c318cdef1dced6d2519e695085e6b5c401a2bd5331442986c7076d412625497c4cb2fd94c6f103961033b2c930d7e82e0341f29d3879bd6ab9d881ea3a1f365d634e653c6e171aac7fc1e76934d23be6f04a54010808dbf0f9bd30f63b68d026";
+
+    fn bytes<const N: usize>(hex_text: &str) -> [u8; N] {
+        hex::decode(hex_text).unwrap().try_into().unwrap()
+    }
+
+    #[test]
+    fn the_nacl_box_vector_seals_and_opens() {
+        let alice = EncryptionSecret::from_bytes(bytes(ALICE_SECRET));
+        let bob = EncryptionSecret::from_bytes(bytes(BOB_SECRET));
+        assert_eq!(
+            bob.public_key(),
+            EncryptionKey::from_bytes(bytes(BOB_PUBLIC))
+        );
+        let nonce: [u8; 24] = bytes(NONCE);
+        let plaintext = hex::decode(PLAINTEXT).unwrap();
+        let sealed = SharedBox::new(&alice, &bob.public_key()).encrypt(&nonce, &plaintext);
+        assert_eq!(hex::encode(&sealed), CIPHERTEXT);
+        let opened = SharedBox::new(&bob, &alice.public_key()).decrypt(&nonce, &sealed);
+        assert_eq!(opened, Some(plaintext));
+        let mut tampered = sealed.clone();
+        tampered[20] ^= 1;
+        assert_eq!(
+            SharedBox::new(&bob, &alice.public_key()).decrypt(&nonce, &tampered),
+            None
+        );
+    }
+
+    /// libsodium's `crypto_sign_ed25519_sk_to_curve25519` /
+    /// `_pk_to_curve25519` for the seed of its test/default/ed25519_convert.c.
+    #[test]
+    fn the_x25519_key_is_derived_from_ed25519_as_libsodium_does() {
+        let key = SigningKey::from_bytes(&bytes(
+            "421151a459faeade3d247115f94aedae42318124095afabe4d1451a559faedee",
+        ));
+        let secret = EncryptionSecret::from_ed25519(&key);
+        assert_eq!(
+            hex::encode(secret.to_bytes()),
+            "8052030376d47112be7f73ed7a019293dd12ad910b654455798b4667d73de166"
+        );
+        assert_eq!(
+            hex::encode(secret.public_key().as_bytes()),
+            "f1814f0e8ff1043d8a44d25babff3cedcae6c22c3edaa48f857ae70de2baae50"
+        );
+        let text = secret.public_key().to_string();
+        assert!(text.starts_with("x25519:"));
+        assert_eq!(EncryptionKey::parse(&text).unwrap(), secret.public_key());
+        assert!(EncryptionKey::parse("ed25519:AAAA").is_err());
+    }
+
+    fn party(key: &SigningKey, enc: &EncryptionSecret, agent: &str) -> Party {
+        let mut party = Party::new(agent, Some("tests"));
+        party.key = Some(key.verifying_key().into());
+        party.enc_key = Some(enc.public_key());
+        party
+    }
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn a_handshake_and_an_envelope_round_trip_between_both_sides() {
+        let (ck, ce) = (
+            SigningKey::from_bytes(&[1; 32]),
+            EncryptionSecret::from_bytes([2; 32]),
+        );
+        let (rk, re) = (
+            SigningKey::from_bytes(&[3; 32]),
+            EncryptionSecret::from_ed25519(&SigningKey::from_bytes(&[3; 32])),
+        );
+        let client = party(&ck, &ce, "client");
+        let hello = handshake::hello("h", 1_000, &client, vec![json!("query")], &ck).unwrap();
+        let verified = handshake::check_hello(&hello).unwrap();
+        assert_eq!(verified.enc_key, ce.public_key());
+
+        // An unsigned hello proves nothing.
+        let unsigned = MessageBuilder::new("h2", Op::Hello, Classification::Public, Map::new())
+            .from(&client)
+            .build()
+            .unwrap();
+        assert_eq!(
+            handshake::check_hello(&unsigned).unwrap_err().code.as_str(),
+            "E_AUTH_FAILED"
+        );
+
+        let challenge = [7; 32];
+        let ack = MessageBuilder::new(
+            "a",
+            Op::HelloAck,
+            Classification::Public,
+            map(json!({
+                "challenge": handshake::encode_binary(&challenge), "challenge_expires": 61_000,
+            })),
+        )
+        .from(&party(&rk, &re, "registry"))
+        .re("h")
+        .build()
+        .unwrap()
+        .sign(&rk)
+        .unwrap();
+        let ack = handshake::check_hello_ack(&ack, "h", None).unwrap();
+        assert_eq!(ack.challenge, challenge);
+
+        let nonce = [9; 32];
+        let verify = handshake::verify("v", 5_000, &client, &ack.challenge, &nonce, &ck).unwrap();
+        let request = handshake::check_verify(&verify, 5_000 + 29_000).unwrap();
+        assert_eq!(request.challenge, challenge);
+        let stale = handshake::check_verify(&verify, 5_000 + 31_000).unwrap_err();
+        assert_eq!(
+            (stale.code.as_str(), stale.field.as_deref()),
+            ("E_AUTH_FAILED", Some("p.timestamp"))
+        );
+
+        let response = MessageBuilder::new("r", Op::VerifyResponse, Classification::Public, map(json!({
+            "nonce": handshake::encode_binary(&nonce), "session": {"id": "s-1", "expires": 9_000},
+        })))
+        .re("v")
+        .build()
+        .unwrap()
+        .sign(&rk)
+        .unwrap();
+        let grant = handshake::check_verify_response(&response, "v", &ack.key, &nonce).unwrap();
+        assert_eq!(grant.id, "s-1");
+        assert!(handshake::check_verify_response(&response, "v", &ack.key, &[0; 32]).is_err());
+
+        // Client seals, registry opens (and the other way).
+        let query =
+            MessageBuilder::new("q", Op::Query, Classification::Secret, map(json!({"x": 1})))
+                .ts(5_000)
+                .build()
+                .unwrap()
+                .sign(&ck)
+                .unwrap();
+        let sealed = crypto::seal(
+            &SharedBox::new(&ce, &ack.enc_key),
+            &ce.public_key(),
+            "s-1",
+            &[4; 24],
+            &query,
+        );
+        assert_eq!(sealed["envelope"]["session"], "s-1");
+        let Transmission::Envelope(Envelope::Encrypted(env)) =
+            Transmission::from_value(sealed).unwrap()
+        else {
+            panic!("not an encrypted envelope");
+        };
+        let opened = crypto::open(&SharedBox::new(&re, &ce.public_key()), &env).unwrap();
+        assert_eq!(opened, query);
+        let other = EncryptionSecret::from_bytes([5; 32]);
+        let refused = crypto::open(&SharedBox::new(&re, &other.public_key()), &env).unwrap_err();
+        assert_eq!(refused.code.as_str(), "E_AUTH_FAILED");
+    }
+
+    fn payload(v: Value) -> StreamPayload {
+        StreamPayload::parse(v.as_object().unwrap()).unwrap()
+    }
+
+    fn chunk(sequence: u64, data: &[u8]) -> StreamPayload {
+        use base64::Engine;
+        payload(
+            json!({"action": "chunk", "stream_id": "s", "sequence": sequence,
+            "data": format!("base64:{}", base64::engine::general_purpose::STANDARD.encode(data)),
+            "checksum": checksum_of(data)}),
+        )
+    }
+
+    #[test]
+    fn the_stream_receiver_enforces_order_checksums_and_totals() {
+        let mut rx = StreamReceiver::new();
+        rx.accept(payload(
+            json!({"action": "start", "stream_id": "s", "type": "bytes"}),
+        ))
+        .unwrap();
+        let missing = rx.accept(chunk(1, b"b")).unwrap_err();
+        assert_eq!(missing.field.as_deref(), Some("p.sequence"));
+        assert!(
+            missing.message.contains("expected sequence 0, got 1"),
+            "{missing}"
+        );
+        rx.accept(chunk(0, b"a")).unwrap();
+        let repeated = rx.accept(chunk(0, b"a")).unwrap_err();
+        assert_eq!(repeated.field.as_deref(), Some("p.sequence"));
+        let receipt = rx.accept(chunk(1, b"bc")).unwrap();
+        assert_eq!(receipt["received_bytes"], 3);
+        let wrong_total = rx
+            .accept(payload(json!({"action": "end", "stream_id": "s",
+            "total_chunks": 2, "total_bytes": 4, "final_checksum": checksum_of(b"abc")})))
+            .unwrap_err();
+        assert_eq!(wrong_total.field.as_deref(), Some("p.total_bytes"));
+        let end = rx
+            .accept(payload(json!({"action": "end", "stream_id": "s",
+            "total_chunks": 2, "total_bytes": 3, "final_checksum": checksum_of(b"abc")})))
+            .unwrap();
+        assert_eq!(end["complete"], true);
+        assert_eq!(rx.session_bytes(), 3);
+
+        let bad = json!({"action": "chunk", "stream_id": "s", "sequence": 0,
+            "data": "base64:YQ==", "checksum": "sha256:00"});
+        assert_eq!(
+            StreamPayload::parse(bad.as_object().unwrap())
+                .unwrap_err()
+                .field
+                .as_deref(),
+            Some("p.checksum")
+        );
+        let big = vec![0_u8; 64 * 1024 + 1];
+        use base64::Engine;
+        let over = json!({"action": "chunk", "stream_id": "s", "sequence": 0,
+            "data": format!("base64:{}", base64::engine::general_purpose::STANDARD.encode(&big)),
+            "checksum": checksum_of(&big)});
+        assert_eq!(
+            StreamPayload::parse(over.as_object().unwrap())
+                .unwrap_err()
+                .field
+                .as_deref(),
+            Some("p.data")
+        );
+    }
+}
