@@ -446,6 +446,15 @@ impl Config {
                 })
                 .transpose()
         };
+        if let Some(v) = number("MOLTSPEAK_SESSION_TTL_SECS")? {
+            if v == 0 {
+                return Err(invalid(
+                    "MOLTSPEAK_SESSION_TTL_SECS",
+                    "a session must live at least one second".to_owned(),
+                ));
+            }
+            self.identity.moltspeak_session_ttl_secs = v;
+        }
         if let Some(v) = number("SWEEP_INTERVAL_SECS")? {
             self.sweep_interval = Duration::from_secs(v);
         }
@@ -631,6 +640,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     ("IDENTITY_KEY_FILE", "a file holding that key"),
     (
+        "MOLTSPEAK_SESSION_TTL_SECS",
+        "how long a verified MoltSpeak session lives (default 3600)",
+    ),
+    (
         "TLOG_KEY",
         "PKCS#8 PEM Ed25519 key signing the transparency log's checkpoints (default: generated, kept in the database)",
     ),
@@ -734,6 +747,7 @@ pub fn toml_key(name: &str) -> Option<String> {
         "AGENT_ORG" => "[identity] org".to_owned(),
         "IDENTITY_KEY" => "[identity] key_pem".to_owned(),
         "IDENTITY_KEY_FILE" => "[identity] key_file".to_owned(),
+        "MOLTSPEAK_SESSION_TTL_SECS" => "[identity] moltspeak_session_ttl_secs".to_owned(),
         "TLOG_KEY" => "[tlog] key_pem".to_owned(),
         "TLOG_KEY_FILE" => "[tlog] key_file".to_owned(),
         "TLOG_ORIGIN" => "[tlog] origin".to_owned(),
@@ -853,6 +867,7 @@ impl Config {
             "TLOG_WITNESSES" => self.log.witnesses.join(","),
             "SWEEP_INTERVAL_SECS" => secs(self.sweep_interval),
             "SWEEP_GRACE_SECS" => secs(self.sweep_grace),
+            "MOLTSPEAK_SESSION_TTL_SECS" => self.identity.moltspeak_session_ttl_secs.to_string(),
             "RESOLVE_TIMEOUT_MS" => self.resolve_timeout.as_millis().to_string(),
             "DOWNLOAD_REDIRECT_SECS" => secs(self.download_redirect),
             "BLOB_CACHE_MIB" => self.blob_cache_mib.to_string(),
