@@ -489,9 +489,68 @@ async fn status(registry: &Registry) -> Value {
     })
 }
 
-/// `yank` (`{kind, name, version, reason?}`) and `unyank` (`{kind, name,
-/// version}`) through the HTTP API's own rule; the answer is the version
-/// as `GET /api/v1/{kind}/{name}/{version}` shows it.
+/// The `body.d` of `yank` (`{kind, name, version, reason?}`) or `unyank`
+/// (`{kind, name, version}`): a version named exactly, and for a yank its
+/// reason (empty when absent; its length is the yank rule's to judge).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct YankTask {
+    pub kind: Kind,
+    pub name: PackageName,
+    pub version: Version,
+    /// `Some` (possibly empty) for a yank, `None` for an unyank.
+    pub reason: Option<String>,
+}
+
+impl YankTask {
+    pub fn parse(d: &Map<String, Value>, yank: bool) -> Result<Self, ClowlError> {
+        let known: &[&str] = if yank {
+            &["kind", "name", "version", "reason"]
+        } else {
+            &["kind", "name", "version"]
+        };
+        if let Some(key) = d.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(ClowlError::new(
+                ErrorCode::E008,
+                format!("unknown field; expected one of {}", known.join(", ")),
+                Some(&format!("body.d.{key}")),
+            ));
+        }
+        let mut target = d.clone();
+        let reason = if yank {
+            match target.remove("reason") {
+                None | Some(Value::Null) => Some(String::new()),
+                Some(Value::String(r)) => Some(r),
+                Some(_) => {
+                    return Err(ClowlError::new(
+                        ErrorCode::E008,
+                        "must be a string",
+                        Some("body.d.reason"),
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        // The same reading of `{kind, name, version}` as `read`'s.
+        let read = ReadTask::parse(&target, "body.d").map_err(|e| ClowlError::from(&e))?;
+        let Some(version) = read.version else {
+            return Err(ClowlError::new(
+                ErrorCode::E008,
+                "required field is missing",
+                Some("body.d.version"),
+            ));
+        };
+        Ok(Self {
+            kind: read.kind,
+            name: read.name,
+            version,
+            reason,
+        })
+    }
+}
+
+/// `yank`/`unyank` through the HTTP API's own rule; the answer is the
+/// version as `GET /api/v1/{kind}/{name}/{version}` shows it.
 async fn set_yanked(
     registry: &Registry,
     caller: &Authenticated,
@@ -499,53 +558,92 @@ async fn set_yanked(
     d: &Map<String, Value>,
 ) -> Result<Map<String, Value>, ClowlError> {
     let task_error = |e: TaskError| ClowlError::from(&e);
-    let mut target = d.clone();
-    let reason = if yank {
-        match target.remove("reason") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(r)) => Some(r),
-            Some(_) => {
-                return Err(ClowlError::new(
-                    ErrorCode::E008,
-                    "must be a string",
-                    Some("body.d.reason"),
-                ));
-            }
+    let task = YankTask::parse(d, yank)?;
+    let view = crate::packages::set_yanked(
+        registry,
+        caller,
+        task.kind,
+        &task.name,
+        &task.version,
+        task.reason.as_deref(),
+    )
+    .await
+    .map_err(|e| match e {
+        ServiceError::MissingScope(_)
+        | ServiceError::TokenNotForPackage(_)
+        | ServiceError::NotOwner(_)
+        | ServiceError::Unauthenticated(_) => {
+            ClowlError::new(ErrorCode::E002, e.to_string(), Some("auth"))
         }
-    } else {
-        None
-    };
-    let task = ReadTask::parse(&target, "body.d").map_err(task_error)?;
-    let Some(version) = task.version else {
-        return Err(ClowlError::new(
-            ErrorCode::E008,
-            "required field is missing",
-            Some("body.d.version"),
-        ));
-    };
-    let yanked = if yank {
-        Some(reason.as_deref().unwrap_or_default())
-    } else {
-        None
-    };
-    let view =
-        crate::packages::set_yanked(registry, caller, task.kind, &task.name, &version, yanked)
-            .await
-            .map_err(|e| match e {
-                ServiceError::MissingScope(_)
-                | ServiceError::TokenNotForPackage(_)
-                | ServiceError::NotOwner(_)
-                | ServiceError::Unauthenticated(_) => {
-                    ClowlError::new(ErrorCode::E002, e.to_string(), Some("auth"))
-                }
-                ServiceError::RateLimited { retry_after_secs } => ClowlError::new(
-                    ErrorCode::E004,
-                    format!("rate limited; retry in {retry_after_secs} s"),
-                    None,
-                ),
-                other => task_error(TaskError::from_service(other, "body.d")),
-            })?;
+        ServiceError::RateLimited { retry_after_secs } => ClowlError::new(
+            ErrorCode::E004,
+            format!("rate limited; retry in {retry_after_secs} s"),
+            None,
+        ),
+        other => task_error(TaskError::from_service(other, "body.d")),
+    })?;
     let value =
         serde_json::to_value(view).map_err(|e| ClowlError::from(&TaskError::Internal(e.into())))?;
     Ok(into_map(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!("test data is an object"),
+        }
+    }
+
+    fn refused(d: Value, yank: bool) -> String {
+        let e = YankTask::parse(&map(d), yank).unwrap_err();
+        assert_eq!(e.code, ErrorCode::E008);
+        e.to_string()
+    }
+
+    #[test]
+    fn yank_data_names_one_version_exactly() {
+        let task = YankTask::parse(
+            &map(json!({"kind": "tool", "name": "web_search", "version": "1.2.0"})),
+            true,
+        )
+        .unwrap();
+        assert_eq!(task.version, Version::parse("1.2.0").unwrap());
+        assert_eq!(task.reason.as_deref(), Some(""));
+        let unyank = YankTask::parse(
+            &map(json!({"kind": "tool", "name": "web_search", "version": "1.2.0"})),
+            false,
+        )
+        .unwrap();
+        assert_eq!(unyank.reason, None);
+
+        assert_eq!(
+            refused(json!({"kind": "tool", "name": "web_search"}), true),
+            "E008 body.d.version: required field is missing"
+        );
+        assert_eq!(
+            refused(
+                json!({"kind": "tool", "name": "web_search", "version": "1.2.0", "reason": 7}),
+                true
+            ),
+            "E008 body.d.reason: must be a string"
+        );
+        assert_eq!(
+            refused(
+                json!({"kind": "tool", "name": "web_search", "version": "1.2.0", "reason": "x"}),
+                false
+            ),
+            "E008 body.d.reason: unknown field; expected one of kind, name, version"
+        );
+        assert!(
+            refused(
+                json!({"kind": "tool", "name": "web_search", "version": "1.2.0", "force": true}),
+                true
+            )
+            .starts_with("E008 body.d.force: unknown field")
+        );
+    }
 }
