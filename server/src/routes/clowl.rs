@@ -70,7 +70,7 @@ pub struct ClowlMessage {
     /// unreachable (nothing foreign is fetched). A hash mismatch is ERR E016;
     /// unreachable with `inline: null` is E003; `inline` used is counted in
     /// `/metrics` (`agentlang_registry_clowl_inline_context_total`).
-    #[schema(value_type = Option<Object>, example = json!({"ref": "agentlang:tool/web_search@1.2.0", "inline": null, "hash": "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}))]
+    #[schema(value_type = Option<Object>)]
     pub ctx: Option<Value>,
     /// An API token of this registry (as for `Authorization: Bearer`).
     /// Optional for read-only tasks; when present it must be live (else
