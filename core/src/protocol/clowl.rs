@@ -566,8 +566,8 @@ impl Context {
 
     /// Applies the spec's ctx rules given what fetching `ref` produced
     /// (`None`: no ref, or unreachable): fetched content must match `hash`
-    /// when one is given; without it, `inline` is the fallback; with neither,
-    /// the answer is E003.
+    /// when one is given (else E016: the content was altered); without
+    /// content, `inline` is the fallback; with neither, the answer is E003.
     pub fn resolve<'a>(
         &'a self,
         fetched: Option<&'a [u8]>,
