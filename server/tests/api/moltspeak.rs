@@ -107,7 +107,9 @@ async fn well_known_key(app: &TestApp) -> String {
     let doc: Value = res.json().await.unwrap();
     assert_eq!(doc["agent"], "agentlang-registry");
     assert_eq!(doc["org"], "agentlang");
-    assert_eq!(doc["capabilities"], json!(["query", "respond", "error"]));
+    // Attested by the registry's own key (moltspeak_operations checks the signatures).
+    assert_eq!(doc["capabilities"][0]["capability"], "query");
+    assert_eq!(doc["capabilities"][0]["attestation"]["org"], "agentlang");
     assert_eq!(
         doc["endpoints"]["message"],
         format!("{}/moltspeak/v0.1/message", app.url)
@@ -218,7 +220,10 @@ fn signed_hello(id: &str, p: Value) -> Value {
         id,
         Op::Hello,
         Classification::Public,
-        p.as_object().cloned().unwrap(),
+        match p {
+            Value::Object(m) => m,
+            other => panic!("not an object: {other}"),
+        },
     )
     .from(&from)
     .ts(1_703_280_000_000)
@@ -248,10 +253,7 @@ async fn hello_gets_a_hello_ack_signed_with_the_published_key(backend: Backend) 
         json!({"agent": "claude-assistant-a1b2", "org": "anthropic"})
     );
     assert_eq!(ack["p"]["protocol_versions"], json!(["0.1"]));
-    assert_eq!(
-        ack["p"]["capabilities"],
-        json!(["query", "respond", "error"])
-    );
+    assert_eq!(ack["p"]["capabilities"][0]["capability"], "query");
     assert_eq!(
         ack["p"]["domains"],
         json!({"registry": ["search", "resolve", "info"]})

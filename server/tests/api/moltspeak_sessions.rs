@@ -65,7 +65,10 @@ impl Client {
             uuid::Uuid::new_v4().to_string(),
             op,
             cls,
-            p.as_object().cloned().unwrap(),
+            match p {
+                Value::Object(m) => m,
+                other => panic!("not an object: {other}"),
+            },
         )
         .from(&self.party)
         .ts(ts)

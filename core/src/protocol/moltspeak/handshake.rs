@@ -95,7 +95,7 @@ pub fn hello(
 ) -> Result<Message, MoltError> {
     let p = json!({
         "protocol_versions": [super::VERSION],
-        "capabilities": capabilities,
+        "capabilities": Value::Array(capabilities),
         "max_message_size": super::MAX_MESSAGE_BYTES,
         "supported_cls": ["pub", "int", "conf", "pii", "sec"],
     });

@@ -38,8 +38,11 @@
 //! - Everything CPU-bound (parsing, decryption, PII scans, signature checks,
 //!   signing) runs on the blocking pool, never on an HTTP worker.
 
+mod operations;
 pub mod sessions;
 mod streams;
+
+pub use operations::Ledger;
 
 pub use streams::{FrameAnswer, answer_frame, connect_stream};
 
@@ -69,8 +72,22 @@ use crate::{
 pub const DOMAIN: &str = "registry";
 /// The `p.intent`s of that domain.
 pub const INTENTS: [&str; 3] = ["search", "resolve", "info"];
-/// The capabilities the registry holds (the spec's `core` category).
-pub const CAPABILITIES: [&str; 3] = ["query", "respond", "error"];
+/// The capabilities the registry holds, from the spec's table (served
+/// attested by its key: see `operations::registry_capabilities`).
+pub const CAPABILITIES: [&str; 12] = [
+    "query",
+    "respond",
+    "error",
+    "task.create",
+    "task.status",
+    "task.cancel",
+    "stream.start",
+    "stream.chunk",
+    "stream.end",
+    "tool.invoke",
+    "tool.list",
+    "human.consent",
+];
 /// `re` of an error answering a message whose id could not be read.
 pub const UNKNOWN_ID: &str = "unknown";
 
@@ -147,7 +164,8 @@ pub struct Identity {
     /// `x25519:<base64>`: the key envelopes to it are sealed to.
     pub enc_key: String,
     pub key_id: String,
-    pub capabilities: Vec<String>,
+    /// `{capability, attestation}` items, org-signed by the registry's key.
+    pub capabilities: Value,
     /// The intents of each domain served.
     pub domains: Value,
     /// Where messages and batches go.
@@ -165,7 +183,7 @@ pub fn identity(registry: &Registry) -> Identity {
         key: identity.public_key().to_string(),
         enc_key: identity.enc_key().to_string(),
         key_id: identity.key_id().to_string(),
-        capabilities: CAPABILITIES.map(str::to_owned).to_vec(),
+        capabilities: operations::registry_capabilities(registry),
         domains: json!({DOMAIN: INTENTS}),
         endpoints: json!({
             "message": format!("{base}/moltspeak/v0.1/message"),
@@ -197,7 +215,8 @@ fn fresh_id() -> String {
 
 /// A refusal to answer with an `error` op.
 pub(super) struct Refusal {
-    pub(super) report: ErrorReport,
+    /// Boxed: refusals travel in every `Result` of the dispatch.
+    pub(super) report: Box<ErrorReport>,
     /// Extra payload members (`context`).
     pub(super) context: Option<Value>,
 }
@@ -205,7 +224,7 @@ pub(super) struct Refusal {
 impl From<&MoltError> for Refusal {
     fn from(e: &MoltError) -> Self {
         Self {
-            report: ErrorReport::from(e),
+            report: Box::new(ErrorReport::from(e)),
             context: None,
         }
     }
@@ -336,7 +355,7 @@ pub(super) fn error_message(
     to: Option<&Party>,
     cls: Classification,
 ) -> Value {
-    let mut report = refusal.report;
+    let mut report = *refusal.report;
     if report.suggestion.is_none() {
         report.suggestion = default_suggestion(&report).as_object().cloned();
     }
@@ -413,7 +432,7 @@ impl Caller<'_> {
 /// How far an encrypted message's `ts` may be from the registry's clock.
 pub const SESSION_TS_WINDOW_MS: u64 = 120_000;
 /// Capabilities a hello may list.
-pub const MAX_HELLO_CAPABILITIES: usize = 64;
+pub const MAX_HELLO_CAPABILITIES: usize = moltspeak::capabilities::MAX_HELLO_CAPABILITIES;
 /// The classes the registry handles (what `hello_ack` advertises).
 pub const SUPPORTED_CLS: [&str; 5] = ["pub", "int", "conf", "pii", "sec"];
 
@@ -454,7 +473,10 @@ async fn answer_plain(registry: &Registry, client: &ClientAddr, message: &Messag
             Some("cls"),
         )),
         _ => match message.op() {
-            Op::Hello => hello(registry, client, message),
+            Op::Hello => match operations::verify_capabilities(registry, message).await {
+                Ok(capabilities) => hello(registry, client, message, capabilities),
+                Err(refusal) => Err(refusal),
+            },
             Op::Verify => verify(registry, message),
             _ => match authenticate(registry, message).await {
                 Ok(()) => {
@@ -528,7 +550,8 @@ pub(super) async fn answer_sealed(
             match Message::from_value(value) {
                 Ok(message) => message,
                 Err(e) => {
-                    tracing::error!(error = %e, "a MoltSpeak error does not parse");
+                    // The code only: the message may quote a decrypted body.
+                    tracing::error!(code = %e.code, "a MoltSpeak error does not parse");
                     return plain_refusal("the registry failed to answer");
                 }
             }
@@ -653,11 +676,23 @@ async fn dispatch(
     caller: &Caller<'_>,
     message: &Message,
 ) -> Result<Message, Refusal> {
+    dispatch_op(registry, caller, message)
+        .await
+        .map_err(|refusal| operations::masked_refusal(message, refusal))
+}
+
+async fn dispatch_op(
+    registry: &Registry,
+    caller: &Caller<'_>,
+    message: &Message,
+) -> Result<Message, Refusal> {
     message.check(now_ms()).map_err(|e| Refusal::from(&e))?;
-    message
-        .check_capabilities(&CAPABILITIES)
-        .map_err(|e| Refusal::from(&e))?;
+    operations::check_cap(message)?;
+    operations::check_pii(registry, caller, message)?;
     match message.op() {
+        Op::Task => operations::task(registry, caller, message).await,
+        Op::Tool => operations::tool(registry, caller, message).await,
+        Op::Consent => operations::consent(registry, caller, message),
         Op::Query => {
             let data = query(registry, caller.client, message.payload())
                 .await
@@ -668,7 +703,7 @@ async fn dispatch(
                 registry,
                 Op::Respond,
                 Classification::Public,
-                as_map(payload),
+                operations::masked(message, as_map(payload)),
                 message.id(),
                 message.from(),
             )
@@ -677,7 +712,9 @@ async fn dispatch(
         Op::Stream => streams::stream(registry, caller, message),
         other => Err(Refusal::new(
             ErrorCode::InvalidParam,
-            format!("the registry answers hello, verify, query and stream, not {other}"),
+            format!(
+                "the registry answers hello, verify, query, task, tool, consent and stream, not {other}"
+            ),
             Some("op"),
         )),
     }
@@ -685,7 +722,12 @@ async fn dispatch(
 
 /// `hello` → `hello_ack` with a challenge: the sender proved it holds
 /// `from.key` by signing; `verify` will prove it is still there.
-fn hello(registry: &Registry, client: &ClientAddr, message: &Message) -> Result<Message, Refusal> {
+fn hello(
+    registry: &Registry,
+    client: &ClientAddr,
+    message: &Message,
+    capabilities: Vec<String>,
+) -> Result<Message, Refusal> {
     let hello = handshake::check_hello(message).map_err(|e| Refusal::from(&e))?;
     message.check(now_ms()).map_err(|e| Refusal::from(&e))?;
     let p = message.payload();
@@ -704,7 +746,6 @@ fn hello(registry: &Registry, client: &ClientAddr, message: &Message) -> Result<
             ));
         }
     }
-    let capabilities = hello_capabilities(registry, message)?;
     let mut challenge = [0_u8; handshake::CHALLENGE_BYTES];
     getrandom::fill(&mut challenge).map_err(|e| {
         tracing::error!(error = %e, "no randomness for a MoltSpeak challenge");
@@ -724,7 +765,7 @@ fn hello(registry: &Registry, client: &ClientAddr, message: &Message) -> Result<
         .map_err(|e| Refusal::new(ErrorCode::RateLimit, e.to_string(), None))?;
     let payload = json!({
         "protocol_versions": [moltspeak::VERSION],
-        "capabilities": CAPABILITIES,
+        "capabilities": operations::registry_capabilities(registry),
         "domains": {DOMAIN: INTENTS},
         "extensions": [],
         "max_message_size": moltspeak::MAX_MESSAGE_BYTES,
@@ -742,26 +783,6 @@ fn hello(registry: &Registry, client: &ClientAddr, message: &Message) -> Result<
         message.from(),
     )
     .map_err(|e| Refusal::from(&e))
-}
-
-/// The capabilities a hello proves, kept in its session. Self-declared
-/// names prove nothing and are not kept; attested ones are checked by the
-/// operations' attestation rule.
-fn hello_capabilities(_registry: &Registry, message: &Message) -> Result<Vec<String>, Refusal> {
-    match message.payload().get("capabilities") {
-        None => Ok(Vec::new()),
-        Some(Value::Array(items)) if items.len() <= MAX_HELLO_CAPABILITIES => Ok(Vec::new()),
-        Some(Value::Array(_)) => Err(Refusal::new(
-            ErrorCode::InvalidParam,
-            format!("at most {MAX_HELLO_CAPABILITIES} capabilities"),
-            Some("p.capabilities"),
-        )),
-        Some(_) => Err(Refusal::new(
-            ErrorCode::InvalidParam,
-            "must be an array",
-            Some("p.capabilities"),
-        )),
-    }
 }
 
 /// `verify` → `verify_response`: the challenge is consumed by this first
