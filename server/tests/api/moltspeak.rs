@@ -339,7 +339,7 @@ async fn queries_get_signed_responds_with_registry_data(backend: Backend) {
         &app,
         "/clowl",
         serde_json::to_vec(&json!({
-            "clowl": "0.2", "mid": "x", "ts": 1, "p": "REQ", "from": "a", "to": "b", "cid": "c",
+            "clowl": "0.2", "mid": "0195f0a2-7c1e-7a3b-9d2e-2f1c8e4b6a01", "ts": 1, "p": "REQ", "from": "a", "to": "b", "cid": "c",
             "body": {"t": "read", "d": {"kind": "agent", "name": "research-assistant", "version": "1.0.0"}},
         }))
         .unwrap(),
