@@ -399,3 +399,130 @@ async fn sessions_are_bounded_per_client_and_expire() {
     // And new sessions can be opened again.
     alice.handshake(&app).await;
 }
+
+/// A WebSocket client connection (awc's framed socket).
+trait Socket:
+    futures_util::Sink<awc::ws::Message>
+    + futures_util::Stream<Item = Result<awc::ws::Frame, awc::error::WsProtocolError>>
+    + Unpin
+{
+}
+
+impl<T> Socket for T where
+    T: futures_util::Sink<awc::ws::Message>
+        + futures_util::Stream<Item = Result<awc::ws::Frame, awc::error::WsProtocolError>>
+        + Unpin
+{
+}
+
+async fn connect(app: &TestApp) -> Result<impl Socket, awc::error::WsClientError> {
+    let url = format!(
+        "{}/moltspeak/v0.1/stream",
+        app.url.replacen("http://", "ws://", 1)
+    );
+    let (_, socket) = awc::Client::new()
+        .ws(url)
+        .max_frame_size(4 << 20)
+        .connect()
+        .await?;
+    Ok(socket)
+}
+
+/// Sends one text frame and reads the answer's (ping/pong skipped).
+async fn exchange(socket: &mut impl Socket, frame: &Value) -> Option<Value> {
+    use futures_util::{SinkExt, StreamExt};
+    socket
+        .send(awc::ws::Message::Text(frame.to_string().into()))
+        .await
+        .ok()?;
+    loop {
+        match socket.next().await? {
+            Ok(awc::ws::Frame::Text(text)) => return Some(serde_json::from_slice(&text).unwrap()),
+            Ok(awc::ws::Frame::Close(_)) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    }
+}
+
+#[actix_web::test]
+async fn a_stream_over_the_websocket_is_sealed_frame_by_frame() {
+    let Some(app) = TestApp::builder(Backend::Sqlite).build().await else {
+        return;
+    };
+    let alice = Client::new(17);
+    let (session, _) = alice.handshake(&app).await;
+    let mut socket = connect(&app).await.unwrap();
+    let b64 = |d: &[u8]| {
+        format!(
+            "base64:{}",
+            base64::engine::general_purpose::STANDARD.encode(d)
+        )
+    };
+    let data = vec![5_u8; 65536];
+    let frames = [
+        json!({"action": "start", "stream_id": "w-1", "type": "bytes", "chunk_size": 65536}),
+        json!({"action": "chunk", "stream_id": "w-1", "sequence": 0, "data": b64(&data), "checksum": checksum_of(&data)}),
+        json!({"action": "end", "stream_id": "w-1", "total_chunks": 1, "total_bytes": 65536, "final_checksum": checksum_of(&data)}),
+    ];
+    let mut last = None;
+    for p in frames {
+        let message = alice.message(Op::Stream, Classification::Confidential, p, now_ms());
+        let answer = exchange(&mut socket, &session.seal(&message, &random()))
+            .await
+            .unwrap();
+        let answer = session.open(&answer);
+        assert_eq!(answer.op(), Op::Respond, "{}", answer.to_value());
+        assert_eq!(answer.re(), Some(message.id()));
+        assert_eq!(answer.cls(), Classification::Confidential);
+        last = Some(answer);
+    }
+    assert_eq!(last.unwrap().payload()["data"]["received_bytes"], 65536);
+
+    // A plaintext frame is refused in plaintext; the third closes the
+    // connection.
+    let plain = alice.message(
+        Op::Stream,
+        Classification::Internal,
+        json!({"action": "start", "stream_id": "w-2", "type": "bytes"}),
+        now_ms(),
+    );
+    for _ in 0..3 {
+        let answer = exchange(&mut socket, &plain.to_value()).await.unwrap();
+        assert_eq!(answer["p"]["code"], "E_CLASSIFICATION", "{answer}");
+    }
+    assert!(exchange(&mut socket, &plain.to_value()).await.is_none());
+}
+
+#[actix_web::test]
+async fn stream_connections_are_bounded_per_client() {
+    let Some(app) = TestApp::builder(Backend::Sqlite).build().await else {
+        return;
+    };
+    let mut open = Vec::new();
+    for _ in 0..4 {
+        open.push(connect(&app).await.unwrap());
+    }
+    match connect(&app).await {
+        Err(awc::error::WsClientError::InvalidResponseStatus(status)) => {
+            assert_eq!(status, awc::http::StatusCode::TOO_MANY_REQUESTS);
+        }
+        other => panic!(
+            "a fifth connection was not refused: {:?}",
+            other.map(|_| ())
+        ),
+    }
+    // Closing one frees its slot.
+    drop(open.pop());
+    let mut reopened = None;
+    for _ in 0..50 {
+        if let Ok(socket) = connect(&app).await {
+            reopened = Some(socket);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        reopened.is_some(),
+        "a closed connection's slot was not freed"
+    );
+}

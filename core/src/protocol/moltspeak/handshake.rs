@@ -85,17 +85,18 @@ fn signed_keys(message: &Message) -> Result<(PublicKey, Option<EncryptionKey>), 
 // Initiator (client) side
 
 /// A signed `hello` from `from` (whose `key` and `enc_key` must be set and
-/// `key` be `signing`'s). `capabilities`: names or attestation objects.
+/// `key` be `signing`'s). `capabilities`: names or attestation objects
+/// (a `Vec`, a slice or a reference to either).
 pub fn hello(
     id: impl Into<String>,
     ts_ms: u64,
     from: &Party,
-    capabilities: Vec<Value>,
+    capabilities: impl AsRef<[Value]>,
     signing: &SigningKey,
 ) -> Result<Message, MoltError> {
     let p = json!({
         "protocol_versions": [super::VERSION],
-        "capabilities": Value::Array(capabilities),
+        "capabilities": capabilities.as_ref(),
         "max_message_size": super::MAX_MESSAGE_BYTES,
         "supported_cls": ["pub", "int", "conf", "pii", "sec"],
     });
