@@ -154,6 +154,20 @@ impl RegistryIdentity {
         message.sign(&self.signing_key)
     }
 
+    /// Attests a capability (org-signed by the registry's key).
+    pub fn attest(
+        &self,
+        claim: &moltspeak::capabilities::AttestationClaim,
+    ) -> moltspeak::capabilities::Attestation {
+        claim.sign(&self.signing_key)
+    }
+
+    /// Issues a MoltSpeak consent token. Its claims carry a `typ` no
+    /// message has, so the signature cannot stand for a message's.
+    pub fn issue_consent(&self, claims: &moltspeak::consent::ConsentClaims) -> String {
+        claims.issue(&self.signing_key)
+    }
+
     /// Signs an agent's A2A Agent Card (`kid`: the key id; `jku`: where
     /// the key set is served). The same key as MoltSpeak's: a JWS signs
     /// `base64url '.' base64url`, which no MoltSpeak message's canonical

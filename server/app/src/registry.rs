@@ -46,6 +46,9 @@ pub struct Registry {
     pub(crate) identity: Arc<RegistryIdentity>,
     /// MoltSpeak challenges and verified sessions, in this replica's memory.
     pub(crate) moltspeak_sessions: Arc<MoltSpeakSessions>,
+    /// MoltSpeak task outcomes and revoked consent tokens, in this
+    /// replica's memory.
+    pub(crate) moltspeak_ledger: Arc<crate::moltspeak::Ledger>,
     /// Index entries for resolution, checked against the database's
     /// generation on every use.
     pub(crate) index_cache: Arc<IndexCache>,

@@ -141,6 +141,7 @@ impl Registry {
                     .moltspeak_session_ttl_secs
                     .saturating_mul(1000),
             )),
+            moltspeak_ledger: Arc::default(),
             tlog: Arc::new(tlog),
             settings: Arc::new(settings),
             db,

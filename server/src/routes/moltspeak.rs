@@ -102,7 +102,10 @@ pub struct MoltSpeakIdentity {
     pub enc_key: String,
     /// Lowercase hex SHA-256 of the raw key.
     pub key_id: String,
-    pub capabilities: Vec<String>,
+    /// The capabilities it holds, each `{capability, attestation: {type:
+    /// "org-signed", org, signature, expires}}` signed by its key.
+    #[schema(value_type = Vec<Object>)]
+    pub capabilities: Value,
     /// The intents of each domain served.
     #[schema(value_type = Object, example = json!({"registry": ["search", "resolve", "info"]}))]
     pub domains: Value,

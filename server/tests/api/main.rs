@@ -23,6 +23,7 @@ mod mcp;
 mod models;
 mod moltspeak;
 mod moltspeak_interop;
+mod moltspeak_operations;
 mod moltspeak_sessions;
 mod operations;
 mod owners;

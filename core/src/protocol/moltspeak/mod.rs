@@ -49,8 +49,11 @@ use serde_json::{Map, Value, json};
 use super::canonical::{self, CanonicalError};
 use super::pii::{self, PiiReport, PiiType};
 
+pub mod capabilities;
+pub mod consent;
 pub mod crypto;
 pub mod handshake;
+pub mod payloads;
 pub mod stream;
 
 pub use crypto::{EncryptionKey, EncryptionSecret, SharedBox};
@@ -684,10 +687,11 @@ impl Message {
     pub fn scan_pii(&self) -> PiiReport {
         let payload = self.raw.get("p").unwrap_or(&Value::Null);
         // The consent flow must name the human it asks; that is its purpose.
-        let exempt: &[&str] = if self.op == Op::Consent {
-            &["p.human"]
-        } else {
-            &[]
+        // So must its answer name who granted it.
+        let exempt: &[&str] = match self.op {
+            Op::Consent => &["p.human"],
+            Op::ConsentResponse => &["p.granted_by"],
+            _ => &[],
         };
         pii::scan_value(payload, "p", exempt)
     }
