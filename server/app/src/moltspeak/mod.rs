@@ -44,8 +44,6 @@ mod streams;
 
 pub use operations::Ledger;
 
-pub use streams::{FrameAnswer, answer_frame, connect_stream};
-
 use std::{collections::BTreeSet, num::NonZeroU32, sync::Arc};
 
 use agentlang_core::{
@@ -151,6 +149,86 @@ pub async fn answer_batch(
         ))
     })
     .await?
+}
+
+/// One frame's answer, and whether the frame broke the rules of the
+/// stream (not an envelope of a live session): the connection closes after
+/// a few of those.
+#[derive(Debug, Clone)]
+pub struct FrameAnswer {
+    pub answer: Value,
+    pub violation: bool,
+}
+
+/// Answers one WebSocket text frame from `client`, counted against its
+/// message budget like a `POST /message`. The work runs off the workers.
+pub async fn answer_frame(
+    registry: Arc<Registry>,
+    client: &ClientAddr,
+    raw: bytes::Bytes,
+) -> Result<FrameAnswer, ServiceError> {
+    if let Err(ServiceError::RateLimited { retry_after_secs }) = registry
+        .rate_limits
+        .check(Bucket::AgentMessage, client.as_str())
+    {
+        return Ok(FrameAnswer {
+            answer: rate_limited(&registry, &raw, retry_after_secs),
+            violation: false,
+        });
+    }
+    let client = client.clone();
+    off_workers(move |runtime| {
+        let refuse = |code, message: &str, field| FrameAnswer {
+            answer: error_message(
+                &registry,
+                Refusal::new(code, message, field),
+                UNKNOWN_ID,
+                None,
+                Classification::Internal,
+            ),
+            violation: true,
+        };
+        match Transmission::from_slice(&raw) {
+            Ok(Transmission::Envelope(Envelope::Encrypted(envelope))) => {
+                let answer = runtime.block_on(answer_sealed(&registry, &client, &envelope));
+                // Only what no live session can be tied to is answered in
+                // plaintext.
+                let violation = answer.get("envelope").is_none();
+                FrameAnswer { answer, violation }
+            }
+            Ok(_) => refuse(
+                ErrorCode::Classification,
+                "every frame of the stream is an encrypted envelope of a verified session",
+                Some("envelope.encrypted"),
+            ),
+            Err(e) => FrameAnswer {
+                answer: error_message(
+                    &registry,
+                    Refusal::from(&e),
+                    &moltspeak::salvage_id(&raw).unwrap_or_else(|| UNKNOWN_ID.to_owned()),
+                    None,
+                    Classification::Internal,
+                ),
+                violation: true,
+            },
+        }
+    })
+    .await
+}
+
+/// A WebSocket stream slot for `client` (at most
+/// [`MAX_STREAM_CONNECTIONS_PER_CLIENT`](sessions::MAX_STREAM_CONNECTIONS_PER_CLIENT)
+/// each, a bounded number in total), held until the connection ends.
+pub fn connect_stream(
+    registry: &Registry,
+    client: &ClientAddr,
+) -> Result<sessions::ConnectionSlot, ServiceError> {
+    registry
+        .moltspeak_sessions
+        .connect(client.as_str())
+        .map_err(|_| ServiceError::RateLimited {
+            retry_after_secs: 10,
+        })
 }
 
 /// Who the registry is, as `/.well-known/moltspeak.json` says it.
@@ -709,7 +787,19 @@ async fn dispatch_op(
             )
             .map_err(|e| Refusal::from(&e))
         }
-        Op::Stream => streams::stream(registry, caller, message),
+        Op::Stream => {
+            let data = streams::receive(caller.session, message).map_err(|e| Refusal::from(&e))?;
+            // A receipt is derived from the request: it carries its class.
+            signed(
+                registry,
+                Op::Respond,
+                message.cls(),
+                as_map(json!({"status": "success", "data": data})),
+                message.id(),
+                message.from(),
+            )
+            .map_err(|e| Refusal::from(&e))
+        }
         other => Err(Refusal::new(
             ErrorCode::InvalidParam,
             format!(
