@@ -71,14 +71,12 @@ impl Agent {
     }
 
     fn message(&self, op: Op, cls: Classification, p: Value) -> MessageBuilder {
-        MessageBuilder::new(
-            uuid::Uuid::new_v4().to_string(),
-            op,
-            cls,
-            p.as_object().cloned().unwrap(),
-        )
-        .from(&self.party)
-        .ts(now_ms())
+        let Value::Object(p) = p else {
+            panic!("p must be an object")
+        };
+        MessageBuilder::new(uuid::Uuid::new_v4().to_string(), op, cls, p)
+            .from(&self.party)
+            .ts(now_ms())
     }
 
     fn sign(&self, builder: MessageBuilder) -> Value {
@@ -241,11 +239,14 @@ async fn attestations_are_checked_against_the_org_s_registered_keys() {
 }
 
 fn plain(op: Op, p: Value, cap: &[&str]) -> Value {
+    let Value::Object(p) = p else {
+        panic!("p must be an object")
+    };
     MessageBuilder::new(
         uuid::Uuid::new_v4().to_string(),
         op,
         Classification::Internal,
-        p.as_object().cloned().unwrap(),
+        p,
     )
     .cap(cap)
     .build()

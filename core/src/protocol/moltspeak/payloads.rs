@@ -358,7 +358,10 @@ mod tests {
     use crate::protocol::moltspeak::ErrorCode;
 
     fn map(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
+        match v {
+            Value::Object(m) => m,
+            other => panic!("not an object: {other}"),
+        }
     }
 
     fn err(r: Result<impl std::fmt::Debug>) -> (ErrorCode, String) {
