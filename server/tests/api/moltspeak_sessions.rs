@@ -526,3 +526,32 @@ async fn stream_connections_are_bounded_per_client() {
         "a closed connection's slot was not freed"
     );
 }
+
+#[actix_web::test]
+async fn every_websocket_frame_counts_against_the_message_budget() {
+    let Some(app) = TestApp::builder(Backend::Sqlite)
+        .rate_limits(|r| r.agent_messages_per_minute = std::num::NonZeroU32::new(4).unwrap())
+        .build()
+        .await
+    else {
+        return;
+    };
+    let alice = Client::new(19);
+    // hello and verify spend two of the four.
+    let (session, _) = alice.handshake(&app).await;
+    let mut socket = connect(&app).await.unwrap();
+    let mut codes = Vec::new();
+    for i in 0..3 {
+        let start = json!({"action": "start", "stream_id": format!("r-{i}"), "type": "bytes"});
+        let message = alice.message(Op::Stream, Classification::Internal, start, now_ms());
+        let answer = exchange(&mut socket, &session.seal(&message, &random()))
+            .await
+            .unwrap();
+        codes.push(if answer.get("envelope").is_some() {
+            session.open(&answer).op().to_string()
+        } else {
+            answer["p"]["code"].as_str().unwrap().to_owned()
+        });
+    }
+    assert_eq!(codes, ["respond", "respond", "E_RATE_LIMIT"]);
+}
