@@ -33,6 +33,11 @@
 //!   on its own, and each must fit the single-message limit.
 //! - Times (`ts`, `exp`, consent `expires`) are Unix milliseconds; a message
 //!   or consent is expired once `now >= exp`.
+//! - Encryption ([`crypto`]): X25519 keys `x25519:<base64>`, NaCl
+//!   crypto_box of a complete signed message; an encrypted envelope names
+//!   its session in `envelope.session`. The handshake that opens a session
+//!   is [`handshake`]; streams are [`stream`]. docs/moltspeak.md has the
+//!   wire.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -978,8 +983,8 @@ pub enum Envelope {
     Encrypted(EncryptedEnvelope),
 }
 
-/// An encrypted envelope, checked for shape; decryption is the receiving
-/// agent's business.
+/// An encrypted envelope, checked for shape; [`crypto::open`] decrypts it
+/// with the keys of the session it names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncryptedEnvelope {
     pub algorithm: String,
