@@ -303,3 +303,96 @@ impl Drop for ConnectionSlot {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use agentlang_core::protocol::moltspeak::EncryptionSecret;
+    use ed25519_dalek::SigningKey;
+
+    use super::*;
+
+    fn keys() -> (PublicKey, EncryptionKey) {
+        (
+            SigningKey::from_bytes(&[1; 32]).verifying_key().into(),
+            EncryptionSecret::from_bytes([2; 32]).public_key(),
+        )
+    }
+
+    fn challenge(n: usize) -> [u8; CHALLENGE_BYTES] {
+        let mut c = [0; CHALLENGE_BYTES];
+        c[..8].copy_from_slice(&(n as u64).to_le_bytes());
+        c
+    }
+
+    fn issue(sessions: &Sessions, n: usize, client: &str, now: u64) -> Result<u64, SessionError> {
+        let (key, enc) = keys();
+        sessions.issue_challenge(challenge(n), client, key, enc, Vec::new(), now)
+    }
+
+    #[test]
+    fn challenges_are_bounded_per_client_used_once_and_expire() {
+        let sessions = Sessions::new(3_600_000);
+        for n in 0..MAX_CHALLENGES_PER_CLIENT {
+            issue(&sessions, n, "ip:a", 0).unwrap();
+        }
+        assert!(matches!(
+            issue(&sessions, 99, "ip:a", 0),
+            Err(SessionError::ClientFull { .. })
+        ));
+        issue(&sessions, 100, "ip:b", 0).unwrap();
+        assert!(sessions.take_challenge(&challenge(0), 1).is_ok());
+        assert_eq!(
+            sessions.take_challenge(&challenge(0), 1).unwrap_err(),
+            SessionError::UnknownChallenge
+        );
+        assert_eq!(
+            sessions
+                .take_challenge(&challenge(1), CHALLENGE_TTL_MS)
+                .unwrap_err(),
+            SessionError::UnknownChallenge
+        );
+        // Expired ones are purged: the client may ask again.
+        issue(&sessions, 200, "ip:a", CHALLENGE_TTL_MS).unwrap();
+    }
+
+    #[test]
+    fn sessions_are_bounded_refuse_reused_nonces_and_expire() {
+        let sessions = Sessions::new(1_000);
+        let open = |n: usize, now: u64| {
+            issue(&sessions, n, "ip:a", now).unwrap();
+            let pending = sessions.take_challenge(&challenge(n), now).unwrap();
+            let shared = SharedBox::new(&EncryptionSecret::from_bytes([3; 32]), &pending.enc_key);
+            sessions.open(format!("s-{n}"), pending, shared, now)
+        };
+        let first = open(0, 0).unwrap();
+        for n in 1..MAX_SESSIONS_PER_CLIENT {
+            open(n, 0).unwrap();
+        }
+        assert!(matches!(open(50, 0), Err(SessionError::ClientFull { .. })));
+        first.use_nonce([7; 24]).unwrap();
+        assert_eq!(
+            first.use_nonce([7; 24]).unwrap_err(),
+            SessionError::NonceReused
+        );
+        assert!(sessions.get("s-0", 999).is_ok());
+        assert_eq!(
+            sessions.get("s-0", 1_000).unwrap_err(),
+            SessionError::UnknownSession
+        );
+        // Expired sessions no longer count.
+        open(60, 1_000).unwrap();
+        assert_eq!(sessions.len(1_000), 1);
+    }
+
+    #[test]
+    fn connection_slots_are_bounded_and_released() {
+        let sessions = Arc::new(Sessions::new(1_000));
+        let slots: Vec<_> = (0..MAX_STREAM_CONNECTIONS_PER_CLIENT)
+            .map(|_| sessions.connect("ip:a").unwrap())
+            .collect();
+        assert!(sessions.connect("ip:a").is_err());
+        assert!(sessions.connect("ip:b").is_ok());
+        drop(slots);
+        assert!(sessions.connect("ip:a").is_ok());
+    }
+}
