@@ -236,6 +236,23 @@ async fn attestations_are_checked_against_the_org_s_registered_keys() {
     let answer = post(&app, &agent.hello(vec![json!("warp.drive")])).await;
     assert_eq!(code(&answer), "E_CAPABILITY");
     assert_eq!(field(&answer), "p.capabilities[0]");
+
+    // Once acme revokes its key, its attestations prove nothing.
+    let key_id = org_key.public_key().key_id();
+    let res = app
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/keys/{}", key_id.as_str()),
+        )
+        .bearer_auth(&app.user("acme").token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), reqwest::StatusCode::OK);
+    let good = attestation(org_key, "acme", "code.execute", &agent, later);
+    let answer = post(&app, &agent.hello(vec![good])).await;
+    assert_eq!(code(&answer), "E_CAPABILITY");
+    assert_eq!(field(&answer), "p.capabilities[0].attestation.org");
 }
 
 fn plain(op: Op, p: Value, cap: &[&str]) -> Value {
@@ -477,6 +494,13 @@ async fn pii_needs_a_consent_token_the_registry_issued_to_the_sender() {
     assert_eq!(accepted["op"], "respond", "{accepted}");
     assert_eq!(accepted["p"]["data"]["task_id"], "[masked]");
     assert!(!accepted.to_string().contains("patient-4711"));
+    // It echoes a pii request, so it is pii, under the request's consent:
+    // the client's own PII rule accepts it.
+    assert_eq!(accepted["cls"], "pii");
+    Message::from_value(accepted.clone())
+        .unwrap()
+        .check(now_ms())
+        .unwrap();
     // An error quoting a masked value masks it too.
     let refused = agent_task_with_kind(
         &alice,

@@ -33,7 +33,7 @@ use agentlang_core::{
 };
 use serde_json::{Map, Value, json};
 
-use super::{CAPABILITIES, Caller, INTENTS, Refusal, as_map, now_ms, signed};
+use super::{CAPABILITIES, Caller, INTENTS, Refusal, as_map, now_ms};
 use crate::{
     Registry,
     agent_tasks::{self, ReadTask, ResolveTask, SearchTask, TaskError},
@@ -50,6 +50,8 @@ pub const MAX_TASKS: usize = 8192;
 pub const MAX_REVOKED: usize = 8192;
 /// How long the registry's own attestations last.
 pub const ATTESTATION_TTL_MS: u64 = 24 * 3_600_000;
+/// Attestations one hello may carry (each costs signature checks).
+pub const MAX_ATTESTATIONS: usize = 16;
 /// An org's signing keys tried against one attestation.
 pub const MAX_ORG_KEYS: usize = 32;
 
@@ -172,16 +174,36 @@ pub(super) async fn verify_capabilities(
     let verified = handshake::check_hello(hello).map_err(|e| Refusal::from(&e))?;
     let items = capabilities::parse_hello_capabilities(hello.payload().get("capabilities"))
         .map_err(|e| Refusal::from(&e))?;
+    let attested = items
+        .iter()
+        .filter(|i| matches!(i, HelloCapability::Attested(_)))
+        .count();
+    if attested > MAX_ATTESTATIONS {
+        return Err(Refusal::new(
+            ErrorCode::InvalidParam,
+            format!("at most {MAX_ATTESTATIONS} attested capabilities in one hello"),
+            Some("p.capabilities"),
+        ));
+    }
     let agent = hello.from().map(|f| f.agent.as_str()).unwrap_or_default();
     let now = now_ms();
     let mut proven = Vec::new();
+    // One lookup per org, however many capabilities it attests.
+    let mut orgs: HashMap<String, Vec<PublicKey>> = HashMap::new();
     for (i, item) in items.iter().enumerate() {
         let HelloCapability::Attested(attestation) = item else {
             continue;
         };
         let field = format!("p.capabilities[{i}]");
-        let keys = org_keys(registry, &attestation.org, &field).await?;
-        check_attestation(attestation, agent, &verified.key, &keys, now, &field)?;
+        if !orgs.contains_key(&attestation.org) {
+            let keys = org_keys(registry, &attestation.org, &field).await?;
+            orgs.insert(attestation.org.clone(), keys);
+        }
+        let keys = orgs
+            .get(&attestation.org)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        check_attestation(attestation, agent, &verified.key, keys, now, &field)?;
         proven.push(attestation.capability.as_str().to_owned());
     }
     proven.sort_unstable();
@@ -399,50 +421,41 @@ pub(super) fn masked_refusal(message: &Message, mut refusal: Refusal) -> Refusal
     refusal
 }
 
-/// A `consent_response`, signed without `redact_pii`: it must name the
-/// grantor exactly as the request did (the request's `p.human` is exempt
-/// from the PII rule for the same reason), and holds nothing else of PII.
-fn consent_answer(
-    registry: &Registry,
-    message: &Message,
-    cls: Classification,
-    payload: Value,
-) -> Result<Message, Refusal> {
-    let mut builder = MessageBuilder::new(
-        uuid::Uuid::now_v7().to_string(),
-        Op::ConsentResponse,
-        cls,
-        masked(message, as_map(payload)),
-    )
-    .ts(now_ms())
-    .from(&registry.identity.party())
-    .re(message.id());
-    if let Some(to) = message.from() {
-        builder = builder.to(&Party::new(to.agent.clone(), to.org.as_deref()));
-    }
-    builder
-        .build()
-        .and_then(|m| registry.identity.sign(m))
-        .map_err(|e| Refusal::from(&e))
-}
-
-/// The answer `op` to `message`, its payload masked, signed.
+/// The answer `op` to `message`: its payload masked (`mask_fields`),
+/// signed. `redact`: PII in registry data is redacted (`redact_pii`); a
+/// `consent_response` is not, as it must name the grantor exactly as the
+/// request did (whose `p.human` is exempt from the PII rule likewise). An
+/// answer classified `pii` carries the request's `pii_meta`: the consent it
+/// is sent under, so the receiver's PII rule accepts it.
 fn answer(
     registry: &Registry,
     message: &Message,
     op: Op,
     cls: Classification,
     payload: Value,
+    redact: bool,
 ) -> Result<Message, Refusal> {
-    signed(
-        registry,
-        op,
-        cls,
-        masked(message, as_map(payload)),
-        message.id(),
-        message.from(),
-    )
-    .map_err(|e| Refusal::from(&e))
+    let mut payload = Value::Object(masked(message, as_map(payload)));
+    if redact {
+        super::redact_pii(&mut payload);
+    }
+    let mut builder =
+        MessageBuilder::new(uuid::Uuid::now_v7().to_string(), op, cls, as_map(payload))
+            .ts(now_ms())
+            .from(&registry.identity.party())
+            .re(message.id());
+    if let Some(to) = message.from() {
+        builder = builder.to(&Party::new(to.agent.clone(), to.org.as_deref()));
+    }
+    if cls == Classification::Pii
+        && let Some(meta) = message.pii_meta()
+    {
+        builder = builder.pii_meta(meta);
+    }
+    builder
+        .build()
+        .and_then(|m| registry.identity.sign(m))
+        .map_err(|e| Refusal::from(&e))
 }
 
 // ---------------------------------------------------------------------------
@@ -561,6 +574,7 @@ pub(super) async fn task(
         Op::Respond,
         message.cls(),
         json!({"status": "success", "data": data}),
+        true,
     )
 }
 
@@ -607,6 +621,7 @@ pub(super) async fn tool(
         Op::Respond,
         Classification::Public,
         json!({"status": "success", "data": data}),
+        true,
     )
 }
 
@@ -648,13 +663,15 @@ pub(super) fn consent(
                 issued: now,
             };
             let proof = registry.identity.issue_consent(&claims);
-            consent_answer(
+            answer(
                 registry,
                 message,
+                Op::ConsentResponse,
                 cls,
                 json!({"status": "granted", "proof": proof, "granted_by": claims.granted_by,
                        "purpose": claims.purpose, "data_types": claims.data_types,
                        "expires": claims.expires}),
+                false,
             )
         }
         ConsentPayload::Revoke { proof } => {
@@ -674,13 +691,15 @@ pub(super) fn consent(
             registry
                 .moltspeak_ledger
                 .revoke(part, claims.expires, now)?;
-            consent_answer(
+            answer(
                 registry,
                 message,
+                Op::ConsentResponse,
                 cls,
                 json!({"status": "revoked", "granted_by": claims.granted_by,
                        "purpose": claims.purpose, "data_types": claims.data_types,
                        "expires": claims.expires}),
+                false,
             )
         }
     }
