@@ -381,14 +381,24 @@ fn leaves(value: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// Values shorter than this are masked only where a whole string (or
+/// number) equals them: replacing every `1` inside error text would
+/// garble it and hide nothing.
+const MIN_QUOTED_MASK: usize = 4;
+
 fn scrub(value: &mut Value, masked: &[String]) {
     match value {
         Value::String(text) => {
             for m in masked {
-                if text.contains(m.as_str()) {
+                if *text == *m {
+                    *text = consent::MASKED.into();
+                } else if m.len() >= MIN_QUOTED_MASK && text.contains(m.as_str()) {
                     *text = text.replace(m.as_str(), consent::MASKED);
                 }
             }
+        }
+        Value::Number(n) if masked.contains(&n.to_string()) => {
+            *value = Value::String(consent::MASKED.into());
         }
         Value::Array(items) => items.iter_mut().for_each(|v| scrub(v, masked)),
         Value::Object(map) => map.values_mut().for_each(|v| scrub(v, masked)),
@@ -702,5 +712,23 @@ pub(super) fn consent(
                 false,
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrub_masks_quotes_of_long_values_and_whole_short_ones() {
+        let masked = vec!["patient-4711".to_owned(), "7".to_owned()];
+        let mut answer = json!({"message": "no task \"patient-4711\" (page 7 of 17)",
+                                "page": 7, "id": "7", "pages": 17});
+        scrub(&mut answer, &masked);
+        assert_eq!(
+            answer,
+            json!({"message": "no task \"[masked]\" (page 7 of 17)",
+                   "page": "[masked]", "id": "[masked]", "pages": 17})
+        );
     }
 }
