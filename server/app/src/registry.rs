@@ -48,7 +48,7 @@ pub struct Registry {
     pub(crate) moltspeak_sessions: Arc<MoltSpeakSessions>,
     /// MoltSpeak task outcomes and revoked consent tokens, in this
     /// replica's memory.
-    pub(crate) moltspeak_ledger: Arc<crate::moltspeak::Ledger>,
+    pub(crate) moltspeak_ledger: Arc<crate::moltspeak::ledger::Ledger>,
     /// Index entries for resolution, checked against the database's
     /// generation on every use.
     pub(crate) index_cache: Arc<IndexCache>,

@@ -39,6 +39,7 @@
 //!   signing) runs on the blocking pool, never on an HTTP worker.
 
 mod answers;
+pub mod ledger;
 mod operations;
 pub mod sessions;
 mod streams;
@@ -46,7 +47,6 @@ mod streams;
 pub use answers::{
     CAPABILITIES, Caller, DOMAIN, INTENTS, Refusal, UNKNOWN_ID, as_map, now_ms, redact_pii,
 };
-pub use operations::Ledger;
 
 use std::{num::NonZeroU32, sync::Arc};
 
@@ -60,7 +60,7 @@ use agentlang_core::{
 use serde_json::{Map, Value, json};
 
 use self::answers::{error_message, off_workers, rate_limited, signed};
-use self::sessions::{Session, SessionError};
+use self::sessions::{SESSION_TS_WINDOW_MS, Session, SessionError};
 use crate::{
     FieldError, Registry, ServiceError,
     agent_tasks::{self, ReadTask, ResolveTask, SearchTask, TaskError},
@@ -260,8 +260,6 @@ fn ws_url(base: &str) -> String {
     }
 }
 
-/// How far an encrypted message's `ts` may be from the registry's clock.
-pub const SESSION_TS_WINDOW_MS: u64 = 120_000;
 /// Capabilities a hello may list.
 pub const MAX_HELLO_CAPABILITIES: usize = moltspeak::capabilities::MAX_HELLO_CAPABILITIES;
 /// The classes the registry handles (what `hello_ack` advertises).
@@ -360,7 +358,7 @@ pub(super) async fn answer_sealed(
         Ok(session) => session,
         Err(_) => return plain_refusal("unknown or expired session; run hello and verify again"),
     };
-    let (reply, re, cls, to) = match open_sealed(&session, envelope) {
+    let (reply, re, cls, to) = match open_sealed(&session, envelope, now) {
         Err(refusal) => (Err(refusal), UNKNOWN_ID.to_owned(), None, None),
         Ok(message) => {
             let reply = handle_sealed(registry, client, &session, &message, now).await;
@@ -416,7 +414,11 @@ pub(super) fn seal(registry: &Registry, session: &Session, reply: &Message) -> V
 
 /// Decrypts an envelope of `session`: its sender key must be the session's,
 /// its nonce new to the session.
-fn open_sealed(session: &Session, envelope: &EncryptedEnvelope) -> Result<Message, Refusal> {
+fn open_sealed(
+    session: &Session,
+    envelope: &EncryptedEnvelope,
+    now: u64,
+) -> Result<Message, Refusal> {
     if envelope.sender_public != *session.client_enc_key.as_bytes() {
         return Err(Refusal::new(
             ErrorCode::AuthFailed,
@@ -425,12 +427,14 @@ fn open_sealed(session: &Session, envelope: &EncryptedEnvelope) -> Result<Messag
         ));
     }
     let message = crypto::open(&session.shared, envelope).map_err(|e| Refusal::from(&e))?;
-    session.use_nonce(envelope.nonce).map_err(|e| match e {
-        SessionError::NoncesExhausted(_) => {
-            Refusal::new(ErrorCode::RateLimit, e.to_string(), Some("envelope.nonce"))
-        }
-        _ => Refusal::new(ErrorCode::AuthFailed, e.to_string(), Some("envelope.nonce")),
-    })?;
+    session
+        .use_nonce(envelope.nonce, now)
+        .map_err(|e| match e {
+            SessionError::NoncesExhausted(_) => {
+                Refusal::new(ErrorCode::RateLimit, e.to_string(), Some("envelope.nonce"))
+            }
+            _ => Refusal::new(ErrorCode::AuthFailed, e.to_string(), Some("envelope.nonce")),
+        })?;
     Ok(message)
 }
 

@@ -15,10 +15,7 @@
 //! - Values `mask_fields` name are replaced by `"[masked]"` in every answer
 //!   and log line about the message.
 
-use std::{
-    collections::HashMap,
-    sync::{Mutex, MutexGuard},
-};
+use std::collections::HashMap;
 
 use agentlang_core::{
     Username,
@@ -33,21 +30,17 @@ use agentlang_core::{
 };
 use serde_json::{Map, Value, json};
 
-use super::{CAPABILITIES, Caller, INTENTS, Refusal, as_map, now_ms};
+use super::{
+    CAPABILITIES, Caller, INTENTS, Refusal, as_map,
+    ledger::{LedgerError, TaskRecord},
+    now_ms,
+};
 use crate::{
     Registry,
     agent_tasks::{self, ReadTask, ResolveTask, SearchTask, TaskError},
     rate_limits::ClientAddr,
 };
 
-/// How long a task's outcome can be asked for.
-pub const TASK_TTL_MS: u64 = 3_600_000;
-/// Tasks remembered per owner (key or client address).
-pub const MAX_TASKS_PER_OWNER: usize = 256;
-/// Tasks remembered in total.
-pub const MAX_TASKS: usize = 8192;
-/// Revoked consent tokens remembered (until their expiry).
-pub const MAX_REVOKED: usize = 8192;
 /// How long the registry's own attestations last.
 pub const ATTESTATION_TTL_MS: u64 = 24 * 3_600_000;
 /// Attestations one hello may carry (each costs signature checks).
@@ -55,82 +48,13 @@ pub const MAX_ATTESTATIONS: usize = 16;
 /// An org's signing keys tried against one attestation.
 pub const MAX_ORG_KEYS: usize = 32;
 
-struct TaskRecord {
-    task_type: String,
-    status: &'static str,
-    finished: u64,
-}
-
-#[derive(Default)]
-struct State {
-    /// (owner, task_id) → outcome.
-    tasks: HashMap<(String, String), TaskRecord>,
-    /// Token signature part → the token's expiry.
-    revoked: HashMap<String, u64>,
-}
-
-/// Task outcomes and revoked tokens, in this replica's memory, bounded.
-#[derive(Default)]
-pub struct Ledger(Mutex<State>);
-
-impl std::fmt::Debug for Ledger {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Ledger")
-    }
-}
-
-impl Ledger {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic mid-update leaves plain maps: still usable.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn record_task(&self, owner: &str, task_id: &str, record: TaskRecord) -> Result<(), Refusal> {
-        let now = record.finished;
-        let mut state = self.lock();
-        state
-            .tasks
-            .retain(|_, t| t.finished.saturating_add(TASK_TTL_MS) > now);
-        let key = (owner.to_owned(), task_id.to_owned());
-        if state.tasks.contains_key(&key) {
-            return Err(Refusal::new(
-                ErrorCode::InvalidParam,
-                "a task with this task_id exists; choose a new one",
-                Some("p.task_id"),
-            ));
-        }
-        let owned = state.tasks.keys().filter(|(o, _)| o == owner).count();
-        if owned >= MAX_TASKS_PER_OWNER || state.tasks.len() >= MAX_TASKS {
-            return Err(Refusal::new(
-                ErrorCode::RateLimit,
-                format!(
-                    "too many tasks remembered (at most {MAX_TASKS_PER_OWNER} per sender for an hour)"
-                ),
-                None,
-            ));
-        }
-        state.tasks.insert(key, record);
-        Ok(())
-    }
-
-    fn revoke(&self, signature_part: &str, expires: u64, now: u64) -> Result<(), Refusal> {
-        let mut state = self.lock();
-        state.revoked.retain(|_, e| *e > now);
-        if state.revoked.len() >= MAX_REVOKED {
-            return Err(Refusal::new(
-                ErrorCode::RateLimit,
-                "the registry holds too many revocations; retry later",
-                None,
-            ));
-        }
-        state.revoked.insert(signature_part.to_owned(), expires);
-        Ok(())
-    }
-
-    fn is_revoked(&self, token: &str) -> bool {
-        let part = token.rsplit('.').next().unwrap_or_default();
-        self.lock().revoked.contains_key(part)
-    }
+fn ledger_refusal(e: LedgerError) -> Refusal {
+    let code = match e {
+        LedgerError::TaskExists => ErrorCode::InvalidParam,
+        LedgerError::TooManyTasks | LedgerError::TooManyRevocations => ErrorCode::RateLimit,
+    };
+    let field = matches!(e, LedgerError::TaskExists).then_some("p.task_id");
+    Refusal::new(code, e.to_string(), field)
 }
 
 /// The key the sender proved: the session's, or the registered key that
@@ -542,24 +466,25 @@ pub(super) async fn task(
             } else {
                 "failed"
             };
-            registry.moltspeak_ledger.record_task(
-                &owner,
-                &task.task_id,
-                TaskRecord {
-                    task_type: task_type.to_owned(),
-                    status,
-                    finished: now,
-                },
-            )?;
+            registry
+                .moltspeak_ledger
+                .record_task(
+                    &owner,
+                    &task.task_id,
+                    TaskRecord {
+                        task_type: task_type.to_owned(),
+                        status,
+                        finished: now,
+                    },
+                )
+                .map_err(ledger_refusal)?;
             let result = outcome.map_err(|e| Refusal::from(&e))?;
             json!({"task_id": task.task_id, "type": task_type, "status": status, "result": result})
         }
         TaskAction::Status | TaskAction::Cancel => {
-            let state = registry.moltspeak_ledger.lock();
-            let record = state
-                .tasks
-                .get(&(owner, task.task_id.clone()))
-                .filter(|t| t.finished.saturating_add(TASK_TTL_MS) > now)
+            let record = registry
+                .moltspeak_ledger
+                .task(&owner, &task.task_id, now)
                 .ok_or_else(|| {
                     Refusal::new(
                         ErrorCode::InvalidParam,
@@ -700,7 +625,8 @@ pub(super) fn consent(
             let part = proof.rsplit('.').next().unwrap_or_default();
             registry
                 .moltspeak_ledger
-                .revoke(part, claims.expires, now)?;
+                .revoke(part, claims.expires, now)
+                .map_err(ledger_refusal)?;
             answer(
                 registry,
                 message,
