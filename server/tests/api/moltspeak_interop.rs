@@ -58,6 +58,9 @@ async fn an_independent_client_walks_every_exchange() {
         "a stream of three chunks is received whole over the WebSocket",
         "pii with the registry's proof is accepted",
     ] {
-        assert!(output.contains(&format!("ok: {step}")), "missing {step:?}:\n{output}");
+        assert!(
+            output.contains(&format!("ok: {step}")),
+            "missing {step:?}:\n{output}"
+        );
     }
 }

@@ -201,7 +201,13 @@ pub fn error_message(
         payload.insert("context".into(), context);
     }
     let re = if re.is_empty() { UNKNOWN_ID } else { re };
-    let cls = cls.max(Classification::Internal);
+    // `signed` redacts every piece of PII from the payload, so an error
+    // carries none: refusing a `pii` message is `conf`, the highest class
+    // it can hold without personal data (and needs no `pii_meta`).
+    let cls = match cls.max(Classification::Internal) {
+        Classification::Pii => Classification::Confidential,
+        other => other,
+    };
     match signed(registry, Op::Error, cls, payload, re, to) {
         Ok(message) => message.to_value(),
         Err(e) => {

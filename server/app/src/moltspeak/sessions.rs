@@ -8,7 +8,7 @@
 //! to the replica it verified with, or verifies again.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::{HashMap, HashSet, VecDeque},
     sync::{Arc, Mutex, MutexGuard},
 };
 
@@ -26,10 +26,16 @@ pub const MAX_CHALLENGES: usize = 4096;
 pub const MAX_SESSIONS_PER_CLIENT: usize = 8;
 /// Live sessions in total.
 pub const MAX_SESSIONS: usize = 1024;
-/// Envelope nonces remembered per session (to refuse a reuse). More than a
-/// client's message budget allows in an hour at the default limit; past it
-/// the client must verify again.
-pub const MAX_NONCES_PER_SESSION: usize = 40_000;
+/// How far a session message's `ts` may be from the registry's clock.
+pub const SESSION_TS_WINDOW_MS: u64 = 120_000;
+/// How long an envelope nonce is remembered. A replay arriving later holds a
+/// message whose `ts` is more than [`SESSION_TS_WINDOW_MS`] old, refused by
+/// time; so nonces cost memory for four minutes, not for the session's life.
+pub const NONCE_MEMORY_MS: u64 = 2 * SESSION_TS_WINDOW_MS;
+/// Envelope nonces remembered per session at once: more than four minutes
+/// of the default message budget (600 a minute per client). Past it:
+/// `E_RATE_LIMIT` until older ones are forgotten.
+pub const MAX_NONCES_PER_SESSION: usize = 4096;
 /// WebSocket streams one client address may hold open.
 pub const MAX_STREAM_CONNECTIONS_PER_CLIENT: usize = 4;
 /// WebSocket streams open in total.
@@ -48,7 +54,7 @@ pub enum SessionError {
     UnknownSession,
     #[error("the envelope nonce was already used in this session")]
     NonceReused,
-    #[error("this session has used its {0} envelope nonces; verify again")]
+    #[error("this session has sent {0} envelopes in four minutes; slow down")]
     NoncesExhausted(usize),
 }
 
@@ -78,28 +84,45 @@ pub struct Session {
     pub expires: u64,
     /// The capabilities the hello proved.
     pub capabilities: Vec<String>,
-    nonces: Mutex<HashSet<[u8; 24]>>,
+    nonces: Mutex<RecentNonces>,
     /// The session's streams, over the WebSocket or HTTP.
     pub streams: Mutex<StreamReceiver>,
 }
 
 impl Session {
-    /// Records an envelope nonce; refuses one seen before in this session.
-    pub fn use_nonce(&self, nonce: [u8; 24]) -> Result<(), SessionError> {
-        let mut nonces = lock(&self.nonces);
-        if nonces.contains(&nonce) {
+    /// Records an envelope nonce at `now` (Unix ms); refuses one seen in
+    /// this session within [`NONCE_MEMORY_MS`].
+    pub fn use_nonce(&self, nonce: [u8; 24], now: u64) -> Result<(), SessionError> {
+        let mut recent = lock(&self.nonces);
+        while let Some(&(forget_at, old)) = recent.order.front()
+            && forget_at <= now
+        {
+            recent.order.pop_front();
+            recent.seen.remove(&old);
+        }
+        if recent.seen.contains(&nonce) {
             return Err(SessionError::NonceReused);
         }
-        if nonces.len() >= MAX_NONCES_PER_SESSION {
+        if recent.seen.len() >= MAX_NONCES_PER_SESSION {
             return Err(SessionError::NoncesExhausted(MAX_NONCES_PER_SESSION));
         }
-        nonces.insert(nonce);
+        recent.seen.insert(nonce);
+        recent
+            .order
+            .push_back((now.saturating_add(NONCE_MEMORY_MS), nonce));
         Ok(())
     }
 
     pub fn streams(&self) -> MutexGuard<'_, StreamReceiver> {
         lock(&self.streams)
     }
+}
+
+/// The nonces of the last [`NONCE_MEMORY_MS`], oldest first.
+#[derive(Debug, Default)]
+struct RecentNonces {
+    seen: HashSet<[u8; 24]>,
+    order: VecDeque<(u64, [u8; 24])>,
 }
 
 /// The handshake state of one replica.
@@ -227,7 +250,7 @@ impl Sessions {
             shared,
             expires: now_ms.saturating_add(self.ttl_ms),
             capabilities: challenge.capabilities,
-            nonces: Mutex::new(HashSet::new()),
+            nonces: Mutex::default(),
             streams: Mutex::new(StreamReceiver::new()),
         });
         inner.sessions.insert(id, Arc::clone(&session));
@@ -369,11 +392,51 @@ mod tests {
             open(n, 0).unwrap();
         }
         assert!(matches!(open(50, 0), Err(SessionError::ClientFull { .. })));
-        first.use_nonce([7; 24]).unwrap();
+        first.use_nonce([7; 24], 0).unwrap();
         assert_eq!(
-            first.use_nonce([7; 24]).unwrap_err(),
+            first.use_nonce([7; 24], NONCE_MEMORY_MS - 1).unwrap_err(),
             SessionError::NonceReused
         );
+        // Forgotten once a replay would be refused by its ts anyway.
+        first.use_nonce([7; 24], NONCE_MEMORY_MS).unwrap();
+        for n in 1..MAX_NONCES_PER_SESSION {
+            first
+                .use_nonce(
+                    [
+                        (n % 251) as u8,
+                        (n / 251) as u8,
+                        1,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                    ],
+                    NONCE_MEMORY_MS,
+                )
+                .unwrap();
+        }
+        assert_eq!(
+            first.use_nonce([9; 24], NONCE_MEMORY_MS).unwrap_err(),
+            SessionError::NoncesExhausted(MAX_NONCES_PER_SESSION)
+        );
+        first.use_nonce([9; 24], 2 * NONCE_MEMORY_MS).unwrap();
         assert!(sessions.get("s-0", 999).is_ok());
         assert_eq!(
             sessions.get("s-0", 1_000).unwrap_err(),
