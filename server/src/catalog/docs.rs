@@ -40,6 +40,7 @@ const PAGES: &[(&str, &str)] = &[
     ),
     ("a2a", include_str!("../../../docs/a2a.md")),
     ("clowl", include_str!("../../../docs/clowl.md")),
+    ("moltspeak", include_str!("../../../docs/moltspeak.md")),
 ];
 
 /// The README's sections `/docs` shows as its guide.
