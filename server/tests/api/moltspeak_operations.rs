@@ -4,8 +4,6 @@
 //! exchange in a session, PII proofs (valid, forged, expired, another
 //! key's, wider types) and `mask_fields` in answers.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use agentlang_core::protocol::moltspeak::{
     Classification, EncryptionSecret, Message, MessageBuilder, Op, Party, PublicKey, SharedBox,
     Transmission,
@@ -18,29 +16,9 @@ use serde_json::{Value, json};
 
 use crate::{
     clowl::seed_catalog,
+    moltspeak_sessions::{now_ms, post, random},
     support::{Backend, TestApp},
 };
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
-
-fn random<const N: usize>() -> [u8; N] {
-    let mut bytes = [0; N];
-    for chunk in bytes.chunks_mut(16) {
-        chunk.copy_from_slice(&uuid::Uuid::new_v4().as_bytes()[..chunk.len()]);
-    }
-    bytes
-}
-
-async fn post(app: &TestApp, body: &Value) -> Value {
-    let res = app.post_json("/moltspeak/v0.1/message", body).await;
-    assert_eq!(res.status(), reqwest::StatusCode::OK);
-    res.json().await.unwrap()
-}
 
 fn code(answer: &Value) -> &str {
     assert_eq!(answer["op"], "error", "{answer}");

@@ -22,14 +22,14 @@ use crate::{
     support::{Backend, TestApp},
 };
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64
 }
 
-fn random<const N: usize>() -> [u8; N] {
+pub(crate) fn random<const N: usize>() -> [u8; N] {
     // Random UUIDs as the randomness source the test crate already has.
     let mut bytes = [0; N];
     for chunk in bytes.chunks_mut(16) {
@@ -38,7 +38,7 @@ fn random<const N: usize>() -> [u8; N] {
     bytes
 }
 
-async fn post(app: &TestApp, body: &Value) -> Value {
+pub(crate) async fn post(app: &TestApp, body: &Value) -> Value {
     let res = app.post_json("/moltspeak/v0.1/message", body).await;
     assert_eq!(res.status(), reqwest::StatusCode::OK);
     res.json().await.unwrap()
