@@ -400,45 +400,35 @@ async fn sessions_are_bounded_per_client_and_expire() {
     alice.handshake(&app).await;
 }
 
-/// A WebSocket client connection (awc's framed socket).
-trait Socket:
-    futures_util::Sink<awc::ws::Message>
-    + futures_util::Stream<Item = Result<awc::ws::Frame, awc::error::WsProtocolError>>
-    + Unpin
-{
-}
+/// A WebSocket client connection (tokio-tungstenite's).
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-impl<T> Socket for T where
-    T: futures_util::Sink<awc::ws::Message>
-        + futures_util::Stream<Item = Result<awc::ws::Frame, awc::error::WsProtocolError>>
-        + Unpin
-{
-}
-
-async fn connect(app: &TestApp) -> Result<impl Socket, awc::error::WsClientError> {
+async fn connect(app: &TestApp) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
     let url = format!(
         "{}/moltspeak/v0.1/stream",
         app.url.replacen("http://", "ws://", 1)
     );
-    let (_, socket) = awc::Client::new()
-        .ws(url)
-        .max_frame_size(4 << 20)
-        .connect()
-        .await?;
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_frame_size(Some(4 << 20))
+        .max_message_size(Some(4 << 20));
+    let (socket, _) =
+        tokio_tungstenite::connect_async_with_config(url, Some(config), false).await?;
     Ok(socket)
 }
 
 /// Sends one text frame and reads the answer's (ping/pong skipped).
-async fn exchange(socket: &mut impl Socket, frame: &Value) -> Option<Value> {
+async fn exchange(socket: &mut Socket, frame: &Value) -> Option<Value> {
     use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
     socket
-        .send(awc::ws::Message::Text(frame.to_string().into()))
+        .send(Message::Text(frame.to_string().into()))
         .await
         .ok()?;
     loop {
         match socket.next().await? {
-            Ok(awc::ws::Frame::Text(text)) => return Some(serde_json::from_slice(&text).unwrap()),
-            Ok(awc::ws::Frame::Close(_)) | Err(_) => return None,
+            Ok(Message::Text(text)) => return Some(serde_json::from_str(&text).unwrap()),
+            Ok(Message::Close(_)) | Err(_) => return None,
             Ok(_) => {}
         }
     }
@@ -503,8 +493,8 @@ async fn stream_connections_are_bounded_per_client() {
         open.push(connect(&app).await.unwrap());
     }
     match connect(&app).await {
-        Err(awc::error::WsClientError::InvalidResponseStatus(status)) => {
-            assert_eq!(status, awc::http::StatusCode::TOO_MANY_REQUESTS);
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status().as_u16(), 429);
         }
         other => panic!(
             "a fifth connection was not refused: {:?}",
