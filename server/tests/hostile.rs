@@ -535,13 +535,14 @@ async fn search_resolve_and_agent_messages_are_limited(backend: Backend) {
     assert_eq!(res.status(), StatusCode::OK);
 
     // Agent messages: three answered, then the protocol's own refusal.
-    let hello = json!({"v": "0.1", "id": "h", "op": "hello", "from": {"agent": "a"}, "p": {}, "cls": "pub"});
+    let query = json!({"v": "0.1", "id": "q", "op": "query", "cls": "pub",
+        "p": {"domain": "registry", "intent": "search", "params": {"q": "x"}}});
     let mut ops = Vec::new();
     for _ in 0..4 {
         let answer: Value = t
             .client
             .post(t.path("/moltspeak/v0.1/message"))
-            .json(&hello)
+            .json(&query)
             .send()
             .await
             .unwrap()
@@ -556,12 +557,7 @@ async fn search_resolve_and_agent_messages_are_limited(backend: Backend) {
     }
     assert_eq!(
         ops,
-        [
-            "hello_ack ",
-            "hello_ack ",
-            "hello_ack ",
-            "error E_RATE_LIMIT"
-        ]
+        ["respond ", "respond ", "respond ", "error E_RATE_LIMIT"]
     );
 }
 
