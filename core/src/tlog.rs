@@ -39,6 +39,16 @@ pub enum LogOp {
     GrantAdd,
     /// An owner revoked a grant.
     GrantRevoke,
+    /// A package's status (`name` alone) or a version's (`name` and
+    /// `version`) changed: `status`, with `reason` and `successor` when
+    /// given (PEP 792's statuses: active, deprecated, archived,
+    /// quarantined).
+    Status,
+    /// An advisory was published, changed or withdrawn: `advisory` (its
+    /// id), `modified` (the OSV `modified` time) and `sha256` (hex of the
+    /// OSV document exactly as served), so an auditor can check the
+    /// document it is served against the log.
+    Advisory,
 }
 
 /// One entry. Serialized as RFC 8785 canonical JSON ([`LogEntry::to_bytes`]):
@@ -74,6 +84,18 @@ pub struct LogEntry {
     /// (`grants::commitment`), never the grantee's name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grant: Option<String>,
+    /// For a status change: the new status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// For a deprecation: the package to use instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub successor: Option<String>,
+    /// For an advisory: its id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advisory: Option<String>,
+    /// For an advisory: the document's `modified` time (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
 }
 
 impl LogEntry {
@@ -92,6 +114,10 @@ impl LogEntry {
             reason: None,
             origin: None,
             grant: None,
+            status: None,
+            successor: None,
+            advisory: None,
+            modified: None,
         }
     }
 

@@ -98,6 +98,38 @@ pub fn grant_entry(
     e
 }
 
+/// `status` of a package (`version` absent) or of one version, by
+/// `account`: the new status, its reason and, for a deprecation, the
+/// package to use instead.
+pub fn status_entry(
+    kind: Kind,
+    name: &PackageName,
+    version: Option<&Version>,
+    status: &str,
+    reason: Option<&str>,
+    successor: Option<&str>,
+    account: &str,
+) -> LogEntry {
+    let mut e = package_entry(LogOp::Status, kind, name);
+    e.version = version.map(ToString::to_string);
+    e.status = Some(status.to_owned());
+    e.reason = reason.map(str::to_owned);
+    e.successor = successor.map(str::to_owned);
+    e.account = Some(account.to_owned());
+    e
+}
+
+/// `advisory`: an OSV advisory published, changed or withdrawn by
+/// `account`; `sha256` is the hex digest of the document as served.
+pub fn advisory_entry(id: &str, modified: &str, sha256: &str, account: &str) -> LogEntry {
+    let mut e = entry(LogOp::Advisory);
+    e.advisory = Some(id.to_owned());
+    e.modified = Some(modified.to_owned());
+    e.sha256 = Some(sha256.to_owned());
+    e.account = Some(account.to_owned());
+    e
+}
+
 /// Refuses a change whose entry is longer than an entry bundle can serve
 /// (the store refuses to append one too, but a refusal here comes before
 /// the change's other writes and says why).
