@@ -906,3 +906,263 @@ pub fn check_consistency(
         Hash(old_root),
     )?)
 }
+
+// ------------------------------------------------------------ tlog-proof
+
+/// The first line of a c2sp.org/tlog-proof@v1.
+pub const TLOG_PROOF_HEADER: &str = "c2sp.org/tlog-proof@v1";
+/// Most inclusion-proof lines a proof may carry: a tree of 2^63 entries
+/// needs 63.
+pub const MAX_PROOF_LINES: usize = 63;
+/// Largest proof text read: the extra line of the longest entry (65,535
+/// bytes, 87,380 in base64), 63 proof lines and a checkpoint with a few
+/// dozen cosignatures, with room to spare.
+pub const MAX_PROOF_BYTES: usize = 128 * 1024;
+
+/// A c2sp.org/tlog-proof@v1: an offline-verifiable proof that an entry is
+/// in the log, for a verifier holding the log's key (and witnesses' keys).
+/// This log puts the entry's bytes in `extra`, so the leaf hash is
+/// recomputed from the proof alone and the entry says what it records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlogProof {
+    /// The opaque extra data (here: the entry's bytes). Not authenticated
+    /// until the inclusion proof of its leaf hash holds.
+    pub extra: Option<Vec<u8>>,
+    pub index: u64,
+    /// The inclusion proof, the leaf's sibling first.
+    pub proof: Vec<[u8; 32]>,
+    /// The checkpoint note, verbatim (with its cosignatures).
+    pub checkpoint: Vec<u8>,
+}
+
+/// Why a tlog-proof was refused: one variant per fact a verifier reports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProofError {
+    #[error("the proof is longer than {MAX_PROOF_BYTES} bytes")]
+    TooLong,
+    #[error("the proof is malformed: {0}")]
+    Malformed(String),
+    #[error("the proof has more than {MAX_PROOF_LINES} inclusion-proof lines")]
+    TooManyProofLines,
+    #[error("the proof's checkpoint does not verify: {0}")]
+    Checkpoint(String),
+    #[error("the checkpoint has {valid} valid witness cosignatures of the {required} required")]
+    Witnesses { valid: usize, required: usize },
+    #[error("entry {index} is past the checkpoint's tree of {size} entries")]
+    PastTree { index: u64, size: u64 },
+    #[error("the proof carries no entry (no extra line)")]
+    NoEntry,
+    #[error("entry {index} is not in the checkpoint's tree by this proof")]
+    NotIncluded { index: u64 },
+}
+
+/// What a verified proof proves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedProof {
+    pub checkpoint: OpenedCheckpoint,
+    /// The cosignatures by known witnesses that hold.
+    pub cosignatures: Vec<Cosignature>,
+    pub index: u64,
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::STANDARD
+}
+
+impl TlogProof {
+    /// The proof's text.
+    pub fn to_text(&self) -> Vec<u8> {
+        use base64::Engine;
+        let mut out = format!("{TLOG_PROOF_HEADER}\n").into_bytes();
+        if let Some(extra) = &self.extra {
+            out.extend_from_slice(format!("extra {}\n", b64().encode(extra)).as_bytes());
+        }
+        out.extend_from_slice(format!("index {}\n", self.index).as_bytes());
+        for hash in &self.proof {
+            out.extend_from_slice(b64().encode(hash).as_bytes());
+            out.push(b'\n');
+        }
+        out.push(b'\n');
+        out.extend_from_slice(&self.checkpoint);
+        out
+    }
+
+    /// Reads a proof's text strictly: the header, an optional `extra`
+    /// line, `index N` (no leading zeroes), at most 63 hashes, an empty
+    /// line, then the checkpoint (whose signatures [`Self::verify`] checks).
+    pub fn parse(text: &[u8]) -> Result<Self, ProofError> {
+        use base64::Engine;
+        if text.len() > MAX_PROOF_BYTES {
+            return Err(ProofError::TooLong);
+        }
+        let bad = |why: &str| ProofError::Malformed(why.to_owned());
+        let mut rest = text;
+        let mut line = || -> Result<&[u8], ProofError> {
+            let at = rest
+                .iter()
+                .position(|&b| b == b'\n')
+                .ok_or_else(|| bad("a line does not end in a newline"))?;
+            let (l, tail) = rest.split_at(at);
+            rest = &tail[1..];
+            Ok(l)
+        };
+        if line()? != TLOG_PROOF_HEADER.as_bytes() {
+            return Err(bad("the first line is not c2sp.org/tlog-proof@v1"));
+        }
+        let mut next = line()?;
+        let extra = match next.strip_prefix(b"extra ") {
+            Some(data) => {
+                let extra = b64()
+                    .decode(data)
+                    .map_err(|_| bad("the extra line is not base64"))?;
+                next = line()?;
+                Some(extra)
+            }
+            None => None,
+        };
+        let index = next
+            .strip_prefix(b"index ")
+            .and_then(|n| std::str::from_utf8(n).ok())
+            .filter(|n| *n == "0" || (!n.starts_with('0') && !n.is_empty()))
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| bad("no `index N` line"))?;
+        let mut proof = Vec::new();
+        loop {
+            let l = line()?;
+            if l.is_empty() {
+                break;
+            }
+            if proof.len() == MAX_PROOF_LINES {
+                return Err(ProofError::TooManyProofLines);
+            }
+            let hash = b64()
+                .decode(l)
+                .ok()
+                .and_then(|h| <[u8; 32]>::try_from(h).ok())
+                .ok_or_else(|| bad("an inclusion-proof line is not a base64 SHA-256 hash"))?;
+            proof.push(hash);
+        }
+        if rest.is_empty() {
+            return Err(bad("no checkpoint after the empty line"));
+        }
+        Ok(Self {
+            extra,
+            index,
+            proof,
+            checkpoint: rest.to_vec(),
+        })
+    }
+
+    /// Verifies the proof: the checkpoint signed by `log_key`, at least
+    /// `required` valid cosignatures by `witnesses`, and the leaf of
+    /// `entry` (the logged bytes: here, `extra`, which the caller then
+    /// reads) included at `index` in the checkpoint's tree.
+    pub fn verify(
+        &self,
+        log_key: &str,
+        witnesses: &[WitnessKey],
+        required: usize,
+        entry: &[u8],
+    ) -> Result<VerifiedProof, ProofError> {
+        let (checkpoint, cosignatures) =
+            open_witnessed_checkpoint(&self.checkpoint, log_key, witnesses)
+                .map_err(|e| ProofError::Checkpoint(e.0))?;
+        if cosignatures.len() < required {
+            return Err(ProofError::Witnesses {
+                valid: cosignatures.len(),
+                required,
+            });
+        }
+        if self.index >= checkpoint.size {
+            return Err(ProofError::PastTree {
+                index: self.index,
+                size: checkpoint.size,
+            });
+        }
+        check_inclusion(
+            &self.proof,
+            checkpoint.size,
+            checkpoint.root,
+            self.index,
+            leaf_hash(entry),
+        )
+        .map_err(|_| ProofError::NotIncluded { index: self.index })?;
+        Ok(VerifiedProof {
+            checkpoint,
+            cosignatures,
+            index: self.index,
+        })
+    }
+
+    /// [`Self::verify`] with the entry carried in `extra`: returns the
+    /// entry's bytes, now proven to be the log's entry `index`.
+    pub fn verify_extra(
+        &self,
+        log_key: &str,
+        witnesses: &[WitnessKey],
+        required: usize,
+    ) -> Result<(VerifiedProof, &[u8]), ProofError> {
+        let entry = self.extra.as_deref().ok_or(ProofError::NoEntry)?;
+        let verified = self.verify(log_key, witnesses, required, entry)?;
+        Ok((verified, entry))
+    }
+}
+
+// ------------------------------------------------------------ tlog-witness
+
+/// A c2sp.org/tlog-witness `add-checkpoint` request body: `old N`, the
+/// consistency proof from `old` (none when `old` is 0), an empty line,
+/// then the checkpoint note.
+pub fn add_checkpoint_body(old: u64, proof: &[[u8; 32]], checkpoint: &[u8]) -> Vec<u8> {
+    use base64::Engine;
+    let mut out = format!("old {old}\n").into_bytes();
+    for hash in proof {
+        out.extend_from_slice(b64().encode(hash).as_bytes());
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+    out.extend_from_slice(checkpoint);
+    out
+}
+
+/// Reads a 409 `text/x.tlog.size` answer: a decimal and a newline.
+pub fn parse_tlog_size(body: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(body).ok()?.strip_suffix('\n')?;
+    (!text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0')))
+    .then(|| text.parse().ok())
+    .flatten()
+}
+
+/// The cosignatures in a witness's 200 `add-checkpoint` answer (note
+/// signature lines) that are valid by `witness` over `signed` (the
+/// checkpoint note sent): the lines by other keys are ignored; a line by
+/// this key that does not verify is an error.
+pub fn witness_cosignatures(
+    signed: &[u8],
+    log_key: &str,
+    witness: &WitnessKey,
+    answer: &[u8],
+) -> Result<Vec<Cosignature>, TreeError> {
+    let answer = std::str::from_utf8(answer)
+        .map_err(|_| TreeError("the witness's answer is not UTF-8".to_owned()))?;
+    if answer.is_empty() || !answer.ends_with('\n') || answer.lines().any(|l| !l.starts_with("— "))
+    {
+        return Err(TreeError(
+            "the witness's answer is not note signature lines".to_owned(),
+        ));
+    }
+    let mut note = signed.to_vec();
+    note.extend_from_slice(answer.as_bytes());
+    let (_, cosignatures) =
+        open_witnessed_checkpoint(&note, log_key, std::slice::from_ref(witness))?;
+    if cosignatures.is_empty() {
+        return Err(TreeError(format!(
+            "the witness's answer carries no cosignature by {}",
+            witness.name()
+        )));
+    }
+    Ok(cosignatures)
+}
