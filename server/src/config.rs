@@ -654,7 +654,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "TLOG_WITNESSES",
-        "comma-separated witness verifier keys whose cosignatures are accepted",
+        "comma-separated witnesses, `<verifier key>=<submission prefix URL>` (asked with tlog-witness add-checkpoint after every checkpoint) or a bare key (cosignatures accepted, never asked)",
     ),
     (
         "SWEEP_INTERVAL_SECS",

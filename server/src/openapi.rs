@@ -93,6 +93,7 @@ use crate::{
         routes::tlog::get_checkpoint,
         routes::tlog::get_log_key,
         routes::tlog::get_tile,
+        routes::tlog::get_proof,
         routes::tlog::post_cosignature,
         routes::mcp::list_mcp_servers,
         routes::mcp::list_mcp_server_versions,

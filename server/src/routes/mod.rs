@@ -98,6 +98,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(tlog::get_checkpoint)
         .service(tlog::get_log_key)
         .service(tlog::get_tile)
+        .service(tlog::get_proof)
         .service(tlog::post_cosignature)
         .service(mcp::list_mcp_servers)
         .service(mcp::list_mcp_server_versions)

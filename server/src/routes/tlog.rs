@@ -109,3 +109,39 @@ pub async fn post_cosignature(
     tlog::cosign(&state, &body).await?;
     Ok(HttpResponse::NoContent().finish())
 }
+
+/// A receipt for log entry `index`: a c2sp.org/tlog-proof@v1 at the served
+/// checkpoint (with its witnesses' cosignatures). Its `extra` line is the
+/// entry's bytes in base64, so a verifier holding the log key recomputes
+/// the leaf hash and reads what the entry records, offline: `index`, the
+/// inclusion proof lines, an empty line, then the checkpoint verbatim.
+/// `agentlang install` keeps one beside every artifact it writes.
+#[utoipa::path(
+    tag = "log",
+    params(("index" = u64, Path, description = "The entry's index in the log", example = 42)),
+    responses(
+        (status = 200, description = "The tlog-proof", content_type = "text/plain; charset=utf-8", body = String,
+            example = "c2sp.org/tlog-proof@v1\nextra eyJ2IjoxfQ==\nindex 1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\nregistry.example/log\n2\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\n— registry.example/log Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+ZJurmRDeOoRDe4URYN7u5/Zhcyv2q1gGzGku9nTo+zyWE+xeMcTOAYQ8=\n"),
+        (status = 404, description = "No such entry in the served tree", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The log is not served: its stored entries failed the audit", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+#[get("/log/proof/{index}")]
+pub async fn get_proof(
+    state: web::Data<AppState>,
+    index: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    // Parsed here, so `/log/proof/x` is a 404 like any entry not served.
+    let index = index
+        .parse::<u64>()
+        .ok()
+        .filter(|_| index.as_str() == "0" || !index.starts_with('0'))
+        .ok_or_else(|| ServiceError::NotFound(format!("log entry {index}")))?;
+    let proof = tlog::proof(&state, index).await?;
+    Ok(HttpResponse::Ok()
+        .content_type(NOTE)
+        // The checkpoint moves on within seconds; a receipt at an older
+        // one still verifies, so a short cache does no harm.
+        .insert_header((header::CACHE_CONTROL, "public, max-age=10"))
+        .body(proof))
+}

@@ -322,6 +322,32 @@ impl Db {
         })
     }
 
+    /// The size of the latest checkpoint `witness` cosigned that is kept:
+    /// where its next `add-checkpoint` starts.
+    pub async fn witness_cosigned_size(&self, witness: &str) -> sqlx::Result<Option<i64>> {
+        with_pool!(self, pool => {
+            sqlx::query_scalar::<_, Option<i64>>(
+                "SELECT MAX(size) FROM log_cosignatures WHERE witness = $1",
+            )
+            .bind(witness)
+            .fetch_one(pool)
+            .await
+        })
+    }
+
+    /// Drops `witness`'s cosignatures of checkpoints older than `size`:
+    /// only the newest checkpoint is served, so only its are kept.
+    pub async fn prune_log_cosignatures(&self, witness: &str, size: i64) -> sqlx::Result<()> {
+        with_pool!(self, pool => {
+            sqlx::query("DELETE FROM log_cosignatures WHERE witness = $1 AND size < $2")
+                .bind(witness)
+                .bind(size)
+                .execute(pool)
+                .await
+                .map(drop)
+        })
+    }
+
     /// Appends `genesis` as entry 0 when the log is empty; a no-op
     /// otherwise (another replica may have written it first).
     pub async fn append_genesis(&self, genesis: &LogEntry) -> sqlx::Result<()> {

@@ -41,3 +41,4 @@ mod storage;
 mod tlog;
 mod tokens;
 mod trust;
+mod witness;

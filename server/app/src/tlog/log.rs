@@ -14,6 +14,7 @@ use agentlang_core::{
 use anyhow::Context;
 use tokio::sync::{Mutex, Notify};
 
+use super::witnesses::WitnessConfig;
 use crate::settings::LogSettings;
 use store::{Db, now, time::rfc3339, tlog::CheckpointRow};
 
@@ -64,6 +65,13 @@ pub struct ServedCheckpoint {
     pub note: Arc<Vec<u8>>,
 }
 
+impl ServedCheckpoint {
+    /// The note with the log's signature only: what witnesses are sent.
+    pub fn signed(&self) -> &[u8] {
+        &self.signed
+    }
+}
+
 #[derive(Debug, Default)]
 struct Served {
     tree: Tree,
@@ -74,6 +82,8 @@ pub struct TransparencyLog {
     key: LogKey,
     origin: String,
     witnesses: Vec<WitnessKey>,
+    /// The same witnesses with the URLs of those the registry asks.
+    witness_configs: Vec<WitnessConfig>,
     served: RwLock<Served>,
     /// One sequencer round at a time in this process (the database lock
     /// orders replicas).
@@ -131,16 +141,18 @@ impl TransparencyLog {
             .unwrap_or_else(|| default_origin(public_url));
         let key = LogKey::new(origin.clone(), secret)
             .with_context(|| format!("the log origin {origin:?}"))?;
-        let witnesses = settings
+        let witness_configs = settings
             .witnesses
             .iter()
-            .map(|w| WitnessKey::parse(w))
+            .map(|w| WitnessConfig::parse(w))
             .collect::<Result<Vec<_>, _>>()
             .context("AGENTLANG_REGISTRY_TLOG_WITNESSES")?;
+        let witnesses = witness_configs.iter().map(|w| w.key.clone()).collect();
         let log = Self {
             key,
             origin,
             witnesses,
+            witness_configs,
             served: RwLock::default(),
             round: Mutex::new(()),
             wake: Notify::new(),
@@ -576,22 +588,58 @@ impl TransparencyLog {
         if cosigned.is_empty() {
             return Err(CosignError::UnknownWitness);
         }
-        for cosignature in &cosigned {
-            db.put_log_cosignature(to_i64(served.size), &cosignature.witness, &cosignature.line)
-                .await
-                .map_err(LogError::from)?;
+        self.keep_cosignatures(db, &served, &cosigned).await?;
+        Ok(cosigned.len())
+    }
+
+    /// The witnesses configured, with the URLs of those asked.
+    pub fn witness_configs(&self) -> &[WitnessConfig] {
+        &self.witness_configs
+    }
+
+    /// The consistency proof from the tree of `old` entries to the served
+    /// one of `size` (nothing from 0, as c2sp.org/tlog-witness wants).
+    pub fn consistency_proof(&self, size: u64, old: u64) -> Result<Vec<[u8; 32]>, TreeError> {
+        if old == 0 {
+            return Ok(Vec::new());
         }
-        let lines = db
-            .log_cosignatures(to_i64(served.size))
-            .await
-            .map_err(LogError::from)?;
+        self.read().tree.consistency_proof(size, old)
+    }
+
+    /// The inclusion proof of entry `index` in the served tree of `size`.
+    pub fn inclusion_proof(&self, size: u64, index: u64) -> Result<Vec<[u8; 32]>, TreeError> {
+        self.read().tree.inclusion_proof(size, index)
+    }
+
+    /// Keeps verified cosignatures of `checkpoint` (each witness's older
+    /// ones dropped: only the newest checkpoint is served) and serves them
+    /// with it while it is the served one.
+    pub async fn keep_cosignatures(
+        &self,
+        db: &Db,
+        checkpoint: &ServedCheckpoint,
+        cosigned: &[tlog::Cosignature],
+    ) -> Result<(), LogError> {
+        let size = to_i64(checkpoint.size);
+        for cosignature in cosigned {
+            db.put_log_cosignature(size, &cosignature.witness, &cosignature.line)
+                .await?;
+            db.prune_log_cosignatures(&cosignature.witness, size)
+                .await?;
+        }
+        let lines = db.log_cosignatures(size).await?;
         let mut state = self.write();
         if let Some(current) = state.checkpoint.as_mut()
-            && current.size == served.size
+            && current.size == checkpoint.size
         {
-            *current = served_checkpoint(served.size, served.root, served.signed.to_vec(), &lines);
+            *current = served_checkpoint(
+                checkpoint.size,
+                checkpoint.root,
+                checkpoint.signed.to_vec(),
+                &lines,
+            );
         }
-        Ok(cosigned.len())
+        Ok(())
     }
 }
 
@@ -613,18 +661,23 @@ impl TransparencyLog {
     /// Runs the sequencer until the task is dropped: after every local
     /// append, and every second for entries or checkpoints other replicas
     /// wrote.
+    /// Witnesses with a URL are asked to cosign each new checkpoint
+    /// alongside (`witnesses::submit_forever`), never in a round's way.
     pub async fn sequence_forever(&self, db: &Db) {
-        loop {
-            tokio::select! {
-                () = self.wake.notified() => {}
-                () = tokio::time::sleep(POLL) => {}
+        let sequencer = async {
+            loop {
+                tokio::select! {
+                    () = self.wake.notified() => {}
+                    () = tokio::time::sleep(POLL) => {}
+                }
+                let round = tokio::time::Instant::now();
+                if let Err(e) = self.sequence(db).await {
+                    tracing::error!(error = %e, "the transparency log's sequencer failed");
+                }
+                tokio::time::sleep_until(round + MIN_ROUND_INTERVAL).await;
             }
-            let round = tokio::time::Instant::now();
-            if let Err(e) = self.sequence(db).await {
-                tracing::error!(error = %e, "the transparency log's sequencer failed");
-            }
-            tokio::time::sleep_until(round + MIN_ROUND_INTERVAL).await;
-        }
+        };
+        tokio::join!(sequencer, super::witnesses::submit_forever(self, db));
     }
 }
 

@@ -10,6 +10,7 @@
 //! before is refused, and so is one its own key did not sign.
 
 mod log;
+mod witnesses;
 
 use agentlang_core::{
     Kind, PackageName, Version,
@@ -19,6 +20,7 @@ use agentlang_core::{
 use store::{now, time::rfc3339};
 
 pub use log::{CosignError, LogError, ServedCheckpoint, TransparencyLog};
+pub use witnesses::WitnessConfig;
 
 use crate::{Registry, ServiceError};
 
@@ -178,6 +180,37 @@ pub async fn tile(
             .await
             .map_err(ServiceError::internal),
     }
+}
+
+/// A receipt for entry `index` (c2sp.org/tlog-proof@v1) at the served
+/// checkpoint, with the cosignatures it carries: `extra` is the entry's
+/// bytes, so a verifier recomputes the leaf hash and reads what the entry
+/// records with the log's key alone. Not found past the served tree. An
+/// entry too long for a bundle (a placeholder) gets no `extra`.
+pub async fn proof(registry: &Registry, index: u64) -> Result<Vec<u8>, ServiceError> {
+    let served = checkpoint(registry)?;
+    let not_found = || ServiceError::NotFound(format!("log entry {index}"));
+    if index >= served.size {
+        return Err(not_found());
+    }
+    let at = i64::try_from(index).map_err(|_| not_found())?;
+    let rows = registry
+        .db
+        .log_entries(at, at + 1)
+        .await
+        .map_err(ServiceError::internal)?;
+    let (_, entry) = rows.into_iter().next().ok_or_else(not_found)?;
+    let proof = registry
+        .tlog
+        .inclusion_proof(served.size, index)
+        .map_err(ServiceError::internal)?;
+    let receipt = agentlang_core::tlog::TlogProof {
+        extra: (entry.len() <= agentlang_core::tlog::MAX_ENTRY_LEN).then_some(entry),
+        index,
+        proof,
+        checkpoint: served.note.to_vec(),
+    };
+    Ok(receipt.to_text())
 }
 
 /// A witness's cosignatures of the served checkpoint, kept and served with
