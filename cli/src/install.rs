@@ -86,6 +86,11 @@ pub struct Artifact {
     /// RFC 3339, as the registry recorded it.
     pub published_at: String,
     pub yanked: bool,
+    /// The index of the version's publish in the registry's transparency
+    /// log; its receipt (c2sp.org/tlog-proof@v1) is `<file>.tlog-proof`.
+    /// Absent from installs made before receipts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_index: Option<u64>,
 }
 
 /// The signer's key as the registry answered it at install time, so the
@@ -440,11 +445,20 @@ fn unlisted_files(dir: &Path, manifest: &InstallManifest, context: bool) -> Resu
         .iter()
         .map(|a| format!("{SKILLS_DIR}/{}", a.name))
         .collect();
-    let listed: Vec<&str> = std::iter::once(&manifest.agent)
-        .chain(&manifest.tools)
-        .chain(&manifest.skills)
+    let artifacts = || {
+        std::iter::once(&manifest.agent)
+            .chain(&manifest.tools)
+            .chain(&manifest.skills)
+    };
+    // Each logged artifact's receipt is beside it.
+    let receipts: Vec<String> = artifacts()
+        .filter(|a| a.log_index.is_some())
+        .map(|a| format!("{}.tlog-proof", a.file))
+        .collect();
+    let listed: Vec<&str> = artifacts()
         .map(|a| a.file.as_str())
         .chain(folders.iter().map(String::as_str))
+        .chain(receipts.iter().map(String::as_str))
         .collect();
     let mut extra = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
@@ -627,6 +641,42 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
     }
 }
 
+/// The receipts of an install's artifacts, checked offline
+/// (`tlog::check_receipt`) with the log key given or pinned for the
+/// install's registry and the witnesses `opts` asks for: one check per
+/// artifact, naming its log index. An artifact installed before receipts
+/// (no log index recorded) is said, not failed.
+pub fn verify_receipts(dir: &Path, manifest: &InstallManifest, opts: &crate::tlog::LogOptions) -> Vec<Check> {
+    let keys = crate::tlog::offline_log_key(&manifest.registry, opts)
+        .and_then(|key| Ok((key, crate::tlog::witness_keys(opts)?)));
+    let (key, witnesses) = match keys {
+        Ok(keys) => keys,
+        Err(e) => return vec![Check::fail("receipts", format!("{e:#}"))],
+    };
+    std::iter::once(&manifest.agent)
+        .chain(&manifest.tools)
+        .chain(&manifest.skills)
+        .map(|a| {
+            let label = format!("receipt of {} {}@{}", a.kind, a.name, a.version);
+            let Some(index) = a.log_index else {
+                return Check::pass(label, "installed before receipts: none to check");
+            };
+            match crate::tlog::check_receipt(
+                &crate::tlog::receipt_path(&dir.join(a.file.as_str())),
+                &key,
+                &witnesses,
+                opts.required_witnesses,
+                (a.kind, &a.name, &a.version),
+                &a.sha256,
+                index,
+            ) {
+                Ok(detail) => Check::pass(label, detail),
+                Err(e) => Check::fail(label, format!("log entry {index}: {e:#}")),
+            }
+        })
+        .collect()
+}
+
 /// Loads an install directory, failing with every failed check on one line.
 pub fn load_verified(dir: &Path) -> Result<LoadedInstall> {
     let (checks, loaded) = verify_dir(dir);
@@ -759,7 +809,7 @@ impl Fetcher<'_> {
             .verify_signature(&key)
             .with_context(|| format!("{label} does not verify"))?;
         check_revocation(&label, revoked_at.as_deref(), &record.published_at)?;
-        crate::tlog::check_version(
+        let (log_index, receipt) = crate::tlog::check_version_receipt(
             &self.client,
             &self.env.log,
             &self.env.out,
@@ -767,6 +817,9 @@ impl Fetcher<'_> {
             &actual,
             record.log.map(|l| l.index),
         )?;
+        let receipt_path = crate::tlog::receipt_path(&path);
+        fs::write(&receipt_path, receipt)
+            .with_context(|| format!("writing {}", receipt_path.display()))?;
         crate::container_file::persist(downloaded.file, &path)?;
         let artifact = Artifact {
             kind,
@@ -782,6 +835,7 @@ impl Fetcher<'_> {
             },
             published_at: record.published_at,
             yanked: record.yanked,
+            log_index: Some(log_index),
         };
         Ok((artifact, container))
     }

@@ -492,13 +492,7 @@ impl<'c> CheckedLog<'c> {
         index: u64,
     ) -> Result<()> {
         let entry = self.entry(index)?;
-        let says = |field: &str| entry[field].as_str().unwrap_or_default().to_owned();
-        if says("op") != "publish"
-            || says("kind") != kind.as_str()
-            || PackageName::new(says("name")).ok().as_ref() != Some(name)
-            || Version::parse(&says("version")).ok().as_ref() != Some(version)
-            || says("sha256") != sha256.to_hex()
-        {
+        if !records_publish(&entry, (kind, name, version), sha256) {
             bail!(
                 "the registry's log does not record {kind} {name}@{version} with sha256 {} at entry {index} (it says {entry})",
                 sha256.to_hex()
@@ -524,6 +518,166 @@ pub fn check_version(
     let log = CheckedLog::open(client, opts, out, Some(index))?;
     log.prove_publish(kind, name, version, sha256, index)?;
     Ok(index)
+}
+
+/// Whether a log entry is the publish of `kind name@version` with the
+/// container `sha256`.
+fn records_publish(
+    entry: &Value,
+    what: (Kind, &PackageName, &Version),
+    sha256: &Sha256Digest,
+) -> bool {
+    let (kind, name, version) = what;
+    let says = |field: &str| entry[field].as_str().unwrap_or_default().to_owned();
+    says("op") == "publish"
+        && says("kind") == kind.as_str()
+        && PackageName::new(says("name")).ok().as_ref() == Some(name)
+        && Version::parse(&says("version")).ok().as_ref() == Some(version)
+        && says("sha256") == sha256.to_hex()
+}
+
+/// [`check_version`], and the receipt of the version's entry: a
+/// c2sp.org/tlog-proof@v1 at the checkpoint just checked, its `extra` the
+/// entry's bytes, for `install` to keep beside the artifact.
+pub fn check_version_receipt(
+    client: &Client,
+    opts: &LogOptions,
+    out: &Output,
+    what: (Kind, &PackageName, &Version),
+    sha256: &Sha256Digest,
+    index: Option<u64>,
+) -> Result<(u64, Vec<u8>)> {
+    let (kind, name, version) = what;
+    let index = index
+        .ok_or_else(|| anyhow!("the registry names no log entry for {kind} {name}@{version}"))?;
+    let log = CheckedLog::open(client, opts, out, Some(index))?;
+    // The receipt's entry is proved in the checkpoint as it is built.
+    let receipt = log.receipt(index)?;
+    let entry: Value = serde_json::from_slice(receipt.extra.as_deref().unwrap_or_default())
+        .with_context(|| format!("log entry {index} is not JSON"))?;
+    if !records_publish(&entry, what, sha256) {
+        bail!(
+            "the registry's log does not record {kind} {name}@{version} with sha256 {} at entry {index} (it says {entry})",
+            sha256.to_hex()
+        );
+    }
+    Ok((index, receipt.to_text()))
+}
+
+impl CheckedLog<'_> {
+    /// A receipt of entry `index` at this checkpoint, built from the
+    /// bundle and tiles already checked against it (so any registry or
+    /// mirror serving tiles will do).
+    pub fn receipt(&self, index: u64) -> Result<tlog::TlogProof> {
+        let entries = self.bundle(index / tlog::TILE_WIDTH)?;
+        let entry = entries
+            .into_iter()
+            .nth(usize::try_from(index % tlog::TILE_WIDTH).unwrap_or(usize::MAX))
+            .filter(|e| !tlog::is_placeholder(e))
+            .ok_or_else(|| anyhow!("log entry {index} cannot be had for a receipt"))?;
+        let proof = self
+            .prove(Proof::Inclusion(index))
+            .with_context(|| format!("proving log entry {index}"))?;
+        let receipt = tlog::TlogProof {
+            extra: Some(entry),
+            index,
+            proof,
+            checkpoint: self.note.clone().into_bytes(),
+        };
+        // What is written is what an offline verify accepts.
+        receipt
+            .verify_extra(&self.key, &self.witnesses, self.required)
+            .map_err(|e| anyhow!("the receipt of log entry {index}: {e}"))?;
+        Ok(receipt)
+    }
+}
+
+/// The file beside an artifact that holds its receipt.
+pub fn receipt_path(artifact: &std::path::Path) -> PathBuf {
+    let mut name = artifact.as_os_str().to_owned();
+    name.push(".tlog-proof");
+    PathBuf::from(name)
+}
+
+/// The log key receipts of `registry` are checked with, offline: the one
+/// given (`--log-key`), else the one pinned for that registry.
+pub fn offline_log_key(registry: &str, opts: &LogOptions) -> Result<String> {
+    if let Some(key) = &opts.key {
+        return Ok(key.trim().to_owned());
+    }
+    let file = state_dir_of(registry)?.join("key");
+    read_text(&file)?
+        .map(|k| k.trim().to_owned())
+        .ok_or_else(|| {
+            anyhow!(
+                "no log key is pinned for {registry} ({} is missing): give it with --log-key",
+                file.display()
+            )
+        })
+}
+
+/// The witness keys of `opts`, checked against the count required.
+pub fn witness_keys(opts: &LogOptions) -> Result<Vec<WitnessKey>> {
+    let keys = opts
+        .witnesses
+        .iter()
+        .map(|w| WitnessKey::parse(w).map_err(|e| anyhow!("{e}")))
+        .collect::<Result<Vec<_>>>()?;
+    if opts.required_witnesses > keys.len() {
+        bail!(
+            "{} witness cosignatures are required but only {} witness keys are given (--witness)",
+            opts.required_witnesses,
+            keys.len()
+        );
+    }
+    Ok(keys)
+}
+
+/// Checks a receipt offline: the proof against the log key and witnesses,
+/// and that its entry is the publish of `kind name@version` with the
+/// artifact's `sha256` at `index`. Says what it proved.
+pub fn check_receipt(
+    receipt: &std::path::Path,
+    log_key: &str,
+    witnesses: &[WitnessKey],
+    required: usize,
+    what: (Kind, &PackageName, &Version),
+    sha256: &Sha256Digest,
+    index: u64,
+) -> Result<String> {
+    use std::io::Read;
+    let (kind, name, version) = what;
+    let file = std::fs::File::open(receipt)
+        .with_context(|| format!("the receipt {} is missing", receipt.display()))?;
+    let mut text = Vec::new();
+    file.take(tlog::MAX_PROOF_BYTES as u64 + 1)
+        .read_to_end(&mut text)
+        .with_context(|| format!("reading {}", receipt.display()))?;
+    let proof = tlog::TlogProof::parse(&text).map_err(|e| anyhow!("{}: {e}", receipt.display()))?;
+    if proof.index != index {
+        bail!(
+            "{} is the receipt of log entry {}, but the manifest records entry {index}",
+            receipt.display(),
+            proof.index
+        );
+    }
+    let (verified, entry) = proof
+        .verify_extra(log_key, witnesses, required)
+        .map_err(|e| anyhow!("{} (log entry {index}): {e}", receipt.display()))?;
+    let entry: Value = serde_json::from_slice(entry)
+        .with_context(|| format!("log entry {index} in {} is not JSON", receipt.display()))?;
+    if !records_publish(&entry, what, sha256) {
+        bail!(
+            "log entry {index} in {} does not record {kind} {name}@{version} with sha256 {} (it says {entry})",
+            receipt.display(),
+            sha256.to_hex()
+        );
+    }
+    Ok(format!(
+        "log entry {index} in the tree of {} with {} witness cosignatures",
+        verified.checkpoint.size,
+        verified.cosignatures.len()
+    ))
 }
 
 /// A Merkle tree rebuilt leaf by leaf, kept as its right edge only: the

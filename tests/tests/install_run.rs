@@ -357,11 +357,16 @@ fn install_verify_check_and_run_an_agent_exactly_as_locked() {
         files_under(&bob.path("ra")),
         BTreeSet::from([
             "agent/research-assistant@1.0.0.agent".to_owned(),
+            "agent/research-assistant@1.0.0.agent.tlog-proof".to_owned(),
             "agentlang-install.json".to_owned(),
             "tools/artifacts@0.4.0.tool".to_owned(),
+            "tools/artifacts@0.4.0.tool.tlog-proof".to_owned(),
             "tools/sqlite@1.0.0.tool".to_owned(),
+            "tools/sqlite@1.0.0.tool.tlog-proof".to_owned(),
             "tools/web_fetch@1.0.3.tool".to_owned(),
+            "tools/web_fetch@1.0.3.tool.tlog-proof".to_owned(),
             "tools/web_search@1.2.0.tool".to_owned(),
+            "tools/web_search@1.2.0.tool.tlog-proof".to_owned(),
         ])
     );
     // No staging folder is left beside it.

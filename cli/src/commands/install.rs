@@ -93,8 +93,12 @@ pub fn run(
 }
 
 pub fn verify(env: &Env, dir: &Path) -> Result<ExitCode> {
-    let (checks, loaded) = install::verify_dir(dir);
-    let valid = loaded.is_some();
+    let (mut checks, loaded) = install::verify_dir(dir);
+    // Receipts, offline: with the log key given or pinned.
+    if let Ok(manifest) = install::InstallManifest::read(dir) {
+        checks.extend(install::verify_receipts(dir, &manifest, &env.log));
+    }
+    let valid = loaded.is_some() && checks.iter().all(|c| c.ok);
     env.out.emit(
         &json!({
             "dir": dir,
