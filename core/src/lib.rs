@@ -5,6 +5,7 @@
 //! CLI are thin shells around it.
 
 pub mod a2a;
+pub mod advisories;
 pub mod agent;
 pub mod agentskills;
 pub mod capability;

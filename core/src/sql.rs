@@ -8,6 +8,7 @@ use sqlx::{Database, Decode, Encode, Type, encode::IsNull, error::BoxDynError};
 
 use crate::{
     Kind, PackageName, Username, Version,
+    advisories::AdvisoryId,
     crypt::PromptKeyId,
     digest::Sha256Digest,
     grants::{PromptMode, Recipient},
@@ -64,6 +65,7 @@ text_column!(Kind, parse: |s| s.parse().map_err(|e: crate::NameError| e.to_strin
 text_column!(PackageName, parse: |s| PackageName::new(s).map_err(|e| e.to_string()), text: |n| n.as_str().to_owned());
 text_column!(Version, parse: |s| Version::parse(s).map_err(|e| e.to_string()), text: Version::to_string);
 text_column!(Username, parse: Username::parse, text: |u| u.as_str().to_owned());
+text_column!(AdvisoryId, parse: AdvisoryId::parse, text: |i| i.as_str().to_owned());
 text_column!(KeyId, parse: |s| KeyId::new(s).map_err(|e| e.to_string()), text: |k| k.as_str().to_owned());
 text_column!(PromptKeyId, parse: |s| PromptKeyId::parse(s).map_err(|e| e.to_string()), text: |k| k.as_str().to_owned());
 text_column!(Recipient, parse: |s| Recipient::parse(s).map_err(|e| e.to_string()), text: Recipient::to_string);

@@ -78,7 +78,8 @@ fn cost(method: &Method, path: &str) -> Cost {
     match (method, path) {
         (_, "/healthz" | "/readyz" | "/metrics") => Cost::Free,
         (&Method::GET | &Method::HEAD, p) if p.starts_with("/static/") => Cost::Free,
-        (&Method::POST, "/api/v1/resolve") => Cost::Expensive,
+        (&Method::POST, "/api/v1/resolve" | "/api/v1/audit") => Cost::Expensive,
+        (&Method::GET | &Method::HEAD, "/api/v1/advisories/all.zip") => Cost::Expensive,
         (&Method::GET | &Method::HEAD, "/api/v1/search" | "/search") => Cost::Expensive,
         _ => Cost::General,
     }

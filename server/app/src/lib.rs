@@ -11,6 +11,7 @@
 
 pub mod a2a;
 pub mod accounts;
+pub mod advisories;
 pub mod admission;
 pub mod agent_tasks;
 pub mod audit;

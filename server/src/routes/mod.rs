@@ -3,6 +3,7 @@
 //! `.service()` so the OpenAPI document sees them all.
 
 pub mod accounts;
+pub mod advisories;
 pub mod agent_cards;
 pub mod clowl;
 pub mod grants;
@@ -95,6 +96,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(quality::get_quality_report)
         .service(packages::yank_version)
         .service(packages::unyank_version)
+        // `all.zip` before `{id}`, which it would match.
+        .service(advisories::publish_advisory)
+        .service(advisories::list_advisories)
+        .service(advisories::export_advisories)
+        .service(advisories::get_advisory)
+        .service(advisories::audit_lock)
         .service(tlog::get_checkpoint)
         .service(tlog::get_log_key)
         .service(tlog::get_tile)

@@ -15,6 +15,7 @@
 //! each change in one transaction.
 
 pub mod accounts;
+pub mod advisories;
 pub mod audit;
 pub mod blobs;
 pub mod catalog;

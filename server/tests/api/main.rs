@@ -4,6 +4,7 @@
 use agentlang_registry_testing as support;
 
 mod accounts;
+mod advisories;
 mod admission;
 mod agent_cards;
 mod agent_rules;
