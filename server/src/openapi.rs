@@ -87,6 +87,8 @@ use crate::{
         routes::quality::get_quality_report,
         routes::packages::yank_version,
         routes::packages::unyank_version,
+        routes::statuses::put_package_status,
+        routes::statuses::put_version_status,
         routes::advisories::publish_advisory,
         routes::advisories::list_advisories,
         routes::advisories::export_advisories,

@@ -260,6 +260,7 @@ pub fn versions() -> Vec<VersionSummary> {
             version: version("1.1.0"),
             published_at: jan(20),
             yanked: None,
+            status: None,
         },
         VersionSummary {
             version: version("1.0.1"),
@@ -267,11 +268,13 @@ pub fn versions() -> Vec<VersionSummary> {
             yanked: Some(Yank {
                 reason: Some("Leaked a test API key in context/".to_owned()),
             }),
+            status: None,
         },
         VersionSummary {
             version: version("1.0.0"),
             published_at: jan(5),
             yanked: None,
+            status: None,
         },
     ]
 }

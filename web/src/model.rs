@@ -173,11 +173,31 @@ pub struct VersionSummary {
     pub version: Version,
     pub published_at: Timestamp,
     pub yanked: Option<Yank>,
+    /// Its status when not active: its own, else its package's.
+    pub status: Option<StatusNotice>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Yank {
     pub reason: Option<String>,
+}
+
+/// A package's or version's status when not active (the registry's
+/// docs/statuses.md): the banner says what it means and what to use.
+#[derive(Debug, Clone)]
+pub struct StatusNotice {
+    /// `deprecated`, `archived` or `quarantined`.
+    pub status: String,
+    pub reason: Option<String>,
+    /// A deprecation's successor.
+    pub successor: Option<SuccessorLink>,
+}
+
+/// The package to use instead of a deprecated one, and its page.
+#[derive(Debug, Clone)]
+pub struct SuccessorLink {
+    pub name: String,
+    pub href: String,
 }
 
 /// The stored artifact of one version: what was signed, by which key.

@@ -278,6 +278,14 @@ impl AgentPage {
             .and_then(|v| v.yanked.as_ref())
     }
 
+    /// The shown version's status, when not active.
+    pub fn current_status(&self) -> Option<&StatusNotice> {
+        self.versions
+            .iter()
+            .find(|v| v.version == self.agent.version)
+            .and_then(|v| v.status.as_ref())
+    }
+
     pub fn newest_version(&self) -> Option<&Version> {
         newest_unyanked(&self.versions)
     }
@@ -494,6 +502,14 @@ impl ToolPage {
             .and_then(|v| v.yanked.as_ref())
     }
 
+    /// The shown version's status, when not active.
+    pub fn current_status(&self) -> Option<&StatusNotice> {
+        self.versions
+            .iter()
+            .find(|v| v.version == self.tool.version)
+            .and_then(|v| v.status.as_ref())
+    }
+
     pub fn newest_version(&self) -> Option<&Version> {
         newest_unyanked(&self.versions)
     }
@@ -585,6 +601,14 @@ impl SkillPage {
             .iter()
             .find(|v| v.version == self.skill.version)
             .and_then(|v| v.yanked.as_ref())
+    }
+
+    /// The shown version's status, when not active.
+    pub fn current_status(&self) -> Option<&StatusNotice> {
+        self.versions
+            .iter()
+            .find(|v| v.version == self.skill.version)
+            .and_then(|v| v.status.as_ref())
     }
 
     pub fn newest_version(&self) -> Option<&Version> {
@@ -1264,6 +1288,7 @@ mod tests {
                 version: Version::parse("2.0.0-rc.1").unwrap(),
                 published_at: fixtures::jan(21),
                 yanked: None,
+                status: None,
             },
         );
         assert_eq!(

@@ -117,6 +117,8 @@ pub struct PackagePage {
     pub package: PackageRecord,
     pub versions: Vec<VersionRecord>,
     pub owners: Vec<OwnerRecord>,
+    /// The package's and its versions' statuses (docs/statuses.md).
+    pub statuses: crate::statuses::PackageStatuses,
 }
 
 /// The package page's read model (any spelling of the name); `None` when
@@ -136,6 +138,7 @@ pub async fn package_page(
     }
     Ok(Some(PackagePage {
         owners: db.list_owners(package.id).await?,
+        statuses: crate::statuses::of_package(registry, package.id).await?,
         package,
         versions,
     }))

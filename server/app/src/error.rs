@@ -154,6 +154,13 @@ pub enum ServiceError {
     NameTaken(String),
     #[error("{0}")]
     VersionExists(String),
+    /// The package or version is quarantined (docs/statuses.md): no
+    /// download, resolution or upload; the message names it.
+    #[error("{0}")]
+    Quarantined(String),
+    /// The package is archived: it takes no new versions.
+    #[error("{0}")]
+    Archived(String),
     /// agent.lock does not tell the truth about the package or the
     /// registry: one kind per failure, one field error per tool or file
     /// (`tools.<name>`, `files.<path>`, `agents.<name>`, `models.<id>`).

@@ -20,6 +20,7 @@ use crate::{
     accounts::Actor,
     cache::{self, Rendered, RenderedKey},
     rate_limits::{Bucket, account_budget},
+    statuses::StatusView,
     tlog,
     tokens::Authenticated,
 };
@@ -75,6 +76,10 @@ pub struct VersionView {
     pub signer: Option<Signer>,
     pub yanked: bool,
     pub yank_reason: Option<String>,
+    /// The version's own status when not `active` (docs/statuses.md); the
+    /// package's, in its record and index, applies to every version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusView>,
     /// Username of the account that published it.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub publisher: Option<Username>,
@@ -132,6 +137,9 @@ pub struct PackageView {
 }
 
 /// One version in the index.
+    /// The package's status when not `active` (docs/statuses.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusView>,
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IndexEntry {
@@ -144,6 +152,9 @@ pub struct IndexEntry {
     pub dependencies: BTreeMap<String, String>,
 }
 
+    /// The version's own status when not `active` (docs/statuses.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusView>,
 /// Every live version of a package, oldest first, for client-side
 /// resolution.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -165,6 +176,10 @@ pub async fn find_package(
         .db
         .find_package(kind, name)
         .await?
+    /// The package's status when not `active` (docs/statuses.md): it
+    /// applies to every version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusView>,
         .ok_or_else(|| ServiceError::NotFound(format!("{kind} {name}")))
 }
 
@@ -265,6 +280,7 @@ impl Lookups {
 }
 
 /// The record of one version of a known package.
+            status: None,
 pub async fn version_view(
     registry: &Registry,
     package: &PackageRecord,
@@ -293,8 +309,12 @@ pub async fn get_version(
     version: &Version,
 ) -> Result<VersionView, ServiceError> {
     let package = find_package(registry, kind, name).await?;
+    let status = crate::statuses::of_package(registry, package.id)
+        .await?
+        .version(record.id);
     let record = find_version(registry, &package, version).await?;
     version_view(registry, &package, record).await
+    view.status = status;
 }
 
 /// `GET /api/v1/{kind}/{name}/{version}` as sent, rendered once per
@@ -355,7 +375,10 @@ pub async fn get_package(
         .into_iter()
         .map(|record| {
             let deps = edges.remove(&record.id).unwrap_or_default();
-            lookups.view(kind, &package, record, deps)
+            let status = statuses.version(record.id);
+            let mut view = lookups.view(kind, &package, record, deps);
+            view.status = status;
+            view
         })
         .collect();
     Ok(PackageView {
@@ -364,6 +387,7 @@ pub async fn get_package(
         name: package.name,
         description: package.description,
         created_at: rfc3339(package.created_at),
+    let statuses = crate::statuses::of_package(registry, package.id).await?;
         updated_at: rfc3339(package.updated_at),
         versions,
     })
@@ -373,6 +397,7 @@ pub async fn get_package(
 pub async fn get_index(
     registry: &Registry,
     kind: Kind,
+        status: statuses.package,
     name: &PackageName,
 ) -> Result<PackageIndexView, ServiceError> {
     let index = registry
@@ -393,9 +418,11 @@ pub async fn get_index(
                 dependencies: v.dependencies,
             })
             .collect(),
+    let statuses = crate::statuses::of_package(registry, index.package.id).await?;
     })
 }
 
+        status: statuses.package.clone(),
 /// Longest yank reason kept, in characters.
 pub const MAX_YANK_REASON_CHARS: usize = 500;
 
@@ -403,6 +430,7 @@ pub const MAX_YANK_REASON_CHARS: usize = 500;
 /// owners only, with a token carrying the `yank` scope for the package.
 pub async fn set_yanked(
     registry: &Registry,
+                status: statuses.version(v.version_id),
     auth: &Authenticated,
     kind: Kind,
     name: &PackageName,
@@ -563,6 +591,7 @@ async fn read_download(
     };
     registry
         .download_targets
+    crate::statuses::refuse_download(registry, &package, record.id, &record.version).await?;
         .put(generation, key, download.clone());
     Ok(download)
 }

@@ -890,7 +890,9 @@ async fn check_package(
         )));
     }
     match found.existing_sha256 {
-        None => Ok(None),
+        None => crate::statuses::refuse_publish(registry, &package)
+            .await
+            .map(|()| None),
         // An identical retry: answered with the record as stored.
         Some(existing) if existing == *sha256 && found.existing_deleted_at.is_none() => {
             existing_version(registry, &package, container, sha256).await
@@ -1087,6 +1089,7 @@ pub async fn publish(
         }),
         yanked: false,
         yank_reason: None,
+        status: None,
         publisher: Some(auth.username.clone()),
         published_at: rfc3339(published.published_at),
         downloads: 0,

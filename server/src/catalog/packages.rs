@@ -52,6 +52,12 @@ impl Loaded {
                 yanked: v.yanked.then(|| Yank {
                     reason: v.yank_reason.clone(),
                 }),
+                status: self
+                    .page
+                    .statuses
+                    .version(v.id)
+                    .or_else(|| self.page.statuses.package.clone())
+                    .map(|s| status_notice(self.page.package.kind, s)),
             })
             .collect()
     }
@@ -62,6 +68,18 @@ impl Loaded {
 
     pub fn owners(&self) -> Vec<OwnerView> {
         self.page.owners.iter().map(owner_view).collect()
+    }
+}
+
+/// A status as the banner shows it, the successor linked to its page.
+fn status_notice(kind: Kind, s: app::statuses::StatusView) -> StatusNotice {
+    StatusNotice {
+        status: s.status.as_str().to_owned(),
+        reason: s.reason,
+        successor: s.successor.map(|name| SuccessorLink {
+            href: format!("/{}/{}", kind.plural(), path_segment(&name)),
+            name,
+        }),
     }
 }
 

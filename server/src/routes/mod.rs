@@ -23,6 +23,7 @@ pub mod resolve;
 pub mod schemas;
 pub mod search;
 pub mod skills;
+pub mod statuses;
 pub mod tlog;
 pub mod tokens;
 
@@ -96,6 +97,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(quality::get_quality_report)
         .service(packages::yank_version)
         .service(packages::unyank_version)
+        .service(statuses::put_package_status)
+        .service(statuses::put_version_status)
         // `all.zip` before `{id}`, which it would match.
         .service(advisories::publish_advisory)
         .service(advisories::list_advisories)

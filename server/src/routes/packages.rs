@@ -170,6 +170,7 @@ pub struct ContainerBytes(Vec<u8>);
             ("ETag" = String, description = "`\"<sha256 hex>\"`"),
          )),
         (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 410, description = "The version or its package is quarantined (`quarantined`): it cannot be downloaded until an admin lifts the quarantine", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 416, description = "The range is past the end (`range-not-satisfiable`)", body = crate::error::Problem, content_type = "application/problem+json",
          headers(("Content-Range" = String, description = "`bytes */<size>`"))),
     )

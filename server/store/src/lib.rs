@@ -37,6 +37,7 @@ pub mod protocols;
 pub mod search;
 pub mod secrets;
 pub mod skills;
+pub mod statuses;
 pub mod time;
 pub mod tlog;
 pub mod tokens;

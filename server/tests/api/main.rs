@@ -38,6 +38,7 @@ mod resolve;
 mod schema_rules;
 mod search;
 mod skills;
+mod statuses;
 mod storage;
 mod tlog;
 mod tokens;

@@ -5,9 +5,10 @@
 //! (`agentlang_core::mcp`), with the registry's facts in `_meta`.
 //!
 //! - `io.modelcontextprotocol.registry/official`: `status` (`active`;
-//!   `deprecated` for a yanked version, its reason as `statusMessage`;
-//!   `deleted` for a version the registry deleted), `statusChangedAt`
-//!   (the last yank, unyank or deletion), `publishedAt`, `updatedAt` (the
+//!   `deprecated` for a yanked or deprecated version (docs/statuses.md:
+//!   its own status, else its package's), the reason as `statusMessage`;
+//!   `deleted` for a version the registry deleted or quarantined),
+//!   `statusChangedAt` (the last yank, unyank, status change or deletion), `publishedAt`, `updatedAt` (the
 //!   latest of those), `isLatest` (the version that represents the tool
 //!   everywhere: `search::representative` over its MCP versions).
 //! - [`PUBLICATION_META`]: the container's SHA-256, the key that signed
@@ -15,7 +16,7 @@
 //!
 //! A list is a keyset walk in (normalized tool name, version id) order,
 //! so its cursor survives publishes; every request is a fixed number of
-//! statements (two, three for `version=latest`), whatever the catalog's
+//! statements (three, four for `version=latest`: one reads the statuses), whatever the catalog's
 //! size, and answers are kept at a registry generation like searches.
 
 pub mod query;
@@ -40,6 +41,7 @@ use crate::{
     Registry, ServiceError,
     cache::{Rendered, RenderedKey},
     search::representative,
+    statuses::PackageStatuses,
 };
 
 /// The MCP registry's own `_meta` key, which any registry fills.
@@ -230,16 +232,51 @@ async fn latest_versions(
         .collect())
 }
 
+/// The statuses of the rows' packages, in one query.
+async fn statuses_of<'a>(
+    registry: &Registry,
+    rows: impl Iterator<Item = &'a McpVersionRow>,
+) -> Result<HashMap<i64, PackageStatuses>, ServiceError> {
+    let ids: Vec<i64> = rows
+        .map(|r| r.package_id)
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    crate::statuses::of_packages(registry, &ids).await
+}
+
 /// One stored version as the MCP document shows it.
-fn entry(namespace: &str, row: &McpVersionRow, is_latest: bool) -> ServerResponse {
-    let (status, changed_at) = match (row.deleted_at, row.yanked) {
-        (Some(at), _) => (Status::Deleted, Some(at)),
-        (None, true) => (Status::Deprecated, row.status_changed_at),
-        (None, false) => (Status::Active, row.status_changed_at),
+fn entry(
+    namespace: &str,
+    row: &McpVersionRow,
+    is_latest: bool,
+    statuses: &HashMap<i64, PackageStatuses>,
+) -> ServerResponse {
+    use crate::statuses::Status as Set;
+    let set = statuses
+        .get(&row.package_id)
+        .and_then(|s| s.effective(row.version_id))
+        .filter(|s| matches!(s.status, Set::Deprecated | Set::Quarantined));
+    let (status, changed_at) = match (row.deleted_at, set, row.yanked) {
+        (Some(at), _, _) => (Status::Deleted, Some(at)),
+        (None, Some(s), _) if s.status == Set::Quarantined => {
+            (Status::Deleted, Some(s.changed_unix))
+        }
+        (None, Some(s), _) => (Status::Deprecated, Some(s.changed_unix)),
+        (None, None, true) => (Status::Deprecated, row.status_changed_at),
+        (None, None, false) => (Status::Active, row.status_changed_at),
     };
-    let status_message = (status == Status::Deprecated)
-        .then_some(row.yank_reason.as_deref())
-        .flatten()
+    let set_message = set
+        .filter(|_| row.deleted_at.is_none())
+        .map(|s| s.sentence());
+    let status_message = set_message
+        .as_deref()
+        .or((status == Status::Deprecated)
+            .then_some(row.yank_reason.as_deref())
+            .flatten())
         .filter(|r| !r.trim().is_empty())
         .map(|reason| {
             if reason.chars().count() <= MAX_STATUS_MESSAGE_CHARS {
@@ -386,9 +423,10 @@ pub async fn list_servers(
             (rows, next)
         }
     };
+    let statuses = statuses_of(registry, rows.iter().map(|(r, _)| r)).await?;
     let servers: Vec<ServerResponse> = rows
         .iter()
-        .map(|(row, is_latest)| entry(&namespace, row, *is_latest))
+        .map(|(row, is_latest)| entry(&namespace, row, *is_latest, &statuses))
         .collect();
     Ok(ServerList {
         metadata: ListMetadata {
@@ -447,9 +485,10 @@ pub async fn versions_answer(
             rows.sort_by(|a, b| {
                 (b.published_at, b.version_id).cmp(&(a.published_at, a.version_id))
             });
+            let statuses = statuses_of(registry, rows.iter()).await?;
             let servers: Vec<ServerResponse> = rows
                 .iter()
-                .map(|r| entry(&namespace, r, Some(r.version_id) == latest))
+                .map(|r| entry(&namespace, r, Some(r.version_id) == latest, &statuses))
                 .collect();
             Rendered::json(&ServerList {
                 metadata: ListMetadata {
@@ -487,7 +526,13 @@ pub async fn version_answer(
                 })
             }
             .ok_or_else(not_found)?;
-            Rendered::json(&entry(&namespace, row, Some(row.version_id) == latest))
+            let statuses = statuses_of(registry, std::iter::once(row)).await?;
+            Rendered::json(&entry(
+                &namespace,
+                row,
+                Some(row.version_id) == latest,
+                &statuses,
+            ))
         })
         .await
 }
