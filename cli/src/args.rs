@@ -88,6 +88,28 @@ impl KindArg {
     }
 }
 
+/// A package's or a version's status (docs/statuses.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusArg {
+    Active,
+    Deprecated,
+    /// A package only: no new versions
+    Archived,
+    /// Admins only: no downloads, no resolution
+    Quarantined,
+}
+
+impl StatusArg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusArg::Active => "active",
+            StatusArg::Deprecated => "deprecated",
+            StatusArg::Archived => "archived",
+            StatusArg::Quarantined => "quarantined",
+        }
+    }
+}
+
 /// What `--deny` turns into failures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DenyLevel {
@@ -305,6 +327,25 @@ pub enum Command {
     /// Search the registry
     #[command(after_help = "Example:\n  agentlang search research --kind agent")]
     Search {
+    /// Set a package's or a version's status: deprecated (with a reason and perhaps a successor), archived (no new versions), active again; quarantined by admins only
+    #[command(
+        after_help = "Examples:\n  agentlang status web_search deprecated --kind tool --reason \"unmaintained\" --successor http_search\n  agentlang status web_search@1.2.0 deprecated --reason \"leaks tokens in logs\"\n  agentlang status web_search archived\n  agentlang status web_search active\n\nArchived packages take no new versions; quarantined ones (an admin's token with the admin scope) are neither downloaded nor resolved. `lock` and `install` warn about pins that are not active. See /docs/statuses."
+    )]
+    Status {
+        /// NAME (the package) or NAME@VERSION (one version)
+        spec: String,
+        #[arg(value_enum)]
+        status: StatusArg,
+        /// The package's kind [default: the one kind the registry has a package of that name in]
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// Why (at most 500 characters)
+        #[arg(long)]
+        reason: Option<String>,
+        /// With `deprecated`: the package (of the same kind) to use instead
+        #[arg(long)]
+        successor: Option<String>,
+    },
         query: String,
         #[arg(long, value_enum)]
         kind: Option<KindArg>,

@@ -23,6 +23,7 @@ mod progress;
 mod quality;
 mod source;
 mod spec;
+mod statuses;
 mod tlog;
 mod trust;
 

@@ -42,6 +42,7 @@ pub fn run(
     )?;
     let i = &done.install;
     let m = &i.manifest;
+    crate::statuses::warn_install(env, m);
     env.out.emit(
         &json!({
             "dir": dir,

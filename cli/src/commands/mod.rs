@@ -22,6 +22,7 @@ mod run;
 mod search;
 mod settings;
 mod validate;
+mod status;
 mod yank;
 
 use std::process::ExitCode;
@@ -105,6 +106,20 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Verify { path, pubkey } => inspect::verify(&env, &path, pubkey.as_deref()),
         Command::Install {
+        Command::Status {
+            spec,
+            status,
+            kind,
+            reason,
+            successor,
+        } => status::run(
+            &env,
+            &spec,
+            status,
+            kind,
+            reason.as_deref(),
+            successor.as_deref(),
+        ),
             spec,
             dir,
             frozen,
