@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use agentlang_core::Kind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::release_age::MinReleaseAge;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "agentlang",
@@ -84,6 +86,27 @@ impl KindArg {
             KindArg::Tool => "tools",
             KindArg::Protocol => "protocols",
             KindArg::Skill => "skills",
+        }
+    }
+}
+
+/// An advisory's level (docs/advisories.md), lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SeverityArg {
+    Low,
+    Moderate,
+    High,
+    Critical,
+}
+
+impl SeverityArg {
+    pub fn level(self) -> agentlang_core::advisories::Severity {
+        use agentlang_core::advisories::Severity;
+        match self {
+            SeverityArg::Low => Severity::Low,
+            SeverityArg::Moderate => Severity::Moderate,
+            SeverityArg::High => Severity::High,
+            SeverityArg::Critical => Severity::Critical,
         }
     }
 }
@@ -195,6 +218,9 @@ pub enum Command {
         /// Write the updated lock even when its tools can do more than before
         #[arg(long, requires = "update")]
         accept_risk: bool,
+        /// Skip versions published less than DURATION ago (3d, 36h; 0 for none) [env: AGENTLANG_MIN_RELEASE_AGE; else the config file's min_release_age]
+        #[arg(long, value_name = "DURATION")]
+        min_release_age: Option<MinReleaseAge>,
     },
     /// Validate, lock, encrypt the prompt, sign and pack a directory into NAME@VERSION.agent (or .tool, .protocol)
     #[command(
@@ -238,6 +264,18 @@ pub enum Command {
         #[arg(long)]
         exit_code: bool,
     },
+    /// List the security advisories affecting what DIR's agent.lock pins; exit 1 when any is at or above --severity
+    #[command(
+        after_help = "Examples:\n  agentlang audit\n  agentlang audit ./research-assistant --severity high\n  agentlang audit --json\n\nOne line per advisory per affected pin: level, advisory id, pin, summary.\nLevels, lowest first: low, moderate, high, critical. See /docs/advisories."
+    )]
+    Audit {
+        /// The agent's directory (with its agent.lock)
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Exit 1 when an advisory at or above this level affects a pin
+        #[arg(long, value_enum, default_value_t = SeverityArg::Low)]
+        severity: SeverityArg,
+    },
     /// Check a container (structure, hashes, signature) or an install directory (every check of install, offline); exit 0 only when all hold
     #[command(
         after_help = "Examples:\n  agentlang verify web_search@1.2.0.tool                  # signer's key from the registry\n  agentlang verify web_search@1.2.0.tool --pubkey pub.pem # offline\n  agentlang verify ./research-assistant                   # an install directory, offline"
@@ -271,6 +309,9 @@ pub enum Command {
         /// A sealed agent's prompt key, instead of the one granted to you
         #[arg(long, value_name = "FILE")]
         prompt_key: Option<PathBuf>,
+        /// Skip agent versions published less than DURATION ago (3d, 36h; 0 for none); warn about younger pinned tools [env: AGENTLANG_MIN_RELEASE_AGE; else the config file's min_release_age]
+        #[arg(long, value_name = "DURATION")]
+        min_release_age: Option<MinReleaseAge>,
     },
     /// Check whether a host grants what an agent asks for: granted, downgraded, degraded or refused, per capability
     #[command(
@@ -367,6 +408,13 @@ pub enum Command {
         /// Unyank instead
         #[arg(long)]
         undo: bool,
+    },
+    #[command(
+    )]
+        #[arg(value_enum)]
+        #[arg(long, value_enum)]
+        #[arg(long)]
+        #[arg(long)]
     },
     /// List, invite or remove a package's owners (like `cargo owner`), or answer an invitation
     #[command(

@@ -13,6 +13,8 @@ use std::{
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::release_age::MinReleaseAge;
+
 pub const DEFAULT_REGISTRY: &str = "http://127.0.0.1:8080";
 
 pub fn config_dir() -> Result<PathBuf> {
@@ -28,6 +30,8 @@ pub fn config_dir() -> Result<PathBuf> {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub registry: Option<String>,
+    /// The default of `lock` and `install`'s `--min-release-age` (`3d`).
+    pub min_release_age: Option<MinReleaseAge>,
     #[serde(default)]
     pub runtime: RuntimeConfig,
 }
@@ -103,6 +107,8 @@ pub struct Settings {
     /// Where `registry` came from.
     pub registry_source: Source,
     pub runtime: RuntimeConfig,
+    /// `AGENTLANG_MIN_RELEASE_AGE`, else the config file's.
+    pub min_release_age: Option<MinReleaseAge>,
     token_override: Option<(String, Source)>,
 }
 
@@ -127,11 +133,19 @@ impl Settings {
             Some(t) => Some((t, Source::Flag)),
             None => env_nonempty("AGENTLANG_TOKEN").map(|t| (t, Source::Env)),
         };
+        let min_release_age = match env_nonempty("AGENTLANG_MIN_RELEASE_AGE") {
+            Some(age) => Some(
+                age.parse::<MinReleaseAge>()
+                    .map_err(|e| anyhow::anyhow!("AGENTLANG_MIN_RELEASE_AGE: {e}"))?,
+            ),
+            None => config.min_release_age,
+        };
         Ok(Self {
             dir,
             registry,
             registry_source,
             runtime: config.runtime,
+            min_release_age,
             token_override,
         })
     }

@@ -4,7 +4,9 @@
 
 use anyhow::Result;
 
-use crate::{client::Client, config::Settings, output::Output, tlog::LogOptions};
+use crate::{
+    client::Client, config::Settings, output::Output, release_age::MinReleaseAge, tlog::LogOptions,
+};
 
 /// What every command gets: where to talk to and how to print.
 pub struct Env {
@@ -12,9 +14,16 @@ pub struct Env {
     pub out: Output,
     /// How the registry's transparency log is checked.
     pub log: LogOptions,
+    /// `--min-release-age`, else the configured default.
+    pub min_release_age: Option<MinReleaseAge>,
 }
 
 impl Env {
+    /// Unix seconds: versions published later are held back.
+    pub fn release_cutoff(&self) -> Option<i64> {
+        self.min_release_age.and_then(MinReleaseAge::cutoff)
+    }
+
     /// A client without credentials, for public reads.
     pub fn anonymous(&self) -> Result<Client> {
         Client::new(&self.ctx.registry, None)

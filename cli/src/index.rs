@@ -72,6 +72,9 @@ pub struct IndexEntry {
     /// Tool name to requirement, as the index lists them.
     #[serde(default)]
     pub dependencies: BTreeMap<String, String>,
+    /// RFC 3339; absent from registries that predate it.
+    #[serde(default)]
+    pub published_at: Option<String>,
 }
 
 impl IndexEntry {
@@ -121,6 +124,62 @@ pub enum PickError {
         yanked: String,
         first: String,
     },
+    #[error(
+        "every unyanked version of {name} matching {req} was published less than {age} ago ({young}); wait, or lower --min-release-age"
+    )]
+    AllTooYoung {
+        name: String,
+        req: String,
+        age: String,
+        young: String,
+    },
+}
+
+/// [`pick_version`] among the versions published before `cutoff` (Unix
+/// seconds; `None` for all), with the unyanked matching versions it held
+/// back as too young, newest first.
+pub fn pick_released<'a>(
+    name: &str,
+    entries: &'a [IndexEntry],
+    req: Option<&VersionReq>,
+    age: Option<crate::release_age::MinReleaseAge>,
+) -> Result<(&'a IndexEntry, Vec<&'a IndexEntry>), PickError> {
+    let Some(cutoff) = age.and_then(crate::release_age::MinReleaseAge::cutoff) else {
+        return pick_version(name, entries, req).map(|e| (e, Vec::new()));
+    };
+    let young = |e: &IndexEntry| crate::release_age::too_young(e.published_at.as_deref(), cutoff);
+    let old: Vec<IndexEntry> = entries.iter().filter(|e| !young(e)).cloned().collect();
+    let matches = |e: &IndexEntry| {
+        req.cloned()
+            .unwrap_or(VersionReq::STAR)
+            .matches(e.version.semver())
+    };
+    let mut held: Vec<&IndexEntry> = entries
+        .iter()
+        .filter(|e| young(e) && !e.yanked && matches(e))
+        .collect();
+    held.sort_by(|a, b| b.version.semver().cmp(a.version.semver()));
+    let picked = match pick_version(name, &old, req) {
+        Ok(picked) => picked.version.clone(),
+        Err(PickError::NoMatch { .. } | PickError::NoVersions { .. }) if !held.is_empty() => {
+            return Err(PickError::AllTooYoung {
+                name: name.to_owned(),
+                req: req.map_or("*".to_owned(), ToString::to_string),
+                age: age.map(|a| a.to_string()).unwrap_or_default(),
+                young: held
+                    .iter()
+                    .map(|e| e.version.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let entry = entries
+        .iter()
+        .find(|e| e.version == picked)
+        .expect("picked from a copy of these entries");
+    Ok((entry, held))
 }
 
 /// The newest version matching `req` that is not yanked. No requirement
@@ -181,11 +240,59 @@ mod tests {
             hash: format!("sha256:{}", "0".repeat(64)),
             yanked,
             dependencies: BTreeMap::new(),
+            published_at: None,
         }
     }
 
     fn req(r: &str) -> VersionReq {
         VersionReq::parse(r).unwrap()
+    }
+
+    /// `v`, published `hours_ago` hours ago.
+    fn aged(v: &str, yanked: bool, hours_ago: i64) -> IndexEntry {
+        let at = time::OffsetDateTime::now_utc() - time::Duration::hours(hours_ago);
+        IndexEntry {
+            published_at: Some(
+                at.format(&time::format_description::well_known::Rfc3339)
+                    .unwrap(),
+            ),
+            ..entry(v, yanked)
+        }
+    }
+
+    #[test]
+    fn a_minimum_release_age_passes_over_young_versions_and_names_them() {
+        let e = [
+            aged("1.0.0", false, 100),
+            aged("1.1.0", false, 30),
+            aged("1.2.0", true, 2),
+            aged("1.3.0", false, 1),
+            aged("2.0.0", false, 1),
+        ];
+        let age = |a: &str| Some(a.parse().unwrap());
+        let (picked, held) = pick_released("x", &e, Some(&req("^1")), age("2d")).unwrap();
+        assert_eq!(picked.version.to_string(), "1.0.0");
+        // Yanked and non-matching versions are not "held back".
+        let held: Vec<String> = held.iter().map(|e| e.version.to_string()).collect();
+        assert_eq!(held, ["1.3.0", "1.1.0"]);
+        let (picked, held) = pick_released("x", &e, Some(&req("^1")), age("12h")).unwrap();
+        assert_eq!(picked.version.to_string(), "1.1.0");
+        assert_eq!(held.len(), 1);
+        // Zero, or no age, is no cutoff.
+        let (picked, held) = pick_released("x", &e, None, age("0")).unwrap();
+        assert_eq!(
+            (picked.version.to_string(), held.len()),
+            ("2.0.0".to_owned(), 0)
+        );
+        assert_eq!(
+            pick_released("x", &e, Some(&req("^2")), age("1d")).unwrap_err(),
+            PickError::AllTooYoung {
+                name: "x".into(),
+                req: "^2".into(),
+                age: "1day".into(),
+                young: "2.0.0".into(),
+            }
+        );
     }
 
     #[test]

@@ -53,7 +53,7 @@ use crate::{
     client::Client,
     download,
     env::Env,
-    index::{Index, pick_version},
+    index::{Index, pick_released},
     spec::PackageReq,
     tlog::LogRef,
 };
@@ -646,7 +646,11 @@ pub fn verify_dir(dir: &Path) -> (Vec<Check>, Option<LoadedInstall>) {
 /// install's registry and the witnesses `opts` asks for: one check per
 /// artifact, naming its log index. An artifact installed before receipts
 /// (no log index recorded) is said, not failed.
-pub fn verify_receipts(dir: &Path, manifest: &InstallManifest, opts: &crate::tlog::LogOptions) -> Vec<Check> {
+pub fn verify_receipts(
+    dir: &Path,
+    manifest: &InstallManifest,
+    opts: &crate::tlog::LogOptions,
+) -> Vec<Check> {
     let keys = crate::tlog::offline_log_key(&manifest.registry, opts)
         .and_then(|key| Ok((key, crate::tlog::witness_keys(opts)?)));
     let (key, witnesses) = match keys {
@@ -863,9 +867,12 @@ fn judge_lock(
     let mut tools = PublishedTools::new();
     let mut skills = PublishedTools::new();
     if let Some(lock) = &package.lock {
-        for name in lock.tools.keys() {
+        for (name, pin) in &lock.tools {
             let mut versions = Vec::new();
             for e in &fetcher.index(Kind::Tool, name)?.versions {
+                if e.version == pin.version {
+                    crate::release_age::warn_young_pin(fetcher.env, Kind::Tool, name, e);
+                }
                 versions.push(PublishedTool {
                     version: e.version.clone(),
                     hash: e.digest()?,
@@ -875,9 +882,12 @@ fn judge_lock(
             }
             tools.insert(name, versions);
         }
-        for name in lock.skills.keys() {
+        for (name, pin) in &lock.skills {
             let mut versions = Vec::new();
             for e in &fetcher.index(Kind::Skill, name)?.versions {
+                if e.version == pin.version {
+                    crate::release_age::warn_young_pin(fetcher.env, Kind::Skill, name, e);
+                }
                 versions.push(PublishedTool {
                     version: e.version.clone(),
                     hash: e.digest()?,
@@ -1290,7 +1300,24 @@ pub fn install(env: &Env, req: &InstallRequest<'_>) -> Result<Installed> {
         keys: HashMap::new(),
     };
     let index = fetcher.index(Kind::Agent, &wanted.name)?;
-    let entry = pick_version(wanted.name.as_str(), &index.versions, wanted.req.as_ref())?;
+    let (entry, held) = pick_released(
+        wanted.name.as_str(),
+        &index.versions,
+        wanted.req.as_ref(),
+        env.min_release_age,
+    )?;
+    if let Some(age) = env.min_release_age {
+        let listed: Vec<String> = held
+            .iter()
+            .map(|e| {
+                let at = e.published_at.as_deref().unwrap_or("recently");
+                format!("{}@{} (published {at})", wanted.name, e.version)
+            })
+            .collect();
+        if let Some(note) = crate::release_age::held_back_note(age, &listed, listed.len()) {
+            crate::output::note(&note);
+        }
+    }
     let expected = entry.digest()?;
     let version = entry.version.clone();
     let asked = match &wanted.req {

@@ -25,6 +25,7 @@ use crate::{
     container_file,
     env::Env,
     lockdiff::{self, LocalLock, LockChange},
+    release_age,
 };
 
 pub fn read_existing(tree: &SourceTree) -> Result<Option<Lockfile>> {
@@ -242,6 +243,9 @@ fn resolve(
     if let Some(lock) = keep {
         body["lock"] = serde_json::to_value(lock).context("serializing the existing lock")?;
     }
+    if let Some(cutoff) = env.release_cutoff() {
+        body["exclude_newer"] = json!(release_age::rfc3339(cutoff)?);
+    }
     let client = env.anonymous()?;
     // JSON is asked for; YAML (the registry's default) is read too.
     let request = client
@@ -266,6 +270,12 @@ fn resolve(
             }
             _ => e,
         })?;
+    if let Some(age) = env.min_release_age {
+        let (listed, count) = release_age::held_back(resp.headers());
+        if let Some(note) = release_age::held_back_note(age, &listed, count) {
+            crate::output::note(&note);
+        }
+    }
     let is_yaml = resp
         .headers()
         .get(reqwest::header::CONTENT_TYPE)

@@ -419,6 +419,7 @@ mod tests {
             hash: Sha256Digest::of(v.as_bytes()),
             requirement: req.map(|r| VersionReq::parse(r).unwrap()),
             dependencies: BTreeSet::new(),
+            log_index: None,
         }
     }
 
@@ -485,6 +486,7 @@ mod tests {
             version: Version::parse(v).unwrap(),
             hash: Sha256Digest::of(v.as_bytes()),
             requirement: VersionReq::parse(req).unwrap(),
+            log_index: None,
         };
         let mut local = local(&[]);
         local

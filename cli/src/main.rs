@@ -1,5 +1,6 @@
 //! `agentlang`: build, sign, publish and pull AgentLang agents and tools.
 
+mod advisories;
 mod args;
 mod build;
 mod catalogs;
@@ -21,6 +22,7 @@ mod package_check;
 mod package_dir;
 mod progress;
 mod quality;
+mod release_age;
 mod source;
 mod spec;
 mod statuses;

@@ -51,6 +51,8 @@ fn entry(version: &str, dependencies: Vec<(PackageName, VersionReq)>) -> Version
         yanked: false,
         hash: Sha256Digest::of(version.as_bytes()),
         dependencies: dependencies.into_iter().collect(),
+        published_at: 0,
+        log_index: None,
     }
 }
 
@@ -111,6 +113,7 @@ fn typical_request(tiered: bool) -> Request {
             })
             .collect(),
         pins: Default::default(),
+        exclude_newer: None,
     }
 }
 
@@ -153,6 +156,7 @@ fn conflict_request() -> Request {
     Request {
         requirements,
         pins: Default::default(),
+        exclude_newer: None,
     }
 }
 

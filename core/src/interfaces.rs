@@ -343,6 +343,7 @@ mod tests {
                     hash: Sha256Digest::of(t.as_bytes()),
                     requirement: None,
                     dependencies: BTreeSet::new(),
+                    log_index: None,
                 },
             );
         }

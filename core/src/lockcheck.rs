@@ -908,6 +908,7 @@ mod tests {
                     hash: Sha256Digest::of(format!("{n}@{v}").as_bytes()),
                     requirement: None,
                     dependencies: BTreeSet::new(),
+                    log_index: None,
                 },
             );
         }
@@ -1037,6 +1038,7 @@ mod tests {
                     version: Version::parse(v).unwrap(),
                     hash: Sha256Digest::of(format!("{n}@{v}").as_bytes()),
                     requirement: VersionReq::parse(req).unwrap(),
+                    log_index: None,
                 },
             );
         }

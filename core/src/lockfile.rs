@@ -238,6 +238,11 @@ pub struct LockedTool {
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
     pub dependencies: BTreeSet<PackageName>,
+    /// The registry's transparency-log entry of this version's publish:
+    /// with it, `install` fetches and keeps the version's receipt and
+    /// `verify` proves it offline. Absent in locks made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_index: Option<u64>,
 }
 
 /// One published skill the agent depends on (a `skills:` entry with a
@@ -256,6 +261,9 @@ pub struct LockedSkill {
     #[serde(deserialize_with = "requirement")]
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "^0.1"))]
     pub requirement: semver::VersionReq,
+    /// The publish's transparency-log entry, as for tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_index: Option<u64>,
 }
 
 fn requirement<'de, D: Deserializer<'de>>(d: D) -> Result<semver::VersionReq, D::Error> {

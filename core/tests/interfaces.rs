@@ -94,6 +94,7 @@ fn lock_with(provider: &str) -> Lockfile {
             hash: Sha256Digest::of(provider.as_bytes()),
             requirement: None,
             dependencies: BTreeSet::new(),
+            log_index: None,
         },
     );
     lock

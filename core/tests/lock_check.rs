@@ -59,6 +59,7 @@ fn honest_lock(tree: &SourceTree) -> Lockfile {
                 hash: Sha256Digest::of(name.as_str().as_bytes()),
                 requirement: None,
                 dependencies: BTreeSet::new(),
+                log_index: None,
             },
         );
     }

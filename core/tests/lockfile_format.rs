@@ -27,6 +27,7 @@ fn sample() -> Lockfile {
             hash: Sha256Digest::of(b"web_search@1.2.0.tool"),
             requirement: Some(semver::VersionReq::parse("1.2.0").unwrap()),
             dependencies: BTreeSet::from([name("web_fetch")]),
+            log_index: None,
         },
     );
     lock.tools.insert(
@@ -36,6 +37,7 @@ fn sample() -> Lockfile {
             hash: Sha256Digest::of(b"web_fetch@1.0.0.tool"),
             requirement: None,
             dependencies: BTreeSet::new(),
+            log_index: None,
         },
     );
     lock.agents.insert(

@@ -38,6 +38,8 @@ impl PackageSource for Endless {
                 yanked: false,
                 hash: Sha256Digest::of(name.as_str().as_bytes()),
                 dependencies: [(next.clone(), semver::VersionReq::parse("^1").unwrap())].into(),
+                published_at: 0,
+                log_index: None,
             })
             .collect();
         Ok(Some(std::sync::Arc::new(versions)))
@@ -48,6 +50,7 @@ fn endless_request() -> Request {
     Request {
         requirements: [(PackageName::new("p0").unwrap(), None)].into(),
         pins: Default::default(),
+        exclude_newer: None,
     }
 }
 
@@ -113,6 +116,8 @@ impl PackageSource for Pigeonhole {
             yanked: false,
             hash: Sha256Digest::of(version.as_bytes()),
             dependencies,
+            published_at: 0,
+            log_index: None,
         };
         let versions = if let Some(i) = name.as_str().strip_prefix("pigeon") {
             (0..self.holes)
@@ -140,6 +145,7 @@ fn a_hard_instance_is_cut_by_the_work_bound_not_the_clock() {
             .map(|i| (PackageName::new(format!("pigeon{i}")).unwrap(), None))
             .collect(),
         pins: Default::default(),
+        exclude_newer: None,
     };
     // A deadline far beyond any run: only the work bound can end it.
     let cancel = Cancel::with_deadline(Instant::now() + Duration::from_secs(600));
@@ -159,6 +165,7 @@ fn a_small_instance_of_the_same_shape_is_explained_within_the_bound() {
             .map(|i| (PackageName::new(format!("pigeon{i}")).unwrap(), None))
             .collect(),
         pins: Default::default(),
+        exclude_newer: None,
     };
     let result = resolve(&source, &request, &Cancel::new());
     assert!(

@@ -130,6 +130,8 @@ impl Case {
                             .iter()
                             .map(|(d, r)| (name(&pkg_name(*d)), r.clone()))
                             .collect(),
+                        published_at: 0,
+                        log_index: None,
                     },
                 );
             }
@@ -159,6 +161,7 @@ impl Case {
                 .into_iter()
                 .map(|(p, v)| (name(&pkg_name(p)), v.into()))
                 .collect(),
+            exclude_newer: None,
         }
     }
 

@@ -43,6 +43,7 @@ pub fn run(
     let i = &done.install;
     let m = &i.manifest;
     crate::statuses::warn_install(env, m);
+    crate::advisories::warn_install(env, i);
     env.out.emit(
         &json!({
             "dir": dir,

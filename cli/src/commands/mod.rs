@@ -1,6 +1,7 @@
 //! One module per command; `run` dispatches.
 
 mod account;
+mod audit;
 mod build;
 mod check;
 mod diff;
@@ -69,9 +70,20 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         _ => {}
     }
     let log_key_given = cli.global.log_key.is_some();
+    let ctx = Settings::load(cli.global.registry, cli.global.token)?;
+    let min_release_age = match &cli.command {
+        Command::Lock {
+            min_release_age, ..
+        }
+        | Command::Install {
+            min_release_age, ..
+        } => min_release_age.or(ctx.min_release_age),
+        _ => ctx.min_release_age,
+    };
     let env = Env {
-        ctx: Settings::load(cli.global.registry, cli.global.token)?,
+        ctx,
         out,
+        min_release_age,
         log: LogOptions {
             key: cli.global.log_key,
             witnesses: cli.global.witnesses,
@@ -86,6 +98,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Config { command: None } => settings::show(&env, log_key_given),
         Command::Keys(k) => keys::run(&env, k),
         Command::Validate { dir } => validate::run(&env, &dir),
+        Command::Audit { dir, severity } => audit::run(&env, &dir, severity.level()),
         Command::Search { query, kind, page } => search::run(&env, &query, kind, page),
         Command::Yank {
             spec,
@@ -120,12 +133,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             reason.as_deref(),
             successor.as_deref(),
         ),
+        }
+            }
+        }
             spec,
             dir,
             frozen,
             accept_risk,
             host,
             prompt_key,
+            ..
         } => install::run(
             &env,
             &spec,
@@ -144,6 +161,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             dir,
             update,
             accept_risk,
+            ..
         } => lock::run(&env, &dir, update, accept_risk),
         Command::Diff {
             from,

@@ -69,6 +69,17 @@ pub struct VersionEntry {
     /// Of the container.
     pub hash: Sha256Digest,
     pub dependencies: BTreeMap<PackageName, VersionReq>,
+    /// Unix seconds: what [`Request::exclude_newer`] compares.
+    pub published_at: i64,
+    /// The transparency-log entry of its publish, carried into the lock.
+    pub log_index: Option<u64>,
+}
+
+impl VersionEntry {
+    /// Whether a resolution with `exclude_newer` may choose it, age alone.
+    pub fn old_enough(&self, exclude_newer: Option<i64>) -> bool {
+        exclude_newer.is_none_or(|cutoff| self.published_at <= cutoff)
+    }
 }
 
 /// A failure of the [`PackageSource`] (database, network).
@@ -97,6 +108,11 @@ pub struct Request {
     /// Versions from an existing lock, kept while they still satisfy every
     /// requirement on them (and allowed even when yanked).
     pub pins: BTreeMap<PackageName, Version>,
+    /// Unix seconds: versions published later are not chosen (pnpm's
+    /// `minimumReleaseAge`, uv's `exclude-newer`), except a pinned one,
+    /// which was chosen before. The versions this holds back are named in
+    /// [`Resolution::held_back`].
+    pub exclude_newer: Option<i64>,
 }
 
 /// Stops a resolution from another thread or at a deadline. Clones share
@@ -140,6 +156,16 @@ pub struct ResolvedTool {
     pub requirement: Option<VersionReq>,
     /// What this version requires of other tools.
     pub dependencies: BTreeMap<PackageName, VersionReq>,
+    pub log_index: Option<u64>,
+}
+
+/// A version [`Request::exclude_newer`] kept from being chosen.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HeldBack {
+    pub name: PackageName,
+    pub version: Version,
+    /// Unix seconds.
+    pub published_at: i64,
 }
 
 /// A successful resolution: one version per tool, keyed by the name as the
@@ -147,6 +173,9 @@ pub struct ResolvedTool {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resolution {
     pub tools: BTreeMap<PackageName, ResolvedTool>,
+    /// Unyanked versions of the tools the solver looked at that were too
+    /// young for [`Request::exclude_newer`], by name then version.
+    pub held_back: Vec<HeldBack>,
 }
 
 impl Resolution {
@@ -185,6 +214,7 @@ impl Resolution {
                     hash: tool.hash,
                     requirement: tool.requirement,
                     dependencies,
+                    log_index: tool.log_index,
                 };
                 (name, locked)
             })
@@ -305,11 +335,13 @@ pub fn resolve<S: PackageSource + ?Sized>(
 /// picked alone, by the rules tools follow: the pinned version while it is
 /// published and satisfies `requirement` (even when yanked since), else
 /// the newest unyanked version that does (a prerelease only when the
-/// requirement names one). `None` when no version will do.
+/// requirement names one), published no later than `exclude_newer` when
+/// given. `None` when no version will do.
 pub fn pick_skill<'a>(
     requirement: &VersionReq,
     pin: Option<&Version>,
     versions: &'a [VersionEntry],
+    exclude_newer: Option<i64>,
 ) -> Option<&'a VersionEntry> {
     let fits = |e: &&VersionEntry| requirement.matches(e.version.semver());
     if let Some(pin) = pin
@@ -319,7 +351,7 @@ pub fn pick_skill<'a>(
     }
     versions
         .iter()
-        .filter(|e| !e.yanked)
+        .filter(|e| !e.yanked && e.old_enough(exclude_newer))
         .filter(fits)
         .max_by(|a, b| a.version.cmp(&b.version))
 }
@@ -381,6 +413,8 @@ mod tests {
             yanked,
             hash: Sha256Digest::of(v.as_bytes()),
             dependencies: BTreeMap::new(),
+            published_at: 0,
+            log_index: None,
         }
     }
 
@@ -396,7 +430,7 @@ mod tests {
         let req = |r: &str| VersionReq::parse(r).unwrap();
         let pick = |r: &str, pin: Option<&str>| {
             let pin = pin.map(|p| Version::parse(p).unwrap());
-            pick_skill(&req(r), pin.as_ref(), &versions).map(|e| e.version.to_string())
+            pick_skill(&req(r), pin.as_ref(), &versions, None).map(|e| e.version.to_string())
         };
         assert_eq!(pick("^0.1", None).as_deref(), Some("0.1.3"));
         assert_eq!(pick("*", None).as_deref(), Some("1.0.0"));
@@ -407,5 +441,75 @@ mod tests {
         // Prereleases only when asked for; nothing when nothing fits.
         assert_eq!(pick("^0.2.0-rc", None).as_deref(), Some("0.2.0-rc.1"));
         assert_eq!(pick("^2", None), None);
+    }
+
+    #[test]
+    fn exclude_newer_holds_back_young_tool_versions_but_keeps_a_young_pin() {
+        let tool = PackageName::new("web_fetch").unwrap();
+        let mut source = MemorySource::new();
+        for (v, day, index) in [("1.0.0", 1, 3), ("1.1.0", 9, 7), ("1.2.0", 10, 8)] {
+            source.add_version(
+                &tool,
+                VersionEntry {
+                    published_at: day * 86_400,
+                    log_index: Some(index),
+                    ..entry(v, false)
+                },
+            );
+        }
+        let request = |exclude_newer: Option<i64>, pin: Option<&str>| Request {
+            requirements: [(tool.clone(), Some(VersionReq::parse("^1").unwrap()))].into(),
+            pins: pin
+                .map(|p| (tool.clone(), Version::parse(p).unwrap()))
+                .into_iter()
+                .collect(),
+            exclude_newer,
+        };
+        let solve = |r: &Request| resolve(&source, r, &Cancel::new()).unwrap();
+
+        let fresh = solve(&request(None, None));
+        assert_eq!(fresh.tools[&tool].version.to_string(), "1.2.0");
+        assert!(fresh.held_back.is_empty());
+
+        let aged = solve(&request(Some(5 * 86_400), None));
+        assert_eq!(aged.tools[&tool].version.to_string(), "1.0.0");
+        let held: Vec<String> = aged
+            .held_back
+            .iter()
+            .map(|h| h.version.to_string())
+            .collect();
+        assert_eq!(held, ["1.1.0", "1.2.0"]);
+        assert_eq!(aged.held_back[0].published_at, 9 * 86_400);
+        // The publish's log entry reaches the lock.
+        let lock = aged.into_lock_tools();
+        assert_eq!(lock[&tool].log_index, Some(3));
+
+        let pinned = solve(&request(Some(5 * 86_400), Some("1.1.0")));
+        assert_eq!(pinned.tools[&tool].version.to_string(), "1.1.0");
+        let held: Vec<String> = pinned
+            .held_back
+            .iter()
+            .map(|h| h.version.to_string())
+            .collect();
+        assert_eq!(held, ["1.2.0"]);
+    }
+
+    #[test]
+    fn a_skill_too_young_for_exclude_newer_is_passed_over_unless_pinned() {
+        let aged = |v: &str, day: i64| VersionEntry {
+            published_at: day * 86_400,
+            ..entry(v, false)
+        };
+        let versions = [aged("0.1.0", 1), aged("0.1.1", 5), aged("0.1.2", 9)];
+        let req = VersionReq::parse("^0.1").unwrap();
+        let pick = |cutoff: Option<i64>, pin: Option<&str>| {
+            let pin = pin.map(|p| Version::parse(p).unwrap());
+            pick_skill(&req, pin.as_ref(), &versions, cutoff).map(|e| e.version.to_string())
+        };
+        assert_eq!(pick(None, None).as_deref(), Some("0.1.2"));
+        assert_eq!(pick(Some(6 * 86_400), None).as_deref(), Some("0.1.1"));
+        assert_eq!(pick(Some(5 * 86_400), None).as_deref(), Some("0.1.1"));
+        assert_eq!(pick(Some(0), None), None);
+        assert_eq!(pick(Some(0), Some("0.1.2")).as_deref(), Some("0.1.2"));
     }
 }

@@ -40,7 +40,8 @@ pub(super) struct PackageInfo {
     /// The source's list, shared rather than copied: hashes and
     /// dependencies are read from it.
     entries: Arc<Vec<VersionEntry>>,
-    /// Unyanked versions, plus the pinned one even if yanked; newest first.
+    /// Unyanked versions old enough for the request's `exclude_newer`, plus
+    /// the pinned one even if yanked; newest first.
     pub(super) candidates: Vec<Candidate>,
     /// The lock's version, when it is among the candidates.
     pub(super) pinned: Option<semver::Version>,
@@ -117,6 +118,7 @@ pub(super) struct Provider<'a, S: ?Sized> {
     /// Where each normalized name is in `root`.
     root_index: HashMap<String, usize>,
     pins: HashMap<String, semver::Version>,
+    exclude_newer: Option<i64>,
     pub(super) packages: RefCell<HashMap<String, Rc<PackageInfo>>>,
     pub(super) texts: RefCell<RequirementTexts>,
     /// Packages decided so far, and how often one was decided again
@@ -161,6 +163,7 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
             root,
             root_index,
             pins,
+            exclude_newer: request.exclude_newer,
             packages: RefCell::default(),
             texts: RefCell::default(),
             decided: RefCell::default(),
@@ -195,10 +198,30 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
                     hash: candidate.hash,
                     requirement,
                     dependencies: candidate.dependencies.clone(),
+                    log_index: candidate.log_index,
                 },
             );
         }
-        Ok(Resolution { tools })
+        let mut held_back = Vec::new();
+        if self.exclude_newer.is_some() {
+            for info in packages.values() {
+                held_back.extend(
+                    info.entries
+                        .iter()
+                        .filter(|e| !e.yanked && !e.old_enough(self.exclude_newer))
+                        .filter(|e| info.pinned.as_ref() != Some(e.version.semver()))
+                        .map(|e| super::HeldBack {
+                            name: info.display.clone(),
+                            version: e.version.clone(),
+                            published_at: e.published_at,
+                        }),
+                );
+            }
+            held_back.sort_by(|a, b| {
+                (a.name.normalized(), &a.version).cmp(&(b.name.normalized(), &b.version))
+            });
+        }
+        Ok(Resolution { tools, held_back })
     }
 
     /// The package's candidates, fetched from the source on first use.
@@ -245,7 +268,10 @@ impl<'a, S: PackageSource + ?Sized> Provider<'a, S> {
         let candidates: Vec<Candidate> = versions
             .iter()
             .rev()
-            .filter(|(_, entry)| !entry.yanked || pin == Some(entry.version.semver()))
+            .filter(|(_, entry)| {
+                pin == Some(entry.version.semver())
+                    || (!entry.yanked && entry.old_enough(self.exclude_newer))
+            })
             .map(|&(index, entry)| Candidate {
                 version: entry.version.semver().clone(),
                 entry: index,

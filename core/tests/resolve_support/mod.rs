@@ -36,6 +36,8 @@ pub fn registry(rows: &[Row<'_>]) -> MemorySource {
                 yanked: *yanked,
                 hash: Sha256Digest::of(format!("{pkg}@{v}").as_bytes()),
                 dependencies: deps.iter().map(|(d, r)| (name(d), req(r))).collect(),
+                published_at: 0,
+                log_index: None,
             },
         );
     }
@@ -52,6 +54,7 @@ pub fn request(reqs: &[(&str, Option<&str>)], pins: &[(&str, &str)]) -> Request 
     Request {
         requirements: reqs.iter().map(|(n, r)| (name(n), r.map(req))).collect(),
         pins: pins.iter().map(|(n, v)| (name(n), version(v))).collect(),
+        exclude_newer: None,
     }
 }
 

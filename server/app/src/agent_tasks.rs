@@ -424,6 +424,7 @@ impl ResolveTask {
                 skills: BTreeMap::new(),
                 models: models.iter().map(|m| m.as_str().to_owned()).collect(),
                 lock,
+                exclude_newer: None,
             },
         })
     }

@@ -115,12 +115,13 @@ pub async fn pick(
     generation: i64,
     requirements: &BTreeMap<PackageName, Option<VersionReq>>,
     previous: Option<&Lockfile>,
+    exclude_newer: Option<i64>,
 ) -> Result<Picks, ServiceError> {
     if requirements.is_empty() {
         return Ok(Picks::default());
     }
     let providing = providing_at(registry, generation).await?;
-    pick_from(&providing, requirements, previous)
+    pick_from(&providing, requirements, previous, exclude_newer)
 }
 
 /// Every live tool version that provides an interface at `generation`,
@@ -144,6 +145,7 @@ fn pick_from(
     providing: &[ProvidingVersion],
     requirements: &BTreeMap<PackageName, Option<VersionReq>>,
     previous: Option<&Lockfile>,
+    exclude_newer: Option<i64>,
 ) -> Result<Picks, ServiceError> {
     // Interface (normalized) to the versions providing it.
     let mut offers: BTreeMap<String, Vec<Offer>> = BTreeMap::new();
@@ -155,7 +157,9 @@ fn pick_from(
                 .push(Offer {
                     tool: v.name.clone(),
                     version: v.version.clone(),
-                    yanked: v.yanked,
+                    // Too young for the request's cutoff: like a yanked
+                    // version, kept only as the lock's pick.
+                    yanked: v.yanked || exclude_newer.is_some_and(|t| v.published_at > t),
                 });
         }
     }
@@ -188,11 +192,16 @@ fn pick_from(
                     FieldError::new(
                         format!("tools.{name}"),
                         format!(
-                            "{name} is an interface, but no unyanked version of its providers ({}) provides it{}",
+                            "{name} is an interface, but no unyanked version of its providers ({}) provides it{}{}",
                             providers.into_iter().collect::<Vec<_>>().join(", "),
                             req.as_ref()
                                 .map(|r| format!(" at a version satisfying {r}"))
-                                .unwrap_or_default()
+                                .unwrap_or_default(),
+                            if exclude_newer.is_some() {
+                                " among those old enough for the minimum release age"
+                            } else {
+                                ""
+                            }
                         ),
                     )
                     .breaking(Some(Rule::InterfaceUnprovided)),

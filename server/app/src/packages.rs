@@ -108,6 +108,10 @@ pub struct VersionView {
     /// until the start-up backfill logs versions published before the log.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<LogRef>,
+    /// The transparency-log entry of its publish (in every answer, a yank's
+    /// included), as the index spells it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_index: Option<i64>,
 }
 
 /// Where a change is in the transparency log (`GET /log/tile/entries/...`).
@@ -133,13 +137,13 @@ pub struct PackageView {
     pub updated_at: String,
     /// Downloads of every version.
     pub downloads: i64,
+    /// The package's status when not `active` (docs/statuses.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusView>,
     pub versions: Vec<VersionView>,
 }
 
 /// One version in the index.
-    /// The package's status when not `active` (docs/statuses.md).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<StatusView>,
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IndexEntry {
@@ -148,13 +152,21 @@ pub struct IndexEntry {
     /// `sha256:<hex>` of the container.
     pub hash: String,
     pub yanked: bool,
-    /// Tool name to requirement.
-    pub dependencies: BTreeMap<String, String>,
-}
-
     /// The version's own status when not `active` (docs/statuses.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<StatusView>,
+    /// Tool name to requirement.
+    pub dependencies: BTreeMap<String, String>,
+    /// RFC 3339: when it was published, for clients that hold back young
+    /// releases (`agentlang lock --min-release-age`, uv's `exclude-newer`).
+    pub published_at: String,
+    /// The transparency-log entry of its publish, so this row can be
+    /// proved alone (`GET /log/proof/{index}`); absent only until the
+    /// start-up backfill logs versions published before the log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_index: Option<i64>,
+}
+
 /// Every live version of a package, oldest first, for client-side
 /// resolution.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -164,6 +176,10 @@ pub struct PackageIndexView {
     pub name: PackageName,
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "tool"))]
     pub kind: Kind,
+    /// The package's status when not `active` (docs/statuses.md): it
+    /// applies to every version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusView>,
     pub versions: Vec<IndexEntry>,
 }
 
@@ -176,10 +192,6 @@ pub async fn find_package(
         .db
         .find_package(kind, name)
         .await?
-    /// The package's status when not `active` (docs/statuses.md): it
-    /// applies to every version.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<StatusView>,
         .ok_or_else(|| ServiceError::NotFound(format!("{kind} {name}")))
 }
 
@@ -268,6 +280,7 @@ impl Lookups {
             signer,
             yanked: record.yanked,
             yank_reason: record.yank_reason,
+            status: None,
             publisher: self.publishers.get(&record.published_by).cloned(),
             published_at: rfc3339(record.published_at),
             downloads: record.downloads,
@@ -275,12 +288,12 @@ impl Lookups {
             prompt: record.prompt_mode,
             prompt_key_id: record.prompt_key_id,
             log: record.log_index.map(|index| LogRef { index }),
+            log_index: record.log_index,
         }
     }
 }
 
 /// The record of one version of a known package.
-            status: None,
 pub async fn version_view(
     registry: &Registry,
     package: &PackageRecord,
@@ -296,8 +309,12 @@ pub async fn version_view(
         .collect();
     let lookups = Lookups::of(registry, std::slice::from_ref(&record)).await?;
     let trust = ContainerExtras::stored_trust(record.extras.as_ref().map(|e| &e.0));
+    let status = crate::statuses::of_package(registry, package.id)
+        .await?
+        .version(record.id);
     let mut view = lookups.view(package.kind, package, record, dependencies);
     view.trust = trust;
+    view.status = status;
     Ok(view)
 }
 
@@ -309,12 +326,8 @@ pub async fn get_version(
     version: &Version,
 ) -> Result<VersionView, ServiceError> {
     let package = find_package(registry, kind, name).await?;
-    let status = crate::statuses::of_package(registry, package.id)
-        .await?
-        .version(record.id);
     let record = find_version(registry, &package, version).await?;
     version_view(registry, &package, record).await
-    view.status = status;
 }
 
 /// `GET /api/v1/{kind}/{name}/{version}` as sent, rendered once per
@@ -371,6 +384,7 @@ pub async fn get_package(
         })
         .unwrap_or_default();
     let lookups = Lookups::of(registry, &records).await?;
+    let statuses = crate::statuses::of_package(registry, package.id).await?;
     let versions: Vec<VersionView> = records
         .into_iter()
         .map(|record| {
@@ -383,11 +397,11 @@ pub async fn get_package(
         .collect();
     Ok(PackageView {
         kind,
+        status: statuses.package,
         downloads: versions.iter().map(|v| v.downloads).sum(),
         name: package.name,
         description: package.description,
         created_at: rfc3339(package.created_at),
-    let statuses = crate::statuses::of_package(registry, package.id).await?;
         updated_at: rfc3339(package.updated_at),
         versions,
     })
@@ -397,7 +411,6 @@ pub async fn get_package(
 pub async fn get_index(
     registry: &Registry,
     kind: Kind,
-        status: statuses.package,
     name: &PackageName,
 ) -> Result<PackageIndexView, ServiceError> {
     let index = registry
@@ -405,9 +418,11 @@ pub async fn get_index(
         .package_index(kind, name)
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("{kind} {name}")))?;
+    let statuses = crate::statuses::of_package(registry, index.package.id).await?;
     Ok(PackageIndexView {
         name: index.package.name,
         kind,
+        status: statuses.package.clone(),
         versions: index
             .versions
             .into_iter()
@@ -415,14 +430,15 @@ pub async fn get_index(
                 version: v.version,
                 hash: v.sha256.to_prefixed(),
                 yanked: v.yanked,
+                status: statuses.version(v.version_id),
                 dependencies: v.dependencies,
+                published_at: rfc3339(v.published_at),
+                log_index: v.log_index,
             })
             .collect(),
-    let statuses = crate::statuses::of_package(registry, index.package.id).await?;
     })
 }
 
-        status: statuses.package.clone(),
 /// Longest yank reason kept, in characters.
 pub const MAX_YANK_REASON_CHARS: usize = 500;
 
@@ -430,7 +446,6 @@ pub const MAX_YANK_REASON_CHARS: usize = 500;
 /// owners only, with a token carrying the `yank` scope for the package.
 pub async fn set_yanked(
     registry: &Registry,
-                status: statuses.version(v.version_id),
     auth: &Authenticated,
     kind: Kind,
     name: &PackageName,
@@ -576,6 +591,7 @@ async fn read_download(
         .await?;
     let package = find_package(registry, kind, name).await?;
     let record = find_version(registry, &package, version).await?;
+    crate::statuses::refuse_download(registry, &package, record.id, &record.version).await?;
     let digest = record.sha256;
     let download = Download {
         version_id: record.id,
@@ -591,7 +607,6 @@ async fn read_download(
     };
     registry
         .download_targets
-    crate::statuses::refuse_download(registry, &package, record.id, &record.version).await?;
         .put(generation, key, download.clone());
     Ok(download)
 }

@@ -1099,5 +1099,6 @@ pub async fn publish(
         log: Some(LogRef {
             index: published.log_index,
         }),
+        log_index: Some(published.log_index),
     })))
 }

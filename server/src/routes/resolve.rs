@@ -6,7 +6,6 @@ use actix_web::{
     HttpRequest, HttpResponse,
     http::header::{self, Header as _},
     post, web,
-    web::Bytes,
 };
 
 use serde::Deserialize;
@@ -14,7 +13,8 @@ use utoipa::ToSchema;
 
 use crate::{error::ApiError, rate_limit::Client, state::AppState};
 use app::ServiceError;
-use app::resolve::{self, RenderKey, ResolveInput};
+use app::resolve::{self, RenderKey, ResolveAnswer, ResolveInput};
+use app::time::rfc3339;
 
 /// Largest resolve request: an agent.yaml or a JSON request with a lock.
 pub const MAX_RESOLVE_BODY: usize = 1024 * 1024;
@@ -45,7 +45,17 @@ pub struct ResolveRequest {
     /// its sections holds at most 1,024 entries.
     #[schema(value_type = Option<Object>)]
     pub lock: Option<serde_json::Value>,
+    /// RFC 3339: versions published after this time are not chosen (the
+    /// given lock's pins excepted), as uv's `exclude-newer` and pnpm's
+    /// `minimumReleaseAge` hold back new releases. The versions it held
+    /// back are named in the answer's `AgentLang-Held-Back` header.
+    #[schema(example = "2026-11-21T12:00:00Z")]
+    pub exclude_newer: Option<String>,
 }
+
+/// Most versions `AgentLang-Held-Back` names; `AgentLang-Held-Back-Count`
+/// says how many there were.
+const MAX_HELD_BACK_LISTED: usize = 32;
 
 fn content_type(req: &HttpRequest) -> String {
     req.headers()
@@ -126,6 +136,9 @@ fn answer_in_json(req: &HttpRequest, json_request: bool) -> Result<bool, ApiErro
         (status = 200, description = "An agent.lock", content(
             (agentlang_core::lockfile::Lockfile = "application/yaml"),
             (agentlang_core::lockfile::Lockfile = "application/json"),
+        ), headers(
+            ("AgentLang-Held-Back" = String, description = "With `exclude_newer`: the unyanked versions it kept from being chosen, `name@version;published=<RFC 3339>`, comma-separated, at most 32"),
+            ("AgentLang-Held-Back-Count" = u64, description = "With `exclude_newer`: how many versions it held back"),
         )),
         (status = 406, description = "`Accept` admits neither YAML nor JSON (`not-acceptable`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "Larger than 1 MiB", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -160,7 +173,13 @@ pub async fn resolve_lock(
         if content_type == "application/json" {
             let request: ResolveRequest = serde_json::from_slice(body)
                 .map_err(|e| ServiceError::Malformed(format!("invalid JSON body: {e}")))?;
-            ResolveInput::from_request(request.tools, request.skills, request.models, request.lock)
+            ResolveInput::from_request(
+                request.tools,
+                request.skills,
+                request.models,
+                request.lock,
+                request.exclude_newer,
+            )
         } else {
             ResolveInput::from_agent_yaml(body)
         }
@@ -169,13 +188,31 @@ pub async fn resolve_lock(
     Ok(respond(json_answer, answer))
 }
 
-fn respond(json: bool, answer: Bytes) -> HttpResponse {
-    HttpResponse::Ok()
-        .insert_header((header::VARY, "Accept"))
+fn respond(json: bool, answer: ResolveAnswer) -> HttpResponse {
+    let mut response = HttpResponse::Ok();
+    response.insert_header((header::VARY, "Accept"));
+    if !answer.held_back.is_empty() {
+        let listed: Vec<String> = answer
+            .held_back
+            .iter()
+            .take(MAX_HELD_BACK_LISTED)
+            .map(|h| {
+                format!(
+                    "{}@{};published={}",
+                    h.name,
+                    h.version,
+                    rfc3339(h.published_at)
+                )
+            })
+            .collect();
+        response.insert_header(("AgentLang-Held-Back", listed.join(", ")));
+        response.insert_header(("AgentLang-Held-Back-Count", answer.held_back.len()));
+    }
+    response
         .content_type(if json {
             "application/json"
         } else {
             "application/yaml"
         })
-        .body(answer)
+        .body(answer.body)
 }

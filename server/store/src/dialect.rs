@@ -128,7 +128,8 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                     (SELECT json_group_array(json_array(v.id, v.version, v.sha256, v.yanked,
                                 json((SELECT json_group_object(d.name, d.requirement)
                                       FROM dependencies d
-                                      WHERE d.version_id = v.id AND d.kind = 'tool'))))
+                                      WHERE d.version_id = v.id AND d.kind = 'tool')),
+                                v.published_at, v.log_index))
                      FROM versions v
                      WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
@@ -141,7 +142,8 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                                 COALESCE((SELECT json_object_agg(d.name, d.requirement)
                                           FROM dependencies d
                                           WHERE d.version_id = v.id AND d.kind = 'tool'),
-                                         '{{}}'::json))), '[]'::json)::text
+                                         '{{}}'::json),
+                                v.published_at, v.log_index)), '[]'::json)::text
                      FROM versions v
                      WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("

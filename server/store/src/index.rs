@@ -24,6 +24,11 @@ pub struct IndexVersion {
     pub yanked: bool,
     /// Tool dependencies: name as written, requirement as written.
     pub dependencies: BTreeMap<String, String>,
+    /// Unix seconds.
+    pub published_at: i64,
+    /// The transparency-log entry of its publish; `None` only until the
+    /// start-up backfill logs versions published before the log.
+    pub log_index: Option<i64>,
 }
 
 /// A package with its live versions in SemVer order, oldest first.
@@ -55,9 +60,20 @@ struct IndexRow {
     versions: String,
 }
 
-/// One version in [`IndexRow::versions`]: id, version, sha256, yanked and
-/// its tool dependencies (name to requirement).
-type ListedVersion = (i64, Version, Sha256Digest, Flag, BTreeMap<String, String>);
+/// One version in [`IndexRow::versions`], a JSON array in this field order
+/// (`dialect::package_index_rows` writes it; serde reads a struct from an
+/// array by position).
+#[derive(serde::Deserialize)]
+struct ListedVersion {
+    id: i64,
+    version: Version,
+    sha256: Sha256Digest,
+    yanked: Flag,
+    /// Tool dependencies: name to requirement.
+    dependencies: BTreeMap<String, String>,
+    published_at: i64,
+    log_index: Option<i64>,
+}
 
 /// A boolean as either database writes it into JSON: SQLite as 0 or 1.
 struct Flag(bool);
@@ -168,15 +184,15 @@ impl Db {
                     })?;
                 let mut versions: Vec<IndexVersion> = listed
                     .into_iter()
-                    .map(
-                        |(version_id, version, sha256, yanked, dependencies)| IndexVersion {
-                            version_id,
-                            version,
-                            sha256,
-                            yanked: yanked.0,
-                            dependencies,
-                        },
-                    )
+                    .map(|v| IndexVersion {
+                        version_id: v.id,
+                        version: v.version,
+                        sha256: v.sha256,
+                        yanked: v.yanked.0,
+                        dependencies: v.dependencies,
+                        published_at: v.published_at,
+                        log_index: v.log_index,
+                    })
                     .collect();
                 // SQL cannot order prerelease identifiers; semver can.
                 versions.sort_by(|a, b| a.version.cmp(&b.version));

@@ -17,6 +17,8 @@ pub struct ProvidingVersion {
     pub name: PackageName,
     pub version: Version,
     pub yanked: bool,
+    /// Unix seconds.
+    pub published_at: i64,
     /// tool.yaml's `provides`, as stored.
     pub provides: Json<Vec<PackageName>>,
 }
@@ -35,7 +37,7 @@ impl Db {
     pub async fn providing_versions(&self) -> Result<Vec<ProvidingVersion>, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query_as::<_, ProvidingVersion>(
-                "SELECT p.name, v.version, v.yanked, v.spec->'provides' AS provides
+                "SELECT p.name, v.version, v.yanked, v.published_at, v.spec->'provides' AS provides
                  FROM versions v
                  JOIN packages p ON p.id = v.package_id
                  WHERE p.kind = 'tool' AND v.spec->'provides' IS NOT NULL

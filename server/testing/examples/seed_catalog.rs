@@ -872,6 +872,8 @@ fn solve_each(args: &[String]) -> anyhow::Result<()> {
                 version,
                 yanked: false,
                 dependencies,
+                published_at: 0,
+                log_index: None,
             },
         );
     }
@@ -891,6 +893,7 @@ fn solve_each(args: &[String]) -> anyhow::Result<()> {
         let request = Request {
             requirements,
             pins: BTreeMap::new(),
+            exclude_newer: None,
         };
         let started = Instant::now();
         failed += usize::from(resolve(&source, &request, &Cancel::new()).is_err());

@@ -529,6 +529,7 @@ fn agent_tree(
                 hash: Sha256Digest::of(bytes),
                 requirement: Some(requirement.parse().unwrap()),
                 dependencies: BTreeSet::new(),
+                log_index: None,
             },
         );
     }
@@ -693,6 +694,7 @@ pub async fn seed_stripe_ops(app: &TestApp) {
             hash: Sha256Digest::of(b"web_fetch 1.0.3 as seeded"),
             requirement: Some("^1.0.0".parse().unwrap()),
             dependencies: BTreeSet::new(),
+            log_index: None,
         },
     );
     let tree = with_complete_lock(&tree, lock);

@@ -49,6 +49,7 @@ fn lock_of(tools: &[(&str, &str, &str)]) -> Lockfile {
                 hash: Sha256Digest::parse_prefixed(hash).unwrap(),
                 requirement: None,
                 dependencies: BTreeSet::new(),
+                log_index: None,
             },
         );
     }
@@ -640,6 +641,7 @@ async fn a_resigned_container_breaking_each_rule_is_refused_as_the_cli_judges_it
                 hash,
                 requirement: None,
                 dependencies: BTreeSet::new(),
+                log_index: None,
             },
         );
     };
@@ -796,6 +798,7 @@ async fn a_resigned_container_breaking_each_rule_is_refused_as_the_cli_judges_it
             version: Version::parse("0.1.0").unwrap(),
             hash: pdf,
             requirement: VersionReq::parse("^0.1").unwrap(),
+            log_index: None,
         },
     );
     let mut files = files;

@@ -42,6 +42,7 @@ fn lock_pinning(hash: &str) -> String {
             hash: Sha256Digest::parse_prefixed(hash).unwrap(),
             requirement: None,
             dependencies: BTreeSet::new(),
+            log_index: None,
         },
     );
     Lockfile::to_yaml(&lock).unwrap()

@@ -53,7 +53,7 @@ struct CacheState {
     /// Whole answers by exact request, for the second `rendered_second`
     /// (the lock's `resolved_at`): identical requests within a second get
     /// identical bytes, so they are rendered once.
-    rendered: HashMap<RenderKey, bytes::Bytes>,
+    rendered: HashMap<RenderKey, super::ResolveAnswer>,
     rendered_second: i64,
     rendered_bytes: usize,
     /// Index documents (`GET /api/v1/index/..`) with their ETag, by kind and
@@ -383,7 +383,12 @@ impl IndexCache {
     }
 
     /// The answer rendered for `key` at this generation and second.
-    pub fn rendered(&self, generation: i64, second: i64, key: &RenderKey) -> Option<bytes::Bytes> {
+    pub fn rendered(
+        &self,
+        generation: i64,
+        second: i64,
+        key: &RenderKey,
+    ) -> Option<super::ResolveAnswer> {
         let state = self.lock();
         if state.generation != generation || state.rendered_second != second {
             return None;
@@ -391,7 +396,13 @@ impl IndexCache {
         state.rendered.get(key).cloned()
     }
 
-    pub fn put_rendered(&self, generation: i64, second: i64, key: RenderKey, answer: bytes::Bytes) {
+    pub fn put_rendered(
+        &self,
+        generation: i64,
+        second: i64,
+        key: RenderKey,
+        answer: super::ResolveAnswer,
+    ) {
         let mut state = self.lock();
         if state.generation != generation || second < state.rendered_second {
             return;
@@ -401,7 +412,7 @@ impl IndexCache {
             state.rendered_bytes = 0;
             state.rendered_second = second;
         }
-        let size = key.body.len() + answer.len();
+        let size = key.body.len() + answer.body.len();
         if state.rendered_bytes + size <= MAX_RENDERED_BYTES {
             state.rendered_bytes += size;
             state.rendered.insert(key, answer);
@@ -656,6 +667,7 @@ mod tests {
         Request {
             requirements: [(PackageName::new(tool).unwrap(), None)].into(),
             pins: BTreeMap::new(),
+            exclude_newer: None,
         }
     }
 

@@ -28,7 +28,7 @@ use agentlang_core::{
     agent::parse_agent,
     lockfile::{LockedModel, LockedSkill, Lockfile, ModelId, Price, ResolvedAt},
     resolve::{
-        Cancel, PackageSource, Request, Resolution, ResolveError, SourceError, VersionEntry,
+        Cancel, HeldBack, PackageSource, Request, ResolveError, SourceError, VersionEntry,
         pick_skill, resolve,
     },
 };
@@ -80,6 +80,9 @@ pub struct ResolveInput {
     /// An existing lock whose tool versions are kept while they satisfy
     /// their requirements (even when yanked since).
     pub lock: Option<Lockfile>,
+    /// Unix seconds: versions published later are not chosen, except the
+    /// lock's pins (`agentlang lock --min-release-age`).
+    pub exclude_newer: Option<i64>,
 }
 
 impl ResolveInput {
@@ -90,6 +93,7 @@ impl ResolveInput {
         raw_skills: BTreeMap<String, String>,
         models: Vec<String>,
         lock: Option<serde_json::Value>,
+        exclude_newer: Option<String>,
     ) -> Result<Self, ServiceError> {
         // Counted before each entry is checked, so a request of 100,000
         // names costs one comparison, not 100,000 field errors.
@@ -137,6 +141,13 @@ impl ResolveInput {
                 .map_err(|e| errors.push(FieldError::new("lock", e.to_string())))
                 .ok(),
         };
+        let exclude_newer = match exclude_newer {
+            None => None,
+            Some(text) => ResolvedAt::parse(&text)
+                .map(|t| t.unix_timestamp())
+                .map_err(|e| errors.push(FieldError::new("exclude_newer", e.to_string())))
+                .ok(),
+        };
         if !errors.is_empty() {
             return Err(ServiceError::Validation(errors));
         }
@@ -145,6 +156,7 @@ impl ResolveInput {
             skills,
             models,
             lock,
+            exclude_newer,
         })
     }
 
@@ -163,6 +175,7 @@ impl ResolveInput {
             skills: spec.skill_requirements(),
             models: spec.model_names().map(str::to_owned).collect(),
             lock: None,
+            exclude_newer: None,
         })
     }
 
@@ -281,6 +294,8 @@ fn entries_of(index: PackageIndex) -> Result<Vec<VersionEntry>, CorruptIndex> {
                 yanked: v.yanked,
                 hash: v.sha256,
                 dependencies,
+                published_at: v.published_at,
+                log_index: v.log_index.and_then(|i| u64::try_from(i).ok()),
             })
         })
         .collect()
@@ -352,15 +367,18 @@ async fn lock_models(
 /// The lock's `skills:`: each skill picked alone ([`pick_skill`]: the
 /// existing lock's pin while it fits, else the newest unyanked match),
 /// from one batched read of their indexes. An unknown skill or one no
-/// version of which fits is a field error (`skills.<name>`).
+/// version of which fits is a field error (`skills.<name>`). With
+/// `exclude_newer`, also the fitting versions held back as too young.
 async fn lock_skills(
     registry: &Registry,
     skills: &BTreeMap<PackageName, VersionReq>,
     previous: Option<&Lockfile>,
-) -> Result<BTreeMap<PackageName, LockedSkill>, ServiceError> {
+    exclude_newer: Option<i64>,
+) -> Result<(BTreeMap<PackageName, LockedSkill>, Vec<HeldBack>), ServiceError> {
     if skills.is_empty() {
-        return Ok(BTreeMap::new());
+        return Ok((BTreeMap::new(), Vec::new()));
     }
+    let mut held_back = Vec::new();
     let names: Vec<PackageName> = skills.keys().cloned().collect();
     let mut indexes: HashMap<String, PackageIndex> = registry
         .db
@@ -386,7 +404,18 @@ async fn lock_skills(
             .iter()
             .find(|(n, _)| n.normalized() == name.normalized())
             .map(|(_, v)| v);
-        match pick_skill(requirement, pin, &entries) {
+        held_back.extend(
+            entries
+                .iter()
+                .filter(|e| !e.yanked && !e.old_enough(exclude_newer) && Some(&e.version) != pin)
+                .filter(|e| requirement.matches(e.version.semver()))
+                .map(|e| HeldBack {
+                    name: name.clone(),
+                    version: e.version.clone(),
+                    published_at: e.published_at,
+                }),
+        );
+        match pick_skill(requirement, pin, &entries, exclude_newer) {
             Some(entry) => {
                 locked.insert(
                     name.clone(),
@@ -394,19 +423,25 @@ async fn lock_skills(
                         version: entry.version.clone(),
                         hash: entry.hash,
                         requirement: requirement.clone(),
+                        log_index: entry.log_index,
                     },
                 );
             }
             None => {
                 let live: Vec<String> = entries
                     .iter()
-                    .filter(|e| !e.yanked)
+                    .filter(|e| !e.yanked && e.old_enough(exclude_newer))
                     .map(|e| e.version.to_string())
                     .collect();
                 errors.push(FieldError::new(
                     field,
                     format!(
-                        "no published version of skill {name} satisfies {requirement} (unyanked: {})",
+                        "no published version of skill {name} satisfies {requirement} ({}: {})",
+                        if exclude_newer.is_some() {
+                            "unyanked and old enough"
+                        } else {
+                            "unyanked"
+                        },
                         if live.is_empty() {
                             "none".to_owned()
                         } else {
@@ -418,7 +453,7 @@ async fn lock_skills(
         }
     }
     if errors.is_empty() {
-        Ok(locked)
+        Ok((locked, held_back))
     } else {
         Err(ServiceError::Validation(errors))
     }
@@ -441,13 +476,14 @@ pub async fn resolve_lock(
         generation,
         store::now(),
         input,
-        Lockfile::clone,
+        |lock, _| lock.clone(),
     )
     .await
 }
 
 /// [`resolve_lock`] at a generation the caller read, with `resolved_at`
-/// given in Unix seconds, answering what `render` makes of the lock. A
+/// given in Unix seconds, answering what `render` makes of the lock and
+/// the versions held back as too young (sorted by name and version). A
 /// fresh resolution's tools are cached after `render` has read them, so
 /// they are moved there rather than copied. `client` solves within its
 /// share of the solver threads.
@@ -457,7 +493,7 @@ pub async fn resolve_lock_at<R>(
     generation: i64,
     resolved_at: i64,
     input: ResolveInput,
-    render: impl FnOnce(&Lockfile) -> R,
+    render: impl FnOnce(&Lockfile, &[HeldBack]) -> R,
 ) -> Result<R, ServiceError> {
     input.check_limits()?;
     // One deadline for the whole resolution, the models' read included.
@@ -468,9 +504,14 @@ pub async fn resolve_lock_at<R>(
     )
     .await
     .map_err(|_| timed_out(registry))??;
-    let skills = tokio::time::timeout_at(
+    let (skills, mut held_back) = tokio::time::timeout_at(
         deadline.into(),
-        lock_skills(registry, &input.skills, input.lock.as_ref()),
+        lock_skills(
+            registry,
+            &input.skills,
+            input.lock.as_ref(),
+            input.exclude_newer,
+        ),
     )
     .await
     .map_err(|_| timed_out(registry))??;
@@ -478,7 +519,13 @@ pub async fn resolve_lock_at<R>(
     // exactly the version picked (docs/resolution.md, Interfaces).
     let picks = tokio::time::timeout_at(
         deadline.into(),
-        crate::interfaces::pick(registry, generation, &input.tools, input.lock.as_ref()),
+        crate::interfaces::pick(
+            registry,
+            generation,
+            &input.tools,
+            input.lock.as_ref(),
+            input.exclude_newer,
+        ),
     )
     .await
     .map_err(|_| timed_out(registry))??;
@@ -496,14 +543,26 @@ pub async fn resolve_lock_at<R>(
             .as_ref()
             .map(Lockfile::tool_pins)
             .unwrap_or_default(),
+        exclude_newer: input.exclude_newer,
     };
-    let (tools, fresh) = match registry.index_cache.resolution(generation, &request) {
+    // A cutoff moves with the clock, so such a request is never asked
+    // twice: neither looked up nor kept.
+    let cached = match request.exclude_newer {
+        None => registry.index_cache.resolution(generation, &request),
+        Some(_) => None,
+    };
+    let (tools, fresh) = match cached {
         Some(tools) => (LockTools::clone(&tools), None),
         None => {
-            let (tools, reads) = solve(registry, client, generation, &request, deadline).await?;
-            (tools, Some((request, reads)))
+            let ((tools, tools_held_back), reads) =
+                solve(registry, client, generation, &request, deadline).await?;
+            held_back.extend(tools_held_back);
+            let keep = request.exclude_newer.is_none();
+            (tools, keep.then_some((request, reads)))
         }
     };
+    held_back
+        .sort_by(|a, b| (a.name.normalized(), &a.version).cmp(&(b.name.normalized(), &b.version)));
     registry.metrics.resolves.inc();
 
     let resolved_at = ResolvedAt::from_unix(resolved_at).map_err(ServiceError::internal)?;
@@ -535,7 +594,7 @@ pub async fn resolve_lock_at<R>(
         lock.agents = previous.agents;
         lock.files = previous.files;
     }
-    let rendered = render(&lock);
+    let rendered = render(&lock, &held_back);
     if let Some((request, reads)) = fresh {
         registry.index_cache.put_resolution(
             generation,
@@ -545,6 +604,14 @@ pub async fn resolve_lock_at<R>(
         );
     }
     Ok(rendered)
+}
+
+/// A rendered lock, and the versions its request's `exclude_newer` held
+/// back (sorted by name and version).
+#[derive(Debug, Clone)]
+pub struct ResolveAnswer {
+    pub body: bytes::Bytes,
+    pub held_back: Arc<[HeldBack]>,
 }
 
 /// `POST /api/v1/resolve` as sent: the lock rendered in the form the
@@ -557,7 +624,7 @@ pub async fn resolve_answer(
     client: &ClientAddr,
     key: RenderKey,
     parse: impl FnOnce(&[u8]) -> Result<ResolveInput, ServiceError>,
-) -> Result<bytes::Bytes, ServiceError> {
+) -> Result<ResolveAnswer, ServiceError> {
     let generation = registry
         .index_cache
         .current_generation(&registry.db)
@@ -569,18 +636,27 @@ pub async fn resolve_answer(
     }
     let input = parse(&key.body)?;
     let json_answer = key.json_answer;
-    let answer = bytes::Bytes::from(
-        resolve_lock_at(registry, client, generation, now, input, |lock| {
-            if json_answer {
+    let answer = resolve_lock_at(
+        registry,
+        client,
+        generation,
+        now,
+        input,
+        |lock, held_back| {
+            let body = if json_answer {
                 serde_json::to_vec(lock).map_err(ServiceError::internal)
             } else {
                 lock.to_yaml()
                     .map(String::into_bytes)
                     .map_err(ServiceError::internal)
-            }
-        })
-        .await??,
-    );
+            };
+            body.map(|body| ResolveAnswer {
+                body: body.into(),
+                held_back: held_back.into(),
+            })
+        },
+    )
+    .await??;
     registry
         .index_cache
         .put_rendered(generation, now, key, answer.clone());
@@ -740,7 +816,7 @@ async fn solve(
     generation: i64,
     request: &Request,
     deadline: Instant,
-) -> Result<(LockTools, ToolReads), ServiceError> {
+) -> Result<((LockTools, Vec<HeldBack>), ToolReads), ServiceError> {
     let (solved, reads) =
         match run_solver(registry, client, generation, request, deadline, true).await? {
             (Err(ResolveError::Source { source, .. }), _) if source.is::<NotCached>() => {
@@ -749,7 +825,10 @@ async fn solve(
             }
             solved => solved,
         };
-    solved.map(|tools| (tools, reads)).map_err(|e| match e {
+    // A quarantined tool is refused by name (docs/statuses.md).
+    let picked = solved.as_ref().ok().map(|s| &s.0);
+    crate::statuses::refuse_quarantined_tools(registry, &reads, picked).await?;
+    solved.map(|solved| (solved, reads)).map_err(|e| match e {
         ResolveError::Unsatisfiable {
             explanation,
             conflicts,
@@ -782,7 +861,7 @@ async fn run_solver(
     request: &Request,
     deadline: Instant,
     cache_only: bool,
-) -> Result<(Result<LockTools, ResolveError>, ToolReads), ServiceError> {
+) -> Result<(Result<(LockTools, Vec<HeldBack>), ResolveError>, ToolReads), ServiceError> {
     let source = IndexSource {
         db: registry.db.clone(),
         cache: Arc::clone(&registry.index_cache),
@@ -797,7 +876,10 @@ async fn run_solver(
         .index_cache
         .solvers
         .run(client.as_str(), deadline.into(), move || {
-            let solved = resolve(&source, &request, &cancel).map(Resolution::into_lock_tools);
+            let solved = resolve(&source, &request, &cancel).map(|mut resolution| {
+                let held_back = std::mem::take(&mut resolution.held_back);
+                (resolution.into_lock_tools(), held_back)
+            });
             (solved, source.reads.into_inner())
         })
         .await
