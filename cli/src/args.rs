@@ -111,6 +111,27 @@ impl SeverityArg {
     }
 }
 
+/// An advisory's level (docs/advisories.md), lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SeverityArg {
+    Low,
+    Moderate,
+    High,
+    Critical,
+}
+
+impl SeverityArg {
+    pub fn level(self) -> agentlang_core::advisories::Severity {
+        use agentlang_core::advisories::Severity;
+        match self {
+            SeverityArg::Low => Severity::Low,
+            SeverityArg::Moderate => Severity::Moderate,
+            SeverityArg::High => Severity::High,
+            SeverityArg::Critical => Severity::Critical,
+        }
+    }
+}
+
 /// A package's or a version's status (docs/statuses.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StatusArg {
@@ -263,6 +284,18 @@ pub enum Command {
         /// Exit 1 when a change gives the newer side more power (risk rises), else 0, as `git diff --exit-code` does for changes
         #[arg(long)]
         exit_code: bool,
+    },
+    /// List the security advisories affecting what DIR's agent.lock pins; exit 1 when any is at or above --severity
+    #[command(
+        after_help = "Examples:\n  agentlang audit\n  agentlang audit ./research-assistant --severity high\n  agentlang audit --json\n\nOne line per advisory per affected pin: level, advisory id, pin, summary.\nLevels, lowest first: low, moderate, high, critical. See /docs/advisories."
+    )]
+    Audit {
+        /// The agent's directory (with its agent.lock)
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Exit 1 when an advisory at or above this level affects a pin
+        #[arg(long, value_enum, default_value_t = SeverityArg::Low)]
+        severity: SeverityArg,
     },
     /// List the security advisories affecting what DIR's agent.lock pins; exit 1 when any is at or above --severity
     #[command(

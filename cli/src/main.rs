@@ -1,6 +1,7 @@
 //! `agentlang`: build, sign, publish and pull AgentLang agents and tools.
 
 mod advisories;
+mod advisories;
 mod args;
 mod build;
 mod catalogs;

@@ -2,6 +2,7 @@
 
 mod account;
 mod audit;
+mod audit;
 mod build;
 mod check;
 mod diff;
@@ -98,6 +99,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Config { command: None } => settings::show(&env, log_key_given),
         Command::Keys(k) => keys::run(&env, k),
         Command::Validate { dir } => validate::run(&env, &dir),
+        Command::Audit { dir, severity } => audit::run(&env, &dir, severity.level()),
         Command::Audit { dir, severity } => audit::run(&env, &dir, severity.level()),
         Command::Search { query, kind, page } => search::run(&env, &query, kind, page),
         Command::Yank {
