@@ -34,6 +34,7 @@ const PAGES: &[(&str, &str)] = &[
         include_str!("../../../docs/mcp-registry.md"),
     ),
     ("events", include_str!("../../../docs/events.md")),
+    ("advisories", include_str!("../../../docs/advisories.md")),
     (
         "transparency-log",
         include_str!("../../../docs/transparency-log.md"),
