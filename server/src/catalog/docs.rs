@@ -34,6 +34,7 @@ const PAGES: &[(&str, &str)] = &[
         include_str!("../../../docs/mcp-registry.md"),
     ),
     ("events", include_str!("../../../docs/events.md")),
+    ("statuses", include_str!("../../../docs/statuses.md")),
     ("advisories", include_str!("../../../docs/advisories.md")),
     (
         "transparency-log",
