@@ -92,7 +92,7 @@ fn a_wrong_receipt_says_what_is_wrong() {
             required: 1
         }
     );
-    let mut cosigned = good.clone();
+    let mut cosigned = good;
     cosigned.checkpoint = witness.cosign(&note, 1_790_000_000).unwrap();
     let (verified, _) = cosigned
         .verify_extra(&vkey, std::slice::from_ref(&wkey), 1)
