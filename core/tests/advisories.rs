@@ -8,7 +8,7 @@ use agentlang_core::{
 };
 use serde_json::{Value, json};
 
-fn doc(events: Value) -> Value {
+fn doc(events: &Value) -> Value {
     json!({
         "id": "x_TEST-1",
         "modified": "2026-02-01T00:00:00Z",
@@ -35,7 +35,7 @@ fn affected(advisory: &Advisory, version: &str) -> bool {
 
 #[test]
 fn a_range_affects_from_introduced_until_fixed_in_precedence_order() {
-    let a = parse(&doc(json!([{"fixed": "2.0.0"}, {"introduced": "1.1.0"}]))).unwrap();
+    let a = parse(&doc(&json!([{"fixed": "2.0.0"}, {"introduced": "1.1.0"}]))).unwrap();
     assert_eq!(a.severity, Severity::Moderate);
     for (version, expected) in [
         ("1.0.9", false),
@@ -65,14 +65,14 @@ fn a_range_affects_from_introduced_until_fixed_in_precedence_order() {
 #[test]
 fn zero_last_affected_limit_reintroduction_and_listed_versions() {
     let a = parse(&doc(
-        json!([{"introduced": "0"}, {"last_affected": "1.4.0"}]),
+        &json!([{"introduced": "0"}, {"last_affected": "1.4.0"}]),
     ))
     .unwrap();
     assert!(affected(&a, "0.0.1") && affected(&a, "1.4.0"));
     assert!(!affected(&a, "1.4.1") && !affected(&a, "1.5.0-alpha"));
 
     // Fixed, then introduced again, then fixed.
-    let a = parse(&doc(json!([
+    let a = parse(&doc(&json!([
         {"introduced": "1.0.0"}, {"fixed": "1.2.0"},
         {"introduced": "2.0.0"}, {"fixed": "2.1.0"}
     ])))
@@ -85,16 +85,16 @@ fn zero_last_affected_limit_reintroduction_and_listed_versions() {
     .collect();
     assert_eq!(hits, ["1.0.0", "1.1.5", "2.0.0", "2.0.5"]);
 
-    let a = parse(&doc(json!([{"introduced": "0"}, {"limit": "3.0.0"}]))).unwrap();
+    let a = parse(&doc(&json!([{"introduced": "0"}, {"limit": "3.0.0"}]))).unwrap();
     assert!(affected(&a, "2.9.9") && !affected(&a, "3.0.0"));
 
-    let mut listed = doc(json!([{"introduced": "5.0.0"}]));
+    let mut listed = doc(&json!([{"introduced": "5.0.0"}]));
     listed["affected"][0]["versions"] = json!(["0.3.0"]);
     let a = parse(&listed).unwrap();
     assert!(affected(&a, "0.3.0") && !affected(&a, "0.3.1") && affected(&a, "5.1.0"));
 
     // Withdrawn: affects nothing.
-    let mut withdrawn = doc(json!([{"introduced": "0"}]));
+    let mut withdrawn = doc(&json!([{"introduced": "0"}]));
     withdrawn["withdrawn"] = json!("2026-03-01T00:00:00Z");
     assert!(!affected(&parse(&withdrawn).unwrap(), "1.0.0"));
 }
@@ -102,7 +102,7 @@ fn zero_last_affected_limit_reintroduction_and_listed_versions() {
 #[test]
 fn problems_are_reported_at_their_paths_all_at_once() {
     let mut bad =
-        doc(json!([{"introduced": "0"}, {"fixed": "1.0"}, {"fixed": "2.0.0", "limit": "3.0.0"}]));
+        doc(&json!([{"introduced": "0"}, {"fixed": "1.0"}, {"fixed": "2.0.0", "limit": "3.0.0"}]));
     bad["affected"][0]["versions"] = json!(["one"]);
     bad["affected"].as_array_mut().unwrap().push(json!({
         "package": {"ecosystem": "AgentLang", "name": "tool/x"},
@@ -129,7 +129,7 @@ fn problems_are_reported_at_their_paths_all_at_once() {
 #[test]
 fn ids_sizes_and_the_registry_series() {
     // No id, or the placeholder: the registry assigns one.
-    let mut no_id = doc(json!([{"introduced": "0"}]));
+    let mut no_id = doc(&json!([{"introduced": "0"}]));
     no_id.as_object_mut().unwrap().remove("id");
     let a = parse(&no_id).unwrap();
     assert!(a.id.is_none());
@@ -176,10 +176,10 @@ fn ids_sizes_and_the_registry_series() {
         assert!(AdvisoryId::parse(bad).is_err(), "{bad}");
     }
 
-    let mut large = doc(json!([{"introduced": "0"}]));
+    let mut large = doc(&json!([{"introduced": "0"}]));
     large["details"] = json!("x".repeat(MAX_DOCUMENT_BYTES));
     assert_eq!(parse(&large).unwrap_err()[0].0, "");
-    let mut many = doc(json!([{"introduced": "0"}]));
+    let mut many = doc(&json!([{"introduced": "0"}]));
     many["affected"][0]["ranges"][0]["events"] = json!(vec![json!({"introduced": "0"}); 33]);
     assert_eq!(
         parse(&many).unwrap_err()[0].0,

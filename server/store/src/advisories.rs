@@ -175,7 +175,7 @@ impl Db {
 
     /// Writes a new advisory and its log entry; its index.
     pub async fn insert_advisory(&self, new: &NewAdvisory<'_>) -> Result<i64, AdvisoryWriteError> {
-        let result = with_pool!(self, pool => async {
+        with_pool!(self, pool => async {
             let mut tx = pool.begin_write().await?;
             // The log's lock first, as every logged write takes it.
             tx.lock_log().await?;
@@ -203,8 +203,7 @@ impl Db {
             tx.commit().await?;
             Ok(index)
         }
-        .await);
-        result
+        .await)
     }
 
     /// Replaces the advisory whose stored document hashes to `expected`
