@@ -942,7 +942,9 @@ async fn a_page_costs_the_same_statements_whatever_the_catalog(backend: Backend)
             }
             published_count += 1;
         }
-        for (query, statements) in [("limit=100", 2), ("limit=100&version=latest", 3)] {
+        // The page, its statuses (docs/statuses.md), and for `latest` the
+        // versions that decide it.
+        for (query, statements) in [("limit=100", 3), ("limit=100&version=latest", 4)] {
             let target = format!("/v0.1/servers?{query}");
             let start = app.log().len();
             let page = ok(&app, &target).await;
