@@ -14,6 +14,7 @@ backend_tests!(
     bad_requests_name_their_fields,
     only_admins_quarantine_which_refuses_downloads_resolution_and_uploads,
     archived_packages_take_no_new_versions,
+    the_mcp_view_shows_deprecated_and_quarantined,
 );
 
 async fn put_status(app: &TestApp, token: &str, path: &str, body: &Value) -> Response {
@@ -508,4 +509,53 @@ async fn archived_packages_take_no_new_versions(backend: Backend) {
         tool(&alice.key, "web_fetch", "1.0.1", &[]),
     )
     .await;
+}
+
+async fn the_mcp_view_shows_deprecated_and_quarantined(backend: Backend) {
+    let Some(app) = TestApp::builder(backend)
+        .env("AGENTLANG_REGISTRY_MCP_NAMESPACE", "com.example.registry")
+        .admins(&["root"])
+        .build()
+        .await
+    else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    published(
+        &app,
+        &alice.token,
+        crate::mcp::mcp_tool(&alice.key, "weather", "1.0.0"),
+    )
+    .await;
+    let root = app.account_with_token("root", &["admin"]).await;
+    let path = "/v0.1/servers/com.example.registry%2Fweather/versions/1.0.0";
+    let official =
+        |entry: &Value| entry["_meta"]["io.modelcontextprotocol.registry/official"].clone();
+    assert_eq!(official(&json_of(&app, path).await)["status"], "active");
+
+    ok(put_status(
+        &app,
+        &alice.token,
+        "/api/v1/tools/weather/status",
+        &json!({"status": "deprecated", "reason": "use the new API"}),
+    )
+    .await)
+    .await;
+    let meta = official(&json_of(&app, path).await);
+    assert_eq!(meta["status"], "deprecated", "{meta}");
+    assert_eq!(
+        meta["statusMessage"], "deprecated: use the new API",
+        "{meta}"
+    );
+    assert!(meta["statusChangedAt"].is_string(), "{meta}");
+
+    ok(put_status(
+        &app,
+        &root,
+        "/api/v1/tools/weather/1.0.0/status",
+        &json!({"status": "quarantined"}),
+    )
+    .await)
+    .await;
+    assert_eq!(official(&json_of(&app, path).await)["status"], "deleted");
 }
