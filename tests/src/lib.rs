@@ -115,6 +115,12 @@ pub fn start_registry() -> TestApp {
         .expect("SQLite is always there")
 }
 
+/// Backdates every version numbered `version` by `days` days in a
+/// registry [`start_registry`] started: a release some days old.
+pub fn backdate(registry: &TestApp, version: &str, days: i64) {
+    runtime().block_on(registry.backdate_versions(version, days));
+}
+
 /// The runtime the harness's registries and their clients live on.
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();

@@ -627,6 +627,24 @@ impl TestApp {
         self.dir.path().join("data")
     }
 
+    /// Backdates every version of `version` to `days` days ago in a
+    /// SQLite registry's database, in process or not: what a registry
+    /// looks like some days after a release, which no API can make.
+    /// Before any resolve reads them, since no generation moves.
+    pub async fn backdate_versions(&self, version: &str, days: i64) {
+        use sqlx::Connection as _;
+        let url = format!("sqlite://{}", self.data_dir().join("registry.db").display());
+        let mut conn = sqlx::SqliteConnection::connect(&url)
+            .await
+            .expect("the registry's SQLite database");
+        sqlx::query("UPDATE versions SET published_at = published_at - $1 WHERE version = $2")
+            .bind(days * 86_400)
+            .bind(version)
+            .execute(&mut conn)
+            .await
+            .expect("backdating versions");
+    }
+
     /// Files in the upload spool.
     pub fn spool_files(&self) -> usize {
         std::fs::read_dir(self.data_dir().join("uploads")).map_or(0, |d| d.count())

@@ -10,6 +10,7 @@ backend_tests!(
     json_requests_resolve_transitively,
     agent_yaml_resolves_to_a_yaml_lock,
     yanked_versions_are_skipped_unless_locked,
+    young_versions_are_held_back_and_named,
     unsatisfiable_requirements_are_explained,
     unknown_tools_models_and_bad_input_are_refused,
     slow_resolutions_time_out,
@@ -283,6 +284,115 @@ async fn yanked_versions_are_skipped_unless_locked(backend: Backend) {
         kept["tools"]["web_fetch"]["hash"],
         before["tools"]["web_fetch"]["hash"]
     );
+}
+
+/// Backdates every version of the seed except web_fetch 1.1.0 by ten
+/// days: what a registry looks like a week after a release.
+async fn backdate_all_but_newest_fetch(app: &TestApp) {
+    use store::Db;
+    let ten_days_ago = store::now() - 10 * 86_400;
+    let update = "UPDATE versions SET published_at = $1 WHERE version <> '1.1.0'";
+    match &app.store().db {
+        Db::Sqlite(pool) => sqlx::query(update)
+            .bind(ten_days_ago)
+            .execute(pool)
+            .await
+            .map(drop),
+        Db::Postgres(pools) => sqlx::query(update)
+            .bind(ten_days_ago)
+            .execute(pools.current())
+            .await
+            .map(drop),
+    }
+    .unwrap();
+}
+
+async fn young_versions_are_held_back_and_named(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    seed(&app).await;
+    backdate_all_but_newest_fetch(&app).await;
+
+    // The index and the records say when each version was published and
+    // where its publish is in the log.
+    let index: Value = app
+        .get("/api/v1/index/tools/web_fetch")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let record: Value = app
+        .get("/api/v1/tools/web_fetch/1.1.0")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let newest = &index["versions"][1];
+    assert_eq!(newest["version"], "1.1.0");
+    assert_eq!(newest["published_at"], record["published_at"]);
+    assert_eq!(newest["log_index"], record["log_index"]);
+    assert_eq!(record["log_index"], record["log"]["index"]);
+    assert!(newest["log_index"].as_u64().is_some(), "{newest}");
+    assert_ne!(index["versions"][0]["published_at"], newest["published_at"]);
+
+    let week_ago = time::OffsetDateTime::now_utc() - time::Duration::days(7);
+    let cutoff = week_ago
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let request = json!({"tools": {"web_search": "^1.2.0"}, "exclude_newer": cutoff});
+    let res = resolve_json(&app, &request).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let held = res.headers()["agentlang-held-back"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        held,
+        format!(
+            "web_fetch@1.1.0;published={}",
+            record["published_at"].as_str().unwrap()
+        )
+    );
+    assert_eq!(res.headers()["agentlang-held-back-count"], "1");
+    let lock: Value = res.json().await.unwrap();
+    assert_eq!(lock["tools"]["web_fetch"]["version"], "1.0.3");
+    // Each pin carries the log entry of its publish.
+    let old: Value = app
+        .get("/api/v1/tools/web_fetch/1.0.3")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(lock["tools"]["web_fetch"]["log_index"], old["log_index"]);
+
+    // A lock that already pins the young version keeps it, and nothing is
+    // held back then.
+    let fresh = resolved(&app, &json!({"tools": {"web_search": "^1.2.0"}})).await;
+    assert_eq!(fresh["tools"]["web_fetch"]["version"], "1.1.0");
+    let kept = resolve_json(
+        &app,
+        &json!({"tools": {"web_search": "^1.2.0"}, "exclude_newer": cutoff, "lock": fresh}),
+    )
+    .await;
+    assert!(kept.headers().get("agentlang-held-back").is_none());
+    let kept: Value = kept.json().await.unwrap();
+    assert_eq!(kept["tools"]["web_fetch"]["version"], "1.1.0");
+
+    // A cutoff before everything leaves nothing to choose.
+    let res = resolve_json(
+        &app,
+        &json!({"tools": {"web_fetch": null}, "exclude_newer": "2000-01-01T00:00:00Z"}),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let res = resolve_json(
+        &app,
+        &json!({"tools": {"web_fetch": null}, "exclude_newer": "last week"}),
+    )
+    .await;
+    let body = problem(res, StatusCode::UNPROCESSABLE_ENTITY, "validation-failed").await;
+    assert_eq!(body["errors"][0]["field"], "exclude_newer", "{body}");
 }
 
 async fn unsatisfiable_requirements_are_explained(backend: Backend) {
