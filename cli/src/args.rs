@@ -111,27 +111,6 @@ impl SeverityArg {
     }
 }
 
-/// An advisory's level (docs/advisories.md), lowest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SeverityArg {
-    Low,
-    Moderate,
-    High,
-    Critical,
-}
-
-impl SeverityArg {
-    pub fn level(self) -> agentlang_core::advisories::Severity {
-        use agentlang_core::advisories::Severity;
-        match self {
-            SeverityArg::Low => Severity::Low,
-            SeverityArg::Moderate => Severity::Moderate,
-            SeverityArg::High => Severity::High,
-            SeverityArg::Critical => Severity::Critical,
-        }
-    }
-}
-
 /// A package's or a version's status (docs/statuses.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StatusArg {
@@ -297,18 +276,6 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = SeverityArg::Low)]
         severity: SeverityArg,
     },
-    /// List the security advisories affecting what DIR's agent.lock pins; exit 1 when any is at or above --severity
-    #[command(
-        after_help = "Examples:\n  agentlang audit\n  agentlang audit ./research-assistant --severity high\n  agentlang audit --json\n\nOne line per advisory per affected pin: level, advisory id, pin, summary.\nLevels, lowest first: low, moderate, high, critical. See /docs/advisories."
-    )]
-    Audit {
-        /// The agent's directory (with its agent.lock)
-        #[arg(default_value = ".")]
-        dir: PathBuf,
-        /// Exit 1 when an advisory at or above this level affects a pin
-        #[arg(long, value_enum, default_value_t = SeverityArg::Low)]
-        severity: SeverityArg,
-    },
     /// Check a container (structure, hashes, signature) or an install directory (every check of install, offline); exit 0 only when all hold
     #[command(
         after_help = "Examples:\n  agentlang verify web_search@1.2.0.tool                  # signer's key from the registry\n  agentlang verify web_search@1.2.0.tool --pubkey pub.pem # offline\n  agentlang verify ./research-assistant                   # an install directory, offline"
@@ -401,25 +368,6 @@ pub enum Command {
     /// Search the registry
     #[command(after_help = "Example:\n  agentlang search research --kind agent")]
     Search {
-    /// Set a package's or a version's status: deprecated (with a reason and perhaps a successor), archived (no new versions), active again; quarantined by admins only
-    #[command(
-        after_help = "Examples:\n  agentlang status web_search deprecated --kind tool --reason \"unmaintained\" --successor http_search\n  agentlang status web_search@1.2.0 deprecated --reason \"leaks tokens in logs\"\n  agentlang status web_search archived\n  agentlang status web_search active\n\nArchived packages take no new versions; quarantined ones (an admin's token with the admin scope) are neither downloaded nor resolved. `lock` and `install` warn about pins that are not active. See /docs/statuses."
-    )]
-    Status {
-        /// NAME (the package) or NAME@VERSION (one version)
-        spec: String,
-        #[arg(value_enum)]
-        status: StatusArg,
-        /// The package's kind [default: the one kind the registry has a package of that name in]
-        #[arg(long, value_enum)]
-        kind: Option<KindArg>,
-        /// Why (at most 500 characters)
-        #[arg(long)]
-        reason: Option<String>,
-        /// With `deprecated`: the package (of the same kind) to use instead
-        #[arg(long)]
-        successor: Option<String>,
-    },
         query: String,
         #[arg(long, value_enum)]
         kind: Option<KindArg>,
@@ -442,12 +390,24 @@ pub enum Command {
         #[arg(long)]
         undo: bool,
     },
+    /// Set a package's or a version's status: deprecated (with a reason and perhaps a successor), archived (no new versions), active again; quarantined by admins only
     #[command(
+        after_help = "Examples:\n  agentlang status web_search deprecated --kind tool --reason \"unmaintained\" --successor http_search\n  agentlang status web_search@1.2.0 deprecated --reason \"leaks tokens in logs\"\n  agentlang status web_search archived\n  agentlang status web_search active\n\nArchived packages take no new versions; quarantined ones (an admin's token with the admin scope) are neither downloaded nor resolved. `lock` and `install` warn about pins that are not active. See /docs/statuses."
     )]
+    Status {
+        /// NAME (the package) or NAME@VERSION (one version)
+        spec: String,
         #[arg(value_enum)]
+        status: StatusArg,
+        /// The package's kind [default: the one kind the registry has a package of that name in]
         #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// Why (at most 500 characters)
         #[arg(long)]
+        reason: Option<String>,
+        /// With `deprecated`: the package (of the same kind) to use instead
         #[arg(long)]
+        successor: Option<String>,
     },
     /// List, invite or remove a package's owners (like `cargo owner`), or answer an invitation
     #[command(

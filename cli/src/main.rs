@@ -1,7 +1,6 @@
 //! `agentlang`: build, sign, publish and pull AgentLang agents and tools.
 
 mod advisories;
-mod advisories;
 mod args;
 mod build;
 mod catalogs;

@@ -44,7 +44,6 @@ pub fn run(
     let m = &i.manifest;
     crate::statuses::warn_install(env, m);
     crate::advisories::warn_install(env, i);
-    crate::advisories::warn_install(env, i);
     env.out.emit(
         &json!({
             "dir": dir,

@@ -59,7 +59,6 @@ pub fn run(env: &Env, dir: &Path, update: bool, accept_risk: bool) -> Result<Exi
     report(env, dir, &outcome, trust_diff.as_ref(), shown);
     crate::statuses::warn_lock(env, &outcome.lock);
     crate::advisories::warn_lock(env, &outcome.lock);
-    crate::advisories::warn_lock(env, &outcome.lock);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -2,7 +2,6 @@
 
 mod account;
 mod audit;
-mod audit;
 mod build;
 mod check;
 mod diff;
@@ -23,8 +22,8 @@ mod quality;
 mod run;
 mod search;
 mod settings;
-mod validate;
 mod status;
+mod validate;
 mod yank;
 
 use std::process::ExitCode;
@@ -100,7 +99,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Keys(k) => keys::run(&env, k),
         Command::Validate { dir } => validate::run(&env, &dir),
         Command::Audit { dir, severity } => audit::run(&env, &dir, severity.level()),
-        Command::Audit { dir, severity } => audit::run(&env, &dir, severity.level()),
         Command::Search { query, kind, page } => search::run(&env, &query, kind, page),
         Command::Yank {
             spec,
@@ -108,19 +106,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             reason,
             undo,
         } => yank::run(&env, &spec, kind, reason.as_deref(), undo),
-        Command::Inspect { file, prompt_key } => {
-            inspect::inspect(&env, &file, prompt_key.as_deref())
-        }
-        Command::Verify { path, pubkey } if path.is_dir() => {
-            if pubkey.is_some() {
-                anyhow::bail!(
-                    "--pubkey checks a container file; an install directory records its signers' keys"
-                );
-            }
-            install::verify(&env, &path)
-        }
-        Command::Verify { path, pubkey } => inspect::verify(&env, &path, pubkey.as_deref()),
-        Command::Install {
         Command::Status {
             spec,
             status,
@@ -135,9 +120,19 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             reason.as_deref(),
             successor.as_deref(),
         ),
+        Command::Inspect { file, prompt_key } => {
+            inspect::inspect(&env, &file, prompt_key.as_deref())
         }
+        Command::Verify { path, pubkey } if path.is_dir() => {
+            if pubkey.is_some() {
+                anyhow::bail!(
+                    "--pubkey checks a container file; an install directory records its signers' keys"
+                );
             }
+            install::verify(&env, &path)
         }
+        Command::Verify { path, pubkey } => inspect::verify(&env, &path, pubkey.as_deref()),
+        Command::Install {
             spec,
             dir,
             frozen,
