@@ -48,6 +48,7 @@ pub mod sessions;
 pub mod settings;
 pub mod skills;
 pub mod solvers;
+pub mod status_changes;
 pub mod statuses;
 mod startup;
 pub mod sweep;

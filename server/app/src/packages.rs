@@ -114,13 +114,7 @@ pub struct VersionView {
     pub log_index: Option<i64>,
 }
 
-/// Where a change is in the transparency log (`GET /log/tile/entries/...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct LogRef {
-    /// The entry's index: the leaf's position in the Merkle tree.
-    pub index: i64,
-}
+pub use crate::tlog::LogRef;
 
 /// A package with its versions, newest first.
 #[derive(Debug, Clone, Serialize)]

@@ -1,6 +1,6 @@
 //! Statuses of packages and versions (PEP 792; docs/statuses.md): owners
 //! deprecate or archive, admins quarantine. The rules are
-//! [`app::statuses`]'; records, the index and pages show the result.
+//! [`app::status_changes`]'; records, the index and pages show the result.
 
 use actix_web::{HttpRequest, HttpResponse, put, web};
 
@@ -12,7 +12,7 @@ use crate::{
 };
 use app::{
     ServiceError,
-    statuses::{self, StatusAnswer, StatusRequest},
+    status_changes::{self as statuses, StatusAnswer, StatusRequest},
 };
 
 /// A status request is a status, a reason of at most 500 characters and a

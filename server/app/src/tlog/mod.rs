@@ -24,6 +24,14 @@ pub use witnesses::WitnessConfig;
 
 use crate::{Registry, ServiceError};
 
+/// Where a change is in the transparency log (`GET /log/tile/entries/...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogRef {
+    /// The entry's index: the leaf's position in the Merkle tree.
+    pub index: i64,
+}
+
 /// What each change's entry says. The time is now, RFC 3339 UTC.
 fn entry(op: LogOp) -> LogEntry {
     LogEntry::new(op, rfc3339(now()))
