@@ -854,6 +854,28 @@ fn describe(problems: &[LockProblem]) -> String {
         .join("; ")
 }
 
+/// Warns (on stderr, `-q` too) when a lock pins `name@version` and the
+/// index says it is younger than the minimum release age: install keeps
+/// the pin, since the lock is the publisher's, but says so.
+fn warn_young_pin(
+    env: &Env,
+    kind: agentlang_core::Kind,
+    name: &agentlang_core::PackageName,
+    entry: &crate::index::IndexEntry,
+) {
+    let (Some(age), Some(cutoff)) = (env.min_release_age, env.release_cutoff()) else {
+        return;
+    };
+    if crate::release_age::too_young(entry.published_at.as_deref(), cutoff) {
+        eprintln!(
+            "{} the lock pins {kind} {name}@{}, published {} (less than {age} ago); installed as pinned",
+            env.out.yellow("warning:"),
+            entry.version,
+            entry.published_at.as_deref().unwrap_or("recently"),
+        );
+    }
+}
+
 /// The lock judged as publish judged it (`core::lockcheck::check`), with
 /// the registry's index standing in for its database: every live version
 /// of each pinned tool and skill package. A pinned yanked version is
@@ -871,7 +893,7 @@ fn judge_lock(
             let mut versions = Vec::new();
             for e in &fetcher.index(Kind::Tool, name)?.versions {
                 if e.version == pin.version {
-                    crate::release_age::warn_young_pin(fetcher.env, Kind::Tool, name, e);
+                    warn_young_pin(fetcher.env, Kind::Tool, name, e);
                 }
                 versions.push(PublishedTool {
                     version: e.version.clone(),
@@ -886,7 +908,7 @@ fn judge_lock(
             let mut versions = Vec::new();
             for e in &fetcher.index(Kind::Skill, name)?.versions {
                 if e.version == pin.version {
-                    crate::release_age::warn_young_pin(fetcher.env, Kind::Skill, name, e);
+                    warn_young_pin(fetcher.env, Kind::Skill, name, e);
                 }
                 versions.push(PublishedTool {
                     version: e.version.clone(),

@@ -109,28 +109,6 @@ pub fn held_back(headers: &reqwest::header::HeaderMap) -> (Vec<String>, usize) {
     (listed, count)
 }
 
-/// Warns (on stderr, `-q` too) when a lock pins `name@version` and the
-/// index says it is younger than the minimum release age: install keeps
-/// the pin, since the lock is the publisher's, but says so.
-pub fn warn_young_pin(
-    env: &crate::env::Env,
-    kind: agentlang_core::Kind,
-    name: &agentlang_core::PackageName,
-    entry: &crate::index::IndexEntry,
-) {
-    let (Some(age), Some(cutoff)) = (env.min_release_age, env.release_cutoff()) else {
-        return;
-    };
-    if too_young(entry.published_at.as_deref(), cutoff) {
-        eprintln!(
-            "{} the lock pins {kind} {name}@{}, published {} (less than {age} ago); installed as pinned",
-            env.out.yellow("warning:"),
-            entry.version,
-            entry.published_at.as_deref().unwrap_or("recently"),
-        );
-    }
-}
-
 /// One line naming what was held back, or `None` when nothing was.
 pub fn held_back_note(age: MinReleaseAge, listed: &[String], count: usize) -> Option<String> {
     if count == 0 {

@@ -187,7 +187,7 @@ impl Registry {
 
 /// The log's sequencer, until the task is stopped.
 async fn sequence(registry: Arc<Registry>) {
-    registry.tlog.sequence_forever(&registry.db).await;
+    crate::tlog::run_forever(&registry.tlog, &registry.db).await;
 }
 
 /// The log's audit, once.

@@ -32,6 +32,14 @@ use crate::{
 };
 
 pub(super) type Entries = Option<Arc<Vec<VersionEntry>>>;
+
+/// A rendered lock, and the versions its request's `exclude_newer` held
+/// back (sorted by name and version).
+#[derive(Debug, Clone)]
+pub struct ResolveAnswer {
+    pub body: bytes::Bytes,
+    pub held_back: Arc<[agentlang_core::resolve::HeldBack]>,
+}
 pub(super) type LockTools = BTreeMap<PackageName, LockedTool>;
 /// The normalized names of every tool a solve looked up: what its
 /// resolution depends on.
@@ -53,7 +61,7 @@ struct CacheState {
     /// Whole answers by exact request, for the second `rendered_second`
     /// (the lock's `resolved_at`): identical requests within a second get
     /// identical bytes, so they are rendered once.
-    rendered: HashMap<RenderKey, super::ResolveAnswer>,
+    rendered: HashMap<RenderKey, ResolveAnswer>,
     rendered_second: i64,
     rendered_bytes: usize,
     /// Index documents (`GET /api/v1/index/..`) with their ETag, by kind and
@@ -383,12 +391,7 @@ impl IndexCache {
     }
 
     /// The answer rendered for `key` at this generation and second.
-    pub fn rendered(
-        &self,
-        generation: i64,
-        second: i64,
-        key: &RenderKey,
-    ) -> Option<super::ResolveAnswer> {
+    pub fn rendered(&self, generation: i64, second: i64, key: &RenderKey) -> Option<ResolveAnswer> {
         let state = self.lock();
         if state.generation != generation || state.rendered_second != second {
             return None;
@@ -401,7 +404,7 @@ impl IndexCache {
         generation: i64,
         second: i64,
         key: RenderKey,
-        answer: super::ResolveAnswer,
+        answer: ResolveAnswer,
     ) {
         let mut state = self.lock();
         if state.generation != generation || second < state.rendered_second {

@@ -37,7 +37,7 @@ use semver::VersionReq;
 mod cache;
 
 use cache::{Entries, LockTools, ToolReads};
-pub use cache::{IndexCache, RenderKey};
+pub use cache::{IndexCache, RenderKey, ResolveAnswer};
 
 use crate::{FieldError, Registry, ServiceError, rate_limits::ClientAddr};
 use store::{
@@ -604,14 +604,6 @@ pub async fn resolve_lock_at<R>(
         );
     }
     Ok(rendered)
-}
-
-/// A rendered lock, and the versions its request's `exclude_newer` held
-/// back (sorted by name and version).
-#[derive(Debug, Clone)]
-pub struct ResolveAnswer {
-    pub body: bytes::Bytes,
-    pub held_back: Arc<[HeldBack]>,
 }
 
 /// `POST /api/v1/resolve` as sent: the lock rendered in the form the

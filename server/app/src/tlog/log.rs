@@ -14,7 +14,7 @@ use agentlang_core::{
 use anyhow::Context;
 use tokio::sync::{Mutex, Notify};
 
-use super::witnesses::WitnessConfig;
+use super::witness_config::WitnessConfig;
 use crate::settings::LogSettings;
 use store::{Db, now, time::rfc3339, tlog::CheckpointRow};
 
@@ -661,23 +661,18 @@ impl TransparencyLog {
     /// Runs the sequencer until the task is dropped: after every local
     /// append, and every second for entries or checkpoints other replicas
     /// wrote.
-    /// Witnesses with a URL are asked to cosign each new checkpoint
-    /// alongside (`witnesses::submit_forever`), never in a round's way.
     pub async fn sequence_forever(&self, db: &Db) {
-        let sequencer = async {
-            loop {
-                tokio::select! {
-                    () = self.wake.notified() => {}
-                    () = tokio::time::sleep(POLL) => {}
-                }
-                let round = tokio::time::Instant::now();
-                if let Err(e) = self.sequence(db).await {
-                    tracing::error!(error = %e, "the transparency log's sequencer failed");
-                }
-                tokio::time::sleep_until(round + MIN_ROUND_INTERVAL).await;
+        loop {
+            tokio::select! {
+                () = self.wake.notified() => {}
+                () = tokio::time::sleep(POLL) => {}
             }
-        };
-        tokio::join!(sequencer, super::witnesses::submit_forever(self, db));
+            let round = tokio::time::Instant::now();
+            if let Err(e) = self.sequence(db).await {
+                tracing::error!(error = %e, "the transparency log's sequencer failed");
+            }
+            tokio::time::sleep_until(round + MIN_ROUND_INTERVAL).await;
+        }
     }
 }
 

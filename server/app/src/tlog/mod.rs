@@ -10,6 +10,7 @@
 //! before is refused, and so is one its own key did not sign.
 
 mod log;
+mod witness_config;
 mod witnesses;
 
 use agentlang_core::{
@@ -20,7 +21,7 @@ use agentlang_core::{
 use store::{now, time::rfc3339};
 
 pub use log::{CosignError, LogError, ServedCheckpoint, TransparencyLog};
-pub use witnesses::WitnessConfig;
+pub use witness_config::WitnessConfig;
 
 use crate::{Registry, ServiceError};
 
@@ -150,6 +151,13 @@ pub fn check_servable(entry: &LogEntry) -> Result<(), ServiceError> {
             format!("its transparency-log entry would be too long: {e}"),
         )])
     })
+}
+
+/// Runs the sequencer until the task is dropped, and beside it asks the
+/// witnesses with a URL to cosign each new checkpoint
+/// (`witnesses::submit_forever`), never in a round's way.
+pub async fn run_forever(log: &TransparencyLog, db: &store::Db) {
+    tokio::join!(log.sequence_forever(db), witnesses::submit_forever(log, db));
 }
 
 // ------------------------------------------------------------ what is served

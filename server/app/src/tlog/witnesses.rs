@@ -32,39 +32,6 @@ const BACKOFF_MAX: Duration = Duration::from_secs(300);
 /// and this replica disagree.
 const MAX_CONFLICTS: u32 = 2;
 
-/// A configured witness: its key and, when the registry asks it, the
-/// submission prefix (`<vkey>=<URL>`; a bare key is only accepted, via
-/// `POST /log/witness`).
-#[derive(Debug, Clone)]
-pub struct WitnessConfig {
-    pub key: WitnessKey,
-    pub url: Option<url::Url>,
-}
-
-impl WitnessConfig {
-    /// Reads `<vkey>` or `<vkey>=<http(s) URL>`. A vkey's base64 may end in
-    /// `=`, so the URL starts at the first `=http://` or `=https://`.
-    pub fn parse(entry: &str) -> anyhow::Result<Self> {
-        let entry = entry.trim();
-        let split = ["=http://", "=https://"]
-            .iter()
-            .filter_map(|p| entry.find(p))
-            .min();
-        let (vkey, url) = match split {
-            Some(at) => (&entry[..at], Some(&entry[at + 1..])),
-            None => (entry, None),
-        };
-        let key = WitnessKey::parse(vkey).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let url = url
-            .map(|u| {
-                url::Url::parse(u.trim_end_matches('/'))
-                    .map_err(|e| anyhow::anyhow!("witness {}: the URL {u:?}: {e}", key.name()))
-            })
-            .transpose()?;
-        Ok(Self { key, url })
-    }
-}
-
 /// What a witness answered.
 enum Answer {
     /// 200: its signature lines.
