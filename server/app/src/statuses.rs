@@ -244,8 +244,12 @@ pub async fn refuse_quarantined_tools(
     let mut found: Vec<String> = rows
         .iter()
         .filter(|row| match (&picked, &row.version) {
-            // A quarantined package: every version of it.
-            (_, None) | (None, Some(_)) => true,
+            // The resolution failed: every quarantined thing it met may be
+            // why. It succeeded: only what it picked counts (quarantined
+            // versions are never candidates, so this holds only for what
+            // reached it otherwise).
+            (None, _) => true,
+            (Some(picked), None) => picked.contains_key(&row.normalized_name),
             (Some(picked), Some(version)) => {
                 picked.get(&row.normalized_name).copied() == Some(version)
             }

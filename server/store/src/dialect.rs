@@ -129,7 +129,11 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                                 json((SELECT json_group_object(d.name, d.requirement)
                                       FROM dependencies d
                                       WHERE d.version_id = v.id AND d.kind = 'tool')),
-                                v.published_at, v.log_index))
+                                v.published_at, v.log_index,
+                                EXISTS (SELECT 1 FROM statuses s
+                                        WHERE s.package_id = v.package_id
+                                          AND s.status = 'quarantined'
+                                          AND s.version_id IN (0, v.id))))
                      FROM versions v
                      WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
@@ -143,7 +147,11 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                                           FROM dependencies d
                                           WHERE d.version_id = v.id AND d.kind = 'tool'),
                                          '{{}}'::json),
-                                v.published_at, v.log_index)), '[]'::json)::text
+                                v.published_at, v.log_index,
+                                EXISTS (SELECT 1 FROM statuses s
+                                        WHERE s.package_id = v.package_id
+                                          AND s.status = 'quarantined'
+                                          AND s.version_id IN (0, v.id)))), '[]'::json)::text
                      FROM versions v
                      WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("

@@ -29,6 +29,9 @@ pub struct IndexVersion {
     /// The transparency-log entry of its publish; `None` only until the
     /// start-up backfill logs versions published before the log.
     pub log_index: Option<i64>,
+    /// Quarantined, itself or with its package (docs/statuses.md): listed,
+    /// never resolved.
+    pub quarantined: bool,
 }
 
 /// A package with its live versions in SemVer order, oldest first.
@@ -73,6 +76,7 @@ struct ListedVersion {
     dependencies: BTreeMap<String, String>,
     published_at: i64,
     log_index: Option<i64>,
+    quarantined: Flag,
 }
 
 /// A boolean as either database writes it into JSON: SQLite as 0 or 1.
@@ -192,6 +196,7 @@ impl Db {
                         dependencies: v.dependencies,
                         published_at: v.published_at,
                         log_index: v.log_index,
+                        quarantined: v.quarantined.0,
                     })
                     .collect();
                 // SQL cannot order prerelease identifiers; semver can.

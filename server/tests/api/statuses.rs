@@ -373,6 +373,17 @@ async fn only_admins_quarantine_which_refuses_downloads_resolution_and_uploads(b
         detail.contains("tool web_fetch@1.0.0 is quarantined: ships a credential stealer"),
         "{body}"
     );
+    // With an older live version, resolution moves to it, as past a yank.
+    published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "0.9.0", &[]),
+    )
+    .await;
+    let res = resolve(&app, &json!({"web_fetch": "*"})).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let lock: Value = res.json().await.unwrap();
+    assert_eq!(lock["tools"]["web_fetch"]["version"], "0.9.0", "{lock}");
     // Only an admin lifts it.
     problem(
         put_status(

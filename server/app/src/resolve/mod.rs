@@ -273,10 +273,13 @@ fn corrupt(what: &'static str, e: impl std::fmt::Display) -> CorruptIndex {
     }
 }
 
+/// What the solver may choose from: every listed version but the
+/// quarantined ones (which not even a lock's pin keeps).
 fn entries_of(index: PackageIndex) -> Result<Vec<VersionEntry>, CorruptIndex> {
     index
         .versions
         .into_iter()
+        .filter(|v| !v.quarantined)
         .map(|v| {
             let dependencies = v
                 .dependencies
