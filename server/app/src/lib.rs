@@ -11,8 +11,8 @@
 
 pub mod a2a;
 pub mod accounts;
-pub mod advisories;
 pub mod admission;
+pub mod advisories;
 pub mod agent_tasks;
 pub mod audit;
 pub mod cache;
@@ -48,9 +48,9 @@ pub mod sessions;
 pub mod settings;
 pub mod skills;
 pub mod solvers;
+mod startup;
 pub mod status_changes;
 pub mod statuses;
-mod startup;
 pub mod sweep;
 pub mod tlog;
 pub mod tokens;

@@ -63,7 +63,11 @@ mcp:
     )
 }
 
-pub(crate) fn mcp_tool(key: &agentlang_core::signing::SecretKey, name: &str, version: &str) -> Vec<u8> {
+pub(crate) fn mcp_tool(
+    key: &agentlang_core::signing::SecretKey,
+    name: &str,
+    version: &str,
+) -> Vec<u8> {
     let yaml = mcp_tool_yaml(name, version, &format!("The {name} MCP server."));
     build(
         key,
