@@ -486,3 +486,50 @@ pub async fn audit(registry: &Registry, body: &[u8]) -> Result<Vec<AdvisoryRow>,
 pub fn severity(row: &AdvisoryRow) -> Option<Severity> {
     row.severity.parse().ok()
 }
+
+/// Notices a version page shows at most: a package's advisories are few,
+/// but the page's size is bounded whatever is published.
+pub const MAX_VERSION_NOTICES: usize = 20;
+
+/// An advisory affecting one version, as its page announces it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionAdvisory {
+    pub id: AdvisoryId,
+    pub severity: Severity,
+    pub summary: Option<String>,
+}
+
+/// The advisories not withdrawn that affect `kind` `name` at `version`,
+/// most severe first, then by id, at most [`MAX_VERSION_NOTICES`]: one
+/// query for the package's advisories, each evaluated with
+/// `core::advisories` (the audit's evaluation).
+pub async fn affecting_version(
+    registry: &Registry,
+    kind: Kind,
+    name: &PackageName,
+    version: &Version,
+) -> Result<Vec<VersionAdvisory>, ServiceError> {
+    let rows = registry
+        .db
+        .live_advisories_of(kind, &[name.normalized()])
+        .await?;
+    let mut found: Vec<VersionAdvisory> = rows
+        .iter()
+        .filter_map(|row| {
+            let Ok(advisory) = Advisory::parse(row.document.as_bytes()) else {
+                tracing::error!(advisory = %row.id, "a stored advisory no longer reads; skipped on a version page");
+                return None;
+            };
+            advisory
+                .affects(kind, name, version)
+                .then(|| VersionAdvisory {
+                    id: row.id.clone(),
+                    severity: advisory.severity,
+                    summary: advisory.summary.clone(),
+                })
+        })
+        .collect();
+    found.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.id.cmp(&b.id)));
+    found.truncate(MAX_VERSION_NOTICES);
+    Ok(found)
+}
