@@ -10,6 +10,7 @@
 //! inline script or style, so the server can send a strict
 //! `Content-Security-Policy: default-src 'self'`.
 
+pub mod advisory;
 pub mod assets;
 pub mod diff;
 pub mod fixtures;

@@ -234,6 +234,8 @@ pub struct AgentPage {
     pub prompt: Option<PromptView>,
     /// Who holds grants of the agent's prompt key: for its owners only.
     pub grants: Option<Vec<GrantRowView>>,
+    /// Advisories (not withdrawn) affecting this version.
+    pub advisories: Vec<crate::advisory::AdvisoryNotice>,
 }
 
 impl AgentPage {
@@ -432,6 +434,8 @@ pub struct ToolPage {
     pub mcp: Option<McpEntryView>,
     /// A `kind: http` or `kind: bash` tool's binding.
     pub binding: Option<BindingView>,
+    /// Advisories (not withdrawn) affecting this version.
+    pub advisories: Vec<crate::advisory::AdvisoryNotice>,
 }
 
 impl ToolPage {
@@ -574,6 +578,8 @@ pub struct SkillPage {
     pub total_downloads: u64,
     pub owner_controls: Option<OwnerControls>,
     pub index_entry: SkillIndexEntryView,
+    /// Advisories (not withdrawn) affecting this version.
+    pub advisories: Vec<crate::advisory::AdvisoryNotice>,
 }
 
 impl SkillPage {

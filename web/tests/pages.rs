@@ -73,6 +73,7 @@ fn agent_page(owner: bool) -> AgentPage {
             protocol_version: "1.0".to_owned(),
             card_href: "/agents/research-assistant/1.0.0/agent-card.json".to_owned(),
         }),
+        advisories: Vec::new(),
         prompt: Some(PromptView {
             sealed: true,
             text: None,
@@ -185,6 +186,7 @@ fn tool_page() -> ToolPage {
             heading: "HTTP endpoint".to_owned(),
             yaml: "http:\n  endpoint: https://search.example/api\n  method: GET\n".to_owned(),
         }),
+        advisories: Vec::new(),
     }
 }
 
@@ -222,6 +224,7 @@ fn skill_page() -> SkillPage {
             digest: format!("sha256:{SHA256}"),
             listed: true,
         },
+        advisories: Vec::new(),
     }
 }
 

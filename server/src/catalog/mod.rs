@@ -13,6 +13,7 @@
 //! session's CSRF token and a POST without the right one gets a 403 page.
 
 pub mod account;
+pub mod advisories;
 pub mod assets;
 pub mod docs;
 pub mod home;
@@ -73,6 +74,8 @@ fn pages() -> Vec<(&'static str, Method, Route)> {
         page!("/problems/{slug}", GET, problems::show_problem),
         page!("/search", GET, search::search),
         page!("/log", GET, log::show_log),
+        page!("/advisories", GET, advisories::list_advisories),
+        page!("/advisories/{id}", GET, advisories::show_advisory),
         page!("/static/{file}", GET, assets::static_file),
         page!("/agents/{name}", GET, packages::agent_latest),
         // Before `/agents/{name}/{version}`, which would take "diff".

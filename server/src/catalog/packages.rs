@@ -234,7 +234,10 @@ pub async fn agent_page(
             protocol_version: interface.protocol_version,
             card_href: app::a2a::card_path(&loaded.name, &v.version),
         });
+    let advisories =
+        super::advisories::notices(state, Kind::Agent, &loaded.name, &v.version).await?;
     Ok(AgentPage {
+        advisories,
         prompt,
         grants,
         a2a_card,
@@ -408,7 +411,10 @@ async fn tool_page(
     let (found, loaded) = version_page(state, session, Kind::Tool, name, version).await?;
     let v = found.version();
     let extras = extras(v);
+    let advisories =
+        super::advisories::notices(state, Kind::Tool, &loaded.name, &v.version).await?;
     Ok(ToolPage {
+        advisories,
         chrome: session.chrome(),
         tool: views::tool_view(&loaded.name, &v.version, &v.spec.0, &extras),
         binding: views::tool_binding(&v.spec.0),

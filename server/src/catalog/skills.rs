@@ -59,7 +59,10 @@ async fn skill_page(
     let (found, loaded) = version_page(state, session, Kind::Skill, name, version).await?;
     let v = found.version();
     let (entry, listed) = app::skills::catalog_entry(&found.page, v);
+    let advisories =
+        super::advisories::notices(state, Kind::Skill, &loaded.name, &v.version).await?;
     Ok(SkillPage {
+        advisories,
         chrome: session.chrome(),
         skill: skill_view(&loaded.name, &v.version, &v.spec.0, extras(v).readme),
         versions: loaded.summaries(),
