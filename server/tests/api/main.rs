@@ -4,8 +4,9 @@
 use agentlang_registry_testing as support;
 
 mod accounts;
-mod advisories;
 mod admission;
+mod advisories;
+mod advisory_pages;
 mod agent_cards;
 mod agent_rules;
 mod binary;
