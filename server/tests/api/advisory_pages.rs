@@ -160,6 +160,10 @@ async fn affected_version_pages_carry_the_notice(backend: Backend) {
             .await
             .unwrap();
     }
+    // Rendered (and kept) before the advisory exists: publishing it must
+    // not leave the page without its notice.
+    let before = html(&app, "/tools/web-fetch/1.5.0", StatusCode::OK).await;
+    assert!(!before.contains("Affected by"), "{before}");
     let id = publish(&app, &root, &advisory("1.1.0", "2.0.0", "Details.")).await;
     let notice = format!(
         r#"Affected by <a href="/advisories/{id}">{id}</a> (high): Fetches follow redirects to file:// URLs"#
@@ -171,4 +175,20 @@ async fn affected_version_pages_carry_the_notice(backend: Backend) {
         let page = html(&app, unaffected, StatusCode::OK).await;
         assert!(!page.contains("Affected by"), "{unaffected}: {page}");
     }
+
+    // Withdrawn, it is announced no more, on the page kept before.
+    let mut withdrawn = advisory("1.1.0", "2.0.0", "Details.");
+    withdrawn["id"] = json!(id);
+    withdrawn["modified"] = json!("2026-03-01T00:00:00Z");
+    withdrawn["withdrawn"] = json!("2026-03-01T00:00:00Z");
+    let res = app
+        .request(reqwest::Method::POST, "/api/v1/advisories")
+        .bearer_auth(&root)
+        .json(&withdrawn)
+        .send()
+        .await
+        .unwrap();
+    expect_status(res, StatusCode::OK).await;
+    let page = html(&app, "/tools/web-fetch/1.5.0", StatusCode::OK).await;
+    assert!(!page.contains("Affected by"), "{page}");
 }
