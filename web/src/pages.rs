@@ -6,6 +6,7 @@
 //! `/agents/{name}/diff?from=&to=`, `/tools/{name}[/{version}]`,
 //! `/skills/{name}[/{version}]`,
 //! `/publishers/{name}`, `/keys/{key_id}`, `/login`, `/account`, `/docs`,
+//! `/advisories[/{id}]` (pages in [`crate::advisory`]),
 //! `/static/{style.css,copy.js}` (see [`crate::assets`]);
 //! `POST /login`, `/logout`, `/account/tokens`, `/account/tokens/{id}/revoke`,
 //! `/account/keys`, `/account/keys/{key_id}/revoke`,
