@@ -193,11 +193,12 @@ async fn a_generated_python_client_publishes_resolves_and_downloads() {
     let python = generator.with_file_name("python3");
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("generator.yaml");
-    // Downloads are `application/gzip`; the generator reads raw bytes only
-    // for `application/octet-stream`, and this is its documented remedy.
+    // Downloads are `application/gzip` and the advisories' export
+    // `application/zip`; the generator reads raw bytes only for
+    // `application/octet-stream`, and this is its documented remedy.
     std::fs::write(
         &config,
-        "content_type_overrides:\n  application/gzip: application/octet-stream\n",
+        "content_type_overrides:\n  application/gzip: application/octet-stream\n  application/zip: application/octet-stream\n",
     )
     .unwrap();
     let client = dir.path().join("agentlang_registry_client");

@@ -308,7 +308,12 @@ async fn agents_lock_and_publish_against_published_skills(backend: Backend) {
     let lock: Value = res.json().await.unwrap();
     assert_eq!(
         lock["skills"],
-        json!({"pdf-tools": {"version": "0.1.1", "hash": hash(&new), "requirement": "^0.1"}}),
+        json!({"pdf-tools": {
+            "version": "0.1.1",
+            "hash": hash(&new),
+            "requirement": "^0.1",
+            "log_index": new["log_index"],
+        }}),
         "{lock}"
     );
     // The existing lock's pin stays while it fits.
