@@ -49,6 +49,12 @@ pub enum LogOp {
     /// OSV document exactly as served), so an auditor can check the
     /// document it is served against the log.
     Advisory,
+    /// A version was staged (docs/staged-releases.md): kind, name, version,
+    /// sha256, signer and account, as a publish names them. Its approval is
+    /// the version's `publish` entry, naming this one in `staged`.
+    Stage,
+    /// A staged version was rejected: `staged` is its stage entry's index.
+    Reject,
 }
 
 /// One entry. Serialized as RFC 8785 canonical JSON ([`LogEntry::to_bytes`]):
@@ -96,6 +102,14 @@ pub struct LogEntry {
     /// For an advisory: the document's `modified` time (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub modified: Option<String>,
+    /// For an approval (`publish`) or a rejection: the index of the
+    /// version's `stage` entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staged: Option<u64>,
+    /// For a publish or a stage: hex SHA-256 of the version's provenance
+    /// (its DSSE envelope, as served).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<String>,
 }
 
 impl LogEntry {
@@ -118,6 +132,8 @@ impl LogEntry {
             successor: None,
             advisory: None,
             modified: None,
+            staged: None,
+            provenance: None,
         }
     }
 
