@@ -89,6 +89,8 @@ use crate::{
         routes::packages::unyank_version,
         routes::statuses::put_package_status,
         routes::statuses::put_version_status,
+        routes::publishing_policy::get_publishing_policy,
+        routes::publishing_policy::patch_publishing_policy,
         routes::advisories::publish_advisory,
         routes::advisories::list_advisories,
         routes::advisories::export_advisories,

@@ -38,6 +38,7 @@ pub mod passwords;
 pub mod protocols;
 pub mod publish;
 pub mod publish_queue;
+pub mod publishing_policy;
 pub mod quality;
 pub mod rate_limits;
 mod registry;

@@ -18,6 +18,7 @@ pub mod owners;
 pub mod packages;
 pub mod protocols;
 pub mod publish;
+pub mod publishing_policy;
 pub mod quality;
 pub mod resolve;
 pub mod schemas;
@@ -99,6 +100,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(packages::unyank_version)
         .service(statuses::put_package_status)
         .service(statuses::put_version_status)
+        .service(publishing_policy::get_publishing_policy)
+        .service(publishing_policy::patch_publishing_policy)
         // `all.zip` before `{id}`, which it would match.
         .service(advisories::publish_advisory)
         .service(advisories::list_advisories)

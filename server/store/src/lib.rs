@@ -34,6 +34,7 @@ pub mod owners;
 pub mod packages;
 mod per_runtime;
 pub mod protocols;
+pub mod publishing_policy;
 pub mod search;
 pub mod secrets;
 pub mod skills;

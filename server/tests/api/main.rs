@@ -33,6 +33,7 @@ mod packages;
 mod protocols;
 mod publish;
 mod publish_lock;
+mod publishing_policy;
 mod rate_limits;
 mod replay;
 mod resolve;
