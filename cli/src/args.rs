@@ -414,6 +414,26 @@ pub enum Command {
         after_help = "Examples:\n  agentlang owner web_search --list\n  agentlang owner web_search --add bob,carol   # invitations: each becomes an owner on accepting\n  agentlang owner web_search --accept          # as bob\n  agentlang owner web_search --remove carol --kind tool\n\nAn owner may remove owners who joined after them, and themselves."
     )]
     Owner(OwnerArgs),
+    /// Show or change a package's publishing policy: trusted publishing only, a required second factor, mandatory staging
+    #[command(
+        after_help = "Examples:\n  agentlang publishing web_search                      # show it\n  agentlang publishing web_search --trusted-only on    # only CI runs it trusts may publish\n  agentlang publishing web_search --require-2fa on --require-stage on\n\nEach switch given is set; the others are kept. Owners only. See /docs/publishing-policy."
+    )]
+    Publishing {
+        /// The package
+        name: String,
+        /// The package's kind [default: the one kind the registry has a package of that name in]
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// Only trusted-publishing tokens (OpenID Connect) may publish
+        #[arg(long, value_name = "on|off", value_parser = on_off)]
+        trusted_only: Option<bool>,
+        /// Owners need a second factor; a publish needs a token minted with one
+        #[arg(long = "require-2fa", value_name = "on|off", value_parser = on_off)]
+        require_2fa: Option<bool>,
+        /// Every new version is staged and published only when an owner approves it
+        #[arg(long, value_name = "on|off", value_parser = on_off)]
+        require_stage: Option<bool>,
+    },
     /// Print shell completions
     #[command(
         after_help = "Example:\n  agentlang completions bash > /etc/bash_completion.d/agentlang"
@@ -679,4 +699,13 @@ pub enum LogCommand {
         /// The registry's URL [default: the configured registry]
         registry: Option<String>,
     },
+}
+
+/// `on` or `off` (also `true`/`false`, `yes`/`no`).
+fn on_off(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        _ => Err(format!("expected on or off, not {text:?}")),
+    }
 }

@@ -225,6 +225,10 @@ impl Client {
         self.authorize(self.http.delete(self.url(path)))
     }
 
+    pub fn patch(&self, path: &str) -> RequestBuilder {
+        self.authorize(self.http.patch(self.url(path)))
+    }
+
     fn authorize(&self, rb: RequestBuilder) -> RequestBuilder {
         match &self.token {
             Some(t) => rb.bearer_auth(t),

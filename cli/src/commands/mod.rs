@@ -17,6 +17,7 @@ mod new;
 mod owner;
 mod prompt;
 mod publish;
+mod publishing;
 mod pull;
 mod quality;
 mod run;
@@ -151,6 +152,22 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         ),
         Command::Grant(args) => grant::run(&env, args),
         Command::Owner(args) => owner::run(&env, &args),
+        Command::Publishing {
+            name,
+            kind,
+            trusted_only,
+            require_2fa,
+            require_stage,
+        } => publishing::run(
+            &env,
+            &name,
+            kind,
+            publishing::Change {
+                trusted_only,
+                require_2fa,
+                require_stage,
+            },
+        ),
         Command::Check { path, host } => check::run(&env, &path, &host),
         Command::Run(args) => run::run(&env, &args),
         Command::Pull { spec, kind, output } => pull::run(&env, &spec, kind, output),

@@ -35,6 +35,10 @@ const PAGES: &[(&str, &str)] = &[
     ),
     ("events", include_str!("../../../docs/events.md")),
     ("statuses", include_str!("../../../docs/statuses.md")),
+    (
+        "publishing-policy",
+        include_str!("../../../docs/publishing-policy.md"),
+    ),
     ("advisories", include_str!("../../../docs/advisories.md")),
     (
         "transparency-log",
