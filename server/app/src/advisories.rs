@@ -150,25 +150,68 @@ async fn authorize(
     Ok(())
 }
 
-fn new_advisory<'a>(
-    advisory: &'a Advisory,
-    id: &'a AdvisoryId,
-    document: &'a str,
-    sha256: &'a Sha256Digest,
-    packages: &'a [(Kind, String)],
-    account_id: i64,
-    entry: &'a agentlang_core::tlog::LogEntry,
-) -> NewAdvisory<'a> {
-    NewAdvisory {
-        id,
-        modified: advisory.modified_text(),
-        withdrawn: advisory.withdrawn.as_deref(),
-        severity: advisory.severity.as_str(),
-        document,
-        sha256,
-        packages,
-        account_id,
-        log_entry: entry,
+/// An advisory ready to write under its id: the document exactly as it
+/// will be served, its digest, the log entry naming it and the packages it
+/// names. A first write and a replacement store the same things.
+struct Prepared {
+    advisory: Advisory,
+    id: AdvisoryId,
+    document: String,
+    sha256: Sha256Digest,
+    packages: Vec<(Kind, String)>,
+    entry: agentlang_core::tlog::LogEntry,
+}
+
+impl Prepared {
+    fn new(
+        advisory: Advisory,
+        id: &AdvisoryId,
+        auth: &Authenticated,
+    ) -> Result<Self, ServiceError> {
+        let advisory = advisory.with_id(id.clone());
+        let document = String::from_utf8(advisory.to_bytes()).map_err(ServiceError::internal)?;
+        let sha256 = Sha256Digest::of(document.as_bytes());
+        let entry = tlog::advisory_entry(
+            id.as_str(),
+            advisory.modified_text(),
+            &sha256.to_hex(),
+            auth.username.as_str(),
+        );
+        tlog::check_servable(&entry)?;
+        let packages = advisory.packages().into_iter().collect();
+        Ok(Self {
+            advisory,
+            id: id.clone(),
+            document,
+            sha256,
+            packages,
+            entry,
+        })
+    }
+
+    fn row(&self, account_id: i64) -> NewAdvisory<'_> {
+        NewAdvisory {
+            id: &self.id,
+            modified: self.advisory.modified_text(),
+            withdrawn: self.advisory.withdrawn.as_deref(),
+            severity: self.advisory.severity.as_str(),
+            document: &self.document,
+            sha256: &self.sha256,
+            packages: &self.packages,
+            account_id,
+            log_entry: &self.entry,
+        }
+    }
+
+    fn published(self, log_index: i64, created: bool) -> Published {
+        Published {
+            modified: self.advisory.modified_text().to_owned(),
+            withdrawn: self.advisory.withdrawn,
+            id: self.id,
+            sha256: self.sha256,
+            log_index,
+            created,
+        }
     }
 }
 
@@ -179,36 +222,13 @@ async fn insert(
     advisory: &Advisory,
     id: &AdvisoryId,
 ) -> Result<Option<Published>, ServiceError> {
-    let advisory = advisory.clone().with_id(id.clone());
-    let bytes = advisory.to_bytes();
-    let document = String::from_utf8(bytes).map_err(ServiceError::internal)?;
-    let sha256 = Sha256Digest::of(document.as_bytes());
-    let entry = tlog::advisory_entry(
-        id.as_str(),
-        advisory.modified_text(),
-        &sha256.to_hex(),
-        auth.username.as_str(),
-    );
-    tlog::check_servable(&entry)?;
-    let packages: Vec<(Kind, String)> = advisory.packages().into_iter().collect();
-    let new = new_advisory(
-        &advisory,
-        id,
-        &document,
-        &sha256,
-        &packages,
-        auth.account_id,
-        &entry,
-    );
-    match registry.db.insert_advisory(&new).await {
-        Ok(log_index) => Ok(Some(Published {
-            id: id.clone(),
-            modified: advisory.modified_text().to_owned(),
-            withdrawn: advisory.withdrawn.clone(),
-            sha256,
-            log_index,
-            created: true,
-        })),
+    let prepared = Prepared::new(advisory.clone(), id, auth)?;
+    match registry
+        .db
+        .insert_advisory(&prepared.row(auth.account_id))
+        .await
+    {
+        Ok(log_index) => Ok(Some(prepared.published(log_index, true))),
         Err(AdvisoryWriteError::Exists) => Ok(None),
         Err(AdvisoryWriteError::Raced) => Ok(None),
         Err(AdvisoryWriteError::Db(e)) => Err(e.into()),
@@ -271,35 +291,13 @@ async fn update(
             stored.modified
         )));
     }
-    let advisory = advisory.with_id(id.clone());
-    let document = String::from_utf8(advisory.to_bytes()).map_err(ServiceError::internal)?;
-    let sha256 = Sha256Digest::of(document.as_bytes());
-    let entry = tlog::advisory_entry(
-        id.as_str(),
-        advisory.modified_text(),
-        &sha256.to_hex(),
-        auth.username.as_str(),
-    );
-    tlog::check_servable(&entry)?;
-    let packages: Vec<(Kind, String)> = advisory.packages().into_iter().collect();
-    let new = new_advisory(
-        &advisory,
-        id,
-        &document,
-        &sha256,
-        &packages,
-        auth.account_id,
-        &entry,
-    );
-    match registry.db.replace_advisory(&new, &stored.sha256).await {
-        Ok(log_index) => Ok(Published {
-            id: id.clone(),
-            modified: advisory.modified_text().to_owned(),
-            withdrawn: advisory.withdrawn.clone(),
-            sha256,
-            log_index,
-            created: false,
-        }),
+    let prepared = Prepared::new(advisory, id, auth)?;
+    match registry
+        .db
+        .replace_advisory(&prepared.row(auth.account_id), &stored.sha256)
+        .await
+    {
+        Ok(log_index) => Ok(prepared.published(log_index, false)),
         Err(AdvisoryWriteError::Raced | AdvisoryWriteError::Exists) => Err(ServiceError::Conflict(
             format!("advisory {id} changed while this update was written; retry"),
         )),
