@@ -33,7 +33,8 @@ impl ProvidingVersion {
 
 impl Db {
     /// Every live tool version that provides an interface, by normalized
-    /// tool name then publish order.
+    /// tool name then publish order. Quarantined ones are left out: no
+    /// pick, not even a lock's, may land on one (docs/statuses.md).
     pub async fn providing_versions(&self) -> Result<Vec<ProvidingVersion>, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query_as::<_, ProvidingVersion>(
@@ -42,6 +43,10 @@ impl Db {
                  JOIN packages p ON p.id = v.package_id
                  WHERE p.kind = 'tool' AND v.spec->'provides' IS NOT NULL
                    AND v.deleted_at IS NULL
+                   AND NOT EXISTS (SELECT 1 FROM statuses s
+                                   WHERE s.package_id = v.package_id
+                                     AND s.status = 'quarantined'
+                                     AND s.version_id IN (0, v.id))
                  ORDER BY p.normalized_name, v.id",
             )
             .fetch_all(pool)

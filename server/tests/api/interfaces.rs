@@ -15,6 +15,7 @@ use crate::{
 backend_tests!(
     an_interface_is_resolved_locked_published_and_shown,
     interface_rules_are_refused_with_their_problems,
+    a_quarantined_provider_is_never_picked,
 );
 
 fn providing_tool(
@@ -310,4 +311,47 @@ async fn interface_rules_are_refused_with_their_problems(backend: Backend) {
     )
     .await;
     assert_eq!(body["errors"][0]["field"], "interfaces.storage", "{body}");
+}
+
+async fn a_quarantined_provider_is_never_picked(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).admins(&["root"]).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    for (name, version) in [("pg-store", "2.0.0"), ("sqlite-store", "1.0.0")] {
+        published(
+            &app,
+            &alice.token,
+            providing_tool(&alice.key, name, version, "storage"),
+        )
+        .await;
+    }
+    let lock = resolved(&app, &json!({"tools": {"storage": null}})).await;
+    assert_eq!(lock["interfaces"], json!({"storage": "pg-store"}), "{lock}");
+
+    let root = app.account_with_token("root", &["admin"]).await;
+    let res = app
+        .request(Method::PUT, "/api/v1/tools/pg-store/status")
+        .bearer_auth(&root)
+        .json(&json!({"status": "quarantined", "reason": "exfiltrates data"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+
+    // The next provider, whether asked afresh or with a lock that chose
+    // the quarantined one.
+    let fresh = resolved(&app, &json!({"tools": {"storage": null}})).await;
+    assert_eq!(
+        fresh["interfaces"],
+        json!({"storage": "sqlite-store"}),
+        "{fresh}"
+    );
+    let relocked = resolved(&app, &json!({"tools": {"storage": null}, "lock": lock})).await;
+    assert_eq!(
+        relocked["interfaces"],
+        json!({"storage": "sqlite-store"}),
+        "{relocked}"
+    );
+    assert!(relocked["tools"].get("pg-store").is_none(), "{relocked}");
 }
