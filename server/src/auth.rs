@@ -58,3 +58,35 @@ impl FromRequest for Caller {
         Box::pin(authenticate(req.clone()))
     }
 }
+
+/// Second factor: the `AgentLang-OTP` header's code (a TOTP code or a
+/// recovery code), for the acts that ask for one
+/// ([`app::two_factor::step_up`]). Absent or empty: `None`.
+#[derive(Debug, Clone, Default)]
+pub struct Otp(pub Option<String>);
+
+/// The header a second-factor code travels in.
+pub const OTP_HEADER: &str = "AgentLang-OTP";
+
+impl Otp {
+    pub fn as_deref(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+impl FromRequest for Otp {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
+        // A code is short; anything long is not one (and is not kept).
+        let code = req
+            .headers()
+            .get(OTP_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty() && v.len() <= 64)
+            .map(str::to_owned);
+        std::future::ready(Ok(Otp(code)))
+    }
+}

@@ -190,11 +190,18 @@ fn service_problem(err: &ServiceError) -> ProblemType {
         E::VersionExists(_) => ProblemType::VersionExists,
         E::Quarantined(_) => ProblemType::Quarantined,
         E::Archived(_) => ProblemType::PackageArchived,
+        E::TwoFactorCodeRequired(_) => ProblemType::TwoFactorCodeRequired,
+        E::TwoFactorCodeInvalid(_) => ProblemType::TwoFactorCodeInvalid,
+        E::TwoFactorEnrolmentRequired(_) => ProblemType::TwoFactorEnrolmentRequired,
+        E::TwoFactorRequired(_) => ProblemType::TwoFactorRequired,
         E::Lock(kind, _) => ProblemType::from(*kind),
         E::Unsatisfiable { .. } => ProblemType::Unsatisfiable,
         E::ResolveTimeout(_) => ProblemType::ResolveTimeout,
         E::ResolveTooComplex(_) => ProblemType::ResolveTooComplex,
         E::Internal(_) => ProblemType::Internal,
+        // Trusted publishing.
+        E::Oidc(refusal, _) => ProblemType::from(*refusal),
+        E::TrustedPublishingRequired(_) => ProblemType::TrustedPublishingRequired,
     }
 }
 
@@ -513,6 +520,11 @@ pub enum ProblemType {
     VersionExists,
     Quarantined,
     PackageArchived,
+    // Second factor.
+    TwoFactorCodeRequired,
+    TwoFactorCodeInvalid,
+    TwoFactorEnrolmentRequired,
+    TwoFactorRequired,
     LockMissing,
     LockFilesMismatch,
     LockAgentsMismatch,
@@ -807,6 +819,30 @@ impl ProblemType {
                 409,
                 "The package is archived",
                 "Its owners archived the package: it takes no new versions, while the ones published still install. An owner can set it `active` again (`agentlang status NAME active`). See /docs/statuses.",
+            ),
+            Self::TwoFactorCodeRequired => (
+                "two-factor-code-required",
+                401,
+                "A second-factor code is required",
+                "The account has a second factor (TOTP): this act needs a current code from its authenticator app, or one of its recovery codes, in the `AgentLang-OTP` header (the `otp` field when minting a token or in the catalog's forms). The CLI takes `--otp CODE` or `AGENTLANG_OTP`, or asks on a terminal. See /docs/two-factor.",
+            ),
+            Self::TwoFactorCodeInvalid => (
+                "two-factor-code-invalid",
+                401,
+                "The second-factor code is not valid",
+                "The code is wrong, outside its 30-second window (one window either side is accepted), or was used already: each code, and each recovery code, works once. Wait for the next code and try again. Wrong codes spend the account's attempts. See /docs/two-factor.",
+            ),
+            Self::TwoFactorEnrolmentRequired => (
+                "two-factor-enrolment-required",
+                403,
+                "A second factor is required",
+                "The package's publishing policy requires its owners to use a second factor, and this account has none. Enable one (`agentlang 2fa enable`) and try again. See /docs/two-factor.",
+            ),
+            Self::TwoFactorRequired => (
+                "two-factor-required",
+                403,
+                "The token was not minted with a second factor",
+                "The package's publishing policy requires a second factor: a publish needs a token minted with a TOTP code (`agentlang login --otp CODE`, or `otp` in POST /api/v1/tokens) or a trusted-publishing token. See /docs/two-factor.",
             ),
             Self::LockMissing => (
                 "lock-missing",

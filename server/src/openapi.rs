@@ -91,6 +91,11 @@ use crate::{
         routes::statuses::put_version_status,
         routes::publishing_policy::get_publishing_policy,
         routes::publishing_policy::patch_publishing_policy,
+        // Second factor (TOTP).
+        routes::two_factor::get_two_factor,
+        routes::two_factor::enrol_two_factor,
+        routes::two_factor::confirm_two_factor,
+        routes::two_factor::disable_two_factor,
         routes::advisories::publish_advisory,
         routes::advisories::list_advisories,
         routes::advisories::export_advisories,
@@ -138,6 +143,7 @@ use crate::{
             Protocol answers are HTTP 200 whatever they say (errors travel in the protocol); \
             413 only past the size limits."),
         (name = "a2a", description = "Signed A2A v1.0 Agent Cards of agents that declare an A2A endpoint (`/agents/{name}/{version}/agent-card.json`, the newest at `/agents/{name}/.well-known/agent-card.json`), each with a JWS by the registry's key, and that key as a JWKS (`/.well-known/jwks.json`)"),
+        (name = "two-factor", description = "A second factor (TOTP, RFC 6238) for the caller's account: enrol with the password, confirm with a first code (answers ten recovery codes, once), disable with a code. Once enabled, minting a token, changing owners, statuses or a publishing policy need a code in `AgentLang-OTP` (`otp` when minting). See /docs/two-factor"),
         (name = "keys", description = "Signing keys: register, list, look up, revoke"),
         (name = "grants", description = "Sealed agents' prompt keys granted to accounts: prompt recipients registered with proof, grants wrapped by owners to them, fetched by their grantees"),
         (name = "publish", description = "Upload a signed container"),

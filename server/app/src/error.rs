@@ -161,6 +161,20 @@ pub enum ServiceError {
     /// The package is archived: it takes no new versions.
     #[error("{0}")]
     Archived(String),
+    /// Second factor: the account has one and the request gave no code.
+    #[error("{0}")]
+    TwoFactorCodeRequired(String),
+    /// Second factor: the code is wrong, expired or used already.
+    #[error("{0}")]
+    TwoFactorCodeInvalid(String),
+    /// Second factor: the package's policy requires the acting owner to
+    /// have one, and they have none.
+    #[error("{0}")]
+    TwoFactorEnrolmentRequired(String),
+    /// Second factor: the package's policy takes publishes only from tokens
+    /// minted with a code (or trusted-publishing tokens).
+    #[error("{0}")]
+    TwoFactorRequired(String),
     /// agent.lock does not tell the truth about the package or the
     /// registry: one kind per failure, one field error per tool or file
     /// (`tools.<name>`, `files.<path>`, `agents.<name>`, `models.<id>`).

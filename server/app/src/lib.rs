@@ -56,6 +56,8 @@ pub mod sweep;
 pub mod tlog;
 pub mod tokens;
 pub mod trust;
+// Second factor (TOTP).
+pub mod two_factor;
 pub mod uploads;
 
 pub use error::{FieldError, ServiceError};

@@ -225,6 +225,18 @@ async fn resolve_accounts(
     }
 }
 
+/// Second factor: the step-up rule for an act of `actor` on `package`,
+/// under the package's publishing policy (docs/two-factor.md).
+pub async fn step_up_for(
+    registry: &Registry,
+    actor: Actor<'_>,
+    package: &PackageRecord,
+    otp: Option<&str>,
+) -> Result<(), ServiceError> {
+    let policy = crate::publishing_policy::policy_of_package(registry, package.id).await?;
+    crate::two_factor::step_up(registry, actor.account_id, Some(&policy), otp).await
+}
+
 /// Invites accounts to own the package (owners only). Inviting an owner
 /// is not an error; inviting again renews the invitation. Returns the
 /// usernames invited now.
@@ -233,8 +245,10 @@ pub async fn invite_owners(
     actor: Actor<'_>,
     package: &PackageRecord,
     usernames: &[String],
+    otp: Option<&str>,
 ) -> Result<Vec<Username>, ServiceError> {
     require_owner(registry, actor.account_id, package).await?;
+    step_up_for(registry, actor, package, otp).await?;
     let mut invited = Vec::new();
     let expires_at = store::now() + INVITATION_LIFETIME_SECS;
     for (account_id, username) in resolve_accounts(registry, usernames).await? {
@@ -349,6 +363,7 @@ pub async fn remove_owners(
     actor: Actor<'_>,
     package: &PackageRecord,
     usernames: &[String],
+    otp: Option<&str>,
 ) -> Result<(), ServiceError> {
     let is_owner = registry.db.is_owner(package.id, actor.account_id).await?;
     let remover = match (is_owner, actor.is_admin) {
@@ -362,6 +377,7 @@ pub async fn remove_owners(
             )));
         }
     };
+    step_up_for(registry, actor, package, otp).await?;
     let accounts = resolve_accounts(registry, usernames).await?;
     let entries: Vec<_> = accounts
         .iter()

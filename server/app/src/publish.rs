@@ -889,6 +889,11 @@ async fn check_package(
             package.name
         )));
     }
+    check_two_factor_token(
+        auth,
+        &crate::publishing_policy::policy_of_package(registry, package.id).await?,
+        &package,
+    )?;
     match found.existing_sha256 {
         None => crate::statuses::refuse_publish(registry, &package)
             .await
@@ -902,6 +907,24 @@ async fn check_package(
             package.kind, package.name
         ))),
     }
+}
+
+/// Second factor: a package whose policy requires two-factor takes
+/// publishes only from a token minted with a code (trusted publishing, when
+/// it lands, is the other way: a CI run has no person to give a code).
+fn check_two_factor_token(
+    auth: &Authenticated,
+    policy: &crate::publishing_policy::PublishingPolicy,
+    package: &store::packages::PackageRecord,
+) -> Result<(), ServiceError> {
+    if policy.two_factor_required && !auth.second_factor {
+        return Err(ServiceError::TwoFactorRequired(format!(
+            "{} {} requires a second factor: publish with a token minted with a TOTP code \
+             (`agentlang login --otp CODE`) or through trusted publishing",
+            package.kind, package.name
+        )));
+    }
+    Ok(())
 }
 
 /// `Ok(Some)` when this exact version was published with these bytes,

@@ -112,11 +112,19 @@ pub async fn set_policy(
     kind: Kind,
     name: &PackageName,
     change: &PolicyChange,
+    otp: Option<&str>,
 ) -> Result<PolicyAnswer, ServiceError> {
     let package = package_for_token(registry, auth, kind, name).await?;
     require_owner(registry, auth.account_id, &package).await?;
     let before = policy_of_package(registry, package.id).await?;
     let after = change.apply(before);
+    // Second factor: turning the requirement on needs an enrolled owner,
+    // turning it off needs the code.
+    let guarded = PublishingPolicy {
+        two_factor_required: before.two_factor_required || after.two_factor_required,
+        ..after
+    };
+    crate::two_factor::step_up(registry, auth.account_id, Some(&guarded), otp).await?;
     if after != before {
         if !registry
             .db

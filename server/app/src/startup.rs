@@ -88,6 +88,8 @@ impl Registry {
         let public_url = settings.public_url.clone();
         let tokens = TokenKeys::new(secret.as_bytes(), &public_url);
         let recipient_proofs = secrets::ProofKey::derive(secret.as_bytes());
+        // Second factor: TOTP secrets are sealed under a key of their own.
+        let two_factor_key = crate::two_factor::SecretKey::derive(secret.as_bytes());
         tokens
             .self_test()
             .context("the token signer failed its self-test")?;
@@ -148,6 +150,7 @@ impl Registry {
             blobs,
             tokens,
             recipient_proofs,
+            two_factor_key,
             public_url,
         };
         apply_configured_admins(&registry)

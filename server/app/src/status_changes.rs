@@ -140,6 +140,7 @@ pub async fn set_status(
     name: &PackageName,
     version: Option<&Version>,
     request: &StatusRequest,
+    otp: Option<&str>,
 ) -> Result<StatusAnswer, ServiceError> {
     let actor = auth.actor();
     if !actor.is_admin {
@@ -147,7 +148,7 @@ pub async fn set_status(
         auth.require_package(name)?;
     }
     let package = find_package(registry, kind, name).await?;
-    set_status_as(registry, actor, &package, version, request).await
+    set_status_as(registry, actor, &package, version, request, otp).await
 }
 
 /// [`set_status`]'s rule once the caller is known: for the API and the
@@ -158,10 +159,12 @@ pub async fn set_status_as(
     package: &PackageRecord,
     version: Option<&Version>,
     request: &StatusRequest,
+    otp: Option<&str>,
 ) -> Result<StatusAnswer, ServiceError> {
     if !actor.is_admin {
         crate::owners::require_owner(registry, actor.account_id, package).await?;
     }
+    crate::owners::step_up_for(registry, actor, package, otp).await?;
     let new = request.check(version.is_some())?;
     let record = match version {
         Some(v) => Some(find_version(registry, package, v).await?),

@@ -173,6 +173,11 @@ pub async fn account(
     Ok(response)
 }
 
+/// Second factor: the form's `otp` field, when filled in.
+fn otp_field<'f>(form: &'f FormFields) -> Option<&'f str> {
+    Some(form.get("otp").trim()).filter(|c| !c.is_empty())
+}
+
 /// `POST /account/tokens` (`name`, `scopes`…, `expires_in_days`).
 pub async fn create_token(
     state: web::Data<AppState>,
@@ -271,7 +276,15 @@ pub async fn add_owner(
     let (kind, name) = path.into_inner();
     let package = package_at(&state, &kind, &name).await?;
     let usernames = [form.get("username").trim().to_owned()];
-    if let Err(err) = owners::invite_owners(&state, session.0.actor(), &package, &usernames).await {
+    if let Err(err) = owners::invite_owners(
+        &state,
+        session.0.actor(),
+        &package,
+        &usernames,
+        otp_field(&form),
+    )
+    .await
+    {
         return refusal(&state, &session, err).await;
     }
     Ok(see_other("/account#owners-heading"))
@@ -289,7 +302,15 @@ pub async fn remove_owner(
     let (kind, name) = path.into_inner();
     let package = package_at(&state, &kind, &name).await?;
     let usernames = [form.get("username").trim().to_owned()];
-    if let Err(err) = owners::remove_owners(&state, session.0.actor(), &package, &usernames).await {
+    if let Err(err) = owners::remove_owners(
+        &state,
+        session.0.actor(),
+        &package,
+        &usernames,
+        otp_field(&form),
+    )
+    .await
+    {
         return refusal(&state, &session, err).await;
     }
     Ok(see_other("/account#owners-heading"))

@@ -27,6 +27,8 @@ pub mod skills;
 pub mod statuses;
 pub mod tlog;
 pub mod tokens;
+// Second factor (TOTP).
+pub mod two_factor;
 
 use actix_web::web;
 
@@ -102,6 +104,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(statuses::put_version_status)
         .service(publishing_policy::get_publishing_policy)
         .service(publishing_policy::patch_publishing_policy)
+        // Second factor (TOTP).
+        .service(two_factor::get_two_factor)
+        .service(two_factor::enrol_two_factor)
+        .service(two_factor::confirm_two_factor)
+        .service(two_factor::disable_two_factor)
         // `all.zip` before `{id}`, which it would match.
         .service(advisories::publish_advisory)
         .service(advisories::list_advisories)

@@ -8,7 +8,11 @@ use agentlang_core::{Kind, PackageName, Username};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{auth::Caller, error::ApiError, state::AppState};
+use crate::{
+    auth::{Caller, Otp},
+    error::ApiError,
+    state::AppState,
+};
 use app::ServiceError;
 use app::{
     owners::{self, Owners},
@@ -172,13 +176,13 @@ pub async fn list_owners(
 /// They become owners when they accept; inviting an owner is not an error.
 #[utoipa::path(
     tag = "owners",
-    params(PackagePath),
+    params(PackagePath, ("AgentLang-OTP" = Option<String>, Header, description = "Second factor: a TOTP code or a recovery code, required when the account has enabled one")),
     request_body = OwnersChange,
     security(("bearer" = ["owners"])),
     responses(
         (status = 200, description = "The owners and invitations after the change", body = OwnerList),
-        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Not an owner (`not-owner`), or the token lacks the scope (`missing-scope`) or the package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token; or the account has a second factor and the `AgentLang-OTP` code is missing (`two-factor-code-required`) or wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The package requires a second factor and the account has none (`two-factor-enrolment-required`); not an owner (`not-owner`), or the token lacks the scope (`missing-scope`) or the package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Unknown usernames, every one listed", body = crate::error::Problem, content_type = "application/problem+json"),
     )
@@ -187,11 +191,19 @@ pub async fn list_owners(
 pub async fn add_owners(
     state: web::Data<AppState>,
     auth: Caller,
+    otp: Otp,
     path: web::Path<PackagePath>,
     body: web::Json<OwnersChange>,
 ) -> Result<HttpResponse, ApiError> {
     let package = package_to_change(&state, &auth, &path).await?;
-    owners::invite_owners(&state, auth.actor(), &package, &body.usernames).await?;
+    owners::invite_owners(
+        &state,
+        auth.actor(),
+        &package,
+        &body.usernames,
+        otp.as_deref(),
+    )
+    .await?;
     owner_list(&state, &package).await
 }
 
@@ -201,13 +213,13 @@ pub async fn add_owners(
 /// The invitations a removed owner sent to the package are withdrawn.
 #[utoipa::path(
     tag = "owners",
-    params(PackagePath),
+    params(PackagePath, ("AgentLang-OTP" = Option<String>, Header, description = "Second factor: a TOTP code or a recovery code, required when the account has enabled one")),
     request_body = OwnersChange,
     security(("bearer" = ["owners"])),
     responses(
         (status = 200, description = "The owners after the change", body = OwnerList),
-        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Not an owner (`not-owner`), removing an earlier owner (`senior-owner`), or the token lacks the scope (`missing-scope`) or the package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token; or the account has a second factor and the `AgentLang-OTP` code is missing (`two-factor-code-required`) or wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The package requires a second factor and the account has none (`two-factor-enrolment-required`); not an owner (`not-owner`), removing an earlier owner (`senior-owner`), or the token lacks the scope (`missing-scope`) or the package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "The change would leave no owner", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Unknown usernames or non-owners, every one listed", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -217,11 +229,19 @@ pub async fn add_owners(
 pub async fn remove_owners(
     state: web::Data<AppState>,
     auth: Caller,
+    otp: Otp,
     path: web::Path<PackagePath>,
     body: web::Json<OwnersChange>,
 ) -> Result<HttpResponse, ApiError> {
     let package = package_to_change(&state, &auth, &path).await?;
-    owners::remove_owners(&state, auth.actor(), &package, &body.usernames).await?;
+    owners::remove_owners(
+        &state,
+        auth.actor(),
+        &package,
+        &body.usernames,
+        otp.as_deref(),
+    )
+    .await?;
     owner_list(&state, &package).await
 }
 

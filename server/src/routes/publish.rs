@@ -115,7 +115,7 @@ async fn receive(
         (status = 201, description = "Published", body = VersionView),
         (status = 200, description = "These exact bytes were already published as this version", body = VersionView),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`not-owner`, or the token lacks the scope or the package", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not-owner`, or the token lacks the scope or the package, or the package requires a second factor and the token was not minted with one (`two-factor-required`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "`version-exists` or `name-taken`", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload-too-large`", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "`container-invalid`, `signature-invalid`, `unknown-key`, `key-revoked`, `validation-failed`, `lock-missing`, `lock-files-mismatch`, `lock-agents-mismatch`, `lock-models-undeclared`, `lock-models-missing`, `lock-mismatch`, `lock-unpinned`, `lock-unsatisfied`, `lock-unrelated` or `lock-yanked`", body = crate::error::Problem, content_type = "application/problem+json"),

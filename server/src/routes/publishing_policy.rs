@@ -3,7 +3,12 @@
 
 use actix_web::{HttpRequest, HttpResponse, get, patch, web};
 
-use crate::{auth::Caller, error::ApiError, routes::owners::PackagePath, state::AppState};
+use crate::{
+    auth::{Caller, Otp},
+    error::ApiError,
+    routes::owners::PackagePath,
+    state::AppState,
+};
 use app::{
     ServiceError,
     publishing_policy::{self, PolicyAnswer, PolicyChange},
@@ -38,14 +43,14 @@ pub async fn get_publishing_policy(
 /// absent one kept. Owners, with token scope `owners`.
 #[utoipa::path(
     tag = "packages",
-    params(PackagePath),
+    params(PackagePath, ("AgentLang-OTP" = Option<String>, Header, description = "Second factor: a TOTP code or a recovery code, required when the account has enabled one")),
     request_body = PolicyChange,
     security(("bearer" = ["owners"])),
     responses(
         (status = 200, description = "The policy now in force", body = PolicyAnswer),
         (status = 400, description = "The body is not the JSON object described (`malformed-request`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Not an owner (`not-owner`), or the token lacks the scope (`missing-scope`) or is not for this package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token; or the account has a second factor and the `AgentLang-OTP` code is missing (`two-factor-code-required`) or wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The package requires a second factor and the account has none (`two-factor-enrolment-required`); not an owner (`not-owner`), or the token lacks the scope (`missing-scope`) or is not for this package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body is over 1 KiB", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many requests", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -56,6 +61,7 @@ pub async fn patch_publishing_policy(
     req: HttpRequest,
     state: web::Data<AppState>,
     auth: Caller,
+    otp: Otp,
     path: web::Path<PackagePath>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -63,6 +69,7 @@ pub async fn patch_publishing_policy(
     let raw = super::read_body(&req, payload, MAX_POLICY_BODY_BYTES).await?;
     let change: PolicyChange =
         serde_json::from_slice(&raw).map_err(|e| ServiceError::Malformed(e.to_string()))?;
-    let answer = publishing_policy::set_policy(&state, &auth, kind, &name, &change).await?;
+    let answer =
+        publishing_policy::set_policy(&state, &auth, kind, &name, &change, otp.as_deref()).await?;
     Ok(HttpResponse::Ok().json(answer))
 }

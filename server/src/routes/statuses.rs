@@ -5,7 +5,7 @@
 use actix_web::{HttpRequest, HttpResponse, put, web};
 
 use crate::{
-    auth::Caller,
+    auth::{Caller, Otp},
     error::ApiError,
     routes::{owners::PackagePath, packages::VersionPath},
     state::AppState,
@@ -34,14 +34,14 @@ async fn status_body(req: &HttpRequest, payload: web::Payload) -> Result<StatusR
 /// force writes none and answers the entry that recorded it.
 #[utoipa::path(
     tag = "packages",
-    params(PackagePath),
+    params(PackagePath, ("AgentLang-OTP" = Option<String>, Header, description = "Second factor: a TOTP code or a recovery code, required when the account has enabled one")),
     request_body = StatusRequest,
     security(("bearer" = ["yank"]), ("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The status in force, with the log entry that recorded it", body = StatusAnswer),
         (status = 400, description = "The body is not the JSON object described (`malformed-request`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Not an owner (`not-owner`), the token lacks the scope (`missing-scope`) or is not for this package (`token-not-for-package`), or only an admin may set or lift a quarantine (`admin-required`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token; or the account has a second factor and the `AgentLang-OTP` code is missing (`two-factor-code-required`) or wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The package requires a second factor and the account has none (`two-factor-enrolment-required`); not an owner (`not-owner`), the token lacks the scope (`missing-scope`) or is not for this package (`token-not-for-package`), or only an admin may set or lift a quarantine (`admin-required`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body is over 4 KiB", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "An unknown status, a reason over 500 characters, or a successor that is not another published package of the same kind (`validation-failed`, naming each field)", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -53,12 +53,14 @@ pub async fn put_package_status(
     req: HttpRequest,
     state: web::Data<AppState>,
     auth: Caller,
+    otp: Otp,
     path: web::Path<PackagePath>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name) = path.parse()?;
     let body = status_body(&req, payload).await?;
-    let answer = statuses::set_status(&state, &auth, kind, &name, None, &body).await?;
+    let answer =
+        statuses::set_status(&state, &auth, kind, &name, None, &body, otp.as_deref()).await?;
     Ok(HttpResponse::Ok().json(answer))
 }
 
@@ -67,14 +69,14 @@ pub async fn put_package_status(
 /// package's). Authorized, logged and bounded as a package's.
 #[utoipa::path(
     tag = "packages",
-    params(VersionPath),
+    params(VersionPath, ("AgentLang-OTP" = Option<String>, Header, description = "Second factor: a TOTP code or a recovery code, required when the account has enabled one")),
     request_body = StatusRequest,
     security(("bearer" = ["yank"]), ("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The status in force, with the log entry that recorded it", body = StatusAnswer),
         (status = 400, description = "The body is not the JSON object described (`malformed-request`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Not an owner (`not-owner`), the token lacks the scope (`missing-scope`) or is not for this package (`token-not-for-package`), or only an admin may set or lift a quarantine (`admin-required`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token; or the account has a second factor and the `AgentLang-OTP` code is missing (`two-factor-code-required`) or wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The package requires a second factor and the account has none (`two-factor-enrolment-required`); not an owner (`not-owner`), the token lacks the scope (`missing-scope`) or is not for this package (`token-not-for-package`), or only an admin may set or lift a quarantine (`admin-required`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such package or version", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body is over 4 KiB", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "An unknown status (or `archived`), a reason over 500 characters, or a successor that is not another published package of the same kind (`validation-failed`, naming each field)", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -86,11 +88,21 @@ pub async fn put_version_status(
     req: HttpRequest,
     state: web::Data<AppState>,
     auth: Caller,
+    otp: Otp,
     path: web::Path<VersionPath>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name, version) = path.parse()?;
     let body = status_body(&req, payload).await?;
-    let answer = statuses::set_status(&state, &auth, kind, &name, Some(&version), &body).await?;
+    let answer = statuses::set_status(
+        &state,
+        &auth,
+        kind,
+        &name,
+        Some(&version),
+        &body,
+        otp.as_deref(),
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(answer))
 }

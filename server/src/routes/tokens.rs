@@ -34,6 +34,10 @@ pub struct CreateTokenRequest {
     /// wildcards). 1 to 32 entries.
     #[schema(example = json!(["acme-*"]), max_items = 32)]
     pub packages: Option<Vec<String>>,
+    /// Second factor: a current TOTP code (or a recovery code), required
+    /// when the account has enabled one; the token then records it.
+    #[schema(example = "123456")]
+    pub otp: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -93,7 +97,7 @@ impl From<TokenRecord> for TokenInfo {
     request_body = CreateTokenRequest,
     responses(
         (status = 201, body = CreatedToken, description = "The new token; its secret is shown only here"),
-        (status = 401, description = "Wrong username or password", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Wrong username or password (`invalid-credentials`); the account has a second factor and `otp` is missing (`two-factor-code-required`) or wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid fields, every one listed", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many requests", body = crate::error::Problem, content_type = "application/problem+json"),
     )
@@ -120,7 +124,7 @@ pub async fn create_token(
         body.expires_in_days,
         body.packages.as_deref(),
     );
-    let spec = match spec {
+    let mut spec = match spec {
         Ok(spec) if errors.is_empty() => spec,
         Ok(_) => return Err(ServiceError::Validation(errors).into()),
         Err(more) => {
@@ -129,6 +133,8 @@ pub async fn create_token(
         }
     };
     let account = check_password(&state, &client, &username, &password).await?;
+    spec.second_factor =
+        tokens::second_factor_for_minting(&state, account.id, body.otp.as_deref()).await?;
     let created = tokens::create_token(
         &state,
         Actor {

@@ -42,6 +42,8 @@ pub mod statuses;
 pub mod time;
 pub mod tlog;
 pub mod tokens;
+// Second factor (TOTP).
+pub mod two_factor;
 
 pub use blobs::{Blobs, S3Settings, StorageUrl};
 pub(crate) use db::{BeginWrite, ID_CHUNK, WriteTx, select_in, with_pool};

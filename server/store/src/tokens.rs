@@ -36,6 +36,8 @@ pub struct TokenGrant {
     /// `None` for tokens from before secrets: they never authenticate.
     pub secret_hash: Option<String>,
     pub last_used_at: Option<i64>,
+    /// Second factor: minted with a TOTP code.
+    pub second_factor: bool,
 }
 
 #[derive(Debug)]
@@ -80,7 +82,8 @@ impl Db {
         with_pool!(self, pool => {
             sqlx::query_as::<_, TokenGrant>(
                 "SELECT t.jti, t.account_id, a.username, a.is_admin, t.scopes, t.packages,
-                        t.expires_at, t.revoked_at, t.secret_hash, t.last_used_at
+                        t.expires_at, t.revoked_at, t.secret_hash, t.last_used_at,
+                        t.second_factor
                  FROM api_tokens t JOIN accounts a ON a.id = t.account_id
                  WHERE t.jti = $1",
             )

@@ -45,4 +45,6 @@ mod storage;
 mod tlog;
 mod tokens;
 mod trust;
+// Second factor (TOTP).
+mod two_factor;
 mod witness;

@@ -51,6 +51,9 @@ pub struct TokenSpec {
     pub scopes: Vec<Scope>,
     pub expires_in_days: i64,
     pub packages: Option<Vec<NamePattern>>,
+    /// Second factor: the minting gave a TOTP code (set by the caller
+    /// after `two_factor::step_up`; `parse` leaves it false).
+    pub second_factor: bool,
 }
 
 impl TokenSpec {
@@ -144,6 +147,7 @@ impl TokenSpec {
             scopes: parsed.into_iter().collect(),
             expires_in_days,
             packages,
+            second_factor: false,
         })
     }
 }
@@ -153,6 +157,18 @@ impl TokenSpec {
 pub struct CreatedToken {
     pub token: String,
     pub record: TokenRecord,
+}
+
+/// Second factor: whether a token minted with a password for `account_id`
+/// carries one. An account with a second factor must give a code (`otp`,
+/// checked by `two_factor::step_up`); one without gives none.
+pub async fn second_factor_for_minting(
+    registry: &Registry,
+    account_id: i64,
+    otp: Option<&str>,
+) -> Result<bool, ServiceError> {
+    crate::two_factor::step_up(registry, account_id, None, otp).await?;
+    crate::two_factor::is_enrolled(registry, account_id).await
 }
 
 /// Mints a token for the account. Only an admin's token may carry the
@@ -185,6 +201,9 @@ pub async fn create_token(
             expires_at,
         })
         .await?;
+    if spec.second_factor {
+        registry.db.mark_token_second_factor(&jti).await?;
+    }
     let token = registry
         .tokens
         .issue(owner.account_id, &jti, &secret, created_at, expires_at)
@@ -248,6 +267,8 @@ pub struct Authenticated {
     pub scopes: Vec<Scope>,
     /// `None`: the token may act on every package the account owns.
     pub patterns: Option<Vec<NamePattern>>,
+    /// Second factor: the token was minted with a TOTP code.
+    pub second_factor: bool,
 }
 
 impl Authenticated {
@@ -360,6 +381,7 @@ pub async fn authenticate(
         token_id: grant.jti,
         scopes: grant.scopes.0,
         patterns: grant.packages.map(|p| p.0),
+        second_factor: grant.second_factor,
     })
 }
 
