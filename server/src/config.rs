@@ -96,6 +96,12 @@ pub struct Config {
     /// (`<namespace>/<tool name>`, reverse DNS); `None`: the public URL's
     /// host reversed, or `local.agentlang` for an address.
     pub mcp_namespace: Option<String>,
+    /// Trusted publishing: the OpenID Connect issuers whose ID tokens are
+    /// exchanged for publish tokens (none: trusted publishing is off).
+    pub oidc_issuers: Vec<String>,
+    /// The `aud` those ID tokens must carry; `None`: the public URL's
+    /// `host[:port]`.
+    pub oidc_audience: Option<String>,
 }
 
 impl Default for Config {
@@ -123,6 +129,8 @@ impl Default for Config {
             freshness_window: Duration::from_millis(1),
             limits: RequestLimits::default(),
             mcp_namespace: None,
+            oidc_issuers: Vec::new(),
+            oidc_audience: None,
         }
     }
 }
@@ -166,6 +174,8 @@ struct FileConfig {
     database_timeout_secs: Option<u64>,
     storage_timeout_secs: Option<u64>,
     mcp_namespace: Option<String>,
+    oidc_issuers: Option<Vec<String>>,
+    oidc_audience: Option<String>,
 }
 
 impl Config {
@@ -265,6 +275,13 @@ impl Config {
         if let Some(v) = file.mcp_namespace {
             agentlang_core::mcp::check_namespace(&v).map_err(|m| invalid("mcp_namespace", m))?;
             self.mcp_namespace = Some(v);
+        }
+        if let Some(v) = file.oidc_issuers {
+            app::trusted_publishing::check_issuers(&v).map_err(|m| invalid("oidc_issuers", m))?;
+            self.oidc_issuers = v;
+        }
+        if let Some(v) = file.oidc_audience {
+            self.oidc_audience = Some(v);
         }
         let limits = &mut self.limits;
         let secs = Duration::from_secs;
@@ -510,6 +527,20 @@ impl Config {
             agentlang_core::mcp::check_namespace(&v).map_err(|m| invalid("MCP_NAMESPACE", m))?;
             self.mcp_namespace = Some(v);
         }
+        if let Some(v) = var("OIDC_ISSUERS") {
+            let issuers: Vec<String> = v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            app::trusted_publishing::check_issuers(&issuers)
+                .map_err(|m| invalid("OIDC_ISSUERS", m))?;
+            self.oidc_issuers = issuers;
+        }
+        if let Some(v) = var("OIDC_AUDIENCE") {
+            self.oidc_audience = Some(v);
+        }
         if let Some(v) = var("TRUSTED_PROXIES") {
             self.rate_limits.trusted_proxies = v
                 .split(',')
@@ -587,6 +618,8 @@ impl Config {
             freshness_window: self.freshness_window,
             limits: self.limits.clone(),
             mcp_namespace: self.mcp_namespace.clone(),
+            oidc_issuers: self.oidc_issuers.clone(),
+            oidc_audience: self.oidc_audience.clone(),
         }
     }
 }
@@ -731,6 +764,14 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "MCP_NAMESPACE",
         "reverse-DNS namespace of the MCP server names /v0.1/servers lists, NAMESPACE/TOOL (default: the public URL's host reversed; local.agentlang for an address)",
+    ),
+    (
+        "OIDC_ISSUERS",
+        "trusted publishing: comma-separated OpenID Connect issuer URLs (https; http only on a loopback host) whose ID tokens are exchanged for publish tokens (default: none, trusted publishing off)",
+    ),
+    (
+        "OIDC_AUDIENCE",
+        "trusted publishing: the aud the ID tokens must carry (default: the public URL's host[:port])",
     ),
 ];
 
@@ -889,6 +930,8 @@ impl Config {
             "UPLOAD_MIN_BYTES_PER_SEC" => limits.upload_min_bytes_per_sec.to_string(),
             "UPLOAD_RATE_GRACE_SECS" => secs(limits.upload_rate_grace),
             "MCP_NAMESPACE" => self.mcp_namespace.clone().unwrap_or_default(),
+            "OIDC_ISSUERS" => self.oidc_issuers.join(","),
+            "OIDC_AUDIENCE" => self.oidc_audience.clone().unwrap_or_default(),
             _ => return None,
         })
     }

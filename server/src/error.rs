@@ -539,6 +539,30 @@ pub enum ProblemType {
     ResolveTimeout,
     ResolveTooComplex,
     Internal,
+    // Trusted publishing.
+    OidcUnknownIssuer,
+    OidcBadSignature,
+    OidcWrongAudience,
+    OidcExpired,
+    OidcReplayed,
+    OidcNoTrustedPublisher,
+    OidcMalformed,
+    TrustedPublishingRequired,
+}
+
+impl From<app::trusted_publishing::OidcRefusal> for ProblemType {
+    fn from(refusal: app::trusted_publishing::OidcRefusal) -> Self {
+        use app::trusted_publishing::OidcRefusal as R;
+        match refusal {
+            R::UnknownIssuer => Self::OidcUnknownIssuer,
+            R::BadSignature => Self::OidcBadSignature,
+            R::WrongAudience => Self::OidcWrongAudience,
+            R::Expired => Self::OidcExpired,
+            R::Replayed => Self::OidcReplayed,
+            R::NoTrustedPublisher => Self::OidcNoTrustedPublisher,
+            R::Malformed => Self::OidcMalformed,
+        }
+    }
 }
 
 impl From<LockProblemKind> for ProblemType {
@@ -927,6 +951,55 @@ impl ProblemType {
                 500,
                 "Internal server error",
                 "The registry failed; the cause is in its log under the request id. Nothing half-done is visible. Report it to the operator with the `request_id`.",
+            ),
+            // Trusted publishing (docs/trusted-publishing.md).
+            Self::OidcUnknownIssuer => (
+                "oidc-unknown-issuer",
+                401,
+                "The ID token's issuer is not trusted",
+                "The registry exchanges ID tokens only from the OpenID Connect issuers its operator configured (`AGENTLANG_REGISTRY_OIDC_ISSUERS`); `detail` names the issuer the token claims. See /docs/trusted-publishing.",
+            ),
+            Self::OidcBadSignature => (
+                "oidc-bad-signature",
+                401,
+                "The ID token's signature does not verify",
+                "The token is not signed by a key its issuer publishes (in its JWKS), or uses an algorithm other than RS256 or ES256. Send the ID token exactly as the CI issued it.",
+            ),
+            Self::OidcWrongAudience => (
+                "oidc-wrong-audience",
+                401,
+                "The ID token is for another audience",
+                "Its `aud` must be this registry's audience (`detail` names it): request the ID token with that audience (GitHub: `core.getIDToken(aud)` or `&audience=` on the request URL; GitLab: `id_tokens: ...: aud:`).",
+            ),
+            Self::OidcExpired => (
+                "oidc-expired",
+                401,
+                "The ID token has expired or is not yet valid",
+                "ID tokens live minutes; request a fresh one from the CI and exchange it at once.",
+            ),
+            Self::OidcReplayed => (
+                "oidc-replayed",
+                401,
+                "The ID token was already exchanged",
+                "An ID token (its `jti`) is exchanged once. Request a new one from the CI.",
+            ),
+            Self::OidcNoTrustedPublisher => (
+                "oidc-no-trusted-publisher",
+                403,
+                "No package trusts this identity",
+                "No trusted publisher matches the token's issuer, repository, workflow file and environment (`detail` lists the claims seen). An owner adds one with `agentlang trust add`. See /docs/trusted-publishing.",
+            ),
+            Self::OidcMalformed => (
+                "oidc-malformed",
+                400,
+                "The ID token is malformed",
+                "The body must be `{\"jwt\": \"...\"}` holding a signed JWT with `iss`, `aud`, `exp`, `jti` and the repository and workflow claims of GitHub Actions or GitLab CI; `detail` names what is missing.",
+            ),
+            Self::TrustedPublishingRequired => (
+                "trusted-publishing-required",
+                403,
+                "The package takes only trusted publishing",
+                "Its owners set `trusted_publishing_only`: new versions are published only from a trusted CI run, with a token exchanged at `POST /api/v1/trusted-publishing/tokens`. See /docs/trusted-publishing.",
             ),
         }
     }

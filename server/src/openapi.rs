@@ -117,6 +117,11 @@ use crate::{
         routes::mcp::patch_mcp_server_version_status,
         routes::mcp::patch_mcp_server_status,
         routes::mcp::publish_mcp_server,
+        // Trusted publishing.
+        routes::trusted_publishing::add_trusted_publisher,
+        routes::trusted_publishing::list_trusted_publishers,
+        routes::trusted_publishing::remove_trusted_publisher,
+        routes::trusted_publishing::exchange_token,
     ),
     components(schemas(
         error::Problem,
@@ -154,6 +159,7 @@ use crate::{
         (name = "search", description = "Full-text search over packages"),
         (name = "skills", description = "Agent Skills discovery (`/.well-known/agent-skills/index.json`, schema 0.2.0): every skill package's newest release with the URL of its archive and that archive's SHA-256; skill packages' records and downloads are `/api/v1/skills/...` like any package"),
         (name = "mcp", description = "The MCP Registry API v0.1 (the MCP registry's 2025-12-01 document), read-only: every tool of `kind: mcp` as the MCP server `<namespace>/<tool>`, its versions with server.json's `packages` and `remotes` from tool.yaml's `mcp:` section, and the registry's facts in `_meta`. Errors here are `{\"error\": \"...\"}`, not problem documents; writes answer 501. See /docs/mcp-registry"),
+        (name = "trusted-publishing", description = "Trusted publishing: owners trust a CI identity (an OpenID Connect issuer, repository, workflow file and environment); a CI run exchanges its ID token for a 30-minute publish token for the packages that trust it. See /docs/trusted-publishing"),
         (name = "log", description = "The transparency log (C2SP tlog-tiles, tlog-checkpoint, signed-note, tlog-cosignature): every publish, yank, unyank, owner and key change and prompt-key grant, in order, provable to anyone"),
     )
 )]

@@ -195,6 +195,13 @@ pub enum ServiceError {
     /// Anything the client cannot fix. Its cause is logged, never sent.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
+    /// Trusted publishing: an ID token refused, one kind per reason (the
+    /// message says what was seen).
+    #[error("{1}")]
+    Oidc(crate::trusted_publishing::OidcRefusal, String),
+    /// Trusted publishing: the package's policy takes only trusted tokens.
+    #[error("{0}")]
+    TrustedPublishingRequired(String),
 }
 
 impl ServiceError {

@@ -59,6 +59,8 @@ pub mod trust;
 // Second factor (TOTP).
 pub mod two_factor;
 pub mod uploads;
+// Trusted publishing (OpenID Connect).
+pub mod trusted_publishing;
 
 pub use error::{FieldError, ServiceError};
 pub use registry::Registry;

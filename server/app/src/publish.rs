@@ -883,7 +883,15 @@ async fn check_package(
             package.name
         )));
     }
-    if !found.is_owner {
+    crate::trusted_publishing::check_trusted_only(
+        auth,
+        Some(&crate::publishing_policy::policy_of_package(registry, package.id).await?),
+        kind,
+        &package.name,
+    )?;
+    // A trusted-publishing token needs no owner: the package's trust
+    // configuration authorized it (its patterns name only such packages).
+    if !found.is_owner && auth.trusted.is_none() {
         return Err(ServiceError::NotOwner(format!(
             "you are not an owner of the {kind} {}",
             package.name
@@ -910,14 +918,15 @@ async fn check_package(
 }
 
 /// Second factor: a package whose policy requires two-factor takes
-/// publishes only from a token minted with a code (trusted publishing, when
-/// it lands, is the other way: a CI run has no person to give a code).
+/// publishes only from a token minted with a code, or a trusted-publishing
+/// token (a CI run has no person to give a code; its trust configuration
+/// was set up by an owner who did).
 fn check_two_factor_token(
     auth: &Authenticated,
     policy: &crate::publishing_policy::PublishingPolicy,
     package: &store::packages::PackageRecord,
 ) -> Result<(), ServiceError> {
-    if policy.two_factor_required && !auth.second_factor {
+    if policy.two_factor_required && !auth.second_factor && auth.trusted.is_none() {
         return Err(ServiceError::TwoFactorRequired(format!(
             "{} {} requires a second factor: publish with a token minted with a TOTP code \
              (`agentlang login --otp CODE`) or through trusted publishing",
@@ -1050,6 +1059,7 @@ pub async fn publish(
         keywords: definition.keywords,
         publisher: auth.account_id,
         log_entry,
+        publisher_identity: crate::trusted_publishing::publisher_identity(auth),
     };
     let (new, committed) = registry.publish_queue.commit(new).await?;
     let published = match committed {

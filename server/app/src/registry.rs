@@ -73,6 +73,8 @@ pub struct Registry {
     /// The transparency log: its key, and the tree and checkpoint this
     /// replica serves.
     pub(crate) tlog: Arc<TransparencyLog>,
+    /// Trusted publishing: the configured OIDC issuers and their keys.
+    pub(crate) oidc: Arc<crate::trusted_publishing::OidcKeys>,
 }
 
 impl Registry {

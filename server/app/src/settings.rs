@@ -279,4 +279,8 @@ pub struct Settings {
     /// `agentlang_core::mcp::check_namespace`); `None`: the public URL's
     /// host reversed (`mcp::namespace`).
     pub mcp_namespace: Option<String>,
+    /// Trusted publishing: the configured OpenID Connect issuers.
+    pub oidc_issuers: Vec<String>,
+    /// The `aud` ID tokens must carry; `None`: the public URL's host[:port].
+    pub oidc_audience: Option<String>,
 }

@@ -145,6 +145,11 @@ impl Registry {
             )),
             moltspeak_ledger: Arc::default(),
             tlog: Arc::new(tlog),
+            oidc: Arc::new(crate::trusted_publishing::OidcKeys::new(
+                settings.oidc_issuers.clone(),
+                settings.oidc_audience.clone(),
+                &settings.public_url,
+            )),
             settings: Arc::new(settings),
             db,
             blobs,

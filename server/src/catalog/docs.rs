@@ -47,6 +47,10 @@ const PAGES: &[(&str, &str)] = &[
     ("a2a", include_str!("../../../docs/a2a.md")),
     ("clowl", include_str!("../../../docs/clowl.md")),
     ("moltspeak", include_str!("../../../docs/moltspeak.md")),
+    (
+        "trusted-publishing",
+        include_str!("../../../docs/trusted-publishing.md"),
+    ),
 ];
 
 /// The README's sections `/docs` shows as its guide.

@@ -27,6 +27,8 @@ pub mod skills;
 pub mod statuses;
 pub mod tlog;
 pub mod tokens;
+// Trusted publishing (OpenID Connect).
+pub mod trusted_publishing;
 // Second factor (TOTP).
 pub mod two_factor;
 
@@ -95,6 +97,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(grants::list_account_grants)
         .service(grants::get_prompt_key)
         .service(publish::publish_version)
+        // Trusted publishing.
+        .service(trusted_publishing::add_trusted_publisher)
+        .service(trusted_publishing::list_trusted_publishers)
+        .service(trusted_publishing::remove_trusted_publisher)
+        .service(trusted_publishing::exchange_token)
         .service(resolve::resolve_lock)
         .service(search::search_packages)
         .service(quality::get_quality_report)

@@ -44,6 +44,8 @@ pub mod tlog;
 pub mod tokens;
 // Second factor (TOTP).
 pub mod two_factor;
+// Trusted publishing (OpenID Connect).
+pub mod trusted_publishing;
 
 pub use blobs::{Blobs, S3Settings, StorageUrl};
 pub(crate) use db::{BeginWrite, ID_CHUNK, WriteTx, select_in, with_pool};

@@ -134,6 +134,9 @@ pub struct NewVersion {
     pub publisher: i64,
     /// The publish's transparency-log entry, appended in its transaction.
     pub log_entry: LogEntry,
+    /// Trusted publishing: the OIDC identity that published it, as JSON;
+    /// `None` for an ordinary token.
+    pub publisher_identity: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,7 +222,10 @@ fn refusal(new: &NewVersion, target: &PublishTarget) -> Option<PublishError> {
         });
     }
     let existing = target.package_name.as_deref()?;
-    match (target.is_owner, existing == new.name.as_str()) {
+    // Trusted publishing: a version carrying a publisher identity was
+    // authorized by the package's trust configuration, not by ownership.
+    let may_publish = target.is_owner || new.publisher_identity.is_some();
+    match (may_publish, existing == new.name.as_str()) {
         (true, true) if target.version_exists => Some(PublishError::VersionExists {
             kind,
             name: new.name.to_string(),
@@ -470,7 +476,8 @@ macro_rules! publish_round {
                     "INSERT INTO versions (package_id, version, major, minor, patch, prerelease,
                                            sha256, size, signer_key_id, manifest, spec, lockfile,
                                            published_by, published_at, quality_report, extras,
-                                           max_risk, log_index, prompt_mode, prompt_key_id) ",
+                                           max_risk, log_index, prompt_mode, prompt_key_id,
+                                           publisher_identity) ",
                 );
                 let mut log_index = first_log_index;
                 versions.push_values(
@@ -497,7 +504,8 @@ macro_rules! publish_round {
                             .push_bind(new.max_risk)
                             .push_bind(log_index)
                             .push_bind(new.prompt_mode)
-                            .push_bind(new.prompt_key_id.clone());
+                            .push_bind(new.prompt_key_id.clone())
+                            .push_bind(new.publisher_identity.clone());
                         log_index += 1;
                     },
                 );

@@ -38,6 +38,9 @@ pub struct TokenGrant {
     pub last_used_at: Option<i64>,
     /// Second factor: minted with a TOTP code.
     pub second_factor: bool,
+    /// Trusted publishing: the OIDC identity the token was minted for
+    /// (JSON); `None` for an ordinary token.
+    pub oidc_claims: Option<String>,
 }
 
 #[derive(Debug)]
@@ -83,7 +86,7 @@ impl Db {
             sqlx::query_as::<_, TokenGrant>(
                 "SELECT t.jti, t.account_id, a.username, a.is_admin, t.scopes, t.packages,
                         t.expires_at, t.revoked_at, t.secret_hash, t.last_used_at,
-                        t.second_factor
+                        t.second_factor, t.oidc_claims
                  FROM api_tokens t JOIN accounts a ON a.id = t.account_id
                  WHERE t.jti = $1",
             )

@@ -341,6 +341,7 @@ impl Seeder {
         let what = format!("recording {} {}@{}", r.kind, r.name, r.version);
         self.db
             .publish_version(&NewVersion {
+                publisher_identity: None,
                 kind: r.kind,
                 name: r.name,
                 version: r.version,

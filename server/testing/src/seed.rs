@@ -189,6 +189,7 @@ pub async fn seed_version(
     app.store()
         .db
         .publish_version(&NewVersion {
+            publisher_identity: None,
             kind,
             name: name.clone(),
             version: version.clone(),
@@ -469,6 +470,7 @@ pub async fn store_container(store: &Store, kind: Kind, bytes: Vec<u8>, publishe
     store
         .db
         .publish_version(&NewVersion {
+            publisher_identity: None,
             kind,
             name: name.clone(),
             version: version.clone(),

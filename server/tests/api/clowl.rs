@@ -73,6 +73,7 @@ pub async fn publish(
     app.store()
         .db
         .publish_version(&NewVersion {
+            publisher_identity: None,
             kind,
             name: name.clone(),
             version: version.clone(),

@@ -44,7 +44,9 @@ mod statuses;
 mod storage;
 mod tlog;
 mod tokens;
+// Trusted publishing (OpenID Connect).
 mod trust;
+mod trusted_publishing;
 // Second factor (TOTP).
 mod two_factor;
 mod witness;

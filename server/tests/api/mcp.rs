@@ -710,6 +710,7 @@ async fn a_page_holds_at_most_100(backend: Backend) {
         app.store()
             .db
             .publish_version(&NewVersion {
+                publisher_identity: None,
                 kind: Kind::Tool,
                 name: name.clone(),
                 version: version.clone(),

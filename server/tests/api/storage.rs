@@ -186,6 +186,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
         .store()
         .db
         .publish_version(&NewVersion {
+            publisher_identity: None,
             kind: Kind::Agent,
             name: name.clone(),
             version,
@@ -227,6 +228,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
         .store()
         .db
         .publish_version(&NewVersion {
+            publisher_identity: None,
             kind: Kind::Agent,
             name: name.clone(),
             version: v2.clone(),
@@ -328,6 +330,7 @@ async fn publish_described(
     app.store()
         .db
         .publish_version(&NewVersion {
+            publisher_identity: None,
             kind,
             name: name.clone(),
             version: version.clone(),
@@ -433,6 +436,7 @@ async fn search_finds_packages_by_name_keyword_and_description(backend: Backend)
     let name = PackageName::new("web-search").unwrap();
     let version = Version::parse("1.1.0").unwrap();
     db.publish_version(&NewVersion {
+        publisher_identity: None,
         kind: Kind::Tool,
         name: name.clone(),
         version: version.clone(),
@@ -638,6 +642,7 @@ async fn concurrent_publishes_have_one_winner(backend: Backend) {
 /// A tool version for the batch test, with `dependencies`.
 fn tool_version(name: &str, publisher: i64, dependencies: Vec<DependencyEdge>) -> NewVersion {
     NewVersion {
+        publisher_identity: None,
         kind: Kind::Tool,
         name: PackageName::new(name).unwrap(),
         version: Version::parse("1.0.0").unwrap(),
@@ -736,6 +741,7 @@ async fn a_batch_publishes_several_versions_of_one_package(backend: Backend) {
         requirement: "^1".parse().unwrap(),
     };
     let at = |version: &str, description: &str, dependencies: Vec<DependencyEdge>| NewVersion {
+        publisher_identity: None,
         version: Version::parse(version).unwrap(),
         description: description.to_owned(),
         ..tool_version("twice", alice, dependencies)
@@ -836,6 +842,7 @@ async fn a_key_revoked_before_the_commit_refuses_its_publishes(backend: Backend)
     .unwrap()
     .unwrap();
     let signed = |name: &str, key: &KeyId| NewVersion {
+        publisher_identity: None,
         signer_key_id: Some(key.clone()),
         ..tool_version(name, alice, Vec::new())
     };

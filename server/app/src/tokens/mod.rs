@@ -267,6 +267,9 @@ pub struct Authenticated {
     pub scopes: Vec<Scope>,
     /// `None`: the token may act on every package the account owns.
     pub patterns: Option<Vec<NamePattern>>,
+    /// Trusted publishing: the CI identity a trusted-publishing token was
+    /// minted for; `None` for an ordinary token.
+    pub trusted: Option<crate::trusted_publishing::TrustedIdentity>,
     /// Second factor: the token was minted with a TOTP code.
     pub second_factor: bool,
 }
@@ -381,6 +384,12 @@ pub async fn authenticate(
         token_id: grant.jti,
         scopes: grant.scopes.0,
         patterns: grant.packages.map(|p| p.0),
+        trusted: grant
+            .oidc_claims
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(ServiceError::internal)?,
         second_factor: grant.second_factor,
     })
 }
