@@ -439,6 +439,60 @@ pub enum Command {
         after_help = "Example:\n  agentlang completions bash > /etc/bash_completion.d/agentlang"
     )]
     Completions { shell: clap_complete::Shell },
+    /// Trusted publishing: the CI identities (OpenID Connect) a package trusts to publish it
+    #[command(
+        after_help = "Examples:\n  agentlang trust add my_tool --issuer https://token.actions.githubusercontent.com --repository acme/my-tool --workflow release.yml\n  agentlang trust list my_tool      # the trusted identities and the tokens they minted\n  agentlang trust remove my_tool 3  # and revoke its live tokens\n\nIn CI, exchange the run's ID token at POST /api/v1/trusted-publishing/tokens and set AGENTLANG_TOKEN to the token it answers; `agentlang publish` then works as usual. Owners only. See /docs/trusted-publishing."
+    )]
+    Trust(TrustArgs),
+}
+
+/// Trusted publishing: `agentlang trust add|list|remove`.
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    #[command(subcommand)]
+    pub command: TrustCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TrustCommand {
+    /// Trust a CI identity to publish the package
+    Add {
+        /// The package
+        name: String,
+        /// The package's kind [default: the one kind the registry has a package of that name in]
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// The OpenID Connect issuer, one the registry is configured with
+        #[arg(long, value_name = "URL")]
+        issuer: String,
+        /// owner/repo (GitHub) or group/project (GitLab)
+        #[arg(long)]
+        repository: String,
+        /// The workflow file name: release.yml, .gitlab-ci.yml
+        #[arg(long, value_name = "FILE")]
+        workflow: String,
+        /// Only runs in this deployment environment match
+        #[arg(long)]
+        environment: Option<String>,
+    },
+    /// Show the identities the package trusts and the tokens minted through them
+    List {
+        /// The package
+        name: String,
+        /// The package's kind
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+    },
+    /// Stop trusting an identity (by the id `trust list` shows) and revoke its live tokens
+    Remove {
+        /// The package
+        name: String,
+        /// The trusted publisher's id
+        id: i64,
+        /// The package's kind
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -115,6 +115,20 @@ pub fn start_registry() -> TestApp {
         .expect("SQLite is always there")
 }
 
+/// A registry like [`start_registry`]'s, with these environment variables
+/// set (trusted publishing: `AGENTLANG_REGISTRY_OIDC_ISSUERS`).
+pub fn start_registry_with_env(env: &[(&str, &str)]) -> TestApp {
+    let builder = env.iter().fold(
+        TestApp::builder(Backend::Sqlite)
+            .process()
+            .binary(&bins().registry),
+        |builder, (key, value)| builder.env(key, *value),
+    );
+    runtime()
+        .block_on(builder.build())
+        .expect("SQLite is always there")
+}
+
 /// Backdates every version numbered `version` by `days` days in a
 /// registry [`start_registry`] started: a release some days old.
 pub fn backdate(registry: &TestApp, version: &str, days: i64) {

@@ -26,6 +26,8 @@ mod settings;
 mod status;
 mod validate;
 mod yank;
+// Trusted publishing.
+mod trust_publishers;
 
 use std::process::ExitCode;
 
@@ -152,6 +154,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         ),
         Command::Grant(args) => grant::run(&env, args),
         Command::Owner(args) => owner::run(&env, &args),
+        Command::Trust(args) => trust_publishers::run(&env, args.command),
         Command::Publishing {
             name,
             kind,
