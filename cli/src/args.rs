@@ -49,6 +49,15 @@ pub struct Global {
     /// Require this many of the --witness keys to have cosigned the log's checkpoint
     #[arg(long, global = true, value_name = "N", default_value_t = 0)]
     pub require_witnesses: usize,
+    /// Second factor: a TOTP code (or a recovery code) for an act that asks for one; else asked on a terminal
+    #[arg(
+        long,
+        global = true,
+        value_name = "CODE",
+        env = "AGENTLANG_OTP",
+        hide_env_values = true
+    )]
+    pub otp: Option<String>,
 }
 
 /// What `agentlang new` starts.
@@ -439,6 +448,13 @@ pub enum Command {
         after_help = "Example:\n  agentlang completions bash > /etc/bash_completion.d/agentlang"
     )]
     Completions { shell: clap_complete::Shell },
+    /// Second factor (TOTP): enable, confirm, disable or show it for your account
+    #[command(
+        name = "2fa",
+        subcommand,
+        after_help = "Examples:\n  agentlang 2fa enable            # asks the password, shows the secret, asks a code\n  agentlang 2fa confirm 123456     # when enable ran without a terminal\n  agentlang 2fa status\n  agentlang 2fa disable --otp 123456\n\nOnce enabled, login, owner, status and publishing changes need a code: --otp CODE,\nAGENTLANG_OTP, or a prompt on a terminal. See /docs/two-factor."
+    )]
+    TwoFa(TwoFaCommand),
     /// Trusted publishing: the CI identities (OpenID Connect) a package trusts to publish it
     #[command(
         after_help = "Examples:\n  agentlang trust add my_tool --issuer https://token.actions.githubusercontent.com --repository acme/my-tool --workflow release.yml\n  agentlang trust list my_tool      # the trusted identities and the tokens they minted\n  agentlang trust remove my_tool 3  # and revoke its live tokens\n\nIn CI, exchange the run's ID token at POST /api/v1/trusted-publishing/tokens and set AGENTLANG_TOKEN to the token it answers; `agentlang publish` then works as usual. Owners only. See /docs/trusted-publishing."
@@ -512,6 +528,26 @@ pub struct Credentials {
     /// Days until the token expires
     #[arg(long, default_value_t = 90)]
     pub expires_in_days: u32,
+}
+
+/// Second factor: `agentlang 2fa ...`.
+#[derive(Debug, Subcommand)]
+pub enum TwoFaCommand {
+    /// Start: the password again, then the secret for an authenticator app (confirmed with a code)
+    Enable {
+        /// Read the password from standard input instead of prompting
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Confirm a pending second factor with a code; prints the recovery codes, once
+    Confirm {
+        /// The code the authenticator app shows
+        code: String,
+    },
+    /// Turn it off (needs a code: --otp, AGENTLANG_OTP or a prompt)
+    Disable,
+    /// Whether it is enabled, and how many recovery codes are left
+    Status,
 }
 
 #[derive(Debug, Args)]

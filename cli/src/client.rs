@@ -153,6 +153,9 @@ struct Problem {
     title: String,
     #[serde(default)]
     detail: Option<String>,
+    /// The problem type's URI (its last segment is the slug).
+    #[serde(default, rename = "type")]
+    type_uri: String,
     #[serde(default)]
     errors: Vec<FieldError>,
     /// A resolution conflict's structured form (`POST /api/v1/resolve`).
@@ -477,6 +480,9 @@ pub struct ApiError {
     /// True when the body carries `conflicts`: the resolver's "no solution".
     pub is_conflict: bool,
     line: String,
+    /// The problem type's slug (`two-factor-code-required`), when the body
+    /// is a problem document.
+    pub slug: Option<String>,
 }
 
 impl std::fmt::Display for ApiError {
@@ -527,6 +533,12 @@ pub fn api_error(status: StatusCode, body: &str) -> ApiError {
         status,
         detail,
         is_conflict: problem.conflicts.is_some(),
+        slug: problem
+            .type_uri
+            .rsplit('/')
+            .next()
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned),
         line: format!("{} ({}){hint}", one_line(&line), status.as_u16()),
     }
 }

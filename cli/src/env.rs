@@ -16,6 +16,8 @@ pub struct Env {
     pub log: LogOptions,
     /// `--min-release-age`, else the configured default.
     pub min_release_age: Option<MinReleaseAge>,
+    /// Second factor: `--otp` (or `AGENTLANG_OTP`), for the acts that ask.
+    pub otp: Option<String>,
 }
 
 impl Env {

@@ -28,6 +28,8 @@ mod spec;
 mod statuses;
 mod tlog;
 mod trust;
+// Second factor (TOTP).
+mod two_factor;
 
 use std::process::ExitCode;
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::{
-    args::{Credentials, LoginArgs},
+    args::{Credentials, LoginArgs, TwoFaCommand},
     client::Client,
     config::{Entry, Source},
     env::Env,
@@ -107,13 +107,31 @@ fn reusable(env: &Env, username: &str) -> Result<Option<Entry>> {
 
 fn finish_login(env: &Env, c: &Credentials, password: &str, verb: &str) -> Result<ExitCode> {
     let client = env.anonymous()?;
-    let token: TokenResponse = client.send_json(client.post("/api/v1/tokens").json(&json!({
-        "username": c.username,
-        "password": password,
-        "name": token_name(),
-        "scopes": c.scopes,
-        "expires_in_days": c.expires_in_days,
-    })))?;
+    let mint = |otp: Option<&str>| -> Result<TokenResponse> {
+        client.send_json(client.post("/api/v1/tokens").json(&json!({
+            "username": c.username,
+            "password": password,
+            "name": token_name(),
+            "scopes": c.scopes,
+            "expires_in_days": c.expires_in_days,
+            "otp": otp,
+        })))
+    };
+    // Second factor: the code given, else asked on a terminal when the
+    // registry asks for one.
+    let token = match mint(env.otp.as_deref()) {
+        Err(e) if env.otp.is_none() && crate::two_factor::asks_for_code(&e) => {
+            match crate::two_factor::prompt_code()? {
+                Some(code) => mint(Some(&code))?,
+                None => {
+                    return Err(e.context(
+                        "the account has a second factor: give a code with --otp CODE or AGENTLANG_OTP",
+                    ));
+                }
+            }
+        }
+        other => other?,
+    };
     let path = env.ctx.store_token(Entry {
         token: token.token,
         username: c.username.clone(),
@@ -278,6 +296,20 @@ fn token_name() -> String {
 
 /// From standard input (first line) or an interactive prompt; asked twice
 /// when creating an account.
+/// Second factor: `agentlang 2fa ...` (the password is read here, as for
+/// `login`).
+pub fn two_factor(env: &Env, command: TwoFaCommand) -> Result<ExitCode> {
+    match command {
+        TwoFaCommand::Enable { password_stdin } => {
+            let password = read_password(password_stdin, false)?;
+            crate::two_factor::enable(env, &password)
+        }
+        TwoFaCommand::Confirm { code } => crate::two_factor::confirm(env, &code),
+        TwoFaCommand::Disable => crate::two_factor::disable(env),
+        TwoFaCommand::Status => crate::two_factor::status(env),
+    }
+}
+
 fn read_password(from_stdin: bool, confirm: bool) -> Result<String> {
     let password = if from_stdin {
         let mut line = String::new();

@@ -92,12 +92,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             witnesses: cli.global.witnesses,
             required_witnesses: cli.global.require_witnesses,
         },
+        otp: cli.global.otp,
     };
     match cli.command {
         Command::Register(c) => account::register(&env, &c),
         Command::Login(c) => account::login(&env, &c),
         Command::Whoami => account::whoami(&env),
         Command::Logout => account::logout(&env),
+        // Second factor (TOTP).
+        Command::TwoFa(command) => account::two_factor(&env, command),
         Command::Config { command: None } => settings::show(&env, log_key_given),
         Command::Keys(k) => keys::run(&env, k),
         Command::Validate { dir } => validate::run(&env, &dir),

@@ -63,8 +63,9 @@ pub fn run(env: &Env, args: &OwnerArgs) -> Result<ExitCode> {
         });
     } else if !args.add.is_empty() {
         let body = json!({ "usernames": args.add });
-        let list: OwnerList =
-            client.send_json(client.put(&owners_path(kind, &name)).json(&body))?;
+        let list: OwnerList = crate::two_factor::send_json(env, &client, || {
+            client.put(&owners_path(kind, &name)).json(&body)
+        })?;
         env.out.emit(&list, || {
             format!(
                 "{} invited {} to own {kind} {name}; each becomes an owner on accepting (`agentlang owner {name} --accept`)",
@@ -74,8 +75,9 @@ pub fn run(env: &Env, args: &OwnerArgs) -> Result<ExitCode> {
         });
     } else {
         let body = json!({ "usernames": args.remove });
-        let list: OwnerList =
-            client.send_json(client.delete(&owners_path(kind, &name)).json(&body))?;
+        let list: OwnerList = crate::two_factor::send_json(env, &client, || {
+            client.delete(&owners_path(kind, &name)).json(&body)
+        })?;
         env.out.emit(&list, || {
             format!(
                 "{} removed {} from the owners of {kind} {name}",

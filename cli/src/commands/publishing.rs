@@ -48,7 +48,7 @@ pub fn run(env: &Env, name: &str, kind: Option<KindArg>, change: Change) -> Resu
             .filter(|(_, v)| !v.is_null())
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        client.send_json(client.patch(&path_of(kind)).json(&body))?
+        crate::two_factor::send_json(env, &client, || client.patch(&path_of(kind)).json(&body))?
     };
     env.out.emit(&answer, || {
         let switch = |field: &str| {

@@ -41,7 +41,8 @@ pub fn run(
         "reason": reason,
         "successor": successor,
     });
-    let answer: Value = client.send_json(client.put(&path).json(&body))?;
+    let answer: Value =
+        crate::two_factor::send_json(env, &client, || client.put(&path).json(&body))?;
     env.out.emit(&answer, || {
         let what = match &version {
             Some(v) => format!("{kind} {name}@{v}"),

@@ -39,6 +39,8 @@ const PAGES: &[(&str, &str)] = &[
         "publishing-policy",
         include_str!("../../../docs/publishing-policy.md"),
     ),
+    // Second factor (TOTP).
+    ("two-factor", include_str!("../../../docs/two-factor.md")),
     ("advisories", include_str!("../../../docs/advisories.md")),
     (
         "transparency-log",

@@ -14,7 +14,6 @@ use crate::{
 };
 use app::{
     FieldError, ServiceError,
-    tokens::Scope,
     two_factor::{self, Enrolment, RecoveryCodes, TwoFactorStatus},
 };
 
@@ -68,19 +67,18 @@ pub async fn get_two_factor(
     Ok(HttpResponse::Ok().json(two_factor::status(&state, auth.account_id).await?))
 }
 
-/// Starts enrolling a second factor (token scope `tokens`, and the
-/// password re-entered): answers the secret and its `otpauth://` URI for an
+/// Starts enrolling a second factor: any token of the account, with the
+/// password re-entered (a token alone binds no second factor): answers the secret and its `otpauth://` URI for an
 /// authenticator app. Pending until confirmed; starting again replaces a
 /// pending secret.
 #[utoipa::path(
     tag = "two-factor",
-    security(("bearer" = ["tokens"])),
+    security(("bearer" = [])),
     request_body = EnrolRequest,
     responses(
         (status = 201, body = Enrolment, description = "The secret, shown once; confirm it with a code"),
         (status = 400, description = "The body is not the JSON object described (`malformed-request`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or invalid token, or a wrong password (`invalid-credentials`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the `tokens` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "The account has a confirmed second factor already", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body is over 1 KiB", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "No password (`validation-failed`)", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -95,7 +93,6 @@ pub async fn enrol_two_factor(
     Client(client): Client,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    auth.require(Scope::Tokens)?;
     let body: Option<EnrolRequest> = json_body(&req, payload).await?;
     let password = body.map(|b| b.password).unwrap_or_default();
     if password.is_empty() {
@@ -116,17 +113,15 @@ pub async fn enrol_two_factor(
         .json(enrolment))
 }
 
-/// Confirms a pending second factor with a first code (token scope
-/// `tokens`): answers the ten recovery codes, shown only here.
+/// Confirms a pending second factor with a first code: answers the ten recovery codes, shown only here.
 #[utoipa::path(
     tag = "two-factor",
-    security(("bearer" = ["tokens"])),
+    security(("bearer" = [])),
     request_body = CodeRequest,
     responses(
         (status = 200, body = RecoveryCodes, description = "Enabled; the recovery codes, shown once"),
         (status = 400, description = "The body is not the JSON object described (`malformed-request`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or invalid token, or the code is wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the `tokens` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No enrolment is pending", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "The second factor is confirmed already", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body is over 1 KiB", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -141,7 +136,6 @@ pub async fn confirm_two_factor(
     auth: Caller,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    auth.require(Scope::Tokens)?;
     let body: Option<CodeRequest> = json_body(&req, payload).await?;
     let Some(code) = body.and_then(|b| b.code).filter(|c| !c.trim().is_empty()) else {
         return Err(ServiceError::Validation(vec![FieldError::new("code", "is required")]).into());
@@ -152,18 +146,16 @@ pub async fn confirm_two_factor(
         .json(codes))
 }
 
-/// Disables the second factor (token scope `tokens`), with a code or a
-/// recovery code in the `AgentLang-OTP` header or the body's `code`.
+/// Disables the second factor, with a code or a recovery code in the `AgentLang-OTP` header or the body's `code`.
 #[utoipa::path(
     tag = "two-factor",
-    security(("bearer" = ["tokens"])),
+    security(("bearer" = [])),
     params(("AgentLang-OTP" = Option<String>, Header, description = "A TOTP code or a recovery code (or send `code` in the body)")),
     request_body(content = CodeRequest, description = "Optional: the code, when not in the header"),
     responses(
         (status = 204, description = "Disabled; its recovery codes are gone"),
         (status = 400, description = "The body is not the JSON object described (`malformed-request`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or invalid token; no code (`two-factor-code-required`), or a wrong, expired or used one (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the `tokens` scope (`missing-scope`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "The account has no second factor", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body is over 1 KiB", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many requests or codes tried", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -177,7 +169,6 @@ pub async fn disable_two_factor(
     otp: Otp,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    auth.require(Scope::Tokens)?;
     let body: Option<CodeRequest> = json_body(&req, payload).await?;
     let code = otp.0.or_else(|| body.and_then(|b| b.code));
     two_factor::disable(

@@ -269,7 +269,8 @@ pub struct Authenticated {
     pub patterns: Option<Vec<NamePattern>>,
     /// Trusted publishing: the CI identity a trusted-publishing token was
     /// minted for; `None` for an ordinary token.
-    pub trusted: Option<crate::trusted_publishing::TrustedIdentity>,
+    /// Boxed: most tokens are ordinary, and `Bearer` carries this by value.
+    pub trusted: Option<Box<crate::trusted_publishing::TrustedIdentity>>,
     /// Second factor: the token was minted with a TOTP code.
     pub second_factor: bool,
 }
@@ -389,7 +390,8 @@ pub async fn authenticate(
             .as_deref()
             .map(serde_json::from_str)
             .transpose()
-            .map_err(ServiceError::internal)?,
+            .map_err(ServiceError::internal)?
+            .map(Box::new),
         second_factor: grant.second_factor,
     })
 }
