@@ -874,6 +874,8 @@ async fn check_package(
         .publish_precheck(kind, name, auth.account_id, version)
         .await?
     else {
+        // A trusted-publishing token never creates a package.
+        crate::trusted_publishing::check_trusted_package(registry, auth, kind, name, None).await?;
         return Ok(None);
     };
     let package = found.package;
@@ -889,8 +891,16 @@ async fn check_package(
         kind,
         &package.name,
     )?;
-    // A trusted-publishing token needs no owner: the package's trust
-    // configuration authorized it (its patterns name only such packages).
+    // A trusted-publishing token needs no owner: this package's trust
+    // configuration must authorize it (its patterns are names, not kinds).
+    crate::trusted_publishing::check_trusted_package(
+        registry,
+        auth,
+        kind,
+        &package.name,
+        Some(package.id),
+    )
+    .await?;
     if !found.is_owner && auth.trusted.is_none() {
         return Err(ServiceError::NotOwner(format!(
             "you are not an owner of the {kind} {}",

@@ -28,7 +28,11 @@ use crate::{
     secrets::{random_hex, secret_hash},
     tokens::{Authenticated, NamePattern, Scope},
 };
-use store::{now, tokens::NewToken, trusted_publishing::NewTrustedPublisher};
+use store::{
+    now,
+    tokens::NewToken,
+    trusted_publishing::{NewTrustedPublisher, TrustedCandidate},
+};
 
 /// How long a minted token lives.
 pub const TRUSTED_TOKEN_SECS: i64 = 30 * 60;
@@ -428,6 +432,50 @@ fn unverified_segment<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// Whether the trusted publisher matches the identity (issuer and
+/// repository were matched by the query).
+fn trusts(candidate: &TrustedCandidate, identity: &TrustedIdentity) -> bool {
+    candidate.workflow == identity.workflow
+        && candidate
+            .environment
+            .as_ref()
+            .is_none_or(|e| identity.environment.as_ref() == Some(e))
+}
+
+/// The publish rule for a trusted-publishing token: the package exists and
+/// one of its live trusted publishers matches the token's identity (a
+/// token's patterns are names, which another kind's package may share; a
+/// publisher removed since minting has revoked the token already). 403
+/// `token-not-for-package` otherwise. Ordinary tokens pass.
+pub async fn check_trusted_package(
+    registry: &Registry,
+    auth: &Authenticated,
+    kind: Kind,
+    name: &PackageName,
+    package_id: Option<i64>,
+) -> Result<(), ServiceError> {
+    let Some(identity) = auth.trusted.as_deref() else {
+        return Ok(());
+    };
+    let trusted = match package_id {
+        None => false,
+        Some(id) => registry
+            .db
+            .trusted_candidates(&identity.issuer, &identity.repository)
+            .await?
+            .iter()
+            .any(|c| c.package_id == id && trusts(c, identity)),
+    };
+    if trusted {
+        Ok(())
+    } else {
+        Err(ServiceError::TokenNotForPackage(format!(
+            "{kind} {name}, which does not trust this token's identity ({} {} {})",
+            identity.issuer, identity.repository, identity.workflow
+        )))
+    }
+}
+
 /// A minted trusted-publishing token.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -456,12 +504,7 @@ pub async fn exchange(
         .await?;
     let matching: Vec<_> = candidates
         .into_iter()
-        .filter(|c| {
-            c.workflow == identity.workflow
-                && c.environment
-                    .as_ref()
-                    .is_none_or(|e| identity.environment.as_ref() == Some(e))
-        })
+        .filter(|c| trusts(c, &identity))
         .collect();
     if matching.is_empty() {
         return Err(refuse(
@@ -476,7 +519,12 @@ pub async fn exchange(
     // may be retried after an owner adds the publisher.
     if !registry
         .db
-        .claim_oidc_jti(&identity.issuer, &identity.jti, exp.max(now()))
+        // Kept past `exp` by the leeway the token is still accepted within.
+        .claim_oidc_jti(
+            &identity.issuer,
+            &identity.jti,
+            exp.max(now()) + LEEWAY_SECS as i64,
+        )
         .await?
     {
         return Err(refuse(

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::{
-    publish::{publish, published, publisher, tool},
+    publish::{agent, agent_yaml, publish, published, publisher, tool},
     support::{Backend, TestApp, backend_tests, problem},
 };
 
@@ -223,6 +223,15 @@ async fn a_trusted_identity_publishes_its_package_and_nothing_else(backend: Back
     published(&app, &token, tool(&alice.key, "calc", "1.1.0", &[])).await;
     problem(
         publish(&app, &token, tool(&alice.key, "other", "1.1.0", &[])).await,
+        StatusCode::FORBIDDEN,
+        "token-not-for-package",
+    )
+    .await;
+    // A token names packages, not kinds: a package of another kind named
+    // alike does not trust the identity, and a trusted token creates none.
+    let calc_agent = agent(&alice.key, &agent_yaml("calc", "1.0.0", &[]), None);
+    problem(
+        publish(&app, &token, calc_agent).await,
         StatusCode::FORBIDDEN,
         "token-not-for-package",
     )
