@@ -1173,6 +1173,8 @@ pub enum LoginError {
     InvalidCredentials,
     TooManyAttempts,
     SessionExpired,
+    /// Second factor: the code is wrong, expired or used.
+    CodeInvalid,
 }
 
 impl LoginError {
@@ -1181,6 +1183,9 @@ impl LoginError {
             LoginError::InvalidCredentials => "The username or password is not right.",
             LoginError::TooManyAttempts => "Too many attempts. Wait a few minutes and try again.",
             LoginError::SessionExpired => "The form expired. Please sign in again.",
+            LoginError::CodeInvalid => {
+                "The code is not right, or was used already. Wait for the next one."
+            }
         }
     }
 }
@@ -1193,6 +1198,9 @@ pub struct LoginPage {
     /// Kept after a failed attempt; the password never is.
     pub username: String,
     pub error: Option<LoginError>,
+    /// Second factor: the signed pending sign-in when the password was
+    /// right and the account asks for a code (the page then asks for it).
+    pub pending: Option<String>,
 }
 
 /// Token lifetimes the create form offers, in days.

@@ -457,6 +457,7 @@ fn all_pages() -> Vec<(&'static str, String)> {
                 csrf_token: "csrf-login-token".to_owned(),
                 username: "acme".to_owned(),
                 error: Some(LoginError::InvalidCredentials),
+                pending: None,
             }
             .render()
             .unwrap(),

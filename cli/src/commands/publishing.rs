@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::{args::KindArg, env::Env};
 
 /// The switches given; `None` keeps the registry's.
+#[derive(Debug, Clone, Copy)]
 pub struct Change {
     pub trusted_only: Option<bool>,
     pub require_2fa: Option<bool>,

@@ -78,15 +78,64 @@ fn flash_key(cookie_secret: &str) -> [u8; 32] {
     hasher.finalize().into()
 }
 
-/// Signs in with a password (sign-in limits apply); the new session's
-/// cookie secret.
-pub async fn sign_in(
+/// Second factor: what a password sign-in leads to. An account with a
+/// second factor gets a pending sign-in instead of a session: a short-lived
+/// signed record of who passed the password (never the password), which
+/// [`finish_sign_in`] turns into a session with a code.
+#[derive(Debug)]
+pub enum SignIn {
+    Done(NewSession),
+    CodeNeeded { pending: String },
+}
+
+/// Signs in with a password (sign-in limits apply): a session, or for an
+/// account with a second factor the pending sign-in its code finishes
+/// (docs/two-factor.md).
+pub async fn begin_sign_in(
     registry: &Registry,
     client: &ClientAddr,
     username: &str,
     password: &str,
-) -> Result<NewSession, ServiceError> {
+) -> Result<SignIn, ServiceError> {
     let account = credentials::check_password(registry, client, username, password).await?;
+    if crate::two_factor::is_enrolled(registry, account.id).await? {
+        return Ok(SignIn::CodeNeeded {
+            pending: crate::two_factor::pending_sign_in(registry, account.id),
+        });
+    }
+    Ok(SignIn::Done(
+        start_session(registry, client, account).await?,
+    ))
+}
+
+/// The code step: the pending record from [`begin_sign_in`] (401
+/// `unauthenticated` when forged or older than five minutes) and a code.
+pub async fn finish_sign_in(
+    registry: &Registry,
+    client: &ClientAddr,
+    pending: &str,
+    code: &str,
+) -> Result<NewSession, ServiceError> {
+    let account_id =
+        crate::two_factor::open_pending_sign_in(registry, pending).ok_or_else(|| {
+            ServiceError::Unauthenticated(
+                "the sign-in expired: enter the password again".to_owned(),
+            )
+        })?;
+    crate::two_factor::step_up(registry, account_id, None, Some(code)).await?;
+    let account = registry
+        .db
+        .find_account_by_id(account_id)
+        .await?
+        .ok_or_else(|| ServiceError::Unauthenticated("the account is gone".to_owned()))?;
+    start_session(registry, client, account).await
+}
+
+async fn start_session(
+    registry: &Registry,
+    client: &ClientAddr,
+    account: store::accounts::AccountRecord,
+) -> Result<NewSession, ServiceError> {
     let cookie_secret = random_hex().map_err(internal)?;
     let csrf_token = random_hex().map_err(internal)?;
     registry

@@ -92,6 +92,42 @@ impl SecretKey {
     }
 }
 
+/// How long a catalog sign-in waits for its code.
+const PENDING_SIGN_IN_SECS: i64 = 300;
+
+impl SecretKey {
+    /// The MAC of a pending sign-in's text, under a sub-key of its own.
+    fn pending_mac(&self, text: &str) -> String {
+        let mut mac = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(&self.0)
+            .expect("HMAC accepts any key length");
+        mac.update(b"agentlang-pending-sign-in\n");
+        mac.update(text.as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+}
+
+/// A pending catalog sign-in: `account_id.expires_at.mac`, signed, so no
+/// row (and never the password) is kept between the password step and the
+/// code step.
+pub fn pending_sign_in(registry: &Registry, account_id: i64) -> String {
+    let text = format!("{account_id}.{}", store::now() + PENDING_SIGN_IN_SECS);
+    let mac = registry.two_factor_key.pending_mac(&text);
+    format!("{text}.{mac}")
+}
+
+/// The account of a pending sign-in, when it is this registry's and not
+/// expired.
+pub fn open_pending_sign_in(registry: &Registry, pending: &str) -> Option<i64> {
+    let (text, mac) = pending.rsplit_once('.')?;
+    if !crate::secrets::constant_time_eq(&registry.two_factor_key.pending_mac(text), mac) {
+        return None;
+    }
+    let (account_id, expires_at) = text.split_once('.')?;
+    let expires_at: i64 = expires_at.parse().ok()?;
+    (expires_at > store::now()).then_some(())?;
+    account_id.parse().ok()
+}
+
 impl std::fmt::Debug for SecretKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SecretKey(..)")

@@ -174,7 +174,7 @@ pub async fn account(
 }
 
 /// Second factor: the form's `otp` field, when filled in.
-fn otp_field<'f>(form: &'f FormFields) -> Option<&'f str> {
+fn otp_field(form: &FormFields) -> Option<&str> {
     Some(form.get("otp").trim()).filter(|c| !c.is_empty())
 }
 

@@ -143,6 +143,7 @@ fn login_page(
     status: StatusCode,
     username: String,
     error: Option<LoginError>,
+    pending: Option<String>,
 ) -> Result<HttpResponse, CatalogError> {
     let csrf_token = random_token()?;
     let page = LoginPage {
@@ -150,6 +151,7 @@ fn login_page(
         csrf_token: csrf_token.clone(),
         username,
         error,
+        pending,
     };
     let mut response = html_status(status, &page)?;
     response
@@ -170,7 +172,7 @@ pub async fn login_form(
     if session.0.is_some() {
         return Ok(see_other("/account"));
     }
-    login_page(&state, StatusCode::OK, String::new(), None)
+    login_page(&state, StatusCode::OK, String::new(), None, None)
 }
 
 /// `POST /login` (`username`, `password`, `csrf_token`).
@@ -193,24 +195,49 @@ pub async fn login(
             StatusCode::FORBIDDEN,
             username,
             Some(LoginError::SessionExpired),
+            None,
         );
     }
-    let new = match sessions::sign_in(&state, &client, &username, form.get("password")).await {
-        Ok(new) => new,
+    // Second factor: the code step carries the signed pending sign-in from
+    // the password step, never the password.
+    let pending = form.get("pending");
+    let step = if pending.is_empty() {
+        sessions::begin_sign_in(&state, &client, &username, form.get("password")).await
+    } else {
+        sessions::finish_sign_in(&state, &client, pending, form.get("otp"))
+            .await
+            .map(sessions::SignIn::Done)
+    };
+    let new = match step {
+        Ok(sessions::SignIn::Done(new)) => new,
+        Ok(sessions::SignIn::CodeNeeded { pending }) => {
+            return login_page(&state, StatusCode::OK, username, None, Some(pending));
+        }
         Err(ServiceError::RateLimited { .. }) => {
             return login_page(
                 &state,
                 StatusCode::TOO_MANY_REQUESTS,
                 username,
                 Some(LoginError::TooManyAttempts),
+                None,
             );
         }
-        Err(ServiceError::InvalidCredentials) => {
+        Err(ServiceError::InvalidCredentials | ServiceError::Unauthenticated(_)) => {
             return login_page(
                 &state,
                 StatusCode::UNAUTHORIZED,
                 username,
                 Some(LoginError::InvalidCredentials),
+                None,
+            );
+        }
+        Err(ServiceError::TwoFactorCodeInvalid(_) | ServiceError::TwoFactorCodeRequired(_)) => {
+            return login_page(
+                &state,
+                StatusCode::UNAUTHORIZED,
+                username,
+                Some(LoginError::CodeInvalid),
+                Some(pending.to_owned()),
             );
         }
         Err(other) => return Err(other.into()),

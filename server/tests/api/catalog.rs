@@ -59,7 +59,7 @@ async fn a_tool_page_shows_how_a_runtime_reaches_it(backend: Backend) {
 /// endpoint.
 const EVERY_KIND_OF_PATH: [&str; 4] = ["/", "/api/v1/models", "/api/v1/nope", "/healthz"];
 
-fn no_redirects() -> reqwest::Client {
+pub(crate) fn no_redirects() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(Policy::none())
         .build()
@@ -88,14 +88,14 @@ async fn page(res: Response, status: StatusCode) -> String {
 }
 
 /// The value of the first `name="csrf_token"` field in a page.
-fn csrf_field(html: &str) -> String {
+pub(crate) fn csrf_field(html: &str) -> String {
     let marker = "name=\"csrf_token\" value=\"";
     let start = html.find(marker).expect("a CSRF field") + marker.len();
     html[start..][..html[start..].find('"').unwrap()].to_owned()
 }
 
 /// `name=value` of a Set-Cookie header for `name`, with its attributes.
-fn set_cookie(res: &Response, name: &str) -> Option<String> {
+pub(crate) fn set_cookie(res: &Response, name: &str) -> Option<String> {
     res.headers()
         .get_all(header::SET_COOKIE)
         .iter()
@@ -104,7 +104,7 @@ fn set_cookie(res: &Response, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn cookie_pair(set_cookie: &str) -> String {
+pub(crate) fn cookie_pair(set_cookie: &str) -> String {
     set_cookie.split(';').next().unwrap().to_owned()
 }
 

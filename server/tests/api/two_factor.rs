@@ -389,3 +389,134 @@ async fn two_factor_guards_tokens_owners_statuses_and_publishes(backend: Backend
     );
     assert_eq!(mint(&app, None).await.status(), StatusCode::CREATED);
 }
+
+backend_tests!(catalog_sign_in_asks_for_the_code_as_a_second_step,);
+
+/// A `name="..." value="..."` field of a page.
+fn field(html: &str, name: &str) -> Option<String> {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html.find(&marker)? + marker.len();
+    Some(html[start..][..html[start..].find('"')?].to_owned())
+}
+
+async fn catalog_sign_in_asks_for_the_code_as_a_second_step(backend: Backend) {
+    use crate::catalog::{cookie_pair, csrf_field, no_redirects, set_cookie};
+    use reqwest::header;
+
+    let Some(python) = totp_python() else {
+        return;
+    };
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let account = app.account_with_token("alice", &["tokens"]).await;
+    let res = send(
+        &app,
+        Method::POST,
+        "/api/v1/account/2fa",
+        &account,
+        None,
+        &json!({"password": PASSWORD}),
+    )
+    .await;
+    let secret = res.json::<Value>().await.unwrap()["secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let [previous, current, _] = codes(&python, &secret).await;
+    let res = send(
+        &app,
+        Method::POST,
+        "/api/v1/account/2fa/confirm",
+        &account,
+        None,
+        &json!({"code": previous}),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+
+    // The password step answers the code form, with no session.
+    let client = no_redirects();
+    let url = format!("{}/login", app.url);
+    let res = client.get(&url).send().await.unwrap();
+    let cookie = cookie_pair(&set_cookie(&res, "agentlang_login_csrf").unwrap());
+    let token = csrf_field(&res.text().await.unwrap());
+    let res = client
+        .post(&url)
+        .header(header::COOKIE, &cookie)
+        .form(&[
+            ("username", "alice"),
+            ("password", PASSWORD),
+            ("csrf_token", &token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(set_cookie(&res, "agentlang_session").is_none());
+    let cookie = cookie_pair(&set_cookie(&res, "agentlang_login_csrf").unwrap());
+    let html = res.text().await.unwrap();
+    assert!(html.contains("name=\"otp\""), "{html}");
+    assert!(
+        !html.contains(PASSWORD),
+        "the password is not kept in the page"
+    );
+    let pending = field(&html, "pending").expect("the pending sign-in");
+    let token = csrf_field(&html);
+
+    // A wrong code, and a forged pending sign-in, sign nobody in.
+    let wrong = if current == "000000" {
+        "111111"
+    } else {
+        "000000"
+    };
+    let res = client
+        .post(&url)
+        .header(header::COOKIE, &cookie)
+        .form(&[
+            ("username", "alice"),
+            ("pending", &pending),
+            ("otp", wrong),
+            ("csrf_token", &token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    assert!(set_cookie(&res, "agentlang_session").is_none());
+    let cookie = cookie_pair(&set_cookie(&res, "agentlang_login_csrf").unwrap());
+    let html = res.text().await.unwrap();
+    let token = csrf_field(&html);
+    let forged = pending.replacen(|c: char| c.is_ascii_digit(), "9", 1);
+    let res = client
+        .post(&url)
+        .header(header::COOKIE, &cookie)
+        .form(&[
+            ("username", "alice"),
+            ("pending", &forged),
+            ("otp", &current),
+            ("csrf_token", &token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let cookie = cookie_pair(&set_cookie(&res, "agentlang_login_csrf").unwrap());
+    let token = csrf_field(&res.text().await.unwrap());
+
+    // The right code finishes the sign-in.
+    let res = client
+        .post(&url)
+        .header(header::COOKIE, &cookie)
+        .form(&[
+            ("username", "alice"),
+            ("pending", &pending),
+            ("otp", &current),
+            ("csrf_token", &token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert!(set_cookie(&res, "agentlang_session").is_some());
+}
