@@ -1254,6 +1254,49 @@ mod tests {
     }
 
     #[test]
+    fn oidc_issuers_are_https_or_loopback_http_checked_at_start() {
+        let config = Config::from_sources(env_of(&[(
+            "AGENTLANG_REGISTRY_OIDC_ISSUERS",
+            "https://token.actions.githubusercontent.com, http://127.0.0.1:8123",
+        )]))
+        .unwrap();
+        assert_eq!(
+            config.oidc_issuers,
+            [
+                "https://token.actions.githubusercontent.com",
+                "http://127.0.0.1:8123"
+            ]
+        );
+        assert_eq!(
+            config.value_of("OIDC_ISSUERS").as_deref(),
+            Some("https://token.actions.githubusercontent.com,http://127.0.0.1:8123")
+        );
+        for bad in [
+            "http://issuer.example",
+            "https://gitlab.com/",
+            "https://issuer.example?x=1",
+            "not a url",
+        ] {
+            let err = Config::from_sources(env_of(&[("AGENTLANG_REGISTRY_OIDC_ISSUERS", bad)]))
+                .unwrap_err();
+            assert!(err.to_string().contains("OIDC_ISSUERS"), "{err}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("registry.toml");
+        std::fs::write(
+            &file,
+            "oidc_issuers = [\"http://ci.example\"]\noidc_audience = \"registry.example\"\n",
+        )
+        .unwrap();
+        let err = Config::from_sources(env_of(&[(
+            "AGENTLANG_REGISTRY_CONFIG",
+            file.to_str().unwrap(),
+        )]))
+        .unwrap_err();
+        assert!(err.to_string().contains("oidc_issuers"), "{err}");
+    }
+
+    #[test]
     fn unknown_file_keys_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("registry.toml");
