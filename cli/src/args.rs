@@ -460,6 +460,19 @@ pub enum Command {
         after_help = "Examples:\n  agentlang trust add my_tool --issuer https://token.actions.githubusercontent.com --repository acme/my-tool --workflow release.yml\n  agentlang trust list my_tool      # the trusted identities and the tokens they minted\n  agentlang trust remove my_tool 3  # and revoke its live tokens\n\nIn CI, exchange the run's ID token at POST /api/v1/trusted-publishing/tokens and set AGENTLANG_TOKEN to the token it answers; `agentlang publish` then works as usual. Owners only. See /docs/trusted-publishing."
     )]
     Trust(TrustArgs),
+    /// Trusted publishing, in CI: exchange the run's OpenID Connect ID token for a 30-minute publish token, printed for AGENTLANG_TOKEN
+    #[command(
+        name = "trusted-token",
+        after_help = "Examples:\n  export AGENTLANG_TOKEN=$(agentlang trusted-token)                    # GitHub Actions, with permissions: id-token: write\n  export AGENTLANG_TOKEN=$(agentlang trusted-token --jwt-env CI_JWT)   # GitLab: an id_tokens variable\n\nSee /docs/trusted-publishing."
+    )]
+    TrustedToken {
+        /// Read the ID token from this environment variable [default: ask GitHub Actions for one (ACTIONS_ID_TOKEN_REQUEST_URL and _TOKEN)]
+        #[arg(long, value_name = "VAR")]
+        jwt_env: Option<String>,
+        /// The audience to ask GitHub for [default: the registry's host[:port]]
+        #[arg(long, value_name = "AUD")]
+        audience: Option<String>,
+    },
 }
 
 /// Trusted publishing: `agentlang trust add|list|remove`.

@@ -76,3 +76,32 @@ fn owners_trust_list_and_remove_a_ci_identity() {
         "{refused}"
     );
 }
+
+#[test]
+fn trusted_token_exchanges_the_id_token_it_is_given() {
+    let registry = start_registry_with_env(&[("AGENTLANG_REGISTRY_OIDC_ISSUERS", ISSUER)]);
+    let alice = publisher(&registry, "alice");
+    // The registry's refusal reaches the user: the exchange was made.
+    let run = alice.run_with(
+        &["trusted-token", "--jwt-env", "CI_JWT"],
+        &[("CI_JWT", "not.a.jwt")],
+        "",
+    );
+    assert_ne!(run.code, Some(0), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("ID token is malformed"),
+        "{}",
+        run.stderr
+    );
+    let run = alice.run_with(
+        &["trusted-token", "--jwt-env", "CI_JWT"],
+        &[("CI_JWT", " ")],
+        "",
+    );
+    assert_ne!(run.code, Some(0));
+    assert!(
+        run.stderr.contains("CI_JWT holds no ID token"),
+        "{}",
+        run.stderr
+    );
+}

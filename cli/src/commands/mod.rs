@@ -28,6 +28,7 @@ mod validate;
 mod yank;
 // Trusted publishing.
 mod trust_publishers;
+mod trusted_token;
 
 use std::process::ExitCode;
 
@@ -158,6 +159,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Grant(args) => grant::run(&env, args),
         Command::Owner(args) => owner::run(&env, &args),
         Command::Trust(args) => trust_publishers::run(&env, args.command),
+        Command::TrustedToken { jwt_env, audience } => {
+            trusted_token::run(&env, jwt_env.as_deref(), audience.as_deref())
+        }
         Command::Publishing {
             name,
             kind,
