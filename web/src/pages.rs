@@ -1227,6 +1227,21 @@ pub struct AccountPage {
     /// User-facing messages about the last form (e.g. "That key is already
     /// registered"). Never internal error text.
     pub errors: Vec<String>,
+    /// Second factor: its state, and what the last form showed once.
+    pub two_factor: TwoFactorView,
+}
+
+/// Second factor on the account page.
+#[derive(Debug, Clone, Default)]
+pub struct TwoFactorView {
+    pub enrolled: bool,
+    pub recovery_codes_left: i64,
+    /// A pending enrolment's secret (base32) and otpauth URI, shown on the
+    /// response to the enable form only.
+    pub secret: Option<String>,
+    pub otpauth_uri: Option<String>,
+    /// Shown on the response to the confirm form only.
+    pub recovery_codes: Vec<String>,
 }
 
 impl AccountPage {

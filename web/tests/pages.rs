@@ -326,6 +326,7 @@ fn account_page() -> AccountPage {
             detail: "CI publish".to_owned(),
         }],
         errors: vec!["That key is already registered.".to_owned()],
+        two_factor: agentlang_web::pages::TwoFactorView::default(),
     }
 }
 

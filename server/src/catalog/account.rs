@@ -118,6 +118,14 @@ async fn account_page(
         invitations,
         audit,
         errors,
+        two_factor: {
+            let status = app::two_factor::status(state, s.account_id).await?;
+            agentlang_web::pages::TwoFactorView {
+                enrolled: status.enrolled,
+                recovery_codes_left: status.recovery_codes_left,
+                ..Default::default()
+            }
+        },
     })
 }
 
@@ -154,6 +162,12 @@ async fn refusal(
             StatusCode::UNAUTHORIZED,
             vec!["The current password is wrong.".to_owned()],
         ),
+        // Second factor.
+        ServiceError::TwoFactorCodeRequired(_) | ServiceError::TwoFactorCodeInvalid(_) => (
+            StatusCode::UNAUTHORIZED,
+            vec!["The code is missing, not right, or was used already.".to_owned()],
+        ),
+        ServiceError::TwoFactorEnrolmentRequired(m) => (StatusCode::FORBIDDEN, vec![m.clone()]),
         _ => return Err(err.into()),
     };
     refused(state, session, status, messages).await
@@ -178,6 +192,86 @@ fn otp_field(form: &FormFields) -> Option<&str> {
     Some(form.get("otp").trim()).filter(|c| !c.is_empty())
 }
 
+/// `POST /account/2fa` (`password`): starts a second factor; the page
+/// shows its secret this once.
+pub async fn enable_two_factor(
+    state: web::Data<AppState>,
+    session: SignedIn,
+    Client(client): Client,
+    body: web::Bytes,
+) -> Result<HttpResponse, CatalogError> {
+    let form = FormFields::parse(&body);
+    session.0.check_csrf(&form)?;
+    let s = &session.0;
+    let enrolment = match app::two_factor::enrol(
+        &state,
+        &client,
+        s.account_id,
+        s.username.as_str(),
+        form.get("password"),
+    )
+    .await
+    {
+        Ok(enrolment) => enrolment,
+        Err(err) => return refusal(&state, &session, err).await,
+    };
+    let mut page = account_page(&state, &session, Vec::new()).await?;
+    page.two_factor.secret = Some(enrolment.secret);
+    page.two_factor.otpauth_uri = Some(enrolment.otpauth_uri);
+    no_store(html(&page)?)
+}
+
+/// `POST /account/2fa/confirm` (`otp`): the recovery codes, shown once.
+pub async fn confirm_two_factor(
+    state: web::Data<AppState>,
+    session: SignedIn,
+    body: web::Bytes,
+) -> Result<HttpResponse, CatalogError> {
+    let form = FormFields::parse(&body);
+    session.0.check_csrf(&form)?;
+    let s = &session.0;
+    let codes = match app::two_factor::confirm(
+        &state,
+        s.account_id,
+        s.username.as_str(),
+        form.get("otp").trim(),
+    )
+    .await
+    {
+        Ok(codes) => codes,
+        Err(err) => return refusal(&state, &session, err).await,
+    };
+    let mut page = account_page(&state, &session, Vec::new()).await?;
+    page.two_factor.recovery_codes = codes.recovery_codes;
+    no_store(html(&page)?)
+}
+
+/// `POST /account/2fa/disable` (`otp`).
+pub async fn disable_two_factor(
+    state: web::Data<AppState>,
+    session: SignedIn,
+    body: web::Bytes,
+) -> Result<HttpResponse, CatalogError> {
+    let form = FormFields::parse(&body);
+    session.0.check_csrf(&form)?;
+    let s = &session.0;
+    if let Err(err) =
+        app::two_factor::disable(&state, s.account_id, s.username.as_str(), otp_field(&form)).await
+    {
+        return refusal(&state, &session, err).await;
+    }
+    Ok(see_other("/account#two-factor-heading"))
+}
+
+/// Pages that show a secret are not kept by any cache.
+fn no_store(mut response: HttpResponse) -> Result<HttpResponse, CatalogError> {
+    response.headers_mut().insert(
+        actix_web::http::header::CACHE_CONTROL,
+        actix_web::http::header::HeaderValue::from_static("no-store"),
+    );
+    Ok(response)
+}
+
 /// `POST /account/tokens` (`name`, `scopes`…, `expires_in_days`).
 pub async fn create_token(
     state: web::Data<AppState>,
@@ -192,10 +286,18 @@ pub async fn create_token(
         .map(str::to_owned)
         .collect();
     let days = form.get("expires_in_days").parse::<i64>().ok();
-    let spec = match TokenSpec::parse(form.get("name"), Some(&scopes), days, None) {
+    let mut spec = match TokenSpec::parse(form.get("name"), Some(&scopes), days, None) {
         Ok(spec) => spec,
         Err(errors) => return refusal(&state, &session, ServiceError::Validation(errors)).await,
     };
+    // Second factor: a token is minted with a code, as through the API.
+    spec.second_factor =
+        match tokens::second_factor_for_minting(&state, session.0.account_id, otp_field(&form))
+            .await
+        {
+            Ok(second_factor) => second_factor,
+            Err(err) => return refusal(&state, &session, err).await,
+        };
     let created = match tokens::create_token(&state, session.0.actor(), spec).await {
         Ok(created) => created,
         Err(err) => return refusal(&state, &session, err).await,

@@ -103,6 +103,10 @@ fn pages() -> Vec<(&'static str, Method, Route)> {
         page!("/logout", POST, session::logout),
         page!("/account", GET, account::account),
         page!("/account/tokens", POST, account::create_token),
+        // Second factor (TOTP).
+        page!("/account/2fa", POST, account::enable_two_factor),
+        page!("/account/2fa/confirm", POST, account::confirm_two_factor),
+        page!("/account/2fa/disable", POST, account::disable_two_factor),
         page!("/account/password", POST, account::change_password),
         page!(
             "/account/sessions/end-all",

@@ -520,3 +520,85 @@ async fn catalog_sign_in_asks_for_the_code_as_a_second_step(backend: Backend) {
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert!(set_cookie(&res, "agentlang_session").is_some());
 }
+
+backend_tests!(the_account_page_enrols_and_confirms_a_second_factor,);
+
+async fn the_account_page_enrols_and_confirms_a_second_factor(backend: Backend) {
+    use crate::catalog::{csrf_field, no_redirects, sign_in};
+    use reqwest::header;
+
+    let Some(python) = totp_python() else {
+        return;
+    };
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    app.create_account("alice", PASSWORD).await;
+    let session = sign_in(&app, "alice", PASSWORD).await.unwrap();
+    let client = no_redirects();
+    let url = |p: &str| format!("{}{p}", app.url);
+    let post = |path: &'static str, fields: Vec<(&'static str, String)>| {
+        let client = client.clone();
+        let session = session.clone();
+        let target = url(path);
+        async move {
+            client
+                .post(target)
+                .header(header::COOKIE, session)
+                .form(&fields)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let account = client
+        .get(url("/account"))
+        .header(header::COOKIE, &session)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = csrf_field(&account);
+    assert!(
+        account.contains("action=\"/account/2fa\""),
+        "the enable form"
+    );
+
+    let res = post(
+        "/account/2fa",
+        vec![
+            ("csrf_token", csrf.clone()),
+            ("password", PASSWORD.to_owned()),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let html = res.text().await.unwrap();
+    let marker = "<code id=\"two-factor-secret\">";
+    let start = html.find(marker).expect("the secret is shown") + marker.len();
+    let secret = html[start..][..html[start..].find('<').unwrap()].to_owned();
+    let [previous, _, _] = codes(&python, &secret).await;
+    let res = post(
+        "/account/2fa/confirm",
+        vec![("csrf_token", csrf.clone()), ("otp", previous)],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let html = res.text().await.unwrap();
+    assert_eq!(html.matches("<li><code>").count(), 10, "ten recovery codes");
+    assert!(html.contains("action=\"/account/2fa/disable\""));
+
+    // Now a token from the page needs a code too.
+    let res = post(
+        "/account/tokens",
+        vec![
+            ("csrf_token", csrf.clone()),
+            ("name", "ci".to_owned()),
+            ("scopes", "publish".to_owned()),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+}
