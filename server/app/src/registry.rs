@@ -38,7 +38,7 @@ pub struct Registry {
     /// What prompt recipients' registration challenges are MACed with.
     pub(crate) recipient_proofs: crate::secrets::ProofKey,
     /// Second factor: what TOTP secrets are sealed with at rest.
-    pub(crate) two_factor_key: crate::two_factor::SecretKey,
+    pub(crate) two_factor_key: crate::secrets::TwoFactorKey,
     pub(crate) rate_limits: RateLimits,
     pub(crate) metrics: Metrics,
     /// The registry's public URL without a trailing slash (the JWT issuer).

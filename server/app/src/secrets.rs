@@ -52,6 +52,88 @@ impl std::fmt::Debug for ProofKey {
     }
 }
 
+/// Second factor: the key TOTP secrets are sealed with (AES-256-GCM,
+/// the account's id as associated data) and pending catalog sign-ins are
+/// MACed with, derived from the registry's signing secret (every replica
+/// has it), for these uses only.
+#[derive(Clone)]
+pub struct TwoFactorKey([u8; 32]);
+
+const GCM_NONCE_LEN: usize = 12;
+const GCM_TAG_LEN: usize = 16;
+
+impl TwoFactorKey {
+    pub fn derive(secret: &[u8]) -> Self {
+        let mut mac =
+            <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC accepts any key length");
+        mac.update(b"agentlang-two-factor-secret-key\n");
+        Self(mac.finalize().into_bytes().into())
+    }
+
+    /// Hex of a random nonce, then the ciphertext with its tag.
+    pub(crate) fn seal(&self, account_id: i64, plain: &[u8]) -> Result<String, String> {
+        use aes_gcm::{
+            Aes256Gcm,
+            aead::{AeadInOut, Nonce},
+        };
+        let mut nonce = [0u8; GCM_NONCE_LEN];
+        getrandom::fill(&mut nonce).map_err(|e| e.to_string())?;
+        let mut body = plain.to_vec();
+        let tag = <Aes256Gcm as aes_gcm::KeyInit>::new(&self.0.into())
+            .encrypt_inout_detached(
+                &Nonce::<Aes256Gcm>::from(nonce),
+                &account_id.to_be_bytes(),
+                body.as_mut_slice().into(),
+            )
+            .map_err(|e| e.to_string())?;
+        let mut stored = nonce.to_vec();
+        stored.extend_from_slice(&body);
+        stored.extend_from_slice(&tag);
+        Ok(hex::encode(stored))
+    }
+
+    /// The plaintext, when `sealed` is this key's for this account.
+    pub(crate) fn open(&self, account_id: i64, sealed: &str) -> Option<Vec<u8>> {
+        use aes_gcm::{
+            Aes256Gcm,
+            aead::{AeadInOut, Nonce, Tag},
+        };
+        let bytes = hex::decode(sealed).ok()?;
+        if bytes.len() < GCM_NONCE_LEN + GCM_TAG_LEN {
+            return None;
+        }
+        let (nonce, rest) = bytes.split_at(GCM_NONCE_LEN);
+        let (body, tag) = rest.split_at(rest.len() - GCM_TAG_LEN);
+        let nonce: [u8; GCM_NONCE_LEN] = nonce.try_into().ok()?;
+        let tag: [u8; GCM_TAG_LEN] = tag.try_into().ok()?;
+        let mut body = body.to_vec();
+        <Aes256Gcm as aes_gcm::KeyInit>::new(&self.0.into())
+            .decrypt_inout_detached(
+                &Nonce::<Aes256Gcm>::from(nonce),
+                &account_id.to_be_bytes(),
+                body.as_mut_slice().into(),
+                &Tag::<Aes256Gcm>::from(tag),
+            )
+            .ok()?;
+        Some(body)
+    }
+
+    /// The MAC of a pending sign-in's text, under a sub-key of its own.
+    pub(crate) fn pending_mac(&self, text: &str) -> String {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
+            .expect("HMAC accepts any key length");
+        mac.update(b"agentlang-pending-sign-in\n");
+        mac.update(text.as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+}
+
+impl std::fmt::Debug for TwoFactorKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TwoFactorKey(..)")
+    }
+}
+
 /// The smallest signing secret accepted: 32 bytes.
 pub const MIN_SECRET_LEN: usize = 32;
 /// What a secret's characters must be worth, estimated: 32 random bytes
@@ -134,6 +216,17 @@ mod tests {
         assert!(constant_time_eq(&hash, &secret_hash(&secret)));
         assert!(!constant_time_eq(&hash, &secret));
         assert!(!constant_time_eq("ab", "abc"));
+    }
+
+    #[test]
+    fn two_factor_secrets_open_only_for_their_account_and_key() {
+        let key = TwoFactorKey::derive(b"a secret of the registry, long enough to sign with");
+        let sealed = key.seal(7, b"twenty bytes secret!").unwrap();
+        assert_eq!(key.open(7, &sealed).unwrap(), b"twenty bytes secret!");
+        assert!(key.open(8, &sealed).is_none());
+        let other = TwoFactorKey::derive(b"another registry's secret, long enough too");
+        assert!(other.open(7, &sealed).is_none());
+        assert_ne!(key.pending_mac("1.2"), other.pending_mac("1.2"));
     }
 
     #[test]

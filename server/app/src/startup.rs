@@ -89,7 +89,7 @@ impl Registry {
         let tokens = TokenKeys::new(secret.as_bytes(), &public_url);
         let recipient_proofs = secrets::ProofKey::derive(secret.as_bytes());
         // Second factor: TOTP secrets are sealed under a key of their own.
-        let two_factor_key = crate::two_factor::SecretKey::derive(secret.as_bytes());
+        let two_factor_key = secrets::TwoFactorKey::derive(secret.as_bytes());
         tokens
             .self_test()
             .context("the token signer failed its self-test")?;

@@ -10,101 +10,25 @@
 //! code checked spends the account's budget of attempts, so the 10^6 codes
 //! cannot be tried.
 
-use aes_gcm::{
-    Aes256Gcm, KeyInit,
-    aead::{AeadInOut, Nonce, Tag},
-};
-use hmac::{Hmac, Mac};
 use serde::Serialize;
-use sha2::Sha256;
 use totp_rs::{Algorithm, Builder, Secret, Totp};
 
 use crate::{
     Registry, ServiceError, audit, credentials,
-    publishing_policy::PublishingPolicy,
     rate_limits::{Bucket, ClientAddr},
     secrets::secret_hash,
 };
+use store::publishing_policy::PublishingPolicy;
 
 /// The issuer an authenticator app shows beside the account.
 const ISSUER: &str = "AgentLang";
 const SECRET_LEN: usize = 20;
-const NONCE_LEN: usize = 12;
-const TAG_LEN: usize = 16;
 pub const RECOVERY_CODES: usize = 10;
 /// The longest code text looked at: a recovery code with its dashes.
 const MAX_CODE_LEN: usize = 64;
 
-/// The key TOTP secrets are sealed with: derived from the registry's
-/// signing secret (every replica has it), for this use only.
-#[derive(Clone)]
-pub struct SecretKey([u8; 32]);
-
-impl SecretKey {
-    pub fn derive(secret: &[u8]) -> Self {
-        let mut mac = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(secret)
-            .expect("HMAC accepts any key length");
-        mac.update(b"agentlang-two-factor-secret-key\n");
-        Self(mac.finalize().into_bytes().into())
-    }
-
-    fn seal(&self, account_id: i64, plain: &[u8]) -> Result<String, ServiceError> {
-        let mut nonce = [0u8; NONCE_LEN];
-        getrandom::fill(&mut nonce).map_err(|e| ServiceError::internal(anyhow::anyhow!("{e}")))?;
-        let mut body = plain.to_vec();
-        let tag = Aes256Gcm::new(&self.0.into())
-            .encrypt_inout_detached(
-                &Nonce::<Aes256Gcm>::from(nonce),
-                &account_id.to_be_bytes(),
-                body.as_mut_slice().into(),
-            )
-            .map_err(|e| ServiceError::internal(anyhow::anyhow!("{e}")))?;
-        let mut stored = nonce.to_vec();
-        stored.extend_from_slice(&body);
-        stored.extend_from_slice(&tag);
-        Ok(hex::encode(stored))
-    }
-
-    fn open(&self, account_id: i64, sealed: &str) -> Result<Vec<u8>, ServiceError> {
-        let broken = || {
-            ServiceError::internal(anyhow::anyhow!(
-                "the second factor of account {account_id} does not open with this registry's key"
-            ))
-        };
-        let bytes = hex::decode(sealed).map_err(|_| broken())?;
-        if bytes.len() < NONCE_LEN + TAG_LEN {
-            return Err(broken());
-        }
-        let (nonce, rest) = bytes.split_at(NONCE_LEN);
-        let (body, tag) = rest.split_at(rest.len() - TAG_LEN);
-        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| broken())?;
-        let tag: [u8; TAG_LEN] = tag.try_into().map_err(|_| broken())?;
-        let mut body = body.to_vec();
-        Aes256Gcm::new(&self.0.into())
-            .decrypt_inout_detached(
-                &Nonce::<Aes256Gcm>::from(nonce),
-                &account_id.to_be_bytes(),
-                body.as_mut_slice().into(),
-                &Tag::<Aes256Gcm>::from(tag),
-            )
-            .map_err(|_| broken())?;
-        Ok(body)
-    }
-}
-
 /// How long a catalog sign-in waits for its code.
 const PENDING_SIGN_IN_SECS: i64 = 300;
-
-impl SecretKey {
-    /// The MAC of a pending sign-in's text, under a sub-key of its own.
-    fn pending_mac(&self, text: &str) -> String {
-        let mut mac = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(&self.0)
-            .expect("HMAC accepts any key length");
-        mac.update(b"agentlang-pending-sign-in\n");
-        mac.update(text.as_bytes());
-        hex::encode(mac.finalize().into_bytes())
-    }
-}
 
 /// A pending catalog sign-in: `account_id.expires_at.mac`, signed, so no
 /// row (and never the password) is kept between the password step and the
@@ -128,10 +52,22 @@ pub fn open_pending_sign_in(registry: &Registry, pending: &str) -> Option<i64> {
     account_id.parse().ok()
 }
 
-impl std::fmt::Debug for SecretKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SecretKey(..)")
-    }
+fn seal(registry: &Registry, account_id: i64, plain: &[u8]) -> Result<String, ServiceError> {
+    registry
+        .two_factor_key
+        .seal(account_id, plain)
+        .map_err(|e| ServiceError::internal(anyhow::anyhow!("sealing a TOTP secret: {e}")))
+}
+
+fn open(registry: &Registry, account_id: i64, sealed: &str) -> Result<Vec<u8>, ServiceError> {
+    registry
+        .two_factor_key
+        .open(account_id, sealed)
+        .ok_or_else(|| {
+            ServiceError::internal(anyhow::anyhow!(
+                "the second factor of account {account_id} does not open with this registry's key"
+            ))
+        })
 }
 
 /// `username` names the account in an otpauth URI only; checking a code
@@ -215,7 +151,7 @@ pub async fn enrol(
     }
     let mut secret = vec![0u8; SECRET_LEN];
     getrandom::fill(&mut secret).map_err(|e| ServiceError::internal(anyhow::anyhow!("{e}")))?;
-    let sealed = registry.two_factor_key.seal(account_id, &secret)?;
+    let sealed = seal(registry, account_id, &secret)?;
     if !registry.db.begin_two_factor(account_id, &sealed).await? {
         return Err(ServiceError::Conflict(
             "the account has a second factor already; disable it first".to_owned(),
@@ -353,7 +289,7 @@ async fn check_totp(
     code: &str,
 ) -> Result<(), ServiceError> {
     spend_budget(registry, account_id)?;
-    let secret = registry.two_factor_key.open(account_id, sealed)?;
+    let secret = open(registry, account_id, sealed)?;
     let totp = totp(secret, "")?;
     let code = code.trim();
     let Some(step) = totp.check_current(code) else {
@@ -391,16 +327,6 @@ fn normalize_recovery(code: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sealed_secrets_open_only_for_their_account_and_key() {
-        let key = SecretKey::derive(b"a secret of the registry, long enough to sign with");
-        let sealed = key.seal(7, b"twenty bytes secret!").unwrap();
-        assert_eq!(key.open(7, &sealed).unwrap(), b"twenty bytes secret!");
-        assert!(key.open(8, &sealed).is_err());
-        let other = SecretKey::derive(b"another registry's secret, long enough too");
-        assert!(other.open(7, &sealed).is_err());
-    }
 
     #[test]
     fn recovery_codes_are_random_and_read_with_or_without_dashes() {
