@@ -198,7 +198,7 @@ pub enum ServiceError {
     /// Trusted publishing: an ID token refused, one kind per reason (the
     /// message says what was seen).
     #[error("{1}")]
-    Oidc(crate::trusted_publishing::OidcRefusal, String),
+    Oidc(OidcRefusal, String),
     /// Trusted publishing: the package's policy takes only trusted tokens.
     #[error("{0}")]
     TrustedPublishingRequired(String),
@@ -273,4 +273,18 @@ impl From<store::blobs::BlobError> for ServiceError {
             }
         }
     }
+}
+
+/// Why an ID token was refused (trusted publishing): each its own problem
+/// type. Here rather than in `trusted_publishing`, which every module would
+/// otherwise reach through this one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OidcRefusal {
+    UnknownIssuer,
+    BadSignature,
+    WrongAudience,
+    Expired,
+    Replayed,
+    NoTrustedPublisher,
+    Malformed,
 }

@@ -50,17 +50,7 @@ const MAX_FETCH_BYTES: usize = 256 * 1024;
 /// Clock skew allowed on `exp`/`nbf`/`iat`.
 const LEEWAY_SECS: u64 = 60;
 
-/// Why an ID token was refused: each its own problem type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OidcRefusal {
-    UnknownIssuer,
-    BadSignature,
-    WrongAudience,
-    Expired,
-    Replayed,
-    NoTrustedPublisher,
-    Malformed,
-}
+pub use crate::error::OidcRefusal;
 
 fn refuse(kind: OidcRefusal, detail: impl Into<String>) -> ServiceError {
     ServiceError::Oidc(kind, detail.into())
