@@ -202,6 +202,10 @@ fn service_problem(err: &ServiceError) -> ProblemType {
         // Trusted publishing.
         E::Oidc(refusal, _) => ProblemType::from(*refusal),
         E::TrustedPublishingRequired(_) => ProblemType::TrustedPublishingRequired,
+        // Staged releases.
+        E::VersionStaged(_) => ProblemType::VersionStaged,
+        E::StagingRequired(_) => ProblemType::StagingRequired,
+        E::StagedDecided(_) => ProblemType::StagedDecided,
     }
 }
 
@@ -548,6 +552,10 @@ pub enum ProblemType {
     OidcNoTrustedPublisher,
     OidcMalformed,
     TrustedPublishingRequired,
+    // Staged releases.
+    VersionStaged,
+    StagingRequired,
+    StagedDecided,
 }
 
 impl From<app::trusted_publishing::OidcRefusal> for ProblemType {
@@ -1000,6 +1008,24 @@ impl ProblemType {
                 403,
                 "The package takes only trusted publishing",
                 "Its owners set `trusted_publishing_only`: new versions are published only from a trusted CI run, with a token exchanged at `POST /api/v1/trusted-publishing/tokens`. See /docs/trusted-publishing.",
+            ),
+            Self::VersionStaged => (
+                "version-staged",
+                409,
+                "The version is staged",
+                "A staged version holds this number (pending an owner's decision, or rejected): a staged number is taken for good, like a published one. Publish or stage another version; an owner approves a pending one with `agentlang stage approve ID`. See /docs/staged-releases.",
+            ),
+            Self::StagingRequired => (
+                "staging-required",
+                403,
+                "The package takes only staged versions",
+                "Its owners set `staging_required`: a new version is staged (`agentlang publish --stage`, `POST /api/v1/publish?stage=true`) and published when an owner approves it. See /docs/staged-releases.",
+            ),
+            Self::StagedDecided => (
+                "staged-decided",
+                409,
+                "The staged version was decided",
+                "It was approved or rejected already (`detail` says which); a decision is final. `GET /api/v1/staged/{id}` shows its state. See /docs/staged-releases.",
             ),
         }
     }

@@ -122,6 +122,12 @@ use crate::{
         routes::trusted_publishing::list_trusted_publishers,
         routes::trusted_publishing::remove_trusted_publisher,
         routes::trusted_publishing::exchange_token,
+        // Staged releases.
+        routes::staging::list_staged,
+        routes::staging::get_staged,
+        routes::staging::download_staged,
+        routes::staging::approve_staged,
+        routes::staging::reject_staged,
     ),
     components(schemas(
         error::Problem,
@@ -160,6 +166,7 @@ use crate::{
         (name = "skills", description = "Agent Skills discovery (`/.well-known/agent-skills/index.json`, schema 0.2.0): every skill package's newest release with the URL of its archive and that archive's SHA-256; skill packages' records and downloads are `/api/v1/skills/...` like any package"),
         (name = "mcp", description = "The MCP Registry API v0.1 (the MCP registry's 2025-12-01 document), read-only: every tool of `kind: mcp` as the MCP server `<namespace>/<tool>`, its versions with server.json's `packages` and `remotes` from tool.yaml's `mcp:` section, and the registry's facts in `_meta`. Errors here are `{\"error\": \"...\"}`, not problem documents; writes answer 501. See /docs/mcp-registry"),
         (name = "trusted-publishing", description = "Trusted publishing: owners trust a CI identity (an OpenID Connect issuer, repository, workflow file and environment); a CI run exchanges its ID token for a 30-minute publish token for the packages that trust it. See /docs/trusted-publishing"),
+        (name = "staging", description = "Staged releases: `POST /api/v1/publish?stage=true` stores a verified version that only its package's owners see and download, until one approves it (then it is published, checked again) or rejects it; each step a log entry, the number taken throughout. See /docs/staged-releases"),
         (name = "log", description = "The transparency log (C2SP tlog-tiles, tlog-checkpoint, signed-note, tlog-cosignature): every publish, yank, unyank, owner and key change and prompt-key grant, in order, provable to anyone"),
     )
 )]

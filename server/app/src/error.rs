@@ -202,6 +202,18 @@ pub enum ServiceError {
     /// Trusted publishing: the package's policy takes only trusted tokens.
     #[error("{0}")]
     TrustedPublishingRequired(String),
+    /// Staged releases: the version's number is held by a staged version
+    /// (pending or rejected).
+    #[error("{0}")]
+    VersionStaged(String),
+    /// Staged releases: the package's policy takes new versions only
+    /// staged.
+    #[error("{0}")]
+    StagingRequired(String),
+    /// Staged releases: the staged version was approved or rejected
+    /// already.
+    #[error("{0}")]
+    StagedDecided(String),
 }
 
 impl ServiceError {

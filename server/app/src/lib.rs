@@ -61,6 +61,8 @@ pub mod two_factor;
 pub mod uploads;
 // Trusted publishing (OpenID Connect).
 pub mod trusted_publishing;
+// Staged releases.
+pub mod staging;
 
 pub use error::{FieldError, ServiceError};
 pub use registry::Registry;

@@ -395,6 +395,8 @@ pub struct Publishing {
     pub upload: Upload,
     /// The largest container accepted, in bytes.
     pub limit: u64,
+    /// Staged releases: store the version staged (`?stage=true`).
+    pub stage: bool,
 }
 
 /// Everything a publish can refuse before its body: the token's `publish`
@@ -421,6 +423,7 @@ pub async fn begin_publish(
         _entry: entry,
         check,
         limit,
+        stage: false,
     })
 }
 
@@ -434,10 +437,11 @@ pub async fn complete_publish(
         _entry,
         check,
         upload,
+        stage,
         ..
     } = publishing;
     let (upload, container) = upload.finish().await?;
-    publish(registry, auth, &check, &upload, container).await
+    publish(registry, auth, &check, &upload, container, stage).await
 }
 
 /// How a publish ended.
@@ -448,6 +452,8 @@ pub enum PublishOutcome {
     /// The same bytes were already published as this version: an
     /// idempotent retry (200).
     Unchanged(Box<VersionView>),
+    /// Staged releases: stored staged, awaiting an owner's decision (202).
+    Staged(Box<crate::staging::StagedView>),
 }
 
 /// The signer must be a registered key of the caller, not revoked, and the
@@ -494,12 +500,12 @@ fn validation_errors(diags: &Diagnostics) -> ServiceError {
 }
 
 /// What publish stores about the package's definition file.
-struct Definition {
-    package: Package,
-    spec: Value,
-    description: String,
-    keywords: Vec<String>,
-    dependencies: Vec<DependencyEdge>,
+pub(crate) struct Definition {
+    pub(crate) package: Package,
+    pub(crate) spec: Value,
+    pub(crate) description: String,
+    pub(crate) keywords: Vec<String>,
+    pub(crate) dependencies: Vec<DependencyEdge>,
     /// Tools named as dependencies, which must exist (tools only: an
     /// agent's tools are checked through its lock).
     required_tools: Vec<PackageName>,
@@ -509,7 +515,9 @@ struct Definition {
 /// function `agentlang validate` and `agentlang build` use, on a blocking
 /// thread (JSON Schema compilation and YAML parsing are CPU work). The
 /// container comes back with the verdict.
-async fn read_definition(container: Container) -> Result<(Container, Definition), ServiceError> {
+pub(crate) async fn read_definition(
+    container: Container,
+) -> Result<(Container, Definition), ServiceError> {
     let (container, validated) = tokio::task::spawn_blocking(move || {
         let kind = container.manifest().kind();
         let validated = validate_package(kind, &Members::from_container(&container));
@@ -969,7 +977,7 @@ async fn existing_version(
 
 /// Removes the blob a failed publish wrote, unless a version refers to it.
 /// Best effort: the sweep removes whatever this misses.
-async fn discard_blob(registry: &Registry, sha256: &Sha256Digest) {
+pub(crate) async fn discard_blob(registry: &Registry, sha256: &Sha256Digest) {
     match registry.db.blob_is_referenced(sha256).await {
         Ok(false) => {
             if let Err(e) = registry.blobs.delete(sha256).await {
@@ -983,6 +991,68 @@ async fn discard_blob(registry: &Registry, sha256: &Sha256Digest) {
     }
 }
 
+/// What a version stores beyond its manifest, once its contents passed
+/// every check against the registry: its dependencies, an agent's lock,
+/// schemas, protocols and quality, a tool's names. Shared by a publish and
+/// the approval of a staged version (`staging::approve`), which checks
+/// again against the registry as it is then.
+pub(crate) struct Contents {
+    pub(crate) definition: Definition,
+    pub(crate) lockfile: Option<Value>,
+    pub(crate) quality_report: Option<Value>,
+    pub(crate) extras: Value,
+    pub(crate) max_risk: Option<&'static str>,
+    pub(crate) trust: Option<agentlang_core::trust::AgentTrust>,
+}
+
+pub(crate) async fn check_contents(
+    registry: &Registry,
+    container: &Container,
+    definition: Definition,
+    signer: &KeyId,
+) -> Result<Contents, ServiceError> {
+    let manifest = container.manifest();
+    let (kind, name) = (manifest.kind(), manifest.name());
+    check_dependencies_exist(registry, name, &definition.required_tools).await?;
+    if let Package::Tool(tool) = &definition.package {
+        super::interfaces::check_tool_names(registry, name, tool.tool.provides()).await?;
+    }
+    let lockfile = match &definition.package {
+        Package::Agent(pkg) => {
+            let (lockfile, pinned) = check_lock(registry, container, pkg).await?;
+            check_schemas(registry, pkg, &pinned).await?;
+            lockfile
+        }
+        Package::Tool(_) | Package::Protocol(_) | Package::Skill(_) => None,
+    };
+    let quality_report = match &definition.package {
+        Package::Agent(pkg) => check_agent_protocols_and_quality(registry, container, pkg).await?,
+        Package::Protocol(_) => {
+            check_protocol_name(registry, name).await?;
+            None
+        }
+        Package::Tool(_) | Package::Skill(_) => None,
+    };
+    let extras = match &definition.package {
+        Package::Agent(pkg) => ContainerExtras::of(kind, container)
+            .with_trust(super::trust::agent_trust(&registry.db, pkg, signer.as_str()).await?),
+        Package::Tool(_) | Package::Protocol(_) | Package::Skill(_) => {
+            ContainerExtras::of(kind, container)
+        }
+    };
+    let max_risk = extras.max_risk();
+    let trust = extras.trust.clone();
+    let extras = extras.to_stored();
+    Ok(Contents {
+        definition,
+        lockfile,
+        quality_report,
+        extras,
+        max_risk,
+        trust,
+    })
+}
+
 /// Verifies and publishes a spooled container for `auth`. The upload limit
 /// bounds the compressed container.
 pub async fn publish(
@@ -991,6 +1061,7 @@ pub async fn publish(
     check: &ManifestCheck,
     upload: &SpooledUpload,
     container: Container,
+    stage: bool,
 ) -> Result<PublishOutcome, ServiceError> {
     auth.require(Scope::Publish)?;
     auth.require_package(container.manifest().name())?;
@@ -999,39 +1070,29 @@ pub async fn publish(
     let manifest = container.manifest();
     let (kind, name, version) = (manifest.kind(), manifest.name(), manifest.version());
     if let Some(view) = check_package(registry, auth, &container, &upload.sha256).await? {
+        // Staged releases: identical bytes already published are not a
+        // stage's retry.
+        if stage {
+            return Err(crate::staging::published_already(&view));
+        }
         return Ok(PublishOutcome::Unchanged(Box::new(view)));
     }
-    check_dependencies_exist(registry, name, &definition.required_tools).await?;
-    if let Package::Tool(tool) = &definition.package {
-        super::interfaces::check_tool_names(registry, name, tool.tool.provides()).await?;
-    }
-    let lockfile = match &definition.package {
-        Package::Agent(pkg) => {
-            let (lockfile, pinned) = check_lock(registry, &container, pkg).await?;
-            check_schemas(registry, pkg, &pinned).await?;
-            lockfile
-        }
-        Package::Tool(_) | Package::Protocol(_) | Package::Skill(_) => None,
-    };
-    let quality_report = match &definition.package {
-        Package::Agent(pkg) => check_agent_protocols_and_quality(registry, &container, pkg).await?,
-        Package::Protocol(_) => {
-            check_protocol_name(registry, name).await?;
-            None
-        }
-        Package::Tool(_) | Package::Skill(_) => None,
-    };
+    // Staged releases: the package's policy, a staged number, a name a
+    // pending first version holds.
+    crate::staging::check_publish(registry, auth, kind, name, version, stage).await?;
+    let Contents {
+        definition,
+        lockfile,
+        quality_report,
+        extras,
+        max_risk,
+        trust,
+    } = check_contents(registry, &container, definition, &signer).await?;
     let manifest_json: Value = serde_json::to_value(manifest).map_err(ServiceError::internal)?;
-    let extras = match &definition.package {
-        Package::Agent(pkg) => ContainerExtras::of(kind, &container)
-            .with_trust(super::trust::agent_trust(&registry.db, pkg, signer.as_str()).await?),
-        Package::Tool(_) | Package::Protocol(_) | Package::Skill(_) => {
-            ContainerExtras::of(kind, &container)
-        }
-    };
-    let max_risk = extras.max_risk();
-    let trust = extras.trust.clone();
-    let extras = extras.to_stored();
+    if stage {
+        let staged = crate::staging::stage(registry, auth, upload, &container, &signer).await?;
+        return Ok(PublishOutcome::Staged(Box::new(staged)));
+    }
 
     let log_entry = tlog::publish_entry(
         kind,
@@ -1100,6 +1161,8 @@ pub async fn publish(
                     }
                 }
                 PublishError::Db(e) => ServiceError::internal(e),
+                // Only an approval marks a staged row (`staging::approve`).
+                PublishError::StagedDecided => ServiceError::StagedDecided(err.to_string()),
             };
             discard_blob(registry, &upload.sha256).await;
             return Err(answer);

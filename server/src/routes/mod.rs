@@ -31,6 +31,8 @@ pub mod tokens;
 pub mod trusted_publishing;
 // Second factor (TOTP).
 pub mod two_factor;
+// Staged releases.
+pub mod staging;
 
 use actix_web::web;
 
@@ -116,6 +118,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(two_factor::enrol_two_factor)
         .service(two_factor::confirm_two_factor)
         .service(two_factor::disable_two_factor)
+        // Staged releases.
+        .service(staging::list_staged)
+        .service(staging::get_staged)
+        .service(staging::download_staged)
+        .service(staging::approve_staged)
+        .service(staging::reject_staged)
         // `all.zip` before `{id}`, which it would match.
         .service(advisories::publish_advisory)
         .service(advisories::list_advisories)

@@ -11,6 +11,15 @@ use app::{
     publish::{self, PublishOutcome, Upload},
 };
 
+/// Staged releases: `?stage=true` stores the version staged.
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PublishQuery {
+    /// `true`: store the version staged, for an owner to approve
+    /// (docs/staged-releases.md); answered 202 with the staged record.
+    pub stage: Option<bool>,
+}
+
 /// After refusing an oversized body, read and discard at most this much
 /// more, so an ordinary client sees the 413 instead of a reset connection;
 /// past it the connection is closed.
@@ -109,14 +118,16 @@ async fn receive(
 /// dependencies) and `payload-too-large`.
 #[utoipa::path(
     tag = "publish",
+    params(PublishQuery),
     request_body(content = super::packages::ContainerBytes, content_type = "application/octet-stream", description = "The container bytes"),
     security(("bearer" = ["publish"])),
     responses(
         (status = 201, description = "Published", body = VersionView),
         (status = 200, description = "These exact bytes were already published as this version", body = VersionView),
+        (status = 202, description = "Staged (`?stage=true`): stored for an owner to approve; `Location` is the staged record", body = app::staging::StagedView),
         (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`not-owner`, or the token lacks the scope or the package, or the package requires a second factor and the token was not minted with one (`two-factor-required`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`version-exists` or `name-taken`", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not-owner`, or the token lacks the scope or the package, or the package requires a second factor and the token was not minted with one (`two-factor-required`), or the package takes only staged versions and this publish is not staged (`staging-required`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`version-exists`, `name-taken`, or a staged version holds the number (`version-staged`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload-too-large`", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "`container-invalid`, `signature-invalid`, `unknown-key`, `key-revoked`, `validation-failed`, `lock-missing`, `lock-files-mismatch`, `lock-agents-mismatch`, `lock-models-undeclared`, `lock-models-missing`, `lock-mismatch`, `lock-unpinned`, `lock-unsatisfied`, `lock-unrelated` or `lock-yanked`", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many publishes", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -128,10 +139,12 @@ pub async fn publish_version(
     state: web::Data<AppState>,
     Client(client): Client,
     auth: Caller,
+    query: web::Query<PublishQuery>,
     mut payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     // Refuse what needs no body before reading one.
     let mut publishing = publish::begin_publish(&state, &auth, &client).await?;
+    publishing.stage = query.stage.unwrap_or(false);
     let limit = publishing.limit;
     if let Err(e) = receive(&req, &mut payload, &mut publishing.upload, limit).await {
         // The spool file is gone before the answer is.
@@ -141,6 +154,11 @@ pub async fn publish_version(
     let (mut response, view) = match publish::complete_publish(&state, &auth, publishing).await? {
         PublishOutcome::Created(view) => (HttpResponse::Created(), view),
         PublishOutcome::Unchanged(view) => (HttpResponse::Ok(), view),
+        PublishOutcome::Staged(staged) => {
+            return Ok(HttpResponse::Accepted()
+                .insert_header((header::LOCATION, staged.location.clone()))
+                .json(staged));
+        }
     };
     let location = format!(
         "/api/v1/{}/{}/{}",

@@ -302,13 +302,18 @@ impl Db {
 }
 
 impl Db {
-    /// Whether any version (deleted ones included) names this container.
+    /// Whether any version (deleted ones included) or pending staged
+    /// version names this container.
     pub async fn blob_is_referenced(
         &self,
         sha256: &agentlang_core::digest::Sha256Digest,
     ) -> Result<bool, sqlx::Error> {
         with_pool!(self, pool => {
-            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM versions WHERE sha256 = $1")
+            sqlx::query_scalar::<_, i64>(
+                "SELECT (SELECT COUNT(*) FROM versions WHERE sha256 = $1)
+                      + (SELECT COUNT(*) FROM staged_versions
+                         WHERE sha256 = $1 AND state = 'pending')",
+            )
                 .bind(sha256)
                 .fetch_one(pool)
                 .await

@@ -46,6 +46,8 @@ pub mod tokens;
 pub mod two_factor;
 // Trusted publishing (OpenID Connect).
 pub mod trusted_publishing;
+// Staged releases.
+pub mod staging;
 
 pub use blobs::{Blobs, S3Settings, StorageUrl};
 pub(crate) use db::{BeginWrite, ID_CHUNK, WriteTx, select_in, with_pool};

@@ -180,6 +180,10 @@ pub enum PublishError {
     KeyRevoked { key_id: Option<KeyId> },
     #[error(transparent)]
     Db(#[from] sqlx::Error),
+    /// Staged releases: the staged version being approved was approved or
+    /// rejected meanwhile.
+    #[error("the staged version was decided meanwhile")]
+    StagedDecided,
 }
 
 /// How one attempt at a publish transaction failed: it must be rolled back.
@@ -558,6 +562,29 @@ macro_rules! publish_round {
                             .push_bind(dep.requirement.to_string());
                     });
                     insert.build().execute(&mut **tx).await?;
+                }
+                // Staged releases: an approval (its entry names the stage
+                // entry) marks its staged row approved, in this
+                // transaction; a row decided meanwhile undoes the publish.
+                for &(i, _) in &accepted {
+                    let entry = &round[i].log_entry;
+                    if let (Some(staged), Some(approver)) = (entry.staged, entry.account.as_deref())
+                    {
+                        let approved = sqlx::query(
+                            "UPDATE staged_versions SET state = 'approved', decided_at = $1,
+                                    decided_by = (SELECT id FROM accounts WHERE username = $2)
+                             WHERE stage_log_index = $3 AND state = 'pending'",
+                        )
+                        .bind(now)
+                        .bind(approver)
+                        .bind(i64::try_from(staged).unwrap_or(i64::MAX))
+                        .execute(&mut **tx)
+                        .await?
+                        .rows_affected();
+                        if approved != 1 {
+                            return Err(Attempt::Failed(PublishError::StagedDecided));
+                        }
+                    }
                 }
                 for (n, (&(i, _), &(package_id, new_package))) in
                     accepted.iter().zip(&packages).enumerate()
@@ -977,7 +1004,10 @@ impl Db {
     pub async fn referenced_blob_digests(&self) -> Result<Vec<Sha256Digest>, sqlx::Error> {
         with_pool!(self, pool => {
             sqlx::query_scalar(
-                "SELECT DISTINCT sha256 FROM versions WHERE deleted_at IS NULL ORDER BY sha256",
+                // Staged releases: a pending staged version's container too.
+                "SELECT sha256 FROM versions WHERE deleted_at IS NULL
+                 UNION SELECT sha256 FROM staged_versions WHERE state = 'pending'
+                 ORDER BY sha256",
             )
             .fetch_all(pool)
             .await
