@@ -53,6 +53,11 @@ const PAGES: &[(&str, &str)] = &[
         "trusted-publishing",
         include_str!("../../../docs/trusted-publishing.md"),
     ),
+    // Staged releases.
+    (
+        "staged-releases",
+        include_str!("../../../docs/staged-releases.md"),
+    ),
 ];
 
 /// The README's sections `/docs` shows as its guide.
