@@ -49,4 +49,6 @@ mod trust;
 mod trusted_publishing;
 // Second factor (TOTP).
 mod two_factor;
+// Staged releases.
+mod staging;
 mod witness;
