@@ -353,6 +353,9 @@ pub enum Command {
         path: PathBuf,
         #[command(flatten)]
         build: BuildKeys,
+        /// Staged releases: stage the version for an owner to approve (`agentlang stage approve ID`) instead of publishing it
+        #[arg(long)]
+        stage: bool,
     },
     /// Download a package, check its hash and signature, and save it
     #[command(
@@ -472,6 +475,36 @@ pub enum Command {
         /// The audience to ask GitHub for [default: the registry's host[:port]]
         #[arg(long, value_name = "AUD")]
         audience: Option<String>,
+    },
+    /// Staged releases: list, approve or reject the staged versions of your packages
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  agentlang publish --stage my_tool.tool\n  agentlang stage list\n  agentlang stage approve 0193...\n  agentlang stage reject 0193... --reason \"wrong build\"\n\nOwners only. See /docs/staged-releases."
+    )]
+    Stage(StageCommand),
+}
+
+/// Staged releases: `agentlang stage list|approve|reject`.
+#[derive(Debug, Subcommand)]
+pub enum StageCommand {
+    /// The staged versions of your packages (pending unless --state says otherwise)
+    List {
+        /// pending, approved or rejected
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Publish a staged version (checked again as a publish)
+    Approve {
+        /// The staged version's id (`stage list`)
+        id: String,
+    },
+    /// Reject a staged version: it is never published and its number stays taken
+    Reject {
+        /// The staged version's id (`stage list`)
+        id: String,
+        /// Why, for the log and the other owners
+        #[arg(long)]
+        reason: Option<String>,
     },
 }
 

@@ -29,6 +29,8 @@ mod yank;
 // Trusted publishing.
 mod trust_publishers;
 mod trusted_token;
+// Staged releases.
+mod stage;
 
 use std::process::ExitCode;
 
@@ -194,7 +196,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         } => diff::run(&env, &from, &to, exit_code),
         Command::Build(args) => build::run(&env, &args),
         Command::Quality { dir, review } => quality::run(&env, &dir, review),
-        Command::Publish { path, build } => publish::run(&env, &path, &build),
+        Command::Publish { path, build, stage } => publish::run(&env, &path, &build, stage),
+        // Staged releases.
+        Command::Stage(command) => stage::run(&env, command),
         Command::Log(LogCommand::Verify) => log::verify(&env),
         Command::Log(LogCommand::Show { name }) => log::show(&env, name.as_deref()),
         Command::Log(LogCommand::Forget { registry }) => log::forget(&env, registry.as_deref()),

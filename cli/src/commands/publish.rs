@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::{args::BuildKeys, build, client::Bound, container_file, env::Env, progress};
 
-pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
+pub fn run(env: &Env, path: &Path, keys: &BuildKeys, stage: bool) -> Result<ExitCode> {
     let built = if path.is_dir() {
         let built = build::build_dir(env, path, keys, None)?;
         if !env.out.json {
@@ -42,7 +42,12 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
     // within the time the bytes take at the slowest rate tolerated.
     let sent = client.send(
         client
-            .post("/api/v1/publish")
+            // Staged releases: `?stage=true` stores it for an owner to approve.
+            .post(if stage {
+                "/api/v1/publish?stage=true"
+            } else {
+                "/api/v1/publish"
+            })
             .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
             .timeout(client.timeouts().transfer(len))
             .body(body),
@@ -52,6 +57,9 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys) -> Result<ExitCode> {
     // 200 rather than 201: these exact bytes were this version already.
     let already = response.status() == reqwest::StatusCode::OK;
     let record: Value = response.json(Bound::JSON)?;
+    if stage {
+        return super::stage::staged(env, &record);
+    }
     let url = format!(
         "{}/{}/{}/{}",
         env.ctx.registry,
