@@ -36,8 +36,9 @@ pub fn run(env: &Env, command: TrustCommand) -> Result<ExitCode> {
                 "issuer": issuer, "repository": repository, "workflow": workflow,
                 "environment": environment,
             });
+            let path = path_of(&name, kind)?;
             let answer: Value =
-                client.send_json(client.post(&path_of(&name, kind)?).json(&body))?;
+                crate::two_factor::send_json(env, &client, || client.post(&path).json(&body))?;
             env.out.emit(&answer, || {
                 format!(
                     "trusted publisher {} added: {}",
@@ -52,7 +53,7 @@ pub fn run(env: &Env, command: TrustCommand) -> Result<ExitCode> {
         }
         TrustCommand::Remove { name, id, kind } => {
             let path = format!("{}/{id}", path_of(&name, kind)?);
-            client.send(client.delete(&path))?;
+            crate::two_factor::send(env, &client, || client.delete(&path))?;
             let answer = json!({"removed": id});
             env.out.emit(&answer, || {
                 format!("trusted publisher {id} removed; its live tokens are revoked")

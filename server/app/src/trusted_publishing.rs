@@ -649,9 +649,12 @@ pub async fn add_publisher(
     kind: Kind,
     name: &PackageName,
     new: &NewPublisher,
+    otp: Option<&str>,
 ) -> Result<PublisherAnswer, ServiceError> {
     let package = package_for_token(registry, auth, kind, name).await?;
     require_owner(registry, auth.account_id, &package).await?;
+    // Who may publish is what a stolen token must not change alone.
+    crate::owners::step_up_for(registry, auth.actor(), &package, otp).await?;
     let mut errors = Vec::new();
     if !registry.oidc.is_configured(&new.issuer) {
         errors.push(FieldError::new(
@@ -763,9 +766,11 @@ pub async fn remove_publisher(
     kind: Kind,
     name: &PackageName,
     id: i64,
+    otp: Option<&str>,
 ) -> Result<(), ServiceError> {
     let package = package_for_token(registry, auth, kind, name).await?;
     require_owner(registry, auth.account_id, &package).await?;
+    crate::owners::step_up_for(registry, auth.actor(), &package, otp).await?;
     if !registry.db.remove_trusted_publisher(package.id, id).await? {
         return Err(ServiceError::NotFound(format!(
             "trusted publisher {id} of {kind} {:?}",

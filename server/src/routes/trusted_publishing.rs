@@ -7,7 +7,11 @@ use actix_web::{HttpRequest, HttpResponse, delete, get, post, web};
 use serde::Deserialize;
 
 use crate::{
-    auth::Caller, error::ApiError, rate_limit::Client, routes::owners::PackagePath, state::AppState,
+    auth::{Caller, Otp},
+    error::ApiError,
+    rate_limit::Client,
+    routes::owners::PackagePath,
+    state::AppState,
 };
 use app::{
     ServiceError,
@@ -50,8 +54,8 @@ pub struct ExchangeRequest {
     responses(
         (status = 201, description = "The trusted publisher added", body = PublisherAnswer),
         (status = 400, description = "The body is not the JSON object described (`malformed-request`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Not an owner (`not-owner`), or the token lacks the scope (`missing-scope`) or is not for this package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token; or the account has a second factor and the `AgentLang-OTP` code is missing (`two-factor-code-required`) or wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The package requires a second factor and the account has none (`two-factor-enrolment-required`); not an owner (`not-owner`), or the token lacks the scope (`missing-scope`) or is not for this package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such package", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "The package has 16 trusted publishers already", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body is over 4 KiB", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -64,6 +68,7 @@ pub async fn add_trusted_publisher(
     req: HttpRequest,
     state: web::Data<AppState>,
     auth: Caller,
+    otp: Otp,
     path: web::Path<PackagePath>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -71,7 +76,8 @@ pub async fn add_trusted_publisher(
     let raw = super::read_body(&req, payload, MAX_PUBLISHER_BODY_BYTES).await?;
     let new: NewPublisher =
         serde_json::from_slice(&raw).map_err(|e| ServiceError::Malformed(e.to_string()))?;
-    let answer = trusted_publishing::add_publisher(&state, &auth, kind, &name, &new).await?;
+    let answer =
+        trusted_publishing::add_publisher(&state, &auth, kind, &name, &new, otp.as_deref()).await?;
     Ok(HttpResponse::Created().json(answer))
 }
 
@@ -108,8 +114,8 @@ pub async fn list_trusted_publishers(
     security(("bearer" = ["owners"])),
     responses(
         (status = 204, description = "Removed; its tokens are revoked"),
-        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Not an owner (`not-owner`), or the token lacks the scope (`missing-scope`) or is not for this package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token; or the account has a second factor and the `AgentLang-OTP` code is missing (`two-factor-code-required`) or wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The package requires a second factor and the account has none (`two-factor-enrolment-required`); not an owner (`not-owner`), or the token lacks the scope (`missing-scope`) or is not for this package (`token-not-for-package`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such package, or no such trusted publisher of it", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many requests", body = crate::error::Problem, content_type = "application/problem+json"),
     )
@@ -118,6 +124,7 @@ pub async fn list_trusted_publishers(
 pub async fn remove_trusted_publisher(
     state: web::Data<AppState>,
     auth: Caller,
+    otp: Otp,
     path: web::Path<PublisherPath>,
 ) -> Result<HttpResponse, ApiError> {
     let package = PackagePath {
@@ -125,7 +132,8 @@ pub async fn remove_trusted_publisher(
         name: path.name.clone(),
     };
     let (kind, name) = package.parse()?;
-    trusted_publishing::remove_publisher(&state, &auth, kind, &name, path.id).await?;
+    trusted_publishing::remove_publisher(&state, &auth, kind, &name, path.id, otp.as_deref())
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -319,6 +319,32 @@ async fn two_factor_guards_tokens_owners_statuses_and_publishes(backend: Backend
         res.text().await.unwrap()
     );
 
+    // Trusted publishers: who may publish is asked for the code before
+    // anything else about the request is looked at.
+    let trust = json!({"issuer": "https://token.actions.githubusercontent.com",
+                       "repository": "alice/web_fetch", "workflow": "release.yml"});
+    let publishers = "/api/v1/tools/web_fetch/trusted-publishers";
+    problem(
+        send(&app, Method::POST, publishers, &alice.token, None, &trust).await,
+        StatusCode::UNAUTHORIZED,
+        "two-factor-code-required",
+    )
+    .await;
+    problem(
+        send(
+            &app,
+            Method::DELETE,
+            &format!("{publishers}/1"),
+            &alice.token,
+            None,
+            &json!({}),
+        )
+        .await,
+        StatusCode::UNAUTHORIZED,
+        "two-factor-code-required",
+    )
+    .await;
+
     // The publishing policy: turning two-factor on asks for the code.
     let policy = "/api/v1/tools/web_fetch/publishing";
     let on = json!({"two_factor_required": true});
