@@ -363,6 +363,7 @@ async fn decidable(
     registry: &Registry,
     auth: &Authenticated,
     id: &str,
+    otp: Option<&str>,
 ) -> Result<(StagedRecord, Option<PackageRecord>), ServiceError> {
     auth.require(Scope::Publish)?;
     let (record, package) = visible(registry, auth, id).await?;
@@ -378,6 +379,12 @@ async fn decidable(
             "staged version {id} was {} already",
             record.state
         )));
+    }
+    // The decision is what a stolen token must not make alone: the second
+    // factor, when enrolled or when the package's policy requires one.
+    match &package {
+        Some(package) => crate::owners::step_up_for(registry, auth.actor(), package, otp).await?,
+        None => crate::two_factor::step_up(registry, auth.account_id, None, otp).await?,
     }
     Ok((record, package))
 }
@@ -413,8 +420,9 @@ pub async fn approve(
     registry: &Registry,
     auth: &Authenticated,
     id: &str,
+    otp: Option<&str>,
 ) -> Result<VersionView, ServiceError> {
-    let (record, package) = decidable(registry, auth, id).await?;
+    let (record, package) = decidable(registry, auth, id, otp).await?;
     if let Some(package) = &package {
         crate::statuses::refuse_publish(registry, package).await?;
     }
@@ -519,6 +527,7 @@ pub async fn reject(
     auth: &Authenticated,
     id: &str,
     reason: Option<&str>,
+    otp: Option<&str>,
 ) -> Result<StagedView, ServiceError> {
     let reason = reason.map(str::trim).filter(|r| !r.is_empty());
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
@@ -527,7 +536,7 @@ pub async fn reject(
             format!("at most {MAX_REASON_CHARS} characters"),
         )]));
     }
-    let (record, _) = decidable(registry, auth, id).await?;
+    let (record, _) = decidable(registry, auth, id, otp).await?;
     let mut entry = tlog::publish_entry(
         record.kind,
         &record.name,

@@ -6,7 +6,11 @@ use actix_web::{HttpRequest, HttpResponse, get, http::header, post, web};
 use futures_util::TryStreamExt;
 use serde::Deserialize;
 
-use crate::{auth::Caller, error::ApiError, state::AppState};
+use crate::{
+    auth::{Caller, Otp},
+    error::ApiError,
+    state::AppState,
+};
 use app::packages::BlobBody;
 use app::{
     ServiceError,
@@ -128,8 +132,8 @@ pub async fn download_staged(
     responses(
         (status = 201, description = "Published", body = VersionView,
          headers(("Location" = String, description = "The version's record"))),
-        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the scope or the package, or is a trusted-publishing token, or the stager is no longer an owner (`not-owner`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token; or the account has a second factor and the `AgentLang-OTP` code is missing (`two-factor-code-required`) or wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The package requires a second factor and the account has none (`two-factor-enrolment-required`); the token lacks the scope or the package, or is a trusted-publishing token, or the stager is no longer an owner (`not-owner`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such staged version, or not the caller's", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "Decided already (`staged-decided`), the version exists (`version-exists`), or the name is taken (`name-taken`), or the package is archived (`package-archived`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 410, description = "The package is quarantined (`quarantined`)", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -140,9 +144,10 @@ pub async fn download_staged(
 pub async fn approve_staged(
     state: web::Data<AppState>,
     auth: Caller,
+    otp: Otp,
     path: web::Path<StagedPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = staging::approve(&state, &auth, &path.id).await?;
+    let view = staging::approve(&state, &auth, &path.id, otp.as_deref()).await?;
     let location = format!(
         "/api/v1/{}/{}/{}",
         view.kind.plural(),
@@ -166,8 +171,8 @@ pub async fn approve_staged(
     responses(
         (status = 200, description = "Rejected", body = StagedView),
         (status = 400, description = "The body is not the JSON object described (`malformed-request`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the scope or the package, or is a trusted-publishing token", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token; or the account has a second factor and the `AgentLang-OTP` code is missing (`two-factor-code-required`) or wrong, expired or used (`two-factor-code-invalid`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The package requires a second factor and the account has none (`two-factor-enrolment-required`); the token lacks the scope or the package, or is a trusted-publishing token", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such staged version, or not the caller's", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "Decided already (`staged-decided`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body is over 4 KiB", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -179,6 +184,7 @@ pub async fn reject_staged(
     req: HttpRequest,
     state: web::Data<AppState>,
     auth: Caller,
+    otp: Otp,
     path: web::Path<StagedPath>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -188,6 +194,13 @@ pub async fn reject_staged(
     } else {
         serde_json::from_slice(&raw).map_err(|e| ServiceError::Malformed(e.to_string()))?
     };
-    let view = staging::reject(&state, &auth, &path.id, body.reason.as_deref()).await?;
+    let view = staging::reject(
+        &state,
+        &auth,
+        &path.id,
+        body.reason.as_deref(),
+        otp.as_deref(),
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(view))
 }

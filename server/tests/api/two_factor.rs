@@ -345,6 +345,48 @@ async fn two_factor_guards_tokens_owners_statuses_and_publishes(backend: Backend
     )
     .await;
 
+    // A staged version: approving or rejecting it is asked for the code.
+    let res = app
+        .request(Method::POST, "/api/v1/publish?stage=true")
+        .bearer_auth(&alice.token)
+        .header("content-type", "application/octet-stream")
+        .body(tool(&alice.key, "web_fetch", "1.0.5", &[]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let staged: Value = res.json().await.unwrap();
+    let staged = format!("/api/v1/staged/{}", staged["id"].as_str().unwrap());
+    problem(
+        send(
+            &app,
+            Method::POST,
+            &format!("{staged}/approve"),
+            &alice.token,
+            None,
+            &json!({}),
+        )
+        .await,
+        StatusCode::UNAUTHORIZED,
+        "two-factor-code-required",
+    )
+    .await;
+    let res = send(
+        &app,
+        Method::POST,
+        &format!("{staged}/reject"),
+        &alice.token,
+        Some(&recovery[3]),
+        &json!({"reason": "not this one"}),
+    )
+    .await;
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "{}",
+        res.text().await.unwrap()
+    );
+
     // The publishing policy: turning two-factor on asks for the code.
     let policy = "/api/v1/tools/web_fetch/publishing";
     let on = json!({"two_factor_required": true});
