@@ -29,6 +29,7 @@ pub mod package;
 pub mod prompt;
 pub mod protocol;
 pub mod protocols;
+pub mod provenance;
 pub mod quality;
 pub mod resolve;
 pub mod rules;

@@ -1,0 +1,194 @@
+//! Provenance: an in-toto Statement v1 inside a DSSE envelope (issue 49, H4).
+//!
+//! No IO: the registry and the CLI hand in the envelope bytes, the
+//! container's SHA-256 and the keys they trust; this module bounds, parses
+//! and verifies.
+
+use base64::Engine;
+use serde::Deserialize;
+
+use crate::digest::Sha256Digest;
+use crate::signing::PublicKey;
+
+/// Largest envelope accepted: a statement with a few subjects fits easily,
+/// and the bound keeps a publish request's side part small.
+pub const MAX_ENVELOPE_BYTES: usize = 64 * 1024;
+/// Most signatures looked at: more would only multiply verification work.
+pub const MAX_SIGNATURES: usize = 4;
+/// The only payload type accepted.
+pub const IN_TOTO_PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
+/// The statement type accepted.
+pub const STATEMENT_V1: &str = "https://in-toto.io/Statement/v1";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProvenanceError {
+    #[error("envelope is {0} bytes; at most {MAX_ENVELOPE_BYTES} are accepted")]
+    TooBig(usize),
+    #[error("not a DSSE envelope: {0}")]
+    Envelope(String),
+    #[error("envelope has {0} signatures; 1 to {MAX_SIGNATURES} are accepted")]
+    SignatureCount(usize),
+    #[error("payload type is {0:?}, not {IN_TOTO_PAYLOAD_TYPE:?}")]
+    PayloadType(String),
+    #[error("no signature verifies with the given keys")]
+    NoValidSignature,
+    #[error("not an in-toto Statement v1: {0}")]
+    Statement(String),
+    #[error("no subject names the container's sha256 {0}")]
+    SubjectMismatch(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawEnvelope {
+    #[serde(rename = "payloadType")]
+    payload_type: String,
+    payload: String,
+    signatures: Vec<RawSignature>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawSignature {
+    // keyid is only a hint in DSSE; every given key is tried instead.
+    sig: String,
+}
+
+/// The DSSE pre-authentication encoding: what a DSSE signature signs.
+pub fn pae(payload_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "DSSEv1 {} {} {} ",
+        payload_type.len(),
+        payload_type,
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// A verified envelope: which key signed, and the statement it carries.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    /// Index into the keys given to [`verify`] of the key that verified.
+    pub key_index: usize,
+    pub statement: serde_json::Value,
+}
+
+fn b64(text: &str) -> Result<Vec<u8>, ProvenanceError> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(text))
+        .map_err(|e| ProvenanceError::Envelope(format!("bad base64: {e}")))
+}
+
+/// Bounds, parses and verifies `envelope` against `keys`, and requires its
+/// statement to name `container` among its subjects.
+pub fn verify(
+    envelope: &[u8],
+    keys: &[PublicKey],
+    container: &Sha256Digest,
+) -> Result<Verified, ProvenanceError> {
+    if envelope.len() > MAX_ENVELOPE_BYTES {
+        return Err(ProvenanceError::TooBig(envelope.len()));
+    }
+    let raw: RawEnvelope =
+        serde_json::from_slice(envelope).map_err(|e| ProvenanceError::Envelope(e.to_string()))?;
+    if raw.signatures.is_empty() || raw.signatures.len() > MAX_SIGNATURES {
+        return Err(ProvenanceError::SignatureCount(raw.signatures.len()));
+    }
+    if raw.payload_type != IN_TOTO_PAYLOAD_TYPE {
+        return Err(ProvenanceError::PayloadType(raw.payload_type));
+    }
+    let body = b64(&raw.payload)?;
+    let message = pae(&raw.payload_type, &body);
+    let mut key_index = None;
+    'sigs: for signature in &raw.signatures {
+        let Ok(sig) = b64(&signature.sig) else {
+            continue;
+        };
+        for (i, key) in keys.iter().enumerate() {
+            if key.verify(&message, &sig).is_ok() {
+                key_index = Some(i);
+                break 'sigs;
+            }
+        }
+    }
+    let key_index = key_index.ok_or(ProvenanceError::NoValidSignature)?;
+    let statement: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| ProvenanceError::Statement(e.to_string()))?;
+    if statement.get("_type").and_then(|t| t.as_str()) != Some(STATEMENT_V1) {
+        return Err(ProvenanceError::Statement(
+            "_type is not Statement v1".into(),
+        ));
+    }
+    let want = container.to_hex();
+    let named = statement
+        .get("subject")
+        .and_then(|s| s.as_array())
+        .is_some_and(|subjects| {
+            subjects.iter().any(|s| {
+                s.pointer("/digest/sha256").and_then(|d| d.as_str()) == Some(want.as_str())
+            })
+        });
+    if !named {
+        return Err(ProvenanceError::SubjectMismatch(want));
+    }
+    Ok(Verified {
+        key_index,
+        statement,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signing::SecretKey;
+
+    fn envelope(key: &SecretKey, digest: &str) -> Vec<u8> {
+        let statement = serde_json::json!({
+            "_type": STATEMENT_V1,
+            "subject": [{"name": "c", "digest": {"sha256": digest}}],
+            "predicateType": "https://slsa.dev/provenance/v1",
+            "predicate": {},
+        });
+        let body = serde_json::to_vec(&statement).unwrap();
+        let sig = key.sign(&pae(IN_TOTO_PAYLOAD_TYPE, &body));
+        let e = base64::engine::general_purpose::STANDARD;
+        serde_json::to_vec(&serde_json::json!({
+            "payloadType": IN_TOTO_PAYLOAD_TYPE,
+            "payload": e.encode(&body),
+            "signatures": [{"keyid": "", "sig": e.encode(sig)}],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn pae_matches_the_dsse_spec_example() {
+        assert_eq!(
+            pae("http://example.com/HelloWorld", b"hello world"),
+            b"DSSEv1 29 http://example.com/HelloWorld 11 hello world".to_vec()
+        );
+    }
+
+    #[test]
+    fn verifies_subject_and_key() {
+        let key = SecretKey::generate().unwrap();
+        let other = SecretKey::generate().unwrap();
+        let digest = Sha256Digest::of(b"container");
+        let env = envelope(&key, &digest.to_hex());
+        assert!(verify(&env, &[key.public_key()], &digest).is_ok());
+        assert_eq!(
+            verify(&env, &[other.public_key()], &digest).unwrap_err(),
+            ProvenanceError::NoValidSignature
+        );
+        let wrong = Sha256Digest::of(b"other");
+        assert!(matches!(
+            verify(&env, &[key.public_key()], &wrong),
+            Err(ProvenanceError::SubjectMismatch(_))
+        ));
+        let big = vec![b' '; MAX_ENVELOPE_BYTES + 1];
+        assert!(matches!(
+            verify(&big, &[key.public_key()], &digest),
+            Err(ProvenanceError::TooBig(_))
+        ));
+    }
+}
