@@ -192,3 +192,39 @@ mod tests {
         ));
     }
 }
+
+/// What a reader is shown of a SLSA v1 GitHub Actions predicate.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Summary {
+    pub repository: Option<String>,
+    pub workflow: Option<String>,
+    pub git_ref: Option<String>,
+    pub commit: Option<String>,
+    pub builder: Option<String>,
+}
+
+/// The display summary of a statement's predicate; fields absent from other
+/// predicate shapes are simply None.
+pub fn summary(statement: &serde_json::Value) -> Summary {
+    let text = |p: &str| {
+        statement
+            .pointer(p)
+            .and_then(|v| v.as_str())
+            .map(String::from)
+    };
+    let workflow = "/predicate/buildDefinition/externalParameters/workflow";
+    Summary {
+        repository: text(&format!("{workflow}/repository")),
+        workflow: text(&format!("{workflow}/path")),
+        git_ref: text(&format!("{workflow}/ref")),
+        commit: statement
+            .pointer("/predicate/buildDefinition/resolvedDependencies")
+            .and_then(|d| d.as_array())
+            .and_then(|deps| {
+                deps.iter()
+                    .find_map(|d| d.pointer("/digest/gitCommit").and_then(|c| c.as_str()))
+            })
+            .map(String::from),
+        builder: text("/predicate/runDetails/builder/id"),
+    }
+}
