@@ -31,6 +31,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod models;
 pub mod moltspeak;
+pub mod oidc;
 pub mod operations;
 pub mod owners;
 pub mod packages;
@@ -62,6 +63,7 @@ pub mod uploads;
 // Trusted publishing (OpenID Connect).
 pub mod trusted_publishing;
 // Staged releases.
+pub mod stage;
 pub mod staging;
 
 pub use error::{FieldError, ServiceError};

@@ -453,7 +453,7 @@ pub enum PublishOutcome {
     /// idempotent retry (200).
     Unchanged(Box<VersionView>),
     /// Staged releases: stored staged, awaiting an owner's decision (202).
-    Staged(Box<crate::staging::StagedView>),
+    Staged(Box<crate::stage::StagedView>),
 }
 
 /// The signer must be a registered key of the caller, not revoked, and the
@@ -975,22 +975,6 @@ async fn existing_version(
     }
 }
 
-/// Removes the blob a failed publish wrote, unless a version refers to it.
-/// Best effort: the sweep removes whatever this misses.
-pub(crate) async fn discard_blob(registry: &Registry, sha256: &Sha256Digest) {
-    match registry.db.blob_is_referenced(sha256).await {
-        Ok(false) => {
-            if let Err(e) = registry.blobs.delete(sha256).await {
-                tracing::warn!(error = %e, blob = %sha256.hex(), "cannot discard an unpublished blob");
-            }
-        }
-        Ok(true) => {}
-        Err(e) => {
-            tracing::warn!(error = %e, blob = %sha256.hex(), "cannot check a blob's references")
-        }
-    }
-}
-
 /// What a version stores beyond its manifest, once its contents passed
 /// every check against the registry: its dependencies, an agent's lock,
 /// schemas, protocols and quality, a tool's names. Shared by a publish and
@@ -1073,13 +1057,13 @@ pub async fn publish(
         // Staged releases: identical bytes already published are not a
         // stage's retry.
         if stage {
-            return Err(crate::staging::published_already(&view));
+            return Err(crate::stage::published_already(&view));
         }
         return Ok(PublishOutcome::Unchanged(Box::new(view)));
     }
     // Staged releases: the package's policy, a staged number, a name a
     // pending first version holds.
-    crate::staging::check_publish(registry, auth, kind, name, version, stage).await?;
+    crate::stage::check_publish(registry, auth, kind, name, version, stage).await?;
     let Contents {
         definition,
         lockfile,
@@ -1090,7 +1074,14 @@ pub async fn publish(
     } = check_contents(registry, &container, definition, &signer).await?;
     let manifest_json: Value = serde_json::to_value(manifest).map_err(ServiceError::internal)?;
     if stage {
-        let staged = crate::staging::stage(registry, auth, upload, &container, &signer).await?;
+        let staged = crate::stage::stage(
+            registry,
+            auth,
+            (upload.path(), &upload.sha256, upload.size),
+            &container,
+            &signer,
+        )
+        .await?;
         return Ok(PublishOutcome::Staged(Box::new(staged)));
     }
 
@@ -1164,7 +1155,7 @@ pub async fn publish(
                 // Only an approval marks a staged row (`staging::approve`).
                 PublishError::StagedDecided => ServiceError::StagedDecided(err.to_string()),
             };
-            discard_blob(registry, &upload.sha256).await;
+            crate::sweep::discard_blob(registry, &upload.sha256).await;
             return Err(answer);
         }
     };

@@ -53,3 +53,19 @@ pub async fn sweep_periodically(registry: std::sync::Arc<Registry>, interval: Du
         }
     }
 }
+
+/// Removes the blob a failed publish wrote, unless a version refers to it.
+/// Best effort: the sweep removes whatever this misses.
+pub(crate) async fn discard_blob(registry: &Registry, sha256: &Sha256Digest) {
+    match registry.db.blob_is_referenced(sha256).await {
+        Ok(false) => {
+            if let Err(e) = registry.blobs.delete(sha256).await {
+                tracing::warn!(error = %e, blob = %sha256.hex(), "cannot discard an unpublished blob");
+            }
+        }
+        Ok(true) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, blob = %sha256.hex(), "cannot check a blob's references")
+        }
+    }
+}
