@@ -74,7 +74,7 @@ pub struct Registry {
     /// replica serves.
     pub(crate) tlog: Arc<TransparencyLog>,
     /// Trusted publishing: the configured OIDC issuers and their keys.
-    pub(crate) oidc: Arc<crate::trusted_publishing::OidcKeys>,
+    pub(crate) oidc: Arc<crate::oidc::OidcKeys>,
 }
 
 impl Registry {

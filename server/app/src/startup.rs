@@ -145,7 +145,7 @@ impl Registry {
             )),
             moltspeak_ledger: Arc::default(),
             tlog: Arc::new(tlog),
-            oidc: Arc::new(crate::trusted_publishing::OidcKeys::new(
+            oidc: Arc::new(crate::oidc::OidcKeys::new(
                 settings.oidc_issuers.clone(),
                 settings.oidc_audience.clone(),
                 &settings.public_url,

@@ -270,7 +270,7 @@ pub struct Authenticated {
     /// Trusted publishing: the CI identity a trusted-publishing token was
     /// minted for; `None` for an ordinary token.
     /// Boxed: most tokens are ordinary, and `Bearer` carries this by value.
-    pub trusted: Option<Box<crate::trusted_publishing::TrustedIdentity>>,
+    pub trusted: Option<Box<crate::oidc::TrustedIdentity>>,
     /// Second factor: the token was minted with a TOTP code.
     pub second_factor: bool,
 }
