@@ -33,7 +33,10 @@ pub struct PublisherPath {
     /// The package name (any spelling).
     pub name: String,
     /// The trusted publisher's id.
-    pub id: i64,
+    // Read as text: an id that is no number, or too big for one, names no
+    // trusted publisher (404), rather than failing as a malformed path.
+    #[param(value_type = i64)]
+    pub id: String,
 }
 
 /// What `POST /api/v1/trusted-publishing/tokens` takes.
@@ -132,8 +135,10 @@ pub async fn remove_trusted_publisher(
         name: path.name.clone(),
     };
     let (kind, name) = package.parse()?;
-    trusted_publishing::remove_publisher(&state, &auth, kind, &name, path.id, otp.as_deref())
-        .await?;
+    let id = path.id.parse::<i64>().map_err(|_| {
+        ServiceError::NotFound(format!("trusted publisher {:?} of {kind} {name}", path.id))
+    })?;
+    trusted_publishing::remove_publisher(&state, &auth, kind, &name, id, otp.as_deref()).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

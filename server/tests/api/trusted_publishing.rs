@@ -441,6 +441,22 @@ async fn a_trusted_identity_publishes_its_package_and_nothing_else(backend: Back
         "not-found",
     )
     .await;
+    // An id no trusted publisher can have, a number or not, is not one.
+    for id in ["9223372036854775808", "first"] {
+        problem(
+            send(
+                &app,
+                Method::DELETE,
+                &format!("{TRUSTED}/{id}"),
+                &alice.token,
+                &json!({}),
+            )
+            .await,
+            StatusCode::NOT_FOUND,
+            "not-found",
+        )
+        .await;
+    }
 }
 
 async fn a_rotated_key_is_fetched_at_most_once_a_minute(backend: Backend) {
