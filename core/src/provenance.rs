@@ -138,6 +138,42 @@ pub fn verify(
     })
 }
 
+/// What a reader is shown of a SLSA v1 GitHub Actions predicate.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Summary {
+    pub repository: Option<String>,
+    pub workflow: Option<String>,
+    pub git_ref: Option<String>,
+    pub commit: Option<String>,
+    pub builder: Option<String>,
+}
+
+/// The display summary of a statement's predicate; fields absent from other
+/// predicate shapes are simply None.
+pub fn summary(statement: &serde_json::Value) -> Summary {
+    let text = |p: &str| {
+        statement
+            .pointer(p)
+            .and_then(|v| v.as_str())
+            .map(String::from)
+    };
+    let workflow = "/predicate/buildDefinition/externalParameters/workflow";
+    Summary {
+        repository: text(&format!("{workflow}/repository")),
+        workflow: text(&format!("{workflow}/path")),
+        git_ref: text(&format!("{workflow}/ref")),
+        commit: statement
+            .pointer("/predicate/buildDefinition/resolvedDependencies")
+            .and_then(|d| d.as_array())
+            .and_then(|deps| {
+                deps.iter()
+                    .find_map(|d| d.pointer("/digest/gitCommit").and_then(|c| c.as_str()))
+            })
+            .map(String::from),
+        builder: text("/predicate/runDetails/builder/id"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,40 +227,47 @@ mod tests {
             Err(ProvenanceError::TooBig(_))
         ));
     }
-}
 
-/// What a reader is shown of a SLSA v1 GitHub Actions predicate.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Summary {
-    pub repository: Option<String>,
-    pub workflow: Option<String>,
-    pub git_ref: Option<String>,
-    pub commit: Option<String>,
-    pub builder: Option<String>,
-}
-
-/// The display summary of a statement's predicate; fields absent from other
-/// predicate shapes are simply None.
-pub fn summary(statement: &serde_json::Value) -> Summary {
-    let text = |p: &str| {
-        statement
-            .pointer(p)
-            .and_then(|v| v.as_str())
-            .map(String::from)
-    };
-    let workflow = "/predicate/buildDefinition/externalParameters/workflow";
-    Summary {
-        repository: text(&format!("{workflow}/repository")),
-        workflow: text(&format!("{workflow}/path")),
-        git_ref: text(&format!("{workflow}/ref")),
-        commit: statement
-            .pointer("/predicate/buildDefinition/resolvedDependencies")
-            .and_then(|d| d.as_array())
-            .and_then(|deps| {
-                deps.iter()
-                    .find_map(|d| d.pointer("/digest/gitCommit").and_then(|c| c.as_str()))
-            })
-            .map(String::from),
-        builder: text("/predicate/runDetails/builder/id"),
+    #[test]
+    fn summary_reads_a_github_actions_slsa_predicate() {
+        let statement = serde_json::json!({
+            "_type": STATEMENT_V1,
+            "predicate": {
+                "buildDefinition": {
+                    "externalParameters": {"workflow": {
+                        "repository": "https://github.com/acme/calc",
+                        "path": ".github/workflows/release.yml",
+                        "ref": "refs/tags/v1.2.0",
+                    }},
+                    "resolvedDependencies": [
+                        {"uri": "git+https://github.com/acme/calc@refs/tags/v1.2.0",
+                         "digest": {"gitCommit": "4f2b"}},
+                    ],
+                },
+                "runDetails": {"builder": {"id": "https://github.com/actions/runner"}},
+            },
+        });
+        assert_eq!(
+            summary(&statement),
+            Summary {
+                repository: Some("https://github.com/acme/calc".into()),
+                workflow: Some(".github/workflows/release.yml".into()),
+                git_ref: Some("refs/tags/v1.2.0".into()),
+                commit: Some("4f2b".into()),
+                builder: Some("https://github.com/actions/runner".into()),
+            }
+        );
+        // Another predicate shape: nothing to show, nothing invented.
+        let other = serde_json::json!({"predicate": {"builder": "make"}});
+        assert_eq!(
+            summary(&other),
+            Summary {
+                repository: None,
+                workflow: None,
+                git_ref: None,
+                commit: None,
+                builder: None
+            }
+        );
     }
 }
