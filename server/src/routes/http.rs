@@ -35,6 +35,17 @@ pub async fn read_body(
     Ok(body.freeze())
 }
 
+/// A JSON body read whole within `limit` ([`read_body`]): 400
+/// `malformed-request` when it is not the object `T` describes.
+pub async fn read_json<T: serde::de::DeserializeOwned>(
+    req: &HttpRequest,
+    payload: web::Payload,
+    limit: usize,
+) -> Result<T, ApiError> {
+    let raw = read_body(req, payload, limit).await?;
+    serde_json::from_slice(&raw).map_err(|e| ServiceError::Malformed(e.to_string()).into())
+}
+
 pub use crate::conditional::{etag_of, if_none_match};
 
 /// A JSON answer that may change (a record with its download count), with

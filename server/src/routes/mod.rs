@@ -36,7 +36,7 @@ pub mod staging;
 
 use actix_web::web;
 
-pub use http::{etag_of, if_none_match, json_with_etag, read_body};
+pub use http::{etag_of, if_none_match, json_with_etag, read_body, read_json};
 
 /// Registers every API route.
 pub fn configure(cfg: &mut web::ServiceConfig) {

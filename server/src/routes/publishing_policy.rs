@@ -9,10 +9,7 @@ use crate::{
     routes::owners::PackagePath,
     state::AppState,
 };
-use app::{
-    ServiceError,
-    publishing_policy::{self, PolicyAnswer, PolicyChange},
-};
+use app::publishing_policy::{self, PolicyAnswer, PolicyChange};
 
 /// Three optional booleans: 1 KiB is plenty.
 const MAX_POLICY_BODY_BYTES: usize = 1024;
@@ -66,9 +63,7 @@ pub async fn patch_publishing_policy(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name) = path.parse()?;
-    let raw = super::read_body(&req, payload, MAX_POLICY_BODY_BYTES).await?;
-    let change: PolicyChange =
-        serde_json::from_slice(&raw).map_err(|e| ServiceError::Malformed(e.to_string()))?;
+    let change: PolicyChange = super::read_json(&req, payload, MAX_POLICY_BODY_BYTES).await?;
     let answer =
         publishing_policy::set_policy(&state, &auth, kind, &name, &change, otp.as_deref()).await?;
     Ok(HttpResponse::Ok().json(answer))

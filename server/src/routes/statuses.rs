@@ -10,10 +10,7 @@ use crate::{
     routes::{owners::PackagePath, packages::VersionPath},
     state::AppState,
 };
-use app::{
-    ServiceError,
-    status_changes::{self as statuses, StatusAnswer, StatusRequest},
-};
+use app::status_changes::{self as statuses, StatusAnswer, StatusRequest};
 
 /// A status request is a status, a reason of at most 500 characters and a
 /// package name: 4 KiB is plenty.
@@ -21,8 +18,7 @@ const MAX_STATUS_BODY_BYTES: usize = 4 * 1024;
 
 /// The body as JSON, within its bound.
 async fn status_body(req: &HttpRequest, payload: web::Payload) -> Result<StatusRequest, ApiError> {
-    let raw = super::read_body(req, payload, MAX_STATUS_BODY_BYTES).await?;
-    serde_json::from_slice(&raw).map_err(|e| ServiceError::Malformed(e.to_string()).into())
+    super::read_json(req, payload, MAX_STATUS_BODY_BYTES).await
 }
 
 /// Sets a package's status: `active`, `deprecated` (a reason, and perhaps

@@ -76,9 +76,7 @@ pub async fn add_trusted_publisher(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let (kind, name) = path.parse()?;
-    let raw = super::read_body(&req, payload, MAX_PUBLISHER_BODY_BYTES).await?;
-    let new: NewPublisher =
-        serde_json::from_slice(&raw).map_err(|e| ServiceError::Malformed(e.to_string()))?;
+    let new: NewPublisher = super::read_json(&req, payload, MAX_PUBLISHER_BODY_BYTES).await?;
     let answer =
         trusted_publishing::add_publisher(&state, &auth, kind, &name, &new, otp.as_deref()).await?;
     Ok(HttpResponse::Created().json(answer))
@@ -165,9 +163,7 @@ pub async fn exchange_token(
     Client(client): Client,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let raw = super::read_body(&req, payload, MAX_EXCHANGE_BODY_BYTES).await?;
-    let body: ExchangeRequest =
-        serde_json::from_slice(&raw).map_err(|e| ServiceError::Malformed(e.to_string()))?;
+    let body: ExchangeRequest = super::read_json(&req, payload, MAX_EXCHANGE_BODY_BYTES).await?;
     let minted = trusted_publishing::exchange(&state, &client, &body.jwt).await?;
     Ok(HttpResponse::Created().json(minted))
 }
