@@ -164,6 +164,8 @@ pub async fn exchange(
                 packages: Some(&patterns),
                 created_at,
                 expires_at,
+                // Its identity, not a code, is what a trusted token proves.
+                second_factor: false,
             },
             &claims,
             &publisher_ids,

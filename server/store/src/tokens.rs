@@ -53,6 +53,8 @@ pub struct NewToken<'a> {
     pub packages: Option<&'a [NamePattern]>,
     pub created_at: i64,
     pub expires_at: i64,
+    /// Minted with a second-factor code.
+    pub second_factor: bool,
 }
 
 /// A token is not re-stamped more often than this, so authenticated
@@ -64,8 +66,8 @@ impl Db {
         with_pool!(self, pool => {
             sqlx::query(
                 "INSERT INTO api_tokens (jti, secret_hash, account_id, name, scopes, packages,
-                                         created_at, expires_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                                         created_at, expires_at, second_factor)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
             .bind(token.jti)
             .bind(token.secret_hash)
@@ -75,6 +77,7 @@ impl Db {
             .bind(token.packages.map(Json))
             .bind(token.created_at)
             .bind(token.expires_at)
+            .bind(token.second_factor)
             .execute(pool)
             .await
             .map(drop)

@@ -166,15 +166,4 @@ impl Db {
                 .map(drop)
         })
     }
-
-    /// Marks a token as minted with a second factor.
-    pub async fn mark_token_second_factor(&self, jti: &str) -> Result<(), sqlx::Error> {
-        with_pool!(self, pool => {
-            sqlx::query("UPDATE api_tokens SET second_factor = TRUE WHERE jti = $1")
-                .bind(jti)
-                .execute(pool)
-                .await
-                .map(drop)
-        })
-    }
 }

@@ -199,11 +199,9 @@ pub async fn create_token(
             packages: spec.packages.as_deref(),
             created_at,
             expires_at,
+            second_factor: spec.second_factor,
         })
         .await?;
-    if spec.second_factor {
-        registry.db.mark_token_second_factor(&jti).await?;
-    }
     let token = registry
         .tokens
         .issue(owner.account_id, &jti, &secret, created_at, expires_at)
