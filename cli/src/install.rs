@@ -91,6 +91,10 @@ pub struct Artifact {
     /// Absent from installs made before receipts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_index: Option<u64>,
+    /// How the registry says it was published (trusted publisher or token,
+    /// provenance or none); absent from registries and installs before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<agentlang_core::provenance::Evidence>,
 }
 
 /// The signer's key as the registry answered it at install time, so the
@@ -709,6 +713,8 @@ struct VersionRecord {
     yanked: bool,
     #[serde(default)]
     log: Option<LogRef>,
+    #[serde(default)]
+    evidence: Option<agentlang_core::provenance::Evidence>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -840,6 +846,7 @@ impl Fetcher<'_> {
             published_at: record.published_at,
             yanked: record.yanked,
             log_index: Some(log_index),
+            evidence: record.evidence,
         };
         Ok((artifact, container))
     }
@@ -1238,6 +1245,7 @@ impl<'a> PinnedTools<'a> {
                 // Named as the lock names it, as the registry's picture is.
                 Ok(tool) => ToolCapabilities {
                     tool: at.clone(),
+                    evidence: tool.artifact.evidence,
                     ..ToolCapabilities::of(&tool.spec)
                 },
                 Err(e) => {
@@ -1250,6 +1258,7 @@ impl<'a> PinnedTools<'a> {
                     ToolCapabilities {
                         tool: at.clone(),
                         capabilities: Vec::new(),
+                        evidence: None,
                     }
                 }
             };

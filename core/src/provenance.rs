@@ -8,7 +8,7 @@ use base64::Engine;
 use serde::Deserialize;
 
 use crate::digest::Sha256Digest;
-use crate::signing::PublicKey;
+use crate::signing::{PublicKey, SecretKey};
 
 /// Largest envelope accepted: a statement with a few subjects fits easily,
 /// and the bound keeps a publish request's side part small.
@@ -174,27 +174,139 @@ pub fn summary(statement: &serde_json::Value) -> Summary {
     }
 }
 
+/// How a version came to the registry, as index entries and version
+/// records show it, so a client can refuse a version whose evidence is
+/// weaker than its predecessor's (`agentlang lock --update`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Evidence {
+    /// `trusted`: published through trusted publishing (docs/
+    /// trusted-publishing.md); `token`: with an ordinary API token.
+    pub publisher: PublisherEvidence,
+    /// A verified provenance statement is stored and served.
+    pub provenance: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PublisherEvidence {
+    Trusted,
+    Token,
+}
+
+impl Evidence {
+    /// True when `self` lacks something `before` had: a trusted publisher,
+    /// or provenance.
+    pub fn weaker_than(&self, before: &Evidence) -> bool {
+        (before.publisher == PublisherEvidence::Trusted
+            && self.publisher == PublisherEvidence::Token)
+            || (before.provenance && !self.provenance)
+    }
+
+    /// `trusted publisher, provenance` / `token, no provenance`.
+    pub fn describe(&self) -> String {
+        let publisher = match self.publisher {
+            PublisherEvidence::Trusted => "trusted publisher",
+            PublisherEvidence::Token => "token",
+        };
+        let provenance = if self.provenance {
+            "provenance"
+        } else {
+            "no provenance"
+        };
+        format!("{publisher}, {provenance}")
+    }
+}
+
+/// A DSSE envelope of `statement` signed by `key`, named `keyid`: what the
+/// registry serves for a version built in a trusted-publishing run.
+pub fn seal(statement: &serde_json::Value, key: &SecretKey, keyid: &str) -> Vec<u8> {
+    let body = serde_json::to_vec(statement).unwrap_or_default();
+    let sig = key.sign(&pae(IN_TOTO_PAYLOAD_TYPE, &body));
+    let e = base64::engine::general_purpose::STANDARD;
+    serde_json::to_vec(&serde_json::json!({
+        "payloadType": IN_TOTO_PAYLOAD_TYPE,
+        "payload": e.encode(&body),
+        "signatures": [{"keyid": keyid, "sig": e.encode(sig)}],
+    }))
+    .unwrap_or_default()
+}
+
+/// What a trusted-publishing run proved to the registry, for the statement
+/// the registry makes of it.
+#[derive(Debug, Clone)]
+pub struct TrustedRun<'a> {
+    pub issuer: &'a str,
+    /// `owner/repo` (GitHub) or `group/project` (GitLab).
+    pub repository: &'a str,
+    /// The workflow file (GitHub) or CI config path (GitLab).
+    pub workflow: &'a str,
+    pub git_ref: Option<&'a str>,
+    pub commit: Option<&'a str>,
+    pub run_id: Option<&'a str>,
+    pub environment: Option<&'a str>,
+}
+
+/// The SLSA v1 predicate type.
+pub const SLSA_V1: &str = "https://slsa.dev/provenance/v1";
+
+/// An in-toto Statement v1 with a SLSA v1 predicate naming the container
+/// `name` by `sha256`, built from a trusted run's checked claims. Its
+/// fields sit where [`summary`] reads them.
+pub fn trusted_run_statement(
+    name: &str,
+    sha256: &Sha256Digest,
+    run: &TrustedRun<'_>,
+    registry: &str,
+) -> serde_json::Value {
+    let mut dependencies = Vec::new();
+    if let Some(commit) = run.commit {
+        dependencies.push(serde_json::json!({
+            "uri": format!("git+{}", run.repository),
+            "digest": {"gitCommit": commit},
+        }));
+    }
+    serde_json::json!({
+        "_type": STATEMENT_V1,
+        "subject": [{"name": name, "digest": {"sha256": sha256.to_hex()}}],
+        "predicateType": SLSA_V1,
+        "predicate": {
+            "buildDefinition": {
+                "buildType": "https://agentlang.dev/trusted-publishing/v1",
+                "externalParameters": {"workflow": {
+                    "repository": run.repository,
+                    "path": run.workflow,
+                    "ref": run.git_ref,
+                }},
+                "internalParameters": {
+                    "issuer": run.issuer,
+                    "environment": run.environment,
+                },
+                "resolvedDependencies": dependencies,
+            },
+            "runDetails": {
+                "builder": {"id": run.issuer},
+                "metadata": {"invocationId": run.run_id},
+                "byproducts": [],
+                "attestedBy": registry,
+            },
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signing::SecretKey;
 
     fn envelope(key: &SecretKey, digest: &str) -> Vec<u8> {
         let statement = serde_json::json!({
             "_type": STATEMENT_V1,
             "subject": [{"name": "c", "digest": {"sha256": digest}}],
-            "predicateType": "https://slsa.dev/provenance/v1",
+            "predicateType": SLSA_V1,
             "predicate": {},
         });
-        let body = serde_json::to_vec(&statement).unwrap();
-        let sig = key.sign(&pae(IN_TOTO_PAYLOAD_TYPE, &body));
-        let e = base64::engine::general_purpose::STANDARD;
-        serde_json::to_vec(&serde_json::json!({
-            "payloadType": IN_TOTO_PAYLOAD_TYPE,
-            "payload": e.encode(&body),
-            "signatures": [{"keyid": "", "sig": e.encode(sig)}],
-        }))
-        .unwrap()
+        seal(&statement, key, "")
     }
 
     #[test]
@@ -269,5 +381,44 @@ mod tests {
                 builder: None
             }
         );
+    }
+
+    #[test]
+    fn evidence_is_weaker_when_it_loses_a_trusted_publisher_or_provenance() {
+        let e = |trusted: bool, provenance: bool| Evidence {
+            publisher: if trusted {
+                PublisherEvidence::Trusted
+            } else {
+                PublisherEvidence::Token
+            },
+            provenance,
+        };
+        assert!(e(false, true).weaker_than(&e(true, true)));
+        assert!(e(true, false).weaker_than(&e(true, true)));
+        assert!(!e(true, true).weaker_than(&e(false, false)));
+        assert!(!e(false, false).weaker_than(&e(false, false)));
+        assert_eq!(e(true, false).describe(), "trusted publisher, no provenance");
+    }
+
+    #[test]
+    fn a_sealed_trusted_run_statement_verifies_and_summarises() {
+        let key = SecretKey::generate().unwrap();
+        let digest = Sha256Digest::of(b"container");
+        let run = TrustedRun {
+            issuer: "https://token.actions.githubusercontent.com",
+            repository: "acme/calc",
+            workflow: "release.yml",
+            git_ref: Some("refs/tags/v1.0.0"),
+            commit: Some("4f2b"),
+            run_id: Some("42"),
+            environment: None,
+        };
+        let statement = trusted_run_statement("tool/calc@1.0.0", &digest, &run, "reg");
+        let envelope = seal(&statement, &key, "k");
+        let verified = verify(&envelope, &[key.public_key()], &digest).unwrap();
+        let s = summary(&verified.statement);
+        assert_eq!(s.repository.as_deref(), Some("acme/calc"));
+        assert_eq!(s.workflow.as_deref(), Some("release.yml"));
+        assert_eq!(s.commit.as_deref(), Some("4f2b"));
     }
 }

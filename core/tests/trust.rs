@@ -30,6 +30,7 @@ fn tool(name: &str, version: &str, capabilities: &[&str]) -> ToolCapabilities {
             version: Version::parse(version).unwrap(),
         },
         capabilities: capabilities.iter().map(|c| c.parse().unwrap()).collect(),
+        evidence: None,
     }
 }
 
@@ -379,6 +380,39 @@ fn new_endpoints_and_oauth_raise_risk() {
     assert_eq!(
         changes(&diff(&old, &moved), ChangeClass::HttpTool),
         [(ChangeKind::Changed, "post_report".to_owned(), true)]
+    );
+}
+
+#[test]
+fn a_pin_published_with_weaker_evidence_raises_risk() {
+    use agentlang_core::provenance::{Evidence, PublisherEvidence::*};
+    let pkg = package(&load_fixture("stripe-ops"));
+    let at = |version: &str, publisher, provenance| ToolCapabilities {
+        evidence: Some(Evidence {
+            publisher,
+            provenance,
+        }),
+        ..tool("web_fetch", version, &["network"])
+    };
+    let old = AgentTrust::of(&pkg, &[at("1.0.3", Trusted, true)]);
+    for weaker in [at("1.0.4", Token, true), at("1.0.4", Trusted, false)] {
+        let d = diff(&old, &AgentTrust::of(&pkg, &[weaker]));
+        assert_eq!(
+            changes(&d, ChangeClass::Evidence),
+            [(ChangeKind::Changed, "web_fetch@1.0.4".to_owned(), true)]
+        );
+        assert!(d.raises_risk());
+    }
+    let d = diff(&old, &AgentTrust::of(&pkg, &[at("1.0.4", Trusted, true)]));
+    assert!(changes(&d, ChangeClass::Evidence).is_empty());
+    assert!(!d.raises_risk(), "{d:?}");
+    // Unknown evidence on either side says nothing.
+    let d = diff(&old, &AgentTrust::of(&pkg, &[tool("web_fetch", "1.0.4", &["network"])]));
+    assert!(changes(&d, ChangeClass::Evidence).is_empty());
+    let line = diff(&old, &AgentTrust::of(&pkg, &[at("1.0.4", Token, false)])).changes[0].describe();
+    assert_eq!(
+        line,
+        "~ publisher evidence web_fetch@1.0.4 (Low): trusted publisher, provenance -> token, no provenance  [raises risk]"
     );
 }
 

@@ -283,6 +283,8 @@ impl<'de> Deserialize<'de> for ToolAt {
 pub struct ToolCapabilities {
     pub tool: ToolAt,
     pub capabilities: Vec<Capability>,
+    /// How the pinned version was published, when the registry said.
+    pub evidence: Option<crate::provenance::Evidence>,
 }
 
 impl ToolCapabilities {
@@ -293,6 +295,7 @@ impl ToolCapabilities {
                 version: spec.version().clone(),
             },
             capabilities: spec.permissions().to_vec(),
+            evidence: None,
         }
     }
 }

@@ -22,6 +22,9 @@ pub enum ChangeClass {
     Sandbox,
     Context,
     Signer,
+    /// A tool's new pin was published with weaker evidence than the old
+    /// (trusted publisher to token, provenance to none).
+    Evidence,
 }
 
 impl ChangeClass {
@@ -35,6 +38,7 @@ impl ChangeClass {
             ChangeClass::Sandbox => "sandbox",
             ChangeClass::Context => "context",
             ChangeClass::Signer => "signer",
+            ChangeClass::Evidence => "publisher evidence",
         }
     }
 }
@@ -422,6 +426,19 @@ pub fn diff(old: &AgentTrust, new: &AgentTrust) -> TrustDiff {
                 ),
                 (Some(a), Some(b)) if a.tool.version != b.tool.version => {
                     let more = b.capabilities.iter().any(|c| !a.capabilities.contains(c));
+                    if let (Some(was), Some(now)) = (a.evidence, b.evidence)
+                        && now.weaker_than(&was)
+                    {
+                        push(
+                            ChangeClass::Evidence,
+                            ChangeKind::Changed,
+                            format!("{}@{}", subject, b.tool.version),
+                            Some(was.describe()),
+                            Some(now.describe()),
+                            risk(b),
+                            true,
+                        );
+                    }
                     push(
                         ChangeClass::Tool,
                         ChangeKind::Changed,

@@ -195,6 +195,10 @@ pub struct LockedToolFacts {
     pub tool: ToolAt,
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
     pub capabilities: Vec<Capability>,
+    /// How the pinned version was published, when known: `lock --update`
+    /// refuses weaker evidence than the previous pin's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::provenance::Evidence>,
 }
 
 /// A subagent of the package, with what it asks for itself.
@@ -312,6 +316,7 @@ impl AgentTrust {
             .map(|t| LockedToolFacts {
                 tool: t.tool.clone(),
                 capabilities: t.capabilities.clone(),
+                evidence: t.evidence,
             })
             .collect();
         trust.subagents = pkg

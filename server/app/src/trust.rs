@@ -53,6 +53,7 @@ pub async fn locked_tool_capabilities(
                     version: locked.version.clone(),
                 },
                 capabilities,
+                evidence: None,
             }
         })
         .collect())
