@@ -356,6 +356,24 @@ pub enum Command {
         /// Staged releases: stage the version for an owner to approve (`agentlang stage approve ID`) instead of publishing it
         #[arg(long)]
         stage: bool,
+        /// A DSSE envelope (in-toto statement, subject = the container's SHA-256, signed by one of your registered keys) to publish with it; see /docs/provenance
+        #[arg(long, value_name = "FILE")]
+        provenance: Option<PathBuf>,
+    },
+    /// Show a version's provenance (where and how it was built), verified here
+    #[command(
+        after_help = "Examples:
+  agentlang provenance web_search@1.2.0
+  agentlang provenance research-assistant@1.0.0 --kind agent --json
+
+The signature is checked with the key the envelope names (the publisher's registered key, or the registry's own for a trusted-publishing run) and the subject against the version's SHA-256. See /docs/provenance."
+    )]
+    Provenance {
+        /// NAME@VERSION
+        spec: String,
+        /// The package's kind [default: the one kind the registry has a package of that name in]
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
     },
     /// Download a package, check its hash and signature, and save it
     #[command(

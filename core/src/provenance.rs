@@ -8,7 +8,7 @@ use base64::Engine;
 use serde::Deserialize;
 
 use crate::digest::Sha256Digest;
-use crate::signing::{PublicKey, SecretKey};
+use crate::signing::PublicKey;
 
 /// Largest envelope accepted: a statement with a few subjects fits easily,
 /// and the bound keeps a publish request's side part small.
@@ -139,7 +139,7 @@ pub fn verify(
 }
 
 /// What a reader is shown of a SLSA v1 GitHub Actions predicate.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct Summary {
     pub repository: Option<String>,
     pub workflow: Option<String>,
@@ -219,11 +219,16 @@ impl Evidence {
     }
 }
 
-/// A DSSE envelope of `statement` signed by `key`, named `keyid`: what the
-/// registry serves for a version built in a trusted-publishing run.
-pub fn seal(statement: &serde_json::Value, key: &SecretKey, keyid: &str) -> Vec<u8> {
+/// A DSSE envelope of `statement`, its PAE signed by `sign` (Ed25519), the
+/// signature named `keyid`: what the registry serves for a version built in
+/// a trusted-publishing run.
+pub fn seal(
+    statement: &serde_json::Value,
+    sign: impl FnOnce(&[u8]) -> [u8; 64],
+    keyid: &str,
+) -> Vec<u8> {
     let body = serde_json::to_vec(statement).unwrap_or_default();
-    let sig = key.sign(&pae(IN_TOTO_PAYLOAD_TYPE, &body));
+    let sig = sign(&pae(IN_TOTO_PAYLOAD_TYPE, &body));
     let e = base64::engine::general_purpose::STANDARD;
     serde_json::to_vec(&serde_json::json!({
         "payloadType": IN_TOTO_PAYLOAD_TYPE,
@@ -298,6 +303,7 @@ pub fn trusted_run_statement(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signing::SecretKey;
 
     fn envelope(key: &SecretKey, digest: &str) -> Vec<u8> {
         let statement = serde_json::json!({
@@ -306,7 +312,7 @@ mod tests {
             "predicateType": SLSA_V1,
             "predicate": {},
         });
-        seal(&statement, key, "")
+        seal(&statement, |m| key.sign(m), "")
     }
 
     #[test]
@@ -414,7 +420,7 @@ mod tests {
             environment: None,
         };
         let statement = trusted_run_statement("tool/calc@1.0.0", &digest, &run, "reg");
-        let envelope = seal(&statement, &key, "k");
+        let envelope = seal(&statement, |m| key.sign(m), "k");
         let verified = verify(&envelope, &[key.public_key()], &digest).unwrap();
         let s = summary(&verified.statement);
         assert_eq!(s.repository.as_deref(), Some("acme/calc"));

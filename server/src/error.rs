@@ -206,6 +206,7 @@ fn service_problem(err: &ServiceError) -> ProblemType {
         E::VersionStaged(_) => ProblemType::VersionStaged,
         E::StagingRequired(_) => ProblemType::StagingRequired,
         E::StagedDecided(_) => ProblemType::StagedDecided,
+        E::ProvenanceInvalid(_) => ProblemType::ProvenanceInvalid,
     }
 }
 
@@ -556,6 +557,8 @@ pub enum ProblemType {
     VersionStaged,
     StagingRequired,
     StagedDecided,
+    // Provenance.
+    ProvenanceInvalid,
 }
 
 impl From<app::trusted_publishing::OidcRefusal> for ProblemType {
@@ -1026,6 +1029,12 @@ impl ProblemType {
                 409,
                 "The staged version was decided",
                 "It was approved or rejected already (`detail` says which); a decision is final. `GET /api/v1/staged/{id}` shows its state. See /docs/staged-releases.",
+            ),
+            Self::ProvenanceInvalid => (
+                "provenance-invalid",
+                422,
+                "The provenance does not verify",
+                "The `provenance` part of the publish is not a DSSE envelope of an in-toto Statement v1 (at most 64 KiB and 4 signatures), no signature verifies with a registered, unrevoked key of the publisher, or no subject names the container's SHA-256 (`detail` says which). Nothing was published. See /docs/provenance.",
             ),
         }
     }

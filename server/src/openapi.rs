@@ -128,6 +128,8 @@ use crate::{
         routes::staging::download_staged,
         routes::staging::approve_staged,
         routes::staging::reject_staged,
+        // Provenance.
+        routes::provenance::get_provenance,
     ),
     components(schemas(
         error::Problem,

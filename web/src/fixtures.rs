@@ -291,6 +291,12 @@ pub fn artifact() -> ArtifactView {
             key_revoked_at: Some(jan(25)),
         },
         log_index: Some(1_207),
+        built_by: Some(BuiltBy {
+            repository: Some("acme/support-agent".to_owned()),
+            workflow: Some(".github/workflows/release.yml".to_owned()),
+            commit: Some("4f2b9c1e".to_owned()),
+            href: "/api/v1/agents/support-agent/1.4.2/provenance".to_owned(),
+        }),
     }
 }
 

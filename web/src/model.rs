@@ -212,6 +212,19 @@ pub struct ArtifactView {
     pub signer: SignerView,
     /// The transparency-log entry that recorded the publish.
     pub log_index: Option<u64>,
+    /// Its provenance's account of the build, when it has provenance.
+    pub built_by: Option<BuiltBy>,
+}
+
+/// "Built by <repository> <workflow> at <commit>", from the version's
+/// verified provenance (docs/provenance.md).
+#[derive(Debug, Clone)]
+pub struct BuiltBy {
+    pub repository: Option<String>,
+    pub workflow: Option<String>,
+    pub commit: Option<String>,
+    /// The provenance document (`/api/v1/{kind}/{name}/{version}/provenance`).
+    pub href: String,
 }
 
 impl ArtifactView {

@@ -18,6 +18,7 @@ mod owner;
 mod prompt;
 mod publish;
 mod publishing;
+mod provenance;
 mod pull;
 mod quality;
 mod run;
@@ -196,7 +197,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         } => diff::run(&env, &from, &to, exit_code),
         Command::Build(args) => build::run(&env, &args),
         Command::Quality { dir, review } => quality::run(&env, &dir, review),
-        Command::Publish { path, build, stage } => publish::run(&env, &path, &build, stage),
+        Command::Publish {
+            path,
+            build,
+            stage,
+            provenance,
+        } => publish::run(&env, &path, &build, stage, provenance.as_deref()),
+        Command::Provenance { spec, kind } => provenance::run(&env, &spec, kind),
         // Staged releases.
         Command::Stage(command) => stage::run(&env, command),
         Command::Log(LogCommand::Verify) => log::verify(&env),

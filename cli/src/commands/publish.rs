@@ -5,12 +5,24 @@ use std::{fs, path::Path, process::ExitCode};
 
 use agentlang_core::grants::PromptMode;
 use anyhow::{Context, Result};
-use reqwest::blocking::Body;
+use reqwest::blocking::{
+    Body,
+    multipart::{Form, Part},
+};
 use serde_json::{Value, json};
 
 use crate::{args::BuildKeys, build, client::Bound, container_file, env::Env, progress};
 
-pub fn run(env: &Env, path: &Path, keys: &BuildKeys, stage: bool) -> Result<ExitCode> {
+pub fn run(
+    env: &Env,
+    path: &Path,
+    keys: &BuildKeys,
+    stage: bool,
+    provenance: Option<&Path>,
+) -> Result<ExitCode> {
+    // Read before anything is built or sent: a missing or oversized file
+    // fails here.
+    let envelope = provenance.map(read_envelope).transpose()?;
     let built = if path.is_dir() {
         let built = build::build_dir(env, path, keys, None)?;
         if !env.out.json {
@@ -37,21 +49,35 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys, stage: bool) -> Result<Exit
         Some(len),
         &format!("uploading {}@{}", m.name(), m.version()),
     );
-    let body = Body::sized(bar.wrap_read(reader), len);
     // The upload may take long but not for ever: the answer must come
     // within the time the bytes take at the slowest rate tolerated.
-    let sent = client.send(
-        client
-            // Staged releases: `?stage=true` stores it for an owner to approve.
-            .post(if stage {
-                "/api/v1/publish?stage=true"
-            } else {
-                "/api/v1/publish"
-            })
+    let request = client
+        // Staged releases: `?stage=true` stores it for an owner to approve.
+        .post(if stage {
+            "/api/v1/publish?stage=true"
+        } else {
+            "/api/v1/publish"
+        })
+        .timeout(client.timeouts().transfer(len));
+    let request = match envelope {
+        // Provenance: a form of the container and the envelope.
+        Some(envelope) => request.multipart(
+            Form::new()
+                .part(
+                    "container",
+                    Part::reader_with_length(bar.wrap_read(reader), len)
+                        .mime_str("application/octet-stream")?,
+                )
+                .part(
+                    "provenance",
+                    Part::bytes(envelope).mime_str("application/json")?,
+                ),
+        ),
+        None => request
             .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
-            .timeout(client.timeouts().transfer(len))
-            .body(body),
-    );
+            .body(Body::sized(bar.wrap_read(reader), len)),
+    };
+    let sent = client.send(request);
     bar.finish_and_clear();
     let response = sent.with_context(|| format!("publishing {}@{}", m.name(), m.version()))?;
     // 200 rather than 201: these exact bytes were this version already.
@@ -105,4 +131,18 @@ pub fn run(env: &Env, path: &Path, keys: &BuildKeys, stage: bool) -> Result<Exit
         },
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The provenance file, within the registry's bound.
+fn read_envelope(path: &Path) -> Result<Vec<u8>> {
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if bytes.len() > agentlang_core::provenance::MAX_ENVELOPE_BYTES {
+        anyhow::bail!(
+            "{} is {} bytes; a provenance envelope is at most {} bytes",
+            path.display(),
+            bytes.len(),
+            agentlang_core::provenance::MAX_ENVELOPE_BYTES
+        );
+    }
+    Ok(bytes)
 }

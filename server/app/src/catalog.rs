@@ -204,6 +204,8 @@ pub struct VersionPage {
     pub dependents: Vec<DependentRow>,
     /// Whether the viewer (a signed-in account) owns the package.
     pub viewer_owns: bool,
+    /// What its provenance says of the build (docs/provenance.md).
+    pub provenance: Option<agentlang_core::provenance::Summary>,
 }
 
 impl VersionPage {
@@ -259,7 +261,15 @@ pub async fn version_page(
         Some(account_id) => registry.db.is_owner(page.package.id, account_id).await?,
         None => false,
     };
+    // Read only for a version that has one.
+    let provenance = match record.provenance_sha256 {
+        Some(_) => crate::provenance::of_version(registry, record.id)
+            .await?
+            .map(|p| p.summary),
+        None => None,
+    };
     Ok(Some(VersionPage {
+        provenance,
         page,
         shown,
         signer,

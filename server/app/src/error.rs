@@ -214,6 +214,10 @@ pub enum ServiceError {
     /// already.
     #[error("{0}")]
     StagedDecided(String),
+    /// Provenance: the envelope sent with a publish does not verify, or
+    /// does not name the container (docs/provenance.md).
+    #[error("{0}")]
+    ProvenanceInvalid(String),
 }
 
 impl ServiceError {

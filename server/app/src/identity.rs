@@ -178,6 +178,19 @@ impl RegistryIdentity {
     }
 
     /// The public key as a JWK, named by its key id.
+    /// An Ed25519 signature of `message` with the identity key: the
+    /// registry's provenance statements (docs/provenance.md), which a
+    /// reader checks with the key `/.well-known/jwks.json` names.
+    pub fn sign_bytes(&self, message: &[u8]) -> [u8; 64] {
+        use ed25519_dalek::Signer as _;
+        self.signing_key.sign(message).to_bytes()
+    }
+
+    /// The identity's Ed25519 public key, raw.
+    pub fn raw_public_key(&self) -> [u8; 32] {
+        self.signing_key.verifying_key().to_bytes()
+    }
+
     pub fn jwk(&self) -> Jwk {
         Jwk::ed25519(&self.signing_key.verifying_key(), self.key_id.as_str())
     }

@@ -37,6 +37,7 @@ pub mod owners;
 pub mod packages;
 pub mod passwords;
 pub mod protocols;
+pub mod provenance;
 pub mod publish;
 pub mod publish_queue;
 pub mod publishing_policy;

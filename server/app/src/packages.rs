@@ -9,6 +9,7 @@ use agentlang_core::{
     crypt::PromptKeyId,
     grants::PromptMode,
     package::Members,
+    provenance::Evidence,
     signing::KeyId,
     trust::AgentTrust,
 };
@@ -112,6 +113,9 @@ pub struct VersionView {
     /// included), as the index spells it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_index: Option<i64>,
+    /// How it was published: through trusted publishing or with a token,
+    /// and whether it has provenance (docs/provenance.md).
+    pub evidence: Evidence,
 }
 
 pub use crate::tlog::LogRef;
@@ -159,6 +163,9 @@ pub struct IndexEntry {
     /// start-up backfill logs versions published before the log.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_index: Option<i64>,
+    /// How it was published (docs/provenance.md): clients may refuse a
+    /// version with weaker evidence than its predecessor's.
+    pub evidence: Evidence,
 }
 
 /// Every live version of a package, oldest first, for client-side
@@ -283,6 +290,10 @@ impl Lookups {
             prompt_key_id: record.prompt_key_id,
             log: record.log_index.map(|index| LogRef { index }),
             log_index: record.log_index,
+            evidence: crate::provenance::evidence(
+                record.trusted,
+                record.provenance_sha256.is_some(),
+            ),
         }
     }
 }
@@ -428,6 +439,7 @@ pub async fn get_index(
                 dependencies: v.dependencies,
                 published_at: rfc3339(v.published_at),
                 log_index: v.log_index,
+                evidence: crate::provenance::evidence(v.trusted, v.provenance),
             })
             .collect(),
     })

@@ -397,6 +397,9 @@ pub struct Publishing {
     pub limit: u64,
     /// Staged releases: store the version staged (`?stage=true`).
     pub stage: bool,
+    /// Provenance: the DSSE envelope sent with the container, at most
+    /// `provenance::MAX_ENVELOPE_BYTES` (docs/provenance.md).
+    pub provenance: Option<Vec<u8>>,
 }
 
 /// Everything a publish can refuse before its body: the token's `publish`
@@ -424,6 +427,7 @@ pub async fn begin_publish(
         check,
         limit,
         stage: false,
+        provenance: None,
     })
 }
 
@@ -438,10 +442,15 @@ pub async fn complete_publish(
         check,
         upload,
         stage,
+        provenance,
         ..
     } = publishing;
     let (upload, container) = upload.finish().await?;
-    publish(registry, auth, &check, &upload, container, stage).await
+    let sent = Sent {
+        stage,
+        provenance,
+    };
+    publish(registry, auth, &check, &upload, container, sent).await
 }
 
 /// How a publish ended.
@@ -1037,6 +1046,15 @@ pub(crate) async fn check_contents(
     })
 }
 
+/// What a publish request asked beyond its container.
+#[derive(Debug, Default)]
+pub struct Sent {
+    /// Store the version staged.
+    pub stage: bool,
+    /// The provenance envelope sent with it.
+    pub provenance: Option<Vec<u8>>,
+}
+
 /// Verifies and publishes a spooled container for `auth`. The upload limit
 /// bounds the compressed container.
 pub async fn publish(
@@ -1045,8 +1063,9 @@ pub async fn publish(
     check: &ManifestCheck,
     upload: &SpooledUpload,
     container: Container,
-    stage: bool,
+    sent: Sent,
 ) -> Result<PublishOutcome, ServiceError> {
+    let stage = sent.stage;
     auth.require(Scope::Publish)?;
     auth.require_package(container.manifest().name())?;
     let signer = check_signer(registry, check, &container).await?;
@@ -1073,6 +1092,15 @@ pub async fn publish(
         trust,
     } = check_contents(registry, &container, definition, &signer).await?;
     let manifest_json: Value = serde_json::to_value(manifest).map_err(ServiceError::internal)?;
+    let provenance = crate::provenance::for_publish(
+        registry,
+        auth.trusted.as_deref(),
+        Arc::clone(&check.keys),
+        sent.provenance,
+        (kind, name, version),
+        &upload.sha256,
+    )
+    .await?;
     if stage {
         let staged = crate::stage::stage(
             registry,
@@ -1080,12 +1108,13 @@ pub async fn publish(
             (upload.path(), &upload.sha256, upload.size),
             &container,
             &signer,
+            provenance.as_ref(),
         )
         .await?;
         return Ok(PublishOutcome::Staged(Box::new(staged)));
     }
 
-    let log_entry = tlog::publish_entry(
+    let mut log_entry = tlog::publish_entry(
         kind,
         name,
         version,
@@ -1093,6 +1122,7 @@ pub async fn publish(
         Some(signer.as_str()),
         auth.username.as_str(),
     );
+    log_entry.provenance = provenance.as_ref().map(|p| p.sha256.to_hex());
     // Refused before anything is written: an entry the log's bundles
     // could not serve would break them for good. The parsed fields' own
     // bounds keep every entry far below this.
@@ -1122,6 +1152,7 @@ pub async fn publish(
         publisher: auth.account_id,
         log_entry,
         publisher_identity: crate::trusted_publishing::publisher_identity(auth),
+        provenance,
     };
     let (new, committed) = registry.publish_queue.commit(new).await?;
     let published = match committed {
@@ -1197,5 +1228,9 @@ pub async fn publish(
             index: published.log_index,
         }),
         log_index: Some(published.log_index),
+        evidence: crate::provenance::evidence(
+            auth.trusted.is_some(),
+            new.provenance.is_some(),
+        ),
     })))
 }

@@ -148,6 +148,7 @@ pub async fn stage(
     upload: (&Path, &Sha256Digest, u64),
     container: &Container,
     signer: &KeyId,
+    provenance: Option<&store::packages::NewProvenance>,
 ) -> Result<StagedView, ServiceError> {
     let (path, sha256, size) = upload;
     let manifest = container.manifest();
@@ -161,6 +162,7 @@ pub async fn stage(
         auth.username.as_str(),
     );
     entry.op = LogOp::Stage;
+    entry.provenance = provenance.map(|p| p.sha256.to_hex());
     tlog::check_servable(&entry)?;
     let package_id = registry.db.find_package(kind, name).await?.map(|p| p.id);
     registry.blobs.put_file(path, sha256).await?;
@@ -177,7 +179,7 @@ pub async fn stage(
             signer_key_id: Some(signer.as_str()),
             staged_by: auth.account_id,
             publisher_identity: crate::trusted_publishing::publisher_identity(auth),
-            provenance: None,
+            provenance: provenance.map(|p| p.envelope.clone()),
             log_entry: &entry,
         })
         .await;

@@ -288,6 +288,20 @@ pub async fn approve(
         auth.username.as_str(),
     );
     log_entry.staged = u64::try_from(record.stage_log_index).ok();
+    let provenance = match record.provenance.clone() {
+        Some(envelope) => Some(
+            crate::provenance::recheck_staged(
+                registry,
+                record.staged_by,
+                record.publisher_identity.is_some(),
+                envelope,
+                record.sha256,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    log_entry.provenance = provenance.as_ref().map(|p| p.sha256.to_hex());
     tlog::check_servable(&log_entry)?;
     let new = NewVersion {
         kind,
@@ -312,6 +326,7 @@ pub async fn approve(
         publisher: record.staged_by,
         log_entry,
         publisher_identity: record.publisher_identity.clone(),
+        provenance,
     };
     let (_, committed) = registry.publish_queue.commit(new).await?;
     if let Err(err) = committed {

@@ -126,6 +126,17 @@ pub(super) fn artifact(found: &VersionPage) -> ArtifactView {
             key_revoked_at,
         },
         log_index: v.log_index.and_then(|i| u64::try_from(i).ok()),
+        built_by: found.provenance.as_ref().map(|p| BuiltBy {
+            repository: p.repository.clone(),
+            workflow: p.workflow.clone(),
+            commit: p.commit.clone(),
+            href: format!(
+                "/api/v1/{}/{}/{}/provenance",
+                found.page.package.kind.plural(),
+                found.page.package.name,
+                v.version
+            ),
+        }),
     }
 }
 

@@ -17,6 +17,7 @@ pub mod moltspeak;
 pub mod owners;
 pub mod packages;
 pub mod protocols;
+pub mod provenance;
 pub mod publish;
 pub mod publishing_policy;
 pub mod quality;
@@ -124,6 +125,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(staging::download_staged)
         .service(staging::approve_staged)
         .service(staging::reject_staged)
+        .service(provenance::get_provenance)
         // `all.zip` before `{id}`, which it would match.
         .service(advisories::publish_advisory)
         .service(advisories::list_advisories)

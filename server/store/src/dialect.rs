@@ -117,7 +117,8 @@ pub(crate) const SEARCH_COUNT: Texts = Texts {
 
 /// Packages of `kind` by normalized name, each one row with its live
 /// versions and their tool dependencies aggregated into a JSON array of
-/// `[id, version, sha256, yanked, {name: requirement}]`; ends with `IN (`
+/// `[id, version, sha256, yanked, {name: requirement}, published_at,
+/// log_index, quarantined, trusted, provenance]`; ends with `IN (`
 /// for `select_in!`. `kind` is one of the enum's fixed words, never input.
 pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
     let kind = kind.as_str();
@@ -133,7 +134,9 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                                 EXISTS (SELECT 1 FROM statuses s
                                         WHERE s.package_id = v.package_id
                                           AND s.status = 'quarantined'
-                                          AND s.version_id IN (0, v.id))))
+                                          AND s.version_id IN (0, v.id)),
+                                v.publisher_identity IS NOT NULL,
+                                v.provenance_sha256 IS NOT NULL))
                      FROM versions v
                      WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
@@ -151,7 +154,9 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                                 EXISTS (SELECT 1 FROM statuses s
                                         WHERE s.package_id = v.package_id
                                           AND s.status = 'quarantined'
-                                          AND s.version_id IN (0, v.id)))), '[]'::json)::text
+                                          AND s.version_id IN (0, v.id)),
+                                v.publisher_identity IS NOT NULL,
+                                v.provenance_sha256 IS NOT NULL)), '[]'::json)::text
                      FROM versions v
                      WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("

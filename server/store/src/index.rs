@@ -32,6 +32,10 @@ pub struct IndexVersion {
     /// Quarantined, itself or with its package (docs/statuses.md): listed,
     /// never resolved.
     pub quarantined: bool,
+    /// Published through trusted publishing.
+    pub trusted: bool,
+    /// Has a verified provenance statement.
+    pub provenance: bool,
 }
 
 /// A package with its live versions in SemVer order, oldest first.
@@ -77,6 +81,8 @@ struct ListedVersion {
     published_at: i64,
     log_index: Option<i64>,
     quarantined: Flag,
+    trusted: Flag,
+    provenance: Flag,
 }
 
 /// A boolean as either database writes it into JSON: SQLite as 0 or 1.
@@ -197,6 +203,8 @@ impl Db {
                         published_at: v.published_at,
                         log_index: v.log_index,
                         quarantined: v.quarantined.0,
+                        trusted: v.trusted.0,
+                        provenance: v.provenance.0,
                     })
                     .collect();
                 // SQL cannot order prerelease identifiers; semver can.

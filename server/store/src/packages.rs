@@ -81,6 +81,10 @@ pub struct VersionRecord {
     /// The id of the key that sealed the prompt, when the manifest
     /// records it.
     pub prompt_key_id: Option<PromptKeyId>,
+    /// Published through trusted publishing (`publisher_identity` is set).
+    pub trusted: bool,
+    /// Of its provenance envelope, when it has one.
+    pub provenance_sha256: Option<Sha256Digest>,
 }
 
 /// A dependency edge of a version: `name` at `requirement`.
@@ -137,6 +141,46 @@ pub struct NewVersion {
     /// Trusted publishing: the OIDC identity that published it, as JSON;
     /// `None` for an ordinary token.
     pub publisher_identity: Option<String>,
+    /// Its verified provenance (docs/provenance.md).
+    pub provenance: Option<NewProvenance>,
+}
+
+/// A version's verified provenance, stored in its publish's transaction.
+#[derive(Debug, Clone)]
+pub struct NewProvenance {
+    /// The DSSE envelope exactly as it will be served.
+    pub envelope: String,
+    /// Of `envelope`'s bytes; the publish's log entry names it.
+    pub sha256: Sha256Digest,
+    /// `core::provenance::Summary` as JSON.
+    pub summary: String,
+    pub source: ProvenanceSource,
+}
+
+/// Who signed a version's provenance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProvenanceSource {
+    /// A registered key of the publisher.
+    Publisher,
+    /// The registry, from a trusted-publishing run it checked.
+    Registry,
+}
+
+impl ProvenanceSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProvenanceSource::Publisher => "publisher",
+            ProvenanceSource::Registry => "registry",
+        }
+    }
+}
+
+/// A stored provenance, as `GET …/{version}/provenance` serves it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoredProvenance {
+    pub envelope: String,
+    pub summary: String,
+    pub source: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -481,7 +525,7 @@ macro_rules! publish_round {
                                            sha256, size, signer_key_id, manifest, spec, lockfile,
                                            published_by, published_at, quality_report, extras,
                                            max_risk, log_index, prompt_mode, prompt_key_id,
-                                           publisher_identity) ",
+                                           publisher_identity, provenance_sha256) ",
                 );
                 let mut log_index = first_log_index;
                 versions.push_values(
@@ -509,7 +553,8 @@ macro_rules! publish_round {
                             .push_bind(log_index)
                             .push_bind(new.prompt_mode)
                             .push_bind(new.prompt_key_id.clone())
-                            .push_bind(new.publisher_identity.clone());
+                            .push_bind(new.publisher_identity.clone())
+                            .push_bind(new.provenance.as_ref().map(|p| p.sha256));
                         log_index += 1;
                     },
                 );
@@ -562,6 +607,25 @@ macro_rules! publish_round {
                             .push_bind(dep.requirement.to_string());
                     });
                     insert.build().execute(&mut **tx).await?;
+                }
+                // Provenance: at most one envelope (64 KiB) per version.
+                for (&(i, _), &(package_id, _)) in accepted.iter().zip(&packages) {
+                    let Some(provenance) = &round[i].provenance else {
+                        continue;
+                    };
+                    let Some(&version_id) = version_ids.get(&package_id) else {
+                        return Err(Attempt::Failed(PublishError::Db(sqlx::Error::RowNotFound)));
+                    };
+                    sqlx::query(
+                        "INSERT INTO version_provenance (version_id, envelope, summary, source)
+                         VALUES ($1, $2, $3, $4)",
+                    )
+                    .bind(version_id)
+                    .bind(&provenance.envelope)
+                    .bind(&provenance.summary)
+                    .bind(provenance.source.as_str())
+                    .execute(&mut **tx)
+                    .await?;
                 }
                 // Staged releases: an approval (its entry names the stage
                 // entry) marks its staged row approved, in this
@@ -830,7 +894,8 @@ impl Db {
             sqlx::query_as::<_, VersionRecord>(
                 "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
                         lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
-                        downloads, extras, log_index, prompt_mode, prompt_key_id
+                        downloads, extras, log_index, prompt_mode, prompt_key_id,
+                        publisher_identity IS NOT NULL AS trusted, provenance_sha256
                  FROM versions
                  WHERE package_id = $1 AND major = $2 AND minor = $3 AND patch = $4
                    AND prerelease = $5",
@@ -845,13 +910,29 @@ impl Db {
         })
     }
 
+    /// A version's stored provenance (docs/provenance.md).
+    pub async fn version_provenance(
+        &self,
+        version_id: i64,
+    ) -> Result<Option<StoredProvenance>, sqlx::Error> {
+        with_pool!(self, pool => {
+            sqlx::query_as::<_, StoredProvenance>(
+                "SELECT envelope, summary, source FROM version_provenance WHERE version_id = $1",
+            )
+            .bind(version_id)
+            .fetch_optional(pool)
+            .await
+        })
+    }
+
     /// The package's live versions, newest first by SemVer precedence.
     pub async fn list_versions(&self, package_id: i64) -> Result<Vec<VersionRecord>, sqlx::Error> {
         let mut versions: Vec<VersionRecord> = with_pool!(self, pool => {
             sqlx::query_as::<_, VersionRecord>(
                 "SELECT id, package_id, version, sha256, size, signer_key_id, manifest, spec,
                         lockfile, yanked, yank_reason, published_by, published_at, deleted_at,
-                        downloads, extras, log_index, prompt_mode, prompt_key_id
+                        downloads, extras, log_index, prompt_mode, prompt_key_id,
+                        publisher_identity IS NOT NULL AS trusted, provenance_sha256
                  FROM versions WHERE package_id = $1 AND deleted_at IS NULL",
             )
             .bind(package_id)

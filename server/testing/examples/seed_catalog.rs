@@ -342,6 +342,7 @@ impl Seeder {
         self.db
             .publish_version(&NewVersion {
                 publisher_identity: None,
+                provenance: None,
                 kind: r.kind,
                 name: r.name,
                 version: r.version,

@@ -676,6 +676,18 @@ impl TestApp {
     }
 
     /// The in-process registry's storage, opened beside it ([`Store`]).
+    /// Every transparency-log entry, parsed, oldest first.
+    pub async fn log_entries(&self) -> Vec<Value> {
+        let db = &self.store().db;
+        let count = db.log_entry_count().await.expect("log size");
+        db.log_entries(0, count)
+            .await
+            .expect("log entries")
+            .into_iter()
+            .map(|(_, bytes)| serde_json::from_slice(&bytes).expect("a log entry is JSON"))
+            .collect()
+    }
+
     pub fn store(&self) -> &Store {
         match &self.server {
             Server::InProcess { store, .. } => store,

@@ -190,6 +190,7 @@ pub async fn seed_version(
         .db
         .publish_version(&NewVersion {
             publisher_identity: None,
+            provenance: None,
             kind,
             name: name.clone(),
             version: version.clone(),
@@ -471,6 +472,7 @@ pub async fn store_container(store: &Store, kind: Kind, bytes: Vec<u8>, publishe
         .db
         .publish_version(&NewVersion {
             publisher_identity: None,
+            provenance: None,
             kind,
             name: name.clone(),
             version: version.clone(),

@@ -67,18 +67,6 @@ async fn post_ok(app: &TestApp, token: &str, body: &Value, status: StatusCode) -
         .unwrap()
 }
 
-/// Every log entry, parsed.
-async fn log_entries(app: &TestApp) -> Vec<Value> {
-    let db = &app.store().db;
-    let count = db.log_entry_count().await.unwrap();
-    db.log_entries(0, count)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(_, bytes)| serde_json::from_slice(&bytes).unwrap())
-        .collect()
-}
-
 /// The problem's `(field, message)`s.
 fn fields(problem: &Value) -> Vec<(String, String)> {
     problem["errors"]
@@ -139,7 +127,7 @@ async fn owners_publish_for_their_packages_and_admins_for_any(backend: Backend) 
     let document: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(document["id"], id.as_str());
     assert_eq!(document["schema_version"], "1.7.5");
-    let entries = log_entries(&app).await;
+    let entries = app.log_entries().await;
     let index = usize::try_from(written["log"]["index"].as_i64().unwrap()).unwrap();
     let entry = &entries[index];
     assert_eq!(entry["op"], "advisory", "{entry}");
@@ -318,7 +306,7 @@ async fn updates_need_a_newer_modified_and_withdrawals_are_served(backend: Backe
     assert_eq!(served["withdrawn"], "2026-02-03T00:00:00Z");
     let audit = audit(&app, &lock(&[("web-fetch", "1.0.0")], &[])).await;
     assert_eq!(audit["advisories"], json!([]), "{audit}");
-    let entries = log_entries(&app).await;
+    let entries = app.log_entries().await;
     let advisory_entries: Vec<&Value> = entries.iter().filter(|e| e["op"] == "advisory").collect();
     assert_eq!(advisory_entries.len(), 3);
     assert_eq!(advisory_entries[2]["modified"], "2026-02-03T00:00:00Z");

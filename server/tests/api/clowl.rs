@@ -74,6 +74,7 @@ pub async fn publish(
         .db
         .publish_version(&NewVersion {
             publisher_identity: None,
+            provenance: None,
             kind,
             name: name.clone(),
             version: version.clone(),

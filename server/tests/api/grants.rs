@@ -191,18 +191,6 @@ async fn fetched_key(
     String::from_utf8(grants::unwrap(identity, &body).unwrap().to_vec()).unwrap()
 }
 
-/// Every log entry, parsed.
-async fn log_entries(app: &TestApp) -> Vec<Value> {
-    let db = &app.store().db;
-    let count = db.log_entry_count().await.unwrap();
-    db.log_entries(0, count)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(_, bytes)| serde_json::from_slice(&bytes).unwrap())
-        .collect()
-}
-
 async fn execute(db: &Db, sql: &'static str) {
     match db {
         Db::Sqlite(pool) => sqlx::query(sql).execute(pool).await.map(drop),
@@ -457,7 +445,7 @@ async fn owners_grant_sealed_agents_and_only_grantees_fetch_the_key(backend: Bac
     let mut salt = [0u8; 32];
     hex::decode_to_slice(&salt_hex, &mut salt).unwrap();
     let commitment = grants::commitment(&salt, &Username::parse("bob").unwrap(), &key.id(), None);
-    let entries = log_entries(&app).await;
+    let entries = app.log_entries().await;
     let entry = &entries[usize::try_from(log_index).unwrap()];
     assert_eq!(entry["op"], "grant_add", "{entry}");
     assert_eq!(entry["kind"], "agent");
@@ -472,7 +460,7 @@ async fn owners_grant_sealed_agents_and_only_grantees_fetch_the_key(backend: Bac
     let replaced = json_of(res, StatusCode::OK).await;
     assert_eq!(replaced["versions"], "^1");
     assert_ne!(replaced["salt"], salt_hex.as_str());
-    let entries = log_entries(&app).await;
+    let entries = app.log_entries().await;
     let ops: Vec<&str> = entries.iter().filter_map(|e| e["op"].as_str()).collect();
     assert_eq!(ops.iter().filter(|op| **op == "grant_add").count(), 2);
     assert_eq!(ops.iter().filter(|op| **op == "grant_revoke").count(), 1);
@@ -593,7 +581,7 @@ async fn owners_grant_sealed_agents_and_only_grantees_fetch_the_key(backend: Bac
     assert_eq!(json_of(res, StatusCode::OK).await["grants"], json!([]));
 
     // Every grant entry names the agent and the owner, never bob.
-    let entries = log_entries(&app).await;
+    let entries = app.log_entries().await;
     let grant_entries: Vec<&Value> = entries
         .iter()
         .filter(|e| matches!(e["op"].as_str(), Some("grant_add" | "grant_revoke")))

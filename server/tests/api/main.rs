@@ -51,4 +51,6 @@ mod trusted_publishing;
 mod two_factor;
 // Staged releases.
 mod staging;
+// Provenance.
+mod provenance;
 mod witness;

@@ -711,6 +711,7 @@ async fn a_page_holds_at_most_100(backend: Backend) {
             .db
             .publish_version(&NewVersion {
                 publisher_identity: None,
+                provenance: None,
                 kind: Kind::Tool,
                 name: name.clone(),
                 version: version.clone(),

@@ -187,6 +187,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
         .db
         .publish_version(&NewVersion {
             publisher_identity: None,
+            provenance: None,
             kind: Kind::Agent,
             name: name.clone(),
             version,
@@ -229,6 +230,7 @@ async fn dependencies_are_stored_with_the_version(backend: Backend) {
         .db
         .publish_version(&NewVersion {
             publisher_identity: None,
+            provenance: None,
             kind: Kind::Agent,
             name: name.clone(),
             version: v2.clone(),
@@ -331,6 +333,7 @@ async fn publish_described(
         .db
         .publish_version(&NewVersion {
             publisher_identity: None,
+            provenance: None,
             kind,
             name: name.clone(),
             version: version.clone(),
@@ -437,6 +440,7 @@ async fn search_finds_packages_by_name_keyword_and_description(backend: Backend)
     let version = Version::parse("1.1.0").unwrap();
     db.publish_version(&NewVersion {
         publisher_identity: None,
+        provenance: None,
         kind: Kind::Tool,
         name: name.clone(),
         version: version.clone(),
@@ -643,6 +647,7 @@ async fn concurrent_publishes_have_one_winner(backend: Backend) {
 fn tool_version(name: &str, publisher: i64, dependencies: Vec<DependencyEdge>) -> NewVersion {
     NewVersion {
         publisher_identity: None,
+        provenance: None,
         kind: Kind::Tool,
         name: PackageName::new(name).unwrap(),
         version: Version::parse("1.0.0").unwrap(),
@@ -742,6 +747,7 @@ async fn a_batch_publishes_several_versions_of_one_package(backend: Backend) {
     };
     let at = |version: &str, description: &str, dependencies: Vec<DependencyEdge>| NewVersion {
         publisher_identity: None,
+        provenance: None,
         version: Version::parse(version).unwrap(),
         description: description.to_owned(),
         ..tool_version("twice", alice, dependencies)
@@ -843,6 +849,7 @@ async fn a_key_revoked_before_the_commit_refuses_its_publishes(backend: Backend)
     .unwrap();
     let signed = |name: &str, key: &KeyId| NewVersion {
         publisher_identity: None,
+        provenance: None,
         signer_key_id: Some(key.clone()),
         ..tool_version(name, alice, Vec::new())
     };

@@ -220,7 +220,45 @@ async fn a_trusted_identity_publishes_its_package_and_nothing_else(backend: Back
     assert_eq!(minted["packages"], json!(["tool/calc"]));
     let token = minted["token"].as_str().unwrap().to_owned();
     // Signed with the key of the account that added the trust (alice's).
-    published(&app, &token, tool(&alice.key, "calc", "1.1.0", &[])).await;
+    let calc = tool(&alice.key, "calc", "1.1.0", &[]);
+    let sha256 = agentlang_core::digest::Sha256Digest::of(&calc).to_hex();
+    let record = published(&app, &token, calc).await;
+    // Provenance made by the registry from the identity it checked, signed
+    // with the key its JWKS names, shown as the strongest evidence.
+    assert_eq!(
+        record["evidence"],
+        json!({"publisher": "trusted", "provenance": true})
+    );
+    let served = app
+        .get("/api/v1/tools/calc/1.1.0/provenance")
+        .await
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    let jwks: Value = app.get("/.well-known/jwks.json").await.json().await.unwrap();
+    let x = jwks["keys"][0]["x"].as_str().unwrap();
+    let raw: [u8; 32] = base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, x)
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let public = agentlang_core::signing::PublicKey::from_raw(&raw).unwrap();
+    let verified = agentlang_core::provenance::verify(
+        &served,
+        &[public],
+        &agentlang_core::digest::Sha256Digest::parse_hex(&sha256).unwrap(),
+    )
+    .unwrap();
+    let summary = agentlang_core::provenance::summary(&verified.statement);
+    assert_eq!(summary.repository.as_deref(), Some("acme/calc"));
+    assert_eq!(summary.workflow.as_deref(), Some("release.yml"));
+    assert_eq!(
+        summary.commit.as_deref(),
+        Some("0123456789abcdef0123456789abcdef01234567")
+    );
+    if let Some(python) = crate::provenance::dsse_python() {
+        crate::provenance::dsse_verified(&python, &served, &raw, &sha256);
+    }
     problem(
         publish(&app, &token, tool(&alice.key, "other", "1.1.0", &[])).await,
         StatusCode::FORBIDDEN,
