@@ -361,13 +361,11 @@ pub enum Command {
         provenance: Option<PathBuf>,
     },
     /// Show a version's provenance (where and how it was built), verified here
-    #[command(
-        after_help = "Examples:
+    #[command(after_help = "Examples:
   agentlang provenance web_search@1.2.0
   agentlang provenance research-assistant@1.0.0 --kind agent --json
 
-The signature is checked with the key the envelope names (the publisher's registered key, or the registry's own for a trusted-publishing run) and the subject against the version's SHA-256. See /docs/provenance."
-    )]
+The signature is checked with the key the envelope names (the publisher's registered key, or the registry's own for a trusted-publishing run) and the subject against the version's SHA-256. See /docs/provenance.")]
     Provenance {
         /// NAME@VERSION
         spec: String,

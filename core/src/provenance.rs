@@ -196,6 +196,19 @@ pub enum PublisherEvidence {
 }
 
 impl Evidence {
+    /// A version published through trusted publishing (`trusted`) or with
+    /// a token, with provenance or without.
+    pub fn of(trusted: bool, provenance: bool) -> Self {
+        Self {
+            publisher: if trusted {
+                PublisherEvidence::Trusted
+            } else {
+                PublisherEvidence::Token
+            },
+            provenance,
+        }
+    }
+
     /// True when `self` lacks something `before` had: a trusted publisher,
     /// or provenance.
     pub fn weaker_than(&self, before: &Evidence) -> bool {
@@ -391,19 +404,15 @@ mod tests {
 
     #[test]
     fn evidence_is_weaker_when_it_loses_a_trusted_publisher_or_provenance() {
-        let e = |trusted: bool, provenance: bool| Evidence {
-            publisher: if trusted {
-                PublisherEvidence::Trusted
-            } else {
-                PublisherEvidence::Token
-            },
-            provenance,
-        };
+        let e = Evidence::of;
         assert!(e(false, true).weaker_than(&e(true, true)));
         assert!(e(true, false).weaker_than(&e(true, true)));
         assert!(!e(true, true).weaker_than(&e(false, false)));
         assert!(!e(false, false).weaker_than(&e(false, false)));
-        assert_eq!(e(true, false).describe(), "trusted publisher, no provenance");
+        assert_eq!(
+            e(true, false).describe(),
+            "trusted publisher, no provenance"
+        );
     }
 
     #[test]

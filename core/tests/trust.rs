@@ -407,9 +407,13 @@ fn a_pin_published_with_weaker_evidence_raises_risk() {
     assert!(changes(&d, ChangeClass::Evidence).is_empty());
     assert!(!d.raises_risk(), "{d:?}");
     // Unknown evidence on either side says nothing.
-    let d = diff(&old, &AgentTrust::of(&pkg, &[tool("web_fetch", "1.0.4", &["network"])]));
+    let d = diff(
+        &old,
+        &AgentTrust::of(&pkg, &[tool("web_fetch", "1.0.4", &["network"])]),
+    );
     assert!(changes(&d, ChangeClass::Evidence).is_empty());
-    let line = diff(&old, &AgentTrust::of(&pkg, &[at("1.0.4", Token, false)])).changes[0].describe();
+    let line =
+        diff(&old, &AgentTrust::of(&pkg, &[at("1.0.4", Token, false)])).changes[0].describe();
     assert_eq!(
         line,
         "~ publisher evidence web_fetch@1.0.4 (Low): trusted publisher, provenance -> token, no provenance  [raises risk]"

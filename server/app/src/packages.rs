@@ -290,10 +290,7 @@ impl Lookups {
             prompt_key_id: record.prompt_key_id,
             log: record.log_index.map(|index| LogRef { index }),
             log_index: record.log_index,
-            evidence: crate::provenance::evidence(
-                record.trusted,
-                record.provenance_sha256.is_some(),
-            ),
+            evidence: Evidence::of(record.trusted, record.provenance_sha256.is_some()),
         }
     }
 }
@@ -439,7 +436,7 @@ pub async fn get_index(
                 dependencies: v.dependencies,
                 published_at: rfc3339(v.published_at),
                 log_index: v.log_index,
-                evidence: crate::provenance::evidence(v.trusted, v.provenance),
+                evidence: Evidence::of(v.trusted, v.provenance),
             })
             .collect(),
     })

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use agentlang_core::{
     Kind, PackageName, Version,
     digest::Sha256Digest,
-    provenance::{self, Evidence, PublisherEvidence, Summary, TrustedRun},
+    provenance::{self, Summary, TrustedRun},
     signing::PublicKey,
 };
 use store::keys::SigningKeyRecord;
@@ -22,18 +22,6 @@ use store::packages::{NewProvenance, ProvenanceSource};
 use crate::{ServiceError, oidc::TrustedIdentity, registry::Registry};
 
 pub use provenance::MAX_ENVELOPE_BYTES;
-
-/// The evidence a version record or index entry shows.
-pub fn evidence(trusted: bool, has_provenance: bool) -> Evidence {
-    Evidence {
-        publisher: if trusted {
-            PublisherEvidence::Trusted
-        } else {
-            PublisherEvidence::Token
-        },
-        provenance: has_provenance,
-    }
-}
 
 /// Verifies a publisher's `envelope` for the container `sha256` against
 /// their unrevoked keys, off the async workers (at most 4 signatures times
@@ -179,9 +167,9 @@ pub async fn get_provenance(
 ) -> Result<ProvenanceRecord, ServiceError> {
     let package = crate::packages::find_package(registry, kind, name).await?;
     let record = crate::packages::find_version(registry, &package, version).await?;
-    of_version(registry, record.id).await?.ok_or_else(|| {
-        ServiceError::NotFound(format!("provenance of {kind} {name} {version}"))
-    })
+    of_version(registry, record.id)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("provenance of {kind} {name} {version}")))
 }
 
 /// The provenance of the version `version_id`, if it has one.

@@ -446,10 +446,7 @@ pub async fn complete_publish(
         ..
     } = publishing;
     let (upload, container) = upload.finish().await?;
-    let sent = Sent {
-        stage,
-        provenance,
-    };
+    let sent = Sent { stage, provenance };
     publish(registry, auth, &check, &upload, container, sent).await
 }
 
@@ -1228,7 +1225,7 @@ pub async fn publish(
             index: published.log_index,
         }),
         log_index: Some(published.log_index),
-        evidence: crate::provenance::evidence(
+        evidence: agentlang_core::provenance::Evidence::of(
             auth.trusted.is_some(),
             new.provenance.is_some(),
         ),

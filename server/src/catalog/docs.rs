@@ -58,6 +58,7 @@ const PAGES: &[(&str, &str)] = &[
         "staged-releases",
         include_str!("../../../docs/staged-releases.md"),
     ),
+    ("provenance", include_str!("../../../docs/provenance.md")),
 ];
 
 /// The README's sections `/docs` shows as its guide.

@@ -181,7 +181,10 @@ async fn provenance_is_verified_stored_logged_and_served(backend: Backend) {
     let res = publish_with(
         &app,
         &alice.token,
-        vec![("container", container.clone()), ("provenance", sent.clone())],
+        vec![
+            ("container", container.clone()),
+            ("provenance", sent.clone()),
+        ],
     )
     .await;
     assert_eq!(
@@ -252,7 +255,10 @@ async fn provenance_is_verified_stored_logged_and_served(backend: Backend) {
         &app,
         "/api/v1/publish?stage=true",
         &alice.token,
-        vec![("container", staged), ("provenance", staged_envelope.clone())],
+        vec![
+            ("container", staged),
+            ("provenance", staged_envelope.clone()),
+        ],
     )
     .await;
     assert_eq!(res.status(), StatusCode::ACCEPTED);
@@ -263,7 +269,10 @@ async fn provenance_is_verified_stored_logged_and_served(backend: Backend) {
     let digest = Sha256Digest::of(&staged_envelope).to_hex();
     let entries = app.log_entries().await;
     let stage = entries.last().unwrap();
-    assert_eq!((&stage["op"], &stage["provenance"]), (&json!("stage"), &json!(digest)));
+    assert_eq!(
+        (&stage["op"], &stage["provenance"]),
+        (&json!("stage"), &json!(digest))
+    );
     let res = app
         .request(Method::POST, &format!("/api/v1/staged/{id}/approve"))
         .bearer_auth(&alice.token)

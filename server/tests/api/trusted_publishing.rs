@@ -236,12 +236,18 @@ async fn a_trusted_identity_publishes_its_package_and_nothing_else(backend: Back
         .await
         .unwrap()
         .to_vec();
-    let jwks: Value = app.get("/.well-known/jwks.json").await.json().await.unwrap();
-    let x = jwks["keys"][0]["x"].as_str().unwrap();
-    let raw: [u8; 32] = base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, x)
-        .unwrap()
-        .try_into()
+    let jwks: Value = app
+        .get("/.well-known/jwks.json")
+        .await
+        .json()
+        .await
         .unwrap();
+    let x = jwks["keys"][0]["x"].as_str().unwrap();
+    let raw: [u8; 32] =
+        base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, x)
+            .unwrap()
+            .try_into()
+            .unwrap();
     let public = agentlang_core::signing::PublicKey::from_raw(&raw).unwrap();
     let verified = agentlang_core::provenance::verify(
         &served,
