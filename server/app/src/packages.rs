@@ -480,10 +480,11 @@ pub async fn set_yanked(
 /// be read (rows are typed), so every page and index listing it would
 /// fail; deleted, it is skipped like any deleted version, and its log
 /// entry is served as a placeholder (`core::tlog::served_entry_bundle`).
-/// Runs at start-up; one scan of the versions longer than any bound allows
-/// without a parse. Returns how many were retired.
+/// Runs at start-up, before the server answers; reads only the versions
+/// whose text is longer than 64 bytes (a partial index holds them), so it
+/// costs nothing per version of the catalog. Returns how many were retired.
 pub async fn retire_unreadable_versions(db: &store::Db) -> Result<u64, store::Error> {
-    let candidates = db.long_version_texts(64).await?;
+    let candidates = db.long_version_texts().await?;
     let unreadable: Vec<i64> = candidates
         .into_iter()
         .filter(|(_, text)| agentlang_core::Version::parse(text).is_err())
