@@ -388,6 +388,17 @@ pub fn write_tool(dir: &Path, tool_yaml: &str) {
     .expect("README.md");
 }
 
+/// Writes an agent directory: `agent_yaml` and a one-section prompt.yaml.
+pub fn write_agent(dir: &Path, agent_yaml: &str) {
+    std::fs::create_dir_all(dir).expect("agent folder");
+    std::fs::write(dir.join("agent.yaml"), agent_yaml).expect("agent.yaml");
+    std::fs::write(
+        dir.join("prompt.yaml"),
+        "version: 2\nrole: system\nsections:\n  - name: task\n    content: Read.\n",
+    )
+    .expect("prompt.yaml");
+}
+
 /// A minimal valid tool.yaml.
 pub fn simple_tool(name: &str, version: &str, dependencies: &[(&str, &str)]) -> String {
     let mut yaml = format!(

@@ -10,7 +10,7 @@ use agentlang_core::{
     provenance::{SLSA_V1, STATEMENT_V1, seal},
     signing::SecretKey,
 };
-use agentlang_e2e::{User, publisher, simple_tool, start_registry, write_tool};
+use agentlang_e2e::{User, publisher, simple_tool, start_registry, write_agent, write_tool};
 use serde_json::json;
 
 /// A SLSA v1 statement of `container`'s build, signed with `user`'s key.
@@ -94,17 +94,10 @@ fn provenance_is_sent_checked_and_weaker_evidence_refused() {
 
     // An agent pinned to the version with provenance.
     let dir = alice.path("reader");
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(
-        dir.join("agent.yaml"),
+    write_agent(
+        &dir,
         "name: reader\nversion: 1.0.0\ndescription: Reads pages.\ntools:\n  - name: fetcher\n    version: ^1.0.0\n",
-    )
-    .unwrap();
-    fs::write(
-        dir.join("prompt.yaml"),
-        "version: 2\nrole: system\nsections:\n  - name: task\n    content: Read.\n",
-    )
-    .unwrap();
+    );
     alice.ok(&["lock", "reader"]);
     let locked = fs::read(dir.join("agent.lock")).unwrap();
 

@@ -8,7 +8,8 @@ use std::fs;
 use agentlang_e2e::{
     User, copy_dir,
     mock::{MockRegistry, Reply},
-    publish_research_tools, publisher, simple_tool, start_registry, workspace_root, write_tool,
+    publish_research_tools, publisher, simple_tool, start_registry, workspace_root, write_agent,
+    write_tool,
 };
 use serde_json::{Value, json};
 
@@ -278,17 +279,10 @@ fn lock_update_to_a_tool_that_asks_for_more_needs_accept_risk() {
     write_tool(&alice.path("fetcher"), &fetcher("1.0.0", "network"));
     alice.ok(&["publish", "fetcher"]);
     let dir = alice.path("reader");
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(
-        dir.join("agent.yaml"),
+    write_agent(
+        &dir,
         "name: reader\nversion: 1.0.0\ndescription: Reads pages.\ntools:\n  - name: fetcher\n    version: ^1.0.0\npermissions:\n  required: [network]\n",
-    )
-    .unwrap();
-    fs::write(
-        dir.join("prompt.yaml"),
-        "version: 2\nrole: system\nsections:\n  - name: task\n    content: Read.\n",
-    )
-    .unwrap();
+    );
     alice.ok(&["lock", "reader"]);
     let locked = fs::read(dir.join("agent.lock")).unwrap();
 
