@@ -23,7 +23,6 @@ use agentlang_core::{
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 use serde_json::Value;
-use tlog_tiles::{Hash, HashReader};
 
 use crate::{
     client::{Bound, Client},
@@ -431,7 +430,8 @@ impl<'c> CheckedLog<'c> {
         }
         let bundles = size.div_ceil(tlog::TILE_WIDTH);
         let bar = crate::progress::count_bar(out, bundles, "reading the log");
-        let mut tree = Frontier::default();
+        // The right edge only: a few dozen hashes however large the log.
+        let mut tree = tlog::Frontier::default();
         let mut placeholders = 0;
         for tile in 0..bundles {
             let entries = self.bundle(tile)?;
@@ -450,17 +450,19 @@ impl<'c> CheckedLog<'c> {
                         .and_then(|l: &[u8]| l.chunks_exact(32).nth(usize::from(offset)))
                         .and_then(|h| <[u8; 32]>::try_from(h).ok())
                         .ok_or_else(|| anyhow!("log entry {index} has no leaf hash"))?;
-                    tree.push(leaf)?;
+                    tree.append_leaf_hash(leaf)
+                        .map_err(|e| anyhow!("recomputing the log's tree: {e}"))?;
                     each(index, None);
                 } else {
-                    tree.push(tlog::leaf_hash(entry))?;
+                    tree.append(entry)
+                        .map_err(|e| anyhow!("recomputing the log's tree: {e}"))?;
                     each(index, Some(entry));
                 }
             }
             bar.inc(1);
         }
         bar.finish_and_clear();
-        if tree.root()? != self.checkpoint.root {
+        if tree.root() != self.checkpoint.root {
             bail!(
                 "the registry's log entries do not give the root its checkpoint of {size} entries signs"
             );
@@ -678,74 +680,4 @@ pub fn check_receipt(
         verified.checkpoint.size,
         verified.cosignatures.len()
     ))
-}
-
-/// A Merkle tree rebuilt leaf by leaf, kept as its right edge only: the
-/// hash of each largest complete subtree (one per set bit of the size),
-/// which is all `tlog_tiles` reads to add a leaf and to hash the tree. So
-/// an audit holds a few dozen hashes however large the log.
-#[derive(Debug, Default)]
-struct Frontier {
-    size: u64,
-    /// (stored-hash index, hash), largest subtree first.
-    edge: Vec<(u64, Hash)>,
-}
-
-impl HashReader for Frontier {
-    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
-        indexes
-            .iter()
-            .map(|i| {
-                self.edge
-                    .iter()
-                    .find(|(at, _)| at == i)
-                    .map(|(_, h)| *h)
-                    .ok_or(tlog_tiles::Error::IndexesNotInTree)
-            })
-            .collect()
-    }
-}
-
-impl Frontier {
-    fn push(&mut self, leaf: [u8; 32]) -> Result<()> {
-        let added = tlog_tiles::stored_hashes_for_record_hash(self.size, Hash(leaf), self)
-            .map_err(|e| anyhow!("recomputing the log's tree: {e}"))?;
-        // The leaf completes one subtree per trailing one bit of the size:
-        // that many edge hashes merge with it into the last one added.
-        let merged = added.len() - 1;
-        self.edge.truncate(self.edge.len() - merged);
-        let level = u8::try_from(merged).expect("at most 64 levels");
-        let top = *added.last().expect("the leaf's own hash");
-        self.edge.push((
-            tlog_tiles::stored_hash_index(level, self.size >> level),
-            top,
-        ));
-        self.size += 1;
-        Ok(())
-    }
-
-    fn root(&self) -> Result<[u8; 32]> {
-        tlog_tiles::tree_hash(self.size, self)
-            .map(|h| h.0)
-            .map_err(|e| anyhow!("recomputing the log's tree: {e}"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_frontier_gives_the_roots_of_the_whole_tree() {
-        let mut tree = tlog::Tree::default();
-        let mut frontier = Frontier::default();
-        assert_eq!(frontier.root().unwrap(), tree.root());
-        for i in 0u32..600 {
-            let entry = format!("{{\"n\":{i}}}");
-            tree.append(entry.as_bytes()).unwrap();
-            frontier.push(tlog::leaf_hash(entry.as_bytes())).unwrap();
-            assert_eq!(frontier.root().unwrap(), tree.root(), "size {}", i + 1);
-            assert!(frontier.edge.len() <= 10, "one hash per set bit");
-        }
-    }
 }

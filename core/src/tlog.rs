@@ -275,7 +275,7 @@ impl Tree {
                 self.size
             )));
         }
-        Ok(tlog_tiles::tree_hash(size, self)?.0)
+        root_of(size, self)
     }
 
     /// The root hash of the whole tree.
@@ -285,23 +285,17 @@ impl Tree {
 
     /// The inclusion proof of entry `index` in the tree of `size` entries.
     pub fn inclusion_proof(&self, size: u64, index: u64) -> Result<Vec<[u8; 32]>, TreeError> {
-        Ok(tlog_tiles::prove_record(size, index, self)?
-            .into_iter()
-            .map(|h| h.0)
-            .collect())
+        inclusion_proof(size, index, self)
     }
 
     /// The consistency proof from the tree of `old` entries to that of
     /// `new` entries.
     pub fn consistency_proof(&self, new: u64, old: u64) -> Result<Vec<[u8; 32]>, TreeError> {
-        Ok(tlog_tiles::prove_tree(new, old, self)?
-            .into_iter()
-            .map(|h| h.0)
-            .collect())
+        consistency_proof(new, old, self)
     }
 
-    /// Hash tile `index` of `level` in the tree of `size` entries: its
-    /// hashes concatenated, `width` of them (`TILE_WIDTH` for a full tile).
+    /// Hash tile `index` of `level` in the tree of `size` entries
+    /// ([`hash_tile`]).
     pub fn hash_tile(
         &self,
         size: u64,
@@ -309,29 +303,193 @@ impl Tree {
         index: u64,
         width: u32,
     ) -> Result<Vec<u8>, TreeError> {
-        let past = || {
-            TreeError(format!(
-                "tile {level}/{index} of width {width} is past a tree of {size}"
-            ))
-        };
-        if width == 0 || u64::from(width) > TILE_WIDTH {
+        hash_tile(size, level, index, width, self)
+    }
+}
+
+// The tree's arithmetic over any source of stored hashes: a whole [`Tree`]
+// in memory, or [`StoredHashes`] read from storage on demand.
+
+/// The root hash of the first `size` entries.
+pub fn root_of(size: u64, hashes: &impl HashReader) -> Result<[u8; 32], TreeError> {
+    Ok(tlog_tiles::tree_hash(size, hashes)?.0)
+}
+
+/// The inclusion proof of entry `index` in the tree of `size` entries.
+pub fn inclusion_proof(
+    size: u64,
+    index: u64,
+    hashes: &impl HashReader,
+) -> Result<Vec<[u8; 32]>, TreeError> {
+    Ok(tlog_tiles::prove_record(size, index, hashes)?
+        .into_iter()
+        .map(|h| h.0)
+        .collect())
+}
+
+/// The consistency proof from the tree of `old` entries to that of `new`
+/// entries.
+pub fn consistency_proof(
+    new: u64,
+    old: u64,
+    hashes: &impl HashReader,
+) -> Result<Vec<[u8; 32]>, TreeError> {
+    Ok(tlog_tiles::prove_tree(new, old, hashes)?
+        .into_iter()
+        .map(|h| h.0)
+        .collect())
+}
+
+/// Hash tile `index` of `level` in the tree of `size` entries: its hashes
+/// concatenated, `width` of them (`TILE_WIDTH` for a full tile).
+pub fn hash_tile(
+    size: u64,
+    level: u8,
+    index: u64,
+    width: u32,
+    hashes: &impl HashReader,
+) -> Result<Vec<u8>, TreeError> {
+    let past = || {
+        TreeError(format!(
+            "tile {level}/{index} of width {width} is past a tree of {size}"
+        ))
+    };
+    if width == 0 || u64::from(width) > TILE_WIDTH {
+        return Err(TreeError(format!(
+            "a tile is 1 to {TILE_WIDTH} wide, not {width}"
+        )));
+    }
+    // The entries the tile covers, without overflow for any address.
+    let needed = index
+        .checked_mul(TILE_WIDTH)
+        .and_then(|n| n.checked_add(u64::from(width)))
+        .and_then(|n| n.checked_mul(1u64.checked_shl(u32::from(TILE_HEIGHT) * u32::from(level))?))
+        .ok_or_else(past)?;
+    let tile = tlog_tiles::Tile::new(TILE_HEIGHT, level, index, width, false);
+    if needed > size {
+        return Err(past());
+    }
+    Ok(tile.read_data(hashes)?)
+}
+
+/// The stored indexes of a tree's right edge: the hash of each complete
+/// subtree its `size` entries split into, one per bit set in `size`. They
+/// are all the next append and the root need, so a log that keeps only
+/// these ([`Frontier`]) holds `log2 size` hashes, not `2 size`.
+pub fn frontier_indexes(size: u64) -> Vec<u64> {
+    (0..64u8)
+        .rev()
+        .filter(|&level| size >> level & 1 == 1)
+        .map(|level| tlog_tiles::stored_hash_index(level, (size >> level) - 1))
+        .collect()
+}
+
+/// A tree by its right edge only ([`frontier_indexes`]): it appends
+/// entries, giving the stored hashes each adds, and has a root, in memory
+/// logarithmic in its size. Proofs and tiles need the rest of the stored
+/// hashes: [`StoredHashes`].
+#[derive(Debug, Clone, Default)]
+pub struct Frontier {
+    size: u64,
+    edge: std::collections::BTreeMap<u64, Hash>,
+}
+
+impl HashReader for Frontier {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
+        indexes
+            .iter()
+            .map(|i| {
+                self.edge
+                    .get(i)
+                    .copied()
+                    .ok_or(tlog_tiles::Error::IndexesNotInTree)
+            })
+            .collect()
+    }
+}
+
+impl Frontier {
+    /// The right edge of a tree of `size` entries from its stored hashes
+    /// at [`frontier_indexes`], read back from storage as `(index, hash)`.
+    pub fn from_stored(size: u64, hashes: Vec<(u64, [u8; 32])>) -> Result<Self, TreeError> {
+        let edge: std::collections::BTreeMap<u64, Hash> =
+            hashes.into_iter().map(|(i, h)| (i, Hash(h))).collect();
+        let want: std::collections::BTreeSet<u64> = frontier_indexes(size).into_iter().collect();
+        if !edge.keys().eq(want.iter()) {
             return Err(TreeError(format!(
-                "a tile is 1 to {TILE_WIDTH} wide, not {width}"
+                "the right edge of {size} entries is not the stored hashes given"
             )));
         }
-        // The entries the tile covers, without overflow for any address.
-        let needed = index
-            .checked_mul(TILE_WIDTH)
-            .and_then(|n| n.checked_add(u64::from(width)))
-            .and_then(|n| {
-                n.checked_mul(1u64.checked_shl(u32::from(TILE_HEIGHT) * u32::from(level))?)
-            })
-            .ok_or_else(past)?;
-        let tile = tlog_tiles::Tile::new(TILE_HEIGHT, level, index, width, false);
-        if needed > size {
-            return Err(past());
-        }
-        Ok(tile.read_data(self)?)
+        Ok(Self { size, edge })
+    }
+
+    /// Entries in the tree.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Stored hashes in the tree: where the next append's hashes go.
+    pub fn stored_len(&self) -> u64 {
+        tlog_tiles::stored_hash_count(self.size)
+    }
+
+    /// Appends one entry; returns the stored hashes it added.
+    pub fn append(&mut self, entry: &[u8]) -> Result<Vec<[u8; 32]>, TreeError> {
+        self.append_leaf_hash(leaf_hash(entry))
+    }
+
+    /// Appends an entry known only by its leaf hash (a bundle's
+    /// [placeholder](is_placeholder)).
+    pub fn append_leaf_hash(&mut self, leaf: [u8; 32]) -> Result<Vec<[u8; 32]>, TreeError> {
+        let added = tlog_tiles::stored_hashes_for_record_hash(self.size, Hash(leaf), self)?;
+        let first = self.stored_len();
+        self.edge.extend((first..).zip(added.iter().copied()));
+        self.size += 1;
+        let keep = frontier_indexes(self.size);
+        self.edge.retain(|i, _| keep.contains(i));
+        Ok(added.into_iter().map(|h| h.0).collect())
+    }
+
+    /// The root hash.
+    pub fn root(&self) -> [u8; 32] {
+        root_of(self.size, self).expect("a frontier holds its root's hashes")
+    }
+}
+
+/// Stored hashes read from storage on demand: a reader that answers from
+/// what it holds and notes what it lacks, so the caller can fetch those and
+/// run the computation again ([`StoredHashes::missing`]). Each of the
+/// tree's computations asks once for all it needs, so one fetch suffices.
+#[derive(Debug, Default)]
+pub struct StoredHashes {
+    known: std::collections::HashMap<u64, Hash>,
+    missing: std::cell::RefCell<std::collections::BTreeSet<u64>>,
+}
+
+impl HashReader for StoredHashes {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
+        let found: Option<Vec<Hash>> = indexes.iter().map(|i| self.known.get(i).copied()).collect();
+        found.ok_or_else(|| {
+            self.missing
+                .borrow_mut()
+                .extend(indexes.iter().filter(|i| !self.known.contains_key(i)));
+            tlog_tiles::Error::IndexesNotInTree
+        })
+    }
+}
+
+impl StoredHashes {
+    /// The indexes asked for and not held, taken (empty when nothing was
+    /// lacking).
+    pub fn missing(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.missing.borrow_mut())
+            .into_iter()
+            .collect()
+    }
+
+    /// Holds a stored hash read back from storage.
+    pub fn insert(&mut self, index: u64, hash: [u8; 32]) {
+        self.known.insert(index, Hash(hash));
     }
 }
 

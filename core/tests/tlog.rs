@@ -6,10 +6,11 @@
 use agentlang_core::{
     signing::SecretKey,
     tlog::{
-        EntryTooLong, LogEntry, LogKey, LogOp, MAX_ENTRY_LEN, TILE_WIDTH, TileAddress, Tree,
-        Witness, WitnessKey, check_consistency, check_inclusion, entry_bundle, is_placeholder,
-        leaf_hash, open_checkpoint, open_witnessed_checkpoint, parse_tile_path,
-        served_entry_bundle, split_bundle, tile_path,
+        EntryTooLong, Frontier, LogEntry, LogKey, LogOp, MAX_ENTRY_LEN, StoredHashes, TILE_WIDTH,
+        TileAddress, Tree, Witness, WitnessKey, check_consistency, check_inclusion,
+        consistency_proof, entry_bundle, frontier_indexes, hash_tile, inclusion_proof,
+        is_placeholder, leaf_hash, open_checkpoint, open_witnessed_checkpoint, parse_tile_path,
+        root_of, served_entry_bundle, split_bundle, tile_path,
     },
 };
 use sha2::{Digest, Sha256};
@@ -340,4 +341,85 @@ fn a_tree_grows_from_stored_hashes_and_undoes_appends() {
     assert_eq!(prefix.root(), mth(&(0..4).map(entry).collect::<Vec<_>>()));
     prefix.append(&entry(4)).unwrap();
     assert_eq!(prefix.root_at(5).unwrap(), tree.root_at(5).unwrap());
+}
+
+#[test]
+fn a_frontier_appends_and_roots_like_the_whole_tree_from_log_n_hashes() {
+    let entries: Vec<Vec<u8>> = (0..300).map(entry).collect();
+    let mut tree = Tree::default();
+    let mut frontier = Frontier::default();
+    for (i, e) in entries.iter().enumerate() {
+        let from = tree.stored_len();
+        assert_eq!(frontier.stored_len(), from);
+        assert_eq!(
+            frontier.append(e).unwrap(),
+            tree.append(e).unwrap(),
+            "entry {i}"
+        );
+        assert_eq!(frontier.root(), tree.root());
+        let size = i as u64 + 1;
+        assert_eq!(frontier_indexes(size).len(), size.count_ones() as usize);
+        // Read back from storage: only the edge's hashes are needed.
+        let stored: Vec<[u8; 32]> = tree.stored().collect();
+        let edge = frontier_indexes(size)
+            .into_iter()
+            .map(|at| (at, stored[at as usize]))
+            .collect();
+        let again = Frontier::from_stored(size, edge).unwrap();
+        assert_eq!(again.root(), tree.root());
+    }
+    // Another set of hashes than the edge's is refused.
+    let stored: Vec<[u8; 32]> = tree.stored().collect();
+    assert!(Frontier::from_stored(300, vec![(0, stored[0])]).is_err());
+}
+
+#[test]
+fn stored_hashes_read_on_demand_give_the_trees_proofs_and_tiles() {
+    let entries: Vec<Vec<u8>> = (0..300).map(entry).collect();
+    let mut tree = Tree::default();
+    for e in &entries {
+        tree.append(e).unwrap();
+    }
+    let stored: Vec<[u8; 32]> = tree.stored().collect();
+    // What the log does: run, fetch what was missing, run again.
+    fn fetched<T>(
+        stored: &[[u8; 32]],
+        f: impl Fn(&StoredHashes) -> Result<T, agentlang_core::tlog::TreeError>,
+    ) -> (T, usize) {
+        let mut hashes = StoredHashes::default();
+        let mut fetches = 0;
+        loop {
+            match f(&hashes) {
+                Ok(t) => return (t, fetches),
+                Err(e) => {
+                    let missing = hashes.missing();
+                    assert!(!missing.is_empty(), "{e}");
+                    for at in missing {
+                        hashes.insert(at, stored[at as usize]);
+                    }
+                    fetches += 1;
+                }
+            }
+        }
+    }
+    let (root, fetches) = fetched(&stored, |h| root_of(300, h));
+    assert_eq!((root, fetches), (tree.root(), 1));
+    for index in [0_u64, 5, 256, 299] {
+        let (proof, fetches) = fetched(&stored, |h| inclusion_proof(300, index, h));
+        assert_eq!(
+            (proof, fetches),
+            (tree.inclusion_proof(300, index).unwrap(), 1)
+        );
+    }
+    let (proof, fetches) = fetched(&stored, |h| consistency_proof(300, 7, h));
+    assert_eq!(
+        (proof, fetches),
+        (tree.consistency_proof(300, 7).unwrap(), 1)
+    );
+    let (tile, fetches) = fetched(&stored, |h| hash_tile(300, 0, 1, 44, h));
+    assert_eq!((tile, fetches), (tree.hash_tile(300, 0, 1, 44).unwrap(), 1));
+    // Nothing missing, no answer: a past tile is an error, not a fetch.
+    let hashes = StoredHashes::default();
+    assert!(hash_tile(300, 0, 1, 45, &hashes).is_err());
+    assert!(hashes.missing().is_empty());
 }

@@ -13,6 +13,7 @@ use agentlang_core::{Kind, PackageName, Version, digest::Sha256Digest, signing::
 use sqlx::{Postgres, Sqlite, Transaction};
 
 use super::{BeginWrite, Db, WriteTx, now, with_pool};
+use crate::db::select_in;
 
 /// `pg_advisory_xact_lock` keys: one for appends, one for the sequencer
 /// (integrating does not block appends).
@@ -270,6 +271,13 @@ impl Db {
             .fetch_all(pool)
             .await
         })
+    }
+
+    /// The stored hashes at `indexes` (any order, at most a tile's or a
+    /// proof's worth), as `(index, hash)`; an index not stored is absent.
+    pub async fn log_hashes_at(&self, indexes: &[i64]) -> sqlx::Result<Vec<(i64, Vec<u8>)>> {
+        const SQL: &str = "SELECT idx, hash FROM log_hashes WHERE idx IN (";
+        select_in!(self, (i64, Vec<u8>), SQL, SQL, indexes)
     }
 
     /// Entries `from..to`, in order.

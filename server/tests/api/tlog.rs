@@ -26,6 +26,7 @@ backend_tests!(
     every_change_is_an_entry_an_outsider_can_prove,
     witnesses_cosign_the_served_checkpoint,
     a_log_that_does_not_verify_is_not_served,
+    start_up_reads_the_right_edge_and_the_audit_the_rest,
     tile_paths_outside_the_tree_are_not_found,
     the_log_page_shows_the_checkpoint_and_links_each_entry,
     every_entry_the_log_accepts_is_served,
@@ -426,20 +427,7 @@ async fn a_log_that_does_not_verify_is_not_served(backend: Backend) {
     );
 
     // History rewritten: an entry changed after it was integrated.
-    let tamper = "UPDATE log_entries SET entry = $1 WHERE idx = 1";
-    match db {
-        Db::Sqlite(pool) => sqlx::query(tamper)
-            .bind(b"{}".to_vec())
-            .execute(pool)
-            .await
-            .map(drop),
-        Db::Postgres(pools) => sqlx::query(tamper)
-            .bind(b"{}".to_vec())
-            .execute(pools.current())
-            .await
-            .map(drop),
-    }
-    .unwrap();
+    rewrite(db, "log_entries", 1, b"{}".to_vec()).await;
     // Start-up checks the stored hashes against the signed root, which
     // still holds; the audit that follows recomputes them from the
     // entries, finds the rewrite, and takes the log down.
@@ -453,6 +441,79 @@ async fn a_log_that_does_not_verify_is_not_served(backend: Backend) {
     assert!(log.checkpoint().is_none());
     assert!(log.broken().is_some());
     assert!(log.sequence(db).await.is_err(), "a broken log sequences on");
+}
+
+/// Rewrites row `idx` of the log's `table` (`log_entries` or `log_hashes`)
+/// behind the registry's back, on either backend.
+async fn rewrite(db: &Db, table: &str, idx: u64, bytes: Vec<u8>) {
+    let sql: &'static str = match table {
+        "log_entries" => "UPDATE log_entries SET entry = $1 WHERE idx = $2",
+        "log_hashes" => "UPDATE log_hashes SET hash = $1 WHERE idx = $2",
+        _ => panic!("no such log table {table}"),
+    };
+    let idx = i64::try_from(idx).unwrap();
+    match db {
+        Db::Sqlite(pool) => sqlx::query(sql)
+            .bind(bytes)
+            .bind(idx)
+            .execute(pool)
+            .await
+            .map(drop),
+        Db::Postgres(pools) => sqlx::query(sql)
+            .bind(bytes)
+            .bind(idx)
+            .execute(pools.current())
+            .await
+            .map(drop),
+    }
+    .unwrap();
+}
+
+/// Start-up reads the stored hashes of the tree's right edge only (log2 n,
+/// whatever the log's size), so the registry answers before anything
+/// proportional to the log is read; the background audit reads the rest.
+async fn start_up_reads_the_right_edge_and_the_audit_the_rest(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    for version in ["1.0.0", "1.1.0", "1.2.0"] {
+        published(&app, &alice.token, tool(&alice.key, "calc", version, &[])).await;
+    }
+    // genesis, alice's key, three publishes
+    let served = checkpoint_of(&app, 5).await;
+    let db = &app.store().db;
+    let settings = app.state().config.log.clone();
+    let url = app.url.clone();
+    let edge = agentlang_core::tlog::frontier_indexes(served.size);
+    assert!(!edge.contains(&0), "leaf 0 is inside a complete subtree");
+
+    // A hash off the edge rewritten: start-up does not read it, so the
+    // log opens and serves; the audit recomputes it and takes the log down.
+    let leaf0 = db.log_hashes(0, 1).await.unwrap().remove(0);
+    rewrite(db, "log_hashes", 0, vec![0; 32]).await;
+    let log = TransparencyLog::open(db, &settings, &url).await.unwrap();
+    assert_eq!(log.checkpoint().unwrap().size, served.size);
+    let err = log.audit(db).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("stored hash 0 is not the one the entries give"),
+        "{err}"
+    );
+    rewrite(db, "log_hashes", 0, leaf0).await;
+    let log = TransparencyLog::open(db, &settings, &url).await.unwrap();
+    assert_eq!(log.audit(db).await.unwrap(), served.size);
+
+    // A hash on the edge rewritten: the root start-up computes is not the
+    // signed one, and the log does not open.
+    rewrite(db, "log_hashes", edge[0], vec![0; 32]).await;
+    let err = TransparencyLog::open(db, &settings, &url)
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("do not give the checkpoint's root"),
+        "{err:#}"
+    );
 }
 
 async fn tile_paths_outside_the_tree_are_not_found(backend: Backend) {

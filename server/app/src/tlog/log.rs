@@ -1,6 +1,7 @@
-//! The log as this replica keeps it: the key, the tree's stored hashes up
-//! to the checkpoint it serves, the sequencer that integrates entries and
-//! signs checkpoints, tiles, cosignatures.
+//! The log as this replica keeps it: the key, the right edge of the tree
+//! it serves (log2 n hashes: the rest stay in `log_hashes` and are read per
+//! tile or proof), the sequencer that integrates entries and signs
+//! checkpoints, tiles, cosignatures.
 
 use std::{
     sync::{Arc, RwLock},
@@ -9,7 +10,9 @@ use std::{
 
 use agentlang_core::{
     signing::SecretKey,
-    tlog::{self, LogEntry, LogKey, LogOp, TILE_WIDTH, Tree, TreeError, WitnessKey},
+    tlog::{
+        self, Frontier, LogEntry, LogKey, LogOp, StoredHashes, TILE_WIDTH, TreeError, WitnessKey,
+    },
 };
 use anyhow::Context;
 use tokio::sync::{Mutex, Notify};
@@ -74,7 +77,8 @@ impl ServedCheckpoint {
 
 #[derive(Debug, Default)]
 struct Served {
-    tree: Tree,
+    /// The served tree's right edge: what appends and the root need.
+    tree: Frontier,
     checkpoint: Option<ServedCheckpoint>,
 }
 
@@ -189,7 +193,10 @@ impl TransparencyLog {
             return Ok(0);
         };
         let size = checkpoint.size;
-        let mut tree = Tree::default();
+        // Streamed: each batch of entries is hashed onto the right edge and
+        // the hashes it adds compared with those stored, so the audit holds
+        // one batch, whatever the log's size.
+        let mut tree = Frontier::default();
         while tree.size() < size {
             let batch = std::time::Instant::now();
             let from = tree.size();
@@ -200,39 +207,37 @@ impl TransparencyLog {
                     "entries {from}..{to} are not all stored"
                 )));
             }
+            let first = tree.stored_len();
             // Hashing is CPU work: off the async workers.
-            tree = tokio::task::spawn_blocking(move || {
+            let (grown, recomputed) = tokio::task::spawn_blocking(move || {
+                let mut added = Vec::with_capacity(entries.len() * 2);
                 for (_, entry) in &entries {
-                    tree.append(entry)?;
+                    added.extend(tree.append(entry)?);
                 }
-                Ok::<_, TreeError>(tree)
+                Ok::<_, TreeError>((tree, added))
             })
             .await
             .map_err(|e| LogError::Inconsistent(format!("the audit stopped: {e}")))??;
-            tokio::time::sleep(batch.elapsed() * AUDIT_REST_FACTOR).await;
-        }
-        let mut at = 0u64;
-        while at < tree.stored_len() {
-            let batch = std::time::Instant::now();
-            let to = (at + VERIFY_BATCH).min(tree.stored_len());
-            let stored = db.log_hashes(to_i64(at), to_i64(to)).await?;
-            let recomputed = tree.stored().skip(at as usize).take((to - at) as usize);
-            if stored.len() as u64 != to - at {
+            tree = grown;
+            let stored = db
+                .log_hashes(to_i64(first), to_i64(tree.stored_len()))
+                .await?;
+            if stored.len() != recomputed.len() {
                 return Err(LogError::Inconsistent(format!(
-                    "stored hashes {at}..{to} are missing"
+                    "stored hashes {first}..{} are missing",
+                    tree.stored_len()
                 )));
             }
             if let Some(i) = stored
                 .iter()
-                .zip(recomputed)
+                .zip(&recomputed)
                 .position(|(s, r)| s.as_slice() != r.as_slice())
             {
                 return Err(LogError::Inconsistent(format!(
                     "stored hash {} is not the one the entries give",
-                    at + i as u64
+                    first + i as u64
                 )));
             }
-            at = to;
             tokio::time::sleep(batch.elapsed() * AUDIT_REST_FACTOR).await;
         }
         if tree.root() != checkpoint.root {
@@ -297,18 +302,16 @@ impl TransparencyLog {
     }
 
     /// Moves to the database's latest checkpoint when it is ahead: reads the
-    /// stored hashes this replica lacks, recomputes the root, checks the
-    /// note's signature. Never moves backwards.
+    /// stored hashes of its right edge (log2 n of them, whatever the log's
+    /// size), recomputes the root from them, checks the note's signature.
+    /// Never moves backwards.
     async fn catch_up(&self, db: &Db) -> Result<(), LogError> {
         self.check_not_broken()?;
         let Some(row) = db.latest_checkpoint().await? else {
             return Ok(());
         };
         let size = u64::try_from(row.size).unwrap_or_default();
-        let (have_size, have_hashes) = {
-            let served = self.read();
-            (served.tree.size(), served.tree.stored_len())
-        };
+        let have_size = self.read().tree.size();
         if size < have_size {
             return Err(LogError::Inconsistent(format!(
                 "the latest stored checkpoint has {size} entries, fewer than the {have_size} served"
@@ -317,32 +320,35 @@ impl TransparencyLog {
         if size == have_size {
             return Ok(());
         }
-        let want = tlog::stored_hash_count(size);
+        let edge = tlog::frontier_indexes(size)
+            .into_iter()
+            .map(to_i64)
+            .collect::<Vec<_>>();
         let hashes = db
-            .log_hashes(to_i64(have_hashes), to_i64(want))
+            .log_hashes_at(&edge)
             .await?
             .into_iter()
-            .map(|h| {
-                <[u8; 32]>::try_from(h.as_slice())
-                    .map_err(|_| LogError::Inconsistent("a stored hash is not 32 bytes".into()))
+            .map(|(i, h)| {
+                let hash = <[u8; 32]>::try_from(h.as_slice())
+                    .map_err(|_| LogError::Inconsistent("a stored hash is not 32 bytes".into()))?;
+                Ok((u64::try_from(i).unwrap_or_default(), hash))
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, LogError>>()?;
+        let tree = Frontier::from_stored(size, hashes)?;
         let cosignatures = db.log_cosignatures(row.size).await?;
         let checkpoint = self.verify_row(&row, &cosignatures)?;
+        if tree.root() != checkpoint.root {
+            return Err(LogError::Inconsistent(format!(
+                "the stored hashes of {size} entries do not give the checkpoint's root"
+            )));
+        }
         let mut served = self.write();
         if served.tree.size() != have_size || self.broken.get().is_some() {
             // Another round moved on meanwhile (it verified its own), or
             // the audit took the log down.
             return Ok(());
         }
-        served.tree.extend_stored(size, hashes)?;
-        let root = served.tree.root_at(size)?;
-        if root != checkpoint.root {
-            served.tree.truncate(have_size);
-            return Err(LogError::Inconsistent(format!(
-                "the stored hashes of {size} entries do not give the checkpoint's root"
-            )));
-        }
+        served.tree = tree;
         served.checkpoint = Some(checkpoint);
         Ok(())
     }
@@ -405,6 +411,7 @@ impl TransparencyLog {
         if entries.is_empty() {
             return Ok(None);
         }
+        let before = self.read().tree.clone();
         let (from, hashes, size, root) = {
             let mut served = self.write();
             let from = served.tree.stored_len();
@@ -413,14 +420,14 @@ impl TransparencyLog {
                 match served.tree.append(entry) {
                     Ok(added) => hashes.extend(added),
                     Err(e) => {
-                        served.tree.truncate(served_size);
+                        served.tree = before;
                         return Err(e.into());
                     }
                 }
             }
             (from, hashes, served.tree.size(), served.tree.root())
         };
-        let undo = || self.write().tree.truncate(served_size);
+        let undo = || self.write().tree = before.clone();
         let note = match self.key.sign_checkpoint(&self.origin, size, root) {
             Ok(note) => note,
             Err(e) => {
@@ -502,11 +509,29 @@ impl TransparencyLog {
 
     /// Hash tile `index` of `level`, `width` hashes wide, of the served
     /// tree; `None` when the served checkpoint does not cover it.
-    pub fn hash_tile(&self, level: u8, index: u64, width: u64) -> Option<Vec<u8>> {
-        let served = self.read();
-        let size = served.checkpoint.as_ref()?.size;
-        let width = u32::try_from(width).ok()?;
-        served.tree.hash_tile(size, level, index, width).ok()
+    pub async fn hash_tile(
+        &self,
+        db: &Db,
+        level: u8,
+        index: u64,
+        width: u64,
+    ) -> Result<Option<Vec<u8>>, LogError> {
+        let Some(size) = self.checkpoint().map(|c| c.size) else {
+            return Ok(None);
+        };
+        let Ok(width) = u32::try_from(width) else {
+            return Ok(None);
+        };
+        match with_stored(db, |hashes| {
+            tlog::hash_tile(size, level, index, width, hashes)
+        })
+        .await
+        {
+            Ok(tile) => Ok(Some(tile)),
+            // Past the served tree: no such tile.
+            Err(LogError::Tree(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Entry bundle `index`, `width` entries wide, if the served checkpoint
@@ -599,16 +624,26 @@ impl TransparencyLog {
 
     /// The consistency proof from the tree of `old` entries to the served
     /// one of `size` (nothing from 0, as c2sp.org/tlog-witness wants).
-    pub fn consistency_proof(&self, size: u64, old: u64) -> Result<Vec<[u8; 32]>, TreeError> {
+    pub async fn consistency_proof(
+        &self,
+        db: &Db,
+        size: u64,
+        old: u64,
+    ) -> Result<Vec<[u8; 32]>, LogError> {
         if old == 0 {
             return Ok(Vec::new());
         }
-        self.read().tree.consistency_proof(size, old)
+        with_stored(db, |hashes| tlog::consistency_proof(size, old, hashes)).await
     }
 
     /// The inclusion proof of entry `index` in the served tree of `size`.
-    pub fn inclusion_proof(&self, size: u64, index: u64) -> Result<Vec<[u8; 32]>, TreeError> {
-        self.read().tree.inclusion_proof(size, index)
+    pub async fn inclusion_proof(
+        &self,
+        db: &Db,
+        size: u64,
+        index: u64,
+    ) -> Result<Vec<[u8; 32]>, LogError> {
+        with_stored(db, |hashes| tlog::inclusion_proof(size, index, hashes)).await
     }
 
     /// Keeps verified cosignatures of `checkpoint` (each witness's older
@@ -706,6 +741,39 @@ fn served_checkpoint(
         signed: Arc::new(signed),
         note: Arc::new(note),
     }
+}
+
+/// Runs one of the tree's computations over stored hashes read from the
+/// database: once to learn the indexes it needs, once more with them. Each
+/// computation asks for all its hashes at once (at most a tile's 256 or a
+/// proof's 2 log2 n), so a third run means a hash is not stored.
+async fn with_stored<T>(
+    db: &Db,
+    compute: impl Fn(&StoredHashes) -> Result<T, TreeError>,
+) -> Result<T, LogError> {
+    let mut hashes = StoredHashes::default();
+    for _ in 0..2 {
+        match compute(&hashes) {
+            Ok(answer) => return Ok(answer),
+            Err(e) => {
+                let missing: Vec<i64> = hashes.missing().into_iter().map(to_i64).collect();
+                if missing.is_empty() {
+                    return Err(e.into());
+                }
+                for (at, hash) in db.log_hashes_at(&missing).await? {
+                    let hash = <[u8; 32]>::try_from(hash.as_slice()).map_err(|_| {
+                        LogError::Inconsistent(format!("stored hash {at} is not 32 bytes"))
+                    })?;
+                    hashes.insert(u64::try_from(at).unwrap_or_default(), hash);
+                }
+            }
+        }
+    }
+    compute(&hashes).map_err(|e| {
+        LogError::Inconsistent(format!(
+            "stored hashes the served tree needs are missing: {e}"
+        ))
+    })
 }
 
 fn to_i64(n: u64) -> i64 {

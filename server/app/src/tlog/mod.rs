@@ -189,7 +189,11 @@ pub async fn tile(
     tile: &agentlang_core::tlog::TileAddress,
 ) -> Result<Option<Vec<u8>>, ServiceError> {
     match tile.level {
-        Some(level) => Ok(registry.tlog.hash_tile(level, tile.index, tile.width)),
+        Some(level) => registry
+            .tlog
+            .hash_tile(&registry.db, level, tile.index, tile.width)
+            .await
+            .map_err(ServiceError::internal),
         None => registry
             .tlog
             .entry_bundle(&registry.db, tile.index, tile.width)
@@ -218,7 +222,8 @@ pub async fn proof(registry: &Registry, index: u64) -> Result<Vec<u8>, ServiceEr
     let (_, entry) = rows.into_iter().next().ok_or_else(not_found)?;
     let proof = registry
         .tlog
-        .inclusion_proof(served.size, index)
+        .inclusion_proof(&registry.db, served.size, index)
+        .await
         .map_err(ServiceError::internal)?;
     let receipt = agentlang_core::tlog::TlogProof {
         extra: (entry.len() <= agentlang_core::tlog::MAX_ENTRY_LEN).then_some(entry),

@@ -180,7 +180,8 @@ impl Submitter<'_> {
     async fn submit(&self, old: u64, checkpoint: &ServedCheckpoint) -> Result<Answer, String> {
         let proof = self
             .log
-            .consistency_proof(checkpoint.size, old)
+            .consistency_proof(self.db, checkpoint.size, old)
+            .await
             .map_err(|e| format!("no consistency proof from {old}: {e}"))?;
         if proof.len() > tlog::MAX_PROOF_LINES {
             return Err(format!("a proof of {} lines is too long", proof.len()));
