@@ -2,7 +2,7 @@
 //! with a realistic catalog, and drives publish load over HTTP.
 //!
 //! ```text
-//! seed_catalog seed OUT_DIR [--tools 10000] [--agents 1000] [--real 100] [--concurrency 8]
+//! seed_catalog seed OUT_DIR [--tools 10000] [--agents 1000] [--real 100] [--concurrency 2]
 //!     [--placeholder-blobs]
 //! seed_catalog publish URL KEY_PEM --size BYTES --count N --concurrency C --prefix NAME
 //!     [--username bench] [--password bench-password] [--ceiling-dir DIR]
@@ -12,8 +12,9 @@
 //!
 //! `seed` reads the registry's own configuration (`AGENTLANG_REGISTRY_*`, so
 //! it writes exactly where the server will read) and records every version
-//! through `Db::publish_version`, the function the publish endpoint commits
-//! with, after putting its blob: 200,000 HTTP publishes would take too long.
+//! through `Db::publish_versions`, the function the publish endpoint's
+//! batches commit with, 2,000 versions a transaction, after putting the
+//! blobs: 2,000,000 HTTP publishes would take too long.
 //! The catalog is the tiered one of `agentlang-core`'s `bench_resolve`
 //! example (10,000 tools x 20 versions, majors 1-4 x minors 0-4, each version
 //! depending on 0-3 tools of the next tier under mixed `^`, `~` and range
@@ -98,6 +99,10 @@ const TIERS: u64 = 4;
 /// of the same catalog store the same bytes.
 const CREATED: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z
 const BENCH_PASSWORD: &str = "bench-password";
+
+/// Versions per seeding transaction: 100 tools' 20 versions, written as 20
+/// rounds of 100 publishes each.
+const SEED_BATCH: usize = 2_000;
 
 /// Words for descriptions and keywords, so search has realistic hit rates.
 const WORDS: &[&str] = &[
@@ -324,23 +329,26 @@ struct Record {
 }
 
 impl Seeder {
-    async fn record(&self, r: Record) -> anyhow::Result<()> {
-        let sha256 = if r.signed || self.placeholder_blobs {
-            self.blobs.put(r.blob.clone()).await?
-        } else {
-            Sha256Digest::of(&r.blob)
-        };
-        let log_entry = tlog::publish_entry(
-            r.kind,
-            &r.name,
-            &r.version,
-            &sha256.to_hex(),
-            r.signed.then_some(self.key_id.as_str()),
-            "seeder",
-        );
-        let what = format!("recording {} {}@{}", r.kind, r.name, r.version);
-        self.db
-            .publish_version(&NewVersion {
+    /// Records a batch of versions in one transaction
+    /// (`Db::publish_versions`, what a burst of publishes commits with),
+    /// after putting the blobs that are stored.
+    async fn record_batch(&self, records: Vec<Record>) -> anyhow::Result<()> {
+        let mut news = Vec::with_capacity(records.len());
+        for r in records {
+            let sha256 = if r.signed || self.placeholder_blobs {
+                self.blobs.put(r.blob.clone()).await?
+            } else {
+                Sha256Digest::of(&r.blob)
+            };
+            let log_entry = tlog::publish_entry(
+                r.kind,
+                &r.name,
+                &r.version,
+                &sha256.to_hex(),
+                r.signed.then_some(self.key_id.as_str()),
+                "seeder",
+            );
+            news.push(NewVersion {
                 publisher_identity: None,
                 provenance: None,
                 kind: r.kind,
@@ -362,9 +370,13 @@ impl Seeder {
                 keywords: r.keywords,
                 publisher: self.publisher,
                 log_entry,
-            })
-            .await
-            .context(what)?;
+            });
+        }
+        let batch: Vec<&NewVersion> = news.iter().collect();
+        for (new, result) in news.iter().zip(self.db.publish_versions(&batch).await) {
+            result
+                .with_context(|| format!("recording {} {}@{}", new.kind, new.name, new.version))?;
+        }
         Ok(())
     }
 
@@ -496,7 +508,7 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
     let packages: u64 = parse_flag(args, "--tools", PACKAGES_DEFAULT)?;
     let agents: u64 = parse_flag(args, "--agents", 1000)?;
     let real: u64 = parse_flag(args, "--real", 100)?;
-    let concurrency: usize = parse_flag(args, "--concurrency", 8)?;
+    let concurrency: usize = parse_flag(args, "--concurrency", 2)?;
     let placeholder_blobs = args.iter().any(|a| a == "--placeholder-blobs");
     if packages < TIERS * 10 {
         bail!("--tools must be at least {}", TIERS * 10);
@@ -536,22 +548,35 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
         placeholder_blobs,
     });
 
-    let catalog = tool_catalog(packages);
+    let catalog = Arc::new(tool_catalog(packages));
     let total = catalog.len();
     let edges: usize = catalog.iter().map(|t| t.dependencies.len()).sum();
     let mut done = 0usize;
-    let mut results = stream::iter(catalog.into_iter().map(|t| {
+    // Batches built on blocking threads while others are written: the
+    // records' YAML and JSON are most of the CPU, the writes most of the
+    // time.
+    let mut results = stream::iter((0..total).step_by(SEED_BATCH).map(|start| {
         let seeder = seeder.clone();
+        let catalog = catalog.clone();
         async move {
-            let record = seeder.tool_record(&t, t.package < real)?;
-            seeder.record(record).await
+            let end = (start + SEED_BATCH).min(total);
+            let builder = seeder.clone();
+            let records = tokio::task::spawn_blocking(move || {
+                catalog[start..end]
+                    .iter()
+                    .map(|t| builder.tool_record(t, t.package < real))
+                    .collect::<anyhow::Result<Vec<_>>>()
+            })
+            .await??;
+            seeder.record_batch(records).await?;
+            anyhow::Ok(end - start)
         }
     }))
     .buffer_unordered(concurrency);
     while let Some(result) = results.next().await {
-        result?;
-        done += 1;
-        if done.is_multiple_of(20_000) {
+        let before = done;
+        done += result?;
+        if done / 100_000 != before / 100_000 {
             eprintln!(
                 "seeded {done}/{total} tool versions in {:.1}s",
                 started.elapsed().as_secs_f64()
@@ -578,13 +603,22 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
             }
         })
         .collect();
-    let mut results = stream::iter(agent_tools.iter().enumerate().map(|(a, tools)| {
-        let seeder = seeder.clone();
-        async move {
-            let record = seeder.agent_record(a as u64, tools)?;
-            seeder.record(record).await
-        }
-    }))
+    let mut results = stream::iter(
+        agent_tools
+            .chunks(SEED_BATCH)
+            .enumerate()
+            .map(|(c, chunk)| {
+                let seeder = seeder.clone();
+                async move {
+                    let records = chunk
+                        .iter()
+                        .enumerate()
+                        .map(|(i, tools)| seeder.agent_record((c * SEED_BATCH + i) as u64, tools))
+                        .collect::<anyhow::Result<Vec<_>>>()?;
+                    seeder.record_batch(records).await
+                }
+            }),
+    )
     .buffer_unordered(concurrency);
     while let Some(result) = results.next().await {
         result?;
