@@ -69,10 +69,15 @@ impl Registry {
             tracing::info!(removed, "removed the spool files of interrupted uploads");
         }
         // The decoy hash costs one argon2 run: pay it now, not on a worker
-        // during the first sign-in.
-        tokio::task::spawn_blocking(|| decoy_hash().len())
-            .await
-            .context("cannot prepare the password decoy")?;
+        // during the first sign-in. On a thread that ends with it, so the
+        // 19 MiB argon2 keeps per thread are returned at once, not held
+        // while a pooled blocking thread idles for its keep-alive.
+        let (made, decoy) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("password-decoy".into())
+            .spawn(move || made.send(decoy_hash().len()))
+            .context("cannot start the password decoy's thread")?;
+        decoy.await.context("cannot prepare the password decoy")?;
 
         let secret = match &settings.jwt_secret {
             Some(secret) => secret.clone(),
