@@ -135,6 +135,12 @@ pub fn backdate(registry: &TestApp, version: &str, days: i64) {
     runtime().block_on(registry.backdate_versions(version, days));
 }
 
+/// Kills a registry [`start_registry`] started and starts it again on the
+/// same folder (at another address).
+pub fn restart(registry: &mut TestApp) {
+    runtime().block_on(registry.restart(&[]));
+}
+
 /// The runtime the harness's registries and their clients live on.
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
