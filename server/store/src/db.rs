@@ -364,6 +364,21 @@ impl Db {
         }
     }
 
+    /// Refreshes the query planners' statistics: PostgreSQL's `ANALYZE`,
+    /// SQLite's `PRAGMA optimize`. For bulk loads (a restore, a seeded
+    /// catalog) that outrun autovacuum: planned from the statistics of a
+    /// table a hundredth its size, a batch publish's existence checks scan
+    /// `versions` whole.
+    pub async fn refresh_statistics(&self) -> sqlx::Result<()> {
+        match self {
+            Db::Sqlite(pool) => sqlx::query("PRAGMA optimize").execute(pool).await.map(drop),
+            Db::Postgres(pools) => sqlx::query("ANALYZE")
+                .execute(pools.current())
+                .await
+                .map(drop),
+        }
+    }
+
     pub async fn close(&self) {
         match self {
             Db::Sqlite(pool) => pool.close().await,

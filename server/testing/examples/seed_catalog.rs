@@ -577,6 +577,7 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
         let before = done;
         done += result?;
         if done / 100_000 != before / 100_000 {
+            db.refresh_statistics().await?;
             eprintln!(
                 "seeded {done}/{total} tool versions in {:.1}s",
                 started.elapsed().as_secs_f64()
@@ -623,6 +624,8 @@ async fn seed(args: &[String]) -> anyhow::Result<()> {
     while let Some(result) = results.next().await {
         result?;
     }
+    // The server plans its reads from these.
+    db.refresh_statistics().await?;
     let secs = started.elapsed().as_secs_f64();
 
     // Another 1,000 agents' requests, published nowhere: a pass over them
