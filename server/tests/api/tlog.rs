@@ -10,7 +10,10 @@ use agentlang_core::{
     signing::SecretKey,
     tlog::{Witness, WitnessKey},
 };
-use app::{settings::LogSettings, tlog::TransparencyLog};
+use app::{
+    settings::LogSettings,
+    tlog::{LogError, TransparencyLog},
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use signed_note::{Note, StandardVerifier, VerifierList};
@@ -487,6 +490,22 @@ async fn start_up_reads_the_right_edge_and_the_audit_the_rest(backend: Backend) 
     let url = app.url.clone();
     let edge = agentlang_core::tlog::frontier_indexes(served.size);
     assert!(!edge.contains(&0), "leaf 0 is inside a complete subtree");
+
+    // A database that cannot be read is not a log that failed its audit:
+    // the log stays served (the registry tries the audit again).
+    let closed = Db::connect(
+        &app.state().config.effective_database_url(),
+        std::time::Duration::from_secs(5),
+        1,
+    )
+    .await
+    .unwrap();
+    let log = TransparencyLog::open(&closed, &settings, &url)
+        .await
+        .unwrap();
+    closed.close().await;
+    assert!(matches!(log.audit(&closed).await, Err(LogError::Db(_))));
+    assert!(log.broken().is_none() && log.checkpoint().is_some());
 
     // A hash off the edge rewritten: start-up does not read it, so the
     // log opens and serves; the audit recomputes it and takes the log down.

@@ -32,6 +32,9 @@ const VERIFY_BATCH: u64 = 2_000;
 /// restart, which fill the caches, are the costliest; unpaced, the audit
 /// took a core from them (`deploy/bench/RESULTS.md`, Decisions).
 const AUDIT_REST_FACTOR: u32 = 3;
+/// How long the audit waits to start again after the database could not
+/// be read.
+const AUDIT_RETRY: Duration = Duration::from_secs(60);
 /// Versions logged per backfill transaction.
 const BACKFILL_BATCH: i64 = 500;
 /// How often a replica looks for entries or checkpoints others wrote.
@@ -182,7 +185,9 @@ impl TransparencyLog {
     /// audited.
     pub async fn audit(&self, db: &Db) -> Result<u64, LogError> {
         let result = self.audit_entries(db).await;
-        if let Err(e) = &result {
+        // Only what the stored log says takes it down; a database that
+        // could not be read (a pool timeout under load) says nothing of it.
+        if let Err(e @ (LogError::Inconsistent(_) | LogError::Tree(_))) = &result {
             self.refuse(e.to_string());
         }
         result
@@ -682,14 +687,22 @@ impl TransparencyLog {
     /// The audit of the stored log ([`TransparencyLog::audit`]), once,
     /// after start-up; its outcome is logged.
     pub async fn audit_and_report(&self, db: &Db) {
-        let started = std::time::Instant::now();
-        match self.audit(db).await {
-            Ok(size) => tracing::info!(
-                size,
-                millis = started.elapsed().as_millis() as u64,
-                "audited the transparency log"
-            ),
-            Err(e) => tracing::error!(error = %e, "the transparency log failed its audit"),
+        loop {
+            let started = std::time::Instant::now();
+            match self.audit(db).await {
+                Ok(size) => tracing::info!(
+                    size,
+                    millis = started.elapsed().as_millis() as u64,
+                    "audited the transparency log"
+                ),
+                Err(LogError::Db(e)) => {
+                    tracing::warn!(error = %e, "the audit of the transparency log could not read the database; trying again in a minute");
+                    tokio::time::sleep(AUDIT_RETRY).await;
+                    continue;
+                }
+                Err(e) => tracing::error!(error = %e, "the transparency log failed its audit"),
+            }
+            return;
         }
     }
 
