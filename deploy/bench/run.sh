@@ -23,6 +23,11 @@
 #                      reported (the core resolver's: two per warm pass)
 #   BENCH_TOOLS 10000, BENCH_AGENTS 1000, BENCH_REAL 100 (tools whose 20
 #                      versions are real signed containers)
+#   BENCH_SCALE_SIZES "1000 100000": the catalog sizes (tools x 20 versions) of
+#                      the random-package reads, small then large, each seeded
+#                      on a fresh database; "" skips them
+#   BENCH_PARTS        "all" (default), or "scaling": only the random-package
+#                      reads at BENCH_SCALE_SIZES
 #   BENCH_SKIP_BUILD=1 use the existing release build
 #   BENCH_PROFILE      release (default); "debug" only to try the script quickly
 #   BENCH_BIG_MIB      50: size of each of the 16 concurrent uploads of the memory test
@@ -51,6 +56,9 @@ big_mib="${BENCH_BIG_MIB:-50}"
 resolve_conc="${BENCH_RESOLVE_CONCURRENCY:-16}"
 resolve_rounds="${BENCH_RESOLVE_ROUNDS:-5}"
 log_baseline="${BENCH_LOG_BASELINE-2404024}"
+scale_sizes="${BENCH_SCALE_SIZES-1000 100000}"
+parts="${BENCH_PARTS:-all}"
+[ "$parts" = scaling ] && log_baseline=""
 mib=$((1024 * 1024))
 mkdir -p "$work"
 
@@ -79,7 +87,8 @@ fi
 registry_bin="$root/target/$profile/agentlang-registry"
 seed_bin="$root/target/$profile/examples/seed_catalog"
 cli_bin="$root/target/$profile/agentlang"
-if [ -n "$backends" ] && ! { [ -x "$registry_bin" ] && [ -x "$seed_bin" ] && [ -x "$cli_bin" ]; }; then
+if [ -n "$backends" ] && ! { [ -x "$registry_bin" ] && [ -x "$seed_bin" ] &&
+  { [ "$parts" != all ] || [ -x "$cli_bin" ]; }; }; then
   echo "bench: release build missing" >&2
   exit 2
 fi
@@ -671,6 +680,82 @@ PY
   verdaccio_pid=""
 }
 
+# --- random-package reads at two catalog sizes -------------------------------------
+# A request for a random package each time: almost every read of a large
+# catalog is its first for that package, so these measure the first read,
+# not the caches the repeated-path rows above are answered from.
+random_lua() {
+  local file="$1" size="$2" agents_n="$3" kind="$4"
+  cat >"$file" <<LUA
+local words = {"search","web","fetch","pdf","email","calendar","github","slack","sql","csv","image","audio","video","translate","summarize","code","review","deploy","monitor","weather","finance","crm","invoice","maps","shell","browser","vector","embedding","scrape","notify"}
+local n, agents, kind, serial = $size, $agents_n, "$kind", 0
+function setup(thread) serial = serial + 1; thread:set("serial", serial) end
+function init(args) math.randomseed(os.time() * 1000 + (serial or 0)) end
+request = function()
+  local r = math.random(0, n - 1)
+  local path
+  if kind == "version" then path = "/api/v1/tools/tool" .. r .. "/1.0.0"
+  elseif kind == "package" then path = "/api/v1/tools/tool" .. r
+  elseif kind == "index" then path = "/api/v1/index/tools/tool" .. r
+  elseif kind == "search" then path = "/api/v1/search?q=" .. words[math.random(1, #words)] .. "+tool" .. r
+  else path = "/agents/agent" .. math.random(0, agents - 1) end
+  return wrk.format(nil, path)
+end
+LUA
+}
+
+bench_scaling() {
+  local backend="$1" size scale_agents url port seed_json
+  for size in $scale_sizes; do
+    data="$work/$backend-scale-$size"
+    rm -rf "$data"
+    mkdir -p "$data/out"
+    export AGENTLANG_REGISTRY_DATA_DIR="$data/registry"
+    fresh_database "$backend" "_s$size"
+    [ "$backend" = postgres ] &&
+      psql -q "$pg_admin" -c "ALTER DATABASE $pg_db SET synchronous_commit = off" >/dev/null
+    scale_agents=$((agents < size / 10 ? agents : size / 10))
+    log "$backend: seeding $size tools x 20 versions, $scale_agents agents (random reads)"
+    seed_json="$("$seed_bin" seed "$data/out" --tools "$size" --agents "$scale_agents" --real 10 \
+      --concurrency "$([ "$backend" = postgres ] && echo 4 || echo 2)")"
+    log "$backend: seeded $seed_json"
+    local key="$backend.scale.$size"
+    metric["$key.seed_seconds"]="$(jq -r .seconds <<<"$seed_json")"
+    metric["$key.seed_versions"]="$(jq -r .tool_versions <<<"$seed_json")"
+    [ "$backend" = postgres ] &&
+      psql -q "$pg_admin" -c "ALTER DATABASE $pg_db RESET synchronous_commit" >/dev/null
+    # The first start sequences the seeded log (in the background, 20,000
+    # entries a round); the figures are those of the start after it.
+    port="$(free_port)"
+    url="http://127.0.0.1:$port"
+    start_server "$port"
+    wait_for_log "$url" "$(jq -r .log_entries <<<"$seed_json")" || true
+    stop_server
+    local audits
+    audits="$(audits_logged)"
+    start_server "$port"
+    metric["$key.startup_ms"]="$startup_ms"
+    sleep 2
+    metric["$key.idle_rss_mib"]="$(($(rss_kib "$server_pid") / 1024))"
+    wait_for_audit "$audits"
+    wrk_run "$key.healthz" "$url/healthz"
+    local kind lua
+    for kind in version package index search agent; do
+      lua="$work/random-$kind-$size.lua"
+      random_lua "$lua" "$size" "$scale_agents" "$kind"
+      wrk_run "$key.$kind" "$url" "$lua"
+    done
+    local out
+    out="$("$seed_bin" resolve "$url" "$data/out/resolve-many.json" --concurrency "$resolve_conc")"
+    metric["$key.resolve.rps"]="$(jq -r .rps <<<"$out")"
+    metric["$key.resolve.p99"]="$(jq -r .p99_ms <<<"$out")"
+    metric["$key.rss_after_mib"]="$(($(rss_kib "$server_pid") / 1024))"
+    stop_server
+    drop_database
+    rm -rf "$data/registry"
+  done
+}
+
 # --- run -----------------------------------------------------------------------------
 # Every registry of the run: no rate limits (one client sends everything),
 # warnings only, uploads up to 64 MiB.
@@ -678,19 +763,26 @@ export AGENTLANG_REGISTRY_JWT_SECRET="072062adf5db2e4772b96b2d8ebaaed3193e61e5ab
 export AGENTLANG_REGISTRY_RATE_LIMITS=off
 # Warnings only, and the end of each start-up audit of the log (see
 # wait_for_audit).
-export AGENTLANG_REGISTRY_LOG=warn,agentlang_registry::service::tlog=info
+export AGENTLANG_REGISTRY_LOG=warn,agentlang_registry_app::tlog=info
 export AGENTLANG_REGISTRY_MAX_UPLOAD_BYTES=$((64 * mib))
 # One account publishes 16 at a time (the default allows 4 per account).
 export AGENTLANG_REGISTRY_MAX_CONCURRENT_UPLOADS_PER_ACCOUNT=16
-for backend in $backends; do
-  bench_backend "$backend"
-done
-if [ -n "$baseline_bin" ]; then
+if [ "$parts" = all ]; then
   for backend in $backends; do
-    bench_log_cost "$backend"
+    bench_backend "$backend"
+  done
+  if [ -n "$baseline_bin" ]; then
+    for backend in $backends; do
+      bench_log_cost "$backend"
+    done
+  fi
+  bench_verdaccio
+fi
+if [ -n "$scale_sizes" ]; then
+  for backend in $backends; do
+    bench_scaling "$backend"
   done
 fi
-bench_verdaccio
 
 # --- report ----------------------------------------------------------------------------
 # RESULTS.md: a short header, one table (a row per measure: its target, and
@@ -698,9 +790,11 @@ bench_verdaccio
 # Decisions section of the previous RESULTS.md, unchanged.
 for k in "${!metric[@]}"; do printf '%s\t%s\n' "$k" "${metric[$k]}"; done >"$work/metrics.tsv"
 python3 - "$work/metrics.tsv" "$bench_dir/RESULTS.md" "$backends" "$duration" "$conns" "$threads" "$tools" "$agents" "$real" \
-  "$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$resolve_conc" "${baseline_rev:-}" "$resolve_rounds" <<'PY'
+  "$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$resolve_conc" "${baseline_rev:-}" "$resolve_rounds" \
+  "$scale_sizes" "$parts" <<'PY'
 import os, platform, re, shlex, subprocess, sys, time
-tsv, out, backends, duration, conns, threads, tools, agents, real, commit, resolve_conc, baseline, resolve_rounds = sys.argv[1:]
+tsv, out, backends, duration, conns, threads, tools, agents, real, commit, resolve_conc, baseline, resolve_rounds, scale_sizes, parts = sys.argv[1:]
+scale_sizes = scale_sizes.split()
 backends = backends.split()
 m = dict(line.rstrip("\n").split("\t", 1) for line in open(tsv) if "\t" in line)
 cores = os.cpu_count() or 1
@@ -823,6 +917,9 @@ def logcost(b, size):
         return vals[len(vals) // 2] if vals else None
     return median("log"), median("nolog")
 v = f("verdaccio.packument.rps")
+if parts != "all":
+    _row = row
+    row = lambda *a, **k: None
 
 row("seed (tool versions, seconds)", "", lambda b: f"{num(f(f'{b}.seed_versions'))} in {num(f(f'{b}.seed_seconds'), 1)} s")
 row("start-up to /readyz, seeded", "<= 1 s", lambda b: at_most(f(f"{b}.startup_ms"), 1000, f"{g(f'{b}.startup_ms')} ms") + f"; after the run {g(f'{b}.restart_ms')} ms; the seeded log sequenced {g(f'{b}.log_sequenced_s')} s after")
@@ -856,8 +953,46 @@ if baseline:
 row("agentlang log verify, the whole log (first use)", "", lambda b: f"{g(f'{b}.log_verify_s')} s for {num(f(f'{b}.log_verify_entries'))} entries ({m.get(f'{b}.log_verify_out', '')})")
 row("RSS after the read and publish benchmarks (caches filled)", "", lambda b: f"{g(f'{b}.rss_after_reads_mib')} MiB")
 row(f"16 x {big_mib} MiB uploads on a fresh server: RSS idle before / peak / 5 s after", "growth (peak over before) <= 64 MiB", lambda b: f"{g(f'{b}.rss_before_mib')} / {g(f'{b}.rss_peak_mib')} / {g(f'{b}.rss_after_idle_mib')} MiB (VmHWM {g(f'{b}.hwm_mib')}), " + ("growth not measured" if f(f"{b}.rss_growth_mib") is None else f"growth {g(f'{b}.rss_growth_mib')} MiB ({met(f(f'{b}.rss_growth_mib') <= 64)})") + f", {num(f(f'{b}.big.mbps'))} MB/s {g(f'{b}.big.statuses')}")
+if parts != "all":
+    row = _row
+if scale_sizes:
+    small, large = scale_sizes[0], scale_sizes[-1]
+    def healthz_share(b, size, kind):
+        return share(f(f"{b}.scale.{size}.{kind}.rps"), f(f"{b}.scale.{size}.healthz.rps"))
+    row(f"seed {int(large):,} tools x 20 versions", "2,000,000 versions < 15 min", lambda b: "not measured" if f(f"{b}.scale.{large}.seed_seconds") is None else f"{num(f(f'{b}.scale.{large}.seed_versions'))} in {num(f(f'{b}.scale.{large}.seed_seconds'), 1)} s = {num(f(f'{b}.scale.{large}.seed_versions') / f(f'{b}.scale.{large}.seed_seconds'))}/s: 2,000,000 in " + at_most(2e6 / (f(f'{b}.scale.{large}.seed_versions') / f(f'{b}.scale.{large}.seed_seconds')) / 60, 15, f"{2e6 / (f(f'{b}.scale.{large}.seed_versions') / f(f'{b}.scale.{large}.seed_seconds')) / 60:.1f} min"))
+    for size in scale_sizes:
+        label = f"{int(size):,} tools"
+        row(f"{label}: start-up to /readyz / idle RSS / RSS after the random reads", "<= 1 s; idle <= 64 MiB" if size == large else "", lambda b, size=size: (at_most(f(f"{b}.scale.{size}.startup_ms"), 1000, f"{g(f'{b}.scale.{size}.startup_ms')} ms") + "; " + at_most(f(f"{b}.scale.{size}.idle_rss_mib"), 64, f"{g(f'{b}.scale.{size}.idle_rss_mib')} MiB") if size == large else f"{g(f'{b}.scale.{size}.startup_ms')} ms; {g(f'{b}.scale.{size}.idle_rss_mib')} MiB") + f"; {g(f'{b}.scale.{size}.rss_after_mib')} MiB")
+        row(f"{label}: GET /healthz", "", lambda b, size=size: wrk_cell(b, f"scale.{size}.healthz"))
+        for kind, what in (("version", "version record"), ("package", "package record"), ("index", "index entry"), ("search", "search, random word + tool"), ("agent", "agent page")):
+            def cell(b, size=size, kind=kind):
+                text = wrk_cell(b, f"scale.{size}.{kind}", p99_goal=20 if kind == "search" and size == large else None)
+                r = healthz_share(b, size, kind)
+                if r is None:
+                    return text
+                if size != large:
+                    return text + f"; {r:.3f} of /healthz"
+                text += "; " + ratio(f(f"{b}.scale.{size}.{kind}.rps"), f(f"{b}.scale.{size}.healthz.rps"), 0.5, "of /healthz")
+                r_small = healthz_share(b, small, kind)
+                if r_small:
+                    text += f"; {r / r_small:.3f} of the {int(small):,}-tool ratio ({met(r / r_small >= 0.8)})"
+                return text
+            target = ">= 0.5 x /healthz; >= 0.8 x the small catalog's ratio" + ("; p99 <= 20 ms" if kind == "search" else "") if size == large else ""
+            row(f"{label}: random {what}", target, cell)
+        def resolve_cell(b, size=size):
+            rps = f(f"{b}.scale.{size}.resolve.rps")
+            if rps is None:
+                return "not measured"
+            r = share(rps, f(f"{b}.scale.{size}.healthz.rps"))
+            text = f"{num(rps)} req/s, p99 {num(f(f'{b}.scale.{size}.resolve.p99'), 2)} ms; {num(r, 3)} of /healthz"
+            if size == large:
+                small_r = healthz_share(b, small, "resolve")
+                if small_r and r:
+                    text += f"; {r / small_r:.3f} of the {int(small):,}-tool ratio ({met(r / small_r >= 0.8)})"
+            return text
+        row(f"{label}: POST resolve, every agent once (first-time)", ">= 0.8 x the small catalog's ratio" if size == large else "", resolve_cell)
 verdaccio = f"{num(v)} req/s, p50 {num(f('verdaccio.packument.p50'), 2)} ms, p99 {num(f('verdaccio.packument.p99'), 2)} ms"
-lines.append(f"| Verdaccio 6.8 (Node {node}), same wrk settings, GET of a {g('verdaccio.versions')}-version packument ({g('verdaccio.packument_bytes')} bytes) | reference | " + " | ".join([verdaccio] + ["(the same run)"] * (len(columns) - 1)) + " |")
+if parts == "all": lines.append(f"| Verdaccio 6.8 (Node {node}), same wrk settings, GET of a {g('verdaccio.versions')}-version packument ({g('verdaccio.packument_bytes')} bytes) | reference | " + " | ".join([verdaccio] + ["(the same run)"] * (len(columns) - 1)) + " |")
 if backends:
     lines.append("| targets met | | " + " | ".join(f"{targets_met[b][0]} of {targets_met[b][1]}" for b in backends) + " |")
 table = "\n".join(lines) + "\n"
