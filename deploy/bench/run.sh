@@ -3,19 +3,30 @@
 # PostgreSQL, loads a release build with wrk on loopback, with nginx serving
 # the same container files from disk as the static-file reference and
 # Verdaccio alongside, measures what the transparency log costs a publish
-# against the last revision without it, prints one table of the figures
-# with their targets and writes it to deploy/bench/RESULTS.md, keeping that
-# file's hand-written "## Decisions" section (from the heading to the end)
-# as it is.
+# against the last revision without it, measures reads of a random package
+# each request at two catalog sizes (small and large, each seeded afresh),
+# prints one table of the figures with their targets and writes it to
+# deploy/bench/RESULTS.md, keeping that file's hand-written "## Decisions"
+# section (from the heading to the end) as it is.
 #
-#   deploy/bench/run.sh                 # everything (about 45-60 min on 2 cores)
+#   deploy/bench/run.sh                 # everything (about 1.5 h on 2 cores)
 #   BENCH_BACKENDS=sqlite deploy/bench/run.sh
+#   BENCH_PARTS=scaling deploy/bench/run.sh          # the random reads only
+#   BENCH_PARTS=scaling BENCH_SCALE_SIZES="300 3000" BENCH_DURATION=3s \
+#     BENCH_BACKENDS=sqlite deploy/bench/run.sh      # a quick try of them
 #
 # Settings (environment):
 #   BENCH_BACKENDS     "sqlite postgres" (default)
+#   BENCH_PARTS        "all" (default), or some of: backend (the per-backend
+#                      figures: seed, repeated-path reads, downloads, resolves,
+#                      publishes, memory), logcost (the transparency log's
+#                      cost, see BENCH_LOG_BASELINE), verdaccio (the reference),
+#                      scaling (random-package reads at BENCH_SCALE_SIZES).
+#                      The table leaves out the rows of the parts not run.
 #   BENCH_POSTGRES_URL postgres://postgres@127.0.0.1:5432/postgres (an admin
 #                      connection; databases bench_<pid>* are created and dropped)
-#   BENCH_WORK         /tmp/agentlang-bench (data folders, logs, Verdaccio, baseline build)
+#   BENCH_WORK         /tmp/agentlang-bench (data folders, logs, wrk scripts and
+#                      outputs, Verdaccio, baseline build)
 #   BENCH_DURATION     10s per wrk run;  BENCH_CONNECTIONS 64;  BENCH_THREADS 2
 #   BENCH_RESOLVE_CONCURRENCY 16: requests in flight for the first-time resolves
 #                      (at 64, Little's law alone puts p99 past 50 ms)
@@ -23,11 +34,21 @@
 #                      reported (the core resolver's: two per warm pass)
 #   BENCH_TOOLS 10000, BENCH_AGENTS 1000, BENCH_REAL 100 (tools whose 20
 #                      versions are real signed containers)
-#   BENCH_SCALE_SIZES "1000 100000": the catalog sizes (tools x 20 versions) of
-#                      the random-package reads, small then large, each seeded
-#                      on a fresh database; "" skips them
-#   BENCH_PARTS        "all" (default), or "scaling": only the random-package
-#                      reads at BENCH_SCALE_SIZES
+#   BENCH_SCALE_SIZES  "1000 100000": the catalog sizes (tools, each 20
+#                      versions) of the scaling part, small first, large last
+#                      (at least 40 each, the seed's minimum). Each is seeded
+#                      on a fresh database and data folder with
+#                      `seed_catalog seed OUT --tools N --agents A --real 10`
+#                      (A is BENCH_AGENTS, at most a tenth of the smallest
+#                      size, the same at every size), timed; the server is
+#                      started once to sequence the seeded log, then again
+#                      for the figures: start-up to /readyz, idle RSS, and
+#                      per read a wrk run of /healthz then one of the read
+#                      with a random tool (agent, search word) per request:
+#                      version record, package record, index entry, search,
+#                      agent page; and the first-time resolve of every
+#                      agent's request once. The large size's ratios to
+#                      /healthz are compared with the small size's.
 #   BENCH_SKIP_BUILD=1 use the existing release build
 #   BENCH_PROFILE      release (default); "debug" only to try the script quickly
 #   BENCH_BIG_MIB      50: size of each of the 16 concurrent uploads of the memory test
@@ -58,20 +79,39 @@ resolve_rounds="${BENCH_RESOLVE_ROUNDS:-5}"
 log_baseline="${BENCH_LOG_BASELINE-2404024}"
 scale_sizes="${BENCH_SCALE_SIZES-1000 100000}"
 parts="${BENCH_PARTS:-all}"
-[ "$parts" = scaling ] && log_baseline=""
+[ "$parts" = all ] && parts="backend logcost verdaccio scaling"
+for part in $parts; do
+  case "$part" in
+    backend | logcost | verdaccio | scaling) ;;
+    *) echo "bench: BENCH_PARTS: unknown part '$part' (all, or some of: backend logcost verdaccio scaling)" >&2; exit 2 ;;
+  esac
+done
+for size in $scale_sizes; do
+  if ! [[ "$size" =~ ^[0-9]+$ && "$size" -ge 40 ]]; then
+    echo "bench: BENCH_SCALE_SIZES: '$size' is not a number of tools of at least 40 (the seed's minimum)" >&2
+    exit 2
+  fi
+done
+# runs PART: whether PART of the benchmark is run.
+runs() { [[ " $parts " == *" $1 "* ]]; }
+runs logcost || log_baseline=""
 mib=$((1024 * 1024))
 mkdir -p "$work"
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # --- tools -------------------------------------------------------------------
-for pkg in wrk nginx; do
+needed=(wrk)
+runs backend && needed+=(nginx)
+for pkg in "${needed[@]}"; do
   if ! command -v "$pkg" >/dev/null; then
     log "installing $pkg"
     apt-get install -y -qq "$pkg" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$pkg" >/dev/null; }
   fi
 done
-for tool in curl jq python3 node npm; do
+needed=(curl jq python3)
+runs verdaccio && needed+=(node npm)
+for tool in "${needed[@]}"; do
   command -v "$tool" >/dev/null || { echo "bench: $tool is required" >&2; exit 2; }
 done
 
@@ -88,7 +128,7 @@ registry_bin="$root/target/$profile/agentlang-registry"
 seed_bin="$root/target/$profile/examples/seed_catalog"
 cli_bin="$root/target/$profile/agentlang"
 if [ -n "$backends" ] && ! { [ -x "$registry_bin" ] && [ -x "$seed_bin" ] &&
-  { [ "$parts" != all ] || [ -x "$cli_bin" ]; }; }; then
+  { ! runs backend && ! runs logcost || [ -x "$cli_bin" ]; }; }; then
   echo "bench: release build missing" >&2
   exit 2
 fi
@@ -282,15 +322,16 @@ register_publisher() {
   AGENTLANG_CONFIG_DIR="$dir" "$cli_bin" --registry "$url" keys register "$dir/signing.pem.pub" >/dev/null
 }
 
-# Waits until the log's checkpoint covers N entries.
+# wait_for_log URL N [SECONDS]: until the log's checkpoint covers N entries
+# (at most SECONDS, 300 unless told).
 wait_for_log() {
-  local url="$1" want="$2" size=0
-  for _ in $(seq 1 600); do
+  local url="$1" want="$2" limit="${3:-300}" size=0
+  for _ in $(seq 1 $((limit * 2))); do
     size="$(curl -s "$url/log/checkpoint" | sed -n 2p)"
     [ "${size:-0}" -ge "$want" ] && return 0
     sleep 0.5
   done
-  log "the log's checkpoint covers ${size:-0} of $want entries after 300 s"
+  log "the log's checkpoint covers ${size:-0} of $want entries after $limit s"
   return 1
 }
 
@@ -300,15 +341,16 @@ audits_logged() {
   grep -c 'audited the transparency log' "$data/server.log" 2>/dev/null || true
 }
 
-# wait_for_audit COUNT: until the server started last has finished its
-# start-up audit (more than COUNT logged).
+# wait_for_audit COUNT [SECONDS]: until the server started last has
+# finished its start-up audit (more than COUNT logged; at most SECONDS, 60
+# unless told).
 wait_for_audit() {
-  local before="$1"
-  for _ in $(seq 1 1200); do
+  local before="$1" limit="${2:-60}"
+  for _ in $(seq 1 $((limit * 20))); do
     [ "$(audits_logged)" -gt "$before" ] && return 0
     sleep 0.05
   done
-  log "no end of the start-up audit of the log after 60 s"
+  log "no end of the start-up audit of the log after $limit s"
 }
 
 # first_time_resolves NAME URL FILE: each request of FILE posted once; the
@@ -681,74 +723,143 @@ PY
 }
 
 # --- random-package reads at two catalog sizes -------------------------------------
-# A request for a random package each time: almost every read of a large
-# catalog is its first for that package, so these measure the first read,
-# not the caches the repeated-path rows above are answered from.
+# A different package each request, drawn uniformly from the whole catalog:
+# almost every read of a large catalog is its first for that package, so
+# these measure the first read, not the caches the repeated-path rows
+# above are answered from. Each read's wrk run follows a /healthz run on
+# the same server, and its ratio is taken against that one; the large
+# catalog's ratios are compared with the small one's.
+
+# The seed's search words (WORDS in server/testing/examples/seed_catalog.rs).
+scale_words=(search web fetch pdf email calendar github slack sql csv image audio video translate
+  summarize code review deploy monitor weather finance crm invoice maps shell browser vector
+  embedding scrape notify)
+
+# random_lua FILE KIND TOOLS AGENTS: a wrk script asking for a random
+# package each request, R uniform in [0, TOOLS) (agents: [0, AGENTS)):
+# version (/api/v1/tools/toolR/1.0.0), package (/api/v1/tools/toolR), index
+# (/api/v1/index/tools/toolR), search (?q=WORD+toolR, WORD one of the
+# seed's words) or agent (/agents/agentR). Each thread seeds its own
+# sequence with its number.
 random_lua() {
-  local file="$1" size="$2" agents_n="$3" kind="$4"
+  local file="$1" kind="$2" n="$3" agents_n="$4" path
+  case "$kind" in
+    version) path='"/api/v1/tools/tool" .. math.random(0, n - 1) .. "/1.0.0"' ;;
+    package) path='"/api/v1/tools/tool" .. math.random(0, n - 1)' ;;
+    index) path='"/api/v1/index/tools/tool" .. math.random(0, n - 1)' ;;
+    search) path='"/api/v1/search?q=" .. words[math.random(1, #words)] .. "+tool" .. math.random(0, n - 1)' ;;
+    agent) path='"/agents/agent" .. math.random(0, agents - 1)' ;;
+    *) echo "bench: random_lua: unknown kind $kind" >&2; exit 2 ;;
+  esac
   cat >"$file" <<LUA
-local words = {"search","web","fetch","pdf","email","calendar","github","slack","sql","csv","image","audio","video","translate","summarize","code","review","deploy","monitor","weather","finance","crm","invoice","maps","shell","browser","vector","embedding","scrape","notify"}
-local n, agents, kind, serial = $size, $agents_n, "$kind", 0
-function setup(thread) serial = serial + 1; thread:set("serial", serial) end
-function init(args) math.randomseed(os.time() * 1000 + (serial or 0)) end
+-- Written by deploy/bench/run.sh: GET $kind, a random package each request.
+local words = {$(printf '"%s", ' "${scale_words[@]}")}
+local n, agents = $n, $agents_n
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("thread_number", threads)
+end
+function init(args)
+  math.randomseed(os.time() % 1000000 * 64 + (thread_number or 0))
+  for _ = 1, 8 do math.random() end
+end
 request = function()
-  local r = math.random(0, n - 1)
-  local path
-  if kind == "version" then path = "/api/v1/tools/tool" .. r .. "/1.0.0"
-  elseif kind == "package" then path = "/api/v1/tools/tool" .. r
-  elseif kind == "index" then path = "/api/v1/index/tools/tool" .. r
-  elseif kind == "search" then path = "/api/v1/search?q=" .. words[math.random(1, #words)] .. "+tool" .. r
-  else path = "/agents/agent" .. math.random(0, agents - 1) end
-  return wrk.format(nil, path)
+  return wrk.format(nil, $path)
 end
 LUA
 }
 
+# The path random_lua's KIND asks for with R = the last tool (agent): the
+# request checked to answer 200 before the kind is measured.
+probe_path() {
+  local kind="$1" n="$2" agents_n="$3"
+  case "$kind" in
+    version) echo "/api/v1/tools/tool$((n - 1))/1.0.0" ;;
+    package) echo "/api/v1/tools/tool$((n - 1))" ;;
+    index) echo "/api/v1/index/tools/tool$((n - 1))" ;;
+    search) echo "/api/v1/search?q=${scale_words[-1]}+tool$((n - 1))" ;;
+    agent) echo "/agents/agent$((agents_n - 1))" ;;
+  esac
+}
+
 bench_scaling() {
-  local backend="$1" size scale_agents url port seed_json
+  local backend="$1" size n_agents key seed_json port url t0 t1 audits kind lua probe smallest
+  # As many agents at every size (BENCH_AGENTS, at most a tenth of the
+  # smallest catalog), so the first-time resolves and agent pages of the
+  # sizes compare: a pass of the same number of requests, with the same
+  # share of them in its first wave.
+  smallest="$(tr ' ' '\n' <<<"$scale_sizes" | grep . | sort -n | head -1)"
+  n_agents=$((agents < smallest / 10 ? agents : smallest / 10))
+  [ "$n_agents" -ge 1 ] || n_agents=1
   for size in $scale_sizes; do
+    key="$backend.scale.$size"
     data="$work/$backend-scale-$size"
     rm -rf "$data"
     mkdir -p "$data/out"
     export AGENTLANG_REGISTRY_DATA_DIR="$data/registry"
-    fresh_database "$backend" "_s$size"
-    [ "$backend" = postgres ] &&
-      psql -q "$pg_admin" -c "ALTER DATABASE $pg_db SET synchronous_commit = off" >/dev/null
-    scale_agents=$((agents < size / 10 ? agents : size / 10))
-    log "$backend: seeding $size tools x 20 versions, $scale_agents agents (random reads)"
-    seed_json="$("$seed_bin" seed "$data/out" --tools "$size" --agents "$scale_agents" --real 10 \
+    fresh_database "$backend" "_scale$size"
+    metric["$key.agents"]="$n_agents"
+
+    # Timed from exec to exit. Real containers only for the first 10 tools
+    # (nothing here downloads them); PostgreSQL overlaps the writes of 4
+    # transactions, SQLite the seed's default 2.
+    log "$backend: seeding $size tools x 20 versions, $n_agents agents (random reads)"
+    t0="$(date +%s%N)"
+    seed_json="$("$seed_bin" seed "$data/out" --tools "$size" --agents "$n_agents" --real 10 \
       --concurrency "$([ "$backend" = postgres ] && echo 4 || echo 2)")"
+    t1="$(date +%s%N)"
     log "$backend: seeded $seed_json"
-    local key="$backend.scale.$size"
-    metric["$key.seed_seconds"]="$(jq -r .seconds <<<"$seed_json")"
+    metric["$key.seed_wall_s"]="$(python3 -c "print(round(($t1 - $t0) / 1e9, 2))")"
     metric["$key.seed_versions"]="$(jq -r .tool_versions <<<"$seed_json")"
-    [ "$backend" = postgres ] &&
-      psql -q "$pg_admin" -c "ALTER DATABASE $pg_db RESET synchronous_commit" >/dev/null
-    # The first start sequences the seeded log (in the background, 20,000
-    # entries a round); the figures are those of the start after it.
+    if [ "$backend" = postgres ]; then
+      # As for the per-backend figures; timed apart from the seed.
+      t0="$(date +%s%N)"
+      psql -q "${pg_admin%/*}/$pg_db" -c "VACUUM ANALYZE" >/dev/null
+      t1="$(date +%s%N)"
+      metric["$key.vacuum_s"]="$(python3 -c "print(round(($t1 - $t0) / 1e9, 1))")"
+    else
+      metric["$key.db_mib"]="$(du -m "$data/registry/registry.db" | cut -f1)"
+    fi
+
+    # The first start sequences the seeded log (in the background); the
+    # figures are those of the start after it, once its start-up audit of
+    # the log (a background job) is done.
     port="$(free_port)"
     url="http://127.0.0.1:$port"
     start_server "$port"
-    wait_for_log "$url" "$(jq -r .log_entries <<<"$seed_json")" || true
+    metric["$key.first_startup_ms"]="$startup_ms"
+    t0="$(date +%s%N)"
+    wait_for_log "$url" "$(jq -r .log_entries <<<"$seed_json")" 1800 || true
+    metric["$key.log_sequenced_s"]="$(python3 -c "print(round(($(date +%s%N) - $t0) / 1e9, 1))")"
     stop_server
-    local audits
     audits="$(audits_logged)"
     start_server "$port"
     metric["$key.startup_ms"]="$startup_ms"
     sleep 2
     metric["$key.idle_rss_mib"]="$(($(rss_kib "$server_pid") / 1024))"
-    wait_for_audit "$audits"
-    wrk_run "$key.healthz" "$url/healthz"
-    local kind lua
+    log "$backend, $size tools: ready in ${metric[$key.first_startup_ms]} ms after the seed," \
+      "in $startup_ms ms once the log was sequenced (${metric[$key.log_sequenced_s]} s);" \
+      "idle RSS ${metric[$key.idle_rss_mib]} MiB"
+    wait_for_audit "$audits" 600
+
+    # First-time resolves first, before the random reads fill the caches
+    # they would share: each agent's request once.
+    wrk_run "$key.resolve.healthz" "$url/healthz"
+    first_time_resolves "$key.resolve" "$url" "$data/out/resolve-many.json"
+    median_passes "$key.resolve"
     for kind in version package index search agent; do
       lua="$work/random-$kind-$size.lua"
-      random_lua "$lua" "$size" "$scale_agents" "$kind"
-      wrk_run "$key.$kind" "$url" "$lua"
+      random_lua "$lua" "$kind" "$size" "$n_agents"
+      probe="$(probe_path "$kind" "$size" "$n_agents")"
+      metric["$key.$kind.status"]="$(status_of "$url$probe")"
+      wrk_run "$key.$kind.healthz" "$url/healthz"
+      if [ "${metric[$key.$kind.status]}" = 200 ]; then
+        wrk_run "$key.$kind" "$url/" "$lua"
+      else
+        log "$backend: $probe answers ${metric[$key.$kind.status]}; random $kind reads not measured"
+      fi
     done
-    local out
-    out="$("$seed_bin" resolve "$url" "$data/out/resolve-many.json" --concurrency "$resolve_conc")"
-    metric["$key.resolve.rps"]="$(jq -r .rps <<<"$out")"
-    metric["$key.resolve.p99"]="$(jq -r .p99_ms <<<"$out")"
     metric["$key.rss_after_mib"]="$(($(rss_kib "$server_pid") / 1024))"
     stop_server
     drop_database
@@ -767,18 +878,18 @@ export AGENTLANG_REGISTRY_LOG=warn,agentlang_registry_app::tlog=info
 export AGENTLANG_REGISTRY_MAX_UPLOAD_BYTES=$((64 * mib))
 # One account publishes 16 at a time (the default allows 4 per account).
 export AGENTLANG_REGISTRY_MAX_CONCURRENT_UPLOADS_PER_ACCOUNT=16
-if [ "$parts" = all ]; then
+if runs backend; then
   for backend in $backends; do
     bench_backend "$backend"
   done
-  if [ -n "$baseline_bin" ]; then
-    for backend in $backends; do
-      bench_log_cost "$backend"
-    done
-  fi
-  bench_verdaccio
 fi
-if [ -n "$scale_sizes" ]; then
+if [ -n "$baseline_bin" ]; then
+  for backend in $backends; do
+    bench_log_cost "$backend"
+  done
+fi
+runs verdaccio && bench_verdaccio
+if runs scaling && [ -n "$scale_sizes" ]; then
   for backend in $backends; do
     bench_scaling "$backend"
   done
@@ -795,6 +906,8 @@ python3 - "$work/metrics.tsv" "$bench_dir/RESULTS.md" "$backends" "$duration" "$
 import os, platform, re, shlex, subprocess, sys, time
 tsv, out, backends, duration, conns, threads, tools, agents, real, commit, resolve_conc, baseline, resolve_rounds, scale_sizes, parts = sys.argv[1:]
 scale_sizes = scale_sizes.split()
+parts = parts.split()
+def runs(part): return part in parts
 backends = backends.split()
 m = dict(line.rstrip("\n").split("\t", 1) for line in open(tsv) if "\t" in line)
 cores = os.cpu_count() or 1
@@ -842,20 +955,20 @@ lines.append("Written by `deploy/bench/run.sh` on each run: everything above \"D
 lines.append(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}, {os.environ.get('BENCH_PROFILE', 'release')} build")
 lines.append(f"- machine: {cores} cores ({cpu}), {mem:,} MiB RAM, {platform.system()} {platform.release()}; wrk, nginx and the server share the cores, so absolute figures are lower than on separate machines: the targets are ratios measured side by side in this run")
 lines.append(f"- command: `{command}` (backends: {' '.join(backends) or 'none'})")
-if parts == "all": lines.append(f"- figures: wrk -t{threads} -c{conns} -d{duration} --latency on loopback, one run per row after a 3 s warm-up; first-time resolves {resolve_conc} in flight, each figure the median of {resolve_rounds} passes on a fresh server (warm passes once its start-up audit of the log is done and 1,000 other agents are resolved); the core resolver's figure the median of its passes right before and right after each warm pass; publishes one run each" + (", the log's cost the median of three alternating rounds" if baseline else ""))
-if parts != "all":
-    lines.append(f"- figures: wrk -t{threads} -c{conns} -d{duration} --latency on loopback after a 3 s warm-up, each request for a package drawn at random (a Lua script), so almost every read of the large catalog is that package's first; first-time resolves: every seeded agent's request posted once, {resolve_conc} in flight; start-up and idle RSS of the second start (the first sequences the seeded log), after its start-up audit for the reads")
-    lines.append(f"- catalogs: {' and '.join(f'{int(n):,}' for n in scale_sizes)} tools x 20 versions, each seeded on a fresh database, min({agents}, tools / 10) agents; the first 10 tools' versions are real signed containers, the rest content-addressed placeholders (see server/testing/examples/seed_catalog.rs)")
-else:
+if runs("backend"):
+    lines.append(f"- figures: wrk -t{threads} -c{conns} -d{duration} --latency on loopback, one run per row after a 3 s warm-up; first-time resolves {resolve_conc} in flight, each figure the median of {resolve_rounds} passes on a fresh server (warm passes once its start-up audit of the log is done and 1,000 other agents are resolved); the core resolver's figure the median of its passes right before and right after each warm pass; publishes one run each" + (", the log's cost the median of three alternating rounds" if baseline else ""))
     lines.append(f"- catalog: {tools} tools x 20 versions ({num(f('sqlite.seed_edges') or f('postgres.seed_edges'))} dependency edges), {agents} agents; the first {real} tools' versions are real signed containers, the rest content-addressed placeholders (see server/testing/examples/seed_catalog.rs)")
+if runs("scaling") and scale_sizes:
+    lines.append(f"- random reads: catalogs of {' and '.join(f'{int(n):,}' for n in scale_sizes)} tools x 20 versions, each seeded on a fresh database with `seed_catalog seed OUT --tools N --agents A --real 10` (A = {agents}, at most a tenth of the smallest N, the same at every size; --concurrency 4 on PostgreSQL), timed from exec to exit; the server started once to sequence the seeded log, then again for the figures (start-up, idle RSS 2 s after ready; the reads once its start-up audit of the log is done); each read a wrk -t{threads} -c{conns} -d{duration} --latency run after a 3 s warm-up, a package drawn at random per request (R uniform over the catalog; search: a random seed word + toolR), right after a /healthz run on the same server whose req/s its ratio is taken against; the first-time resolve every agent's request posted once, {resolve_conc} in flight, first on that server")
 lines.append("- blobs on the local filesystem for both backends (PostgreSQL is the metadata backend measured); PostgreSQL 15 on the same machine; nginx serves the registry's own blob files as the static-file reference\n")
 
 columns = backends or ["figure"]
 lines.append("| measure | target | " + " | ".join(columns) + " |")
 lines.append("|---|---|" + "---|" * len(columns))
 targets_met = {b: [0, 0] for b in backends}
-def row(label, target, fn):
-    if not backends:
+def row(label, target, fn, part="backend"):
+    """A row of PART's figures (left out when PART was not run)."""
+    if not backends or not runs(part):
         return
     cells = [fn(b) for b in backends]
     for b, cell in zip(backends, cells):
@@ -921,9 +1034,6 @@ def logcost(b, size):
         return vals[len(vals) // 2] if vals else None
     return median("log"), median("nolog")
 v = f("verdaccio.packument.rps")
-if parts != "all":
-    _row = row
-    row = lambda *a, **k: None
 
 row("seed (tool versions, seconds)", "", lambda b: f"{num(f(f'{b}.seed_versions'))} in {num(f(f'{b}.seed_seconds'), 1)} s")
 row("start-up to /readyz, seeded", "<= 1 s", lambda b: at_most(f(f"{b}.startup_ms"), 1000, f"{g(f'{b}.startup_ms')} ms") + f"; after the run {g(f'{b}.restart_ms')} ms; the seeded log sequenced {g(f'{b}.log_sequenced_s')} s after")
@@ -953,50 +1063,97 @@ if baseline:
             if not with_log or not without:
                 return "not measured"
             return f"{num(with_log)}/s with, {num(without)}/s without: the log costs {100 * (1 - with_log / without):.1f}% ({met(1 - with_log / without <= 0.10)})"
-        row(f"the transparency log's cost: {label} publishes, 16 in flight, against {baseline} (the revision before the log), a fresh registry each", "<= 10%", cell)
+        row(f"the transparency log's cost: {label} publishes, 16 in flight, against {baseline} (the revision before the log), a fresh registry each", "<= 10%", cell, "logcost")
 row("agentlang log verify, the whole log (first use)", "", lambda b: f"{g(f'{b}.log_verify_s')} s for {num(f(f'{b}.log_verify_entries'))} entries ({m.get(f'{b}.log_verify_out', '')})")
 row("RSS after the read and publish benchmarks (caches filled)", "", lambda b: f"{g(f'{b}.rss_after_reads_mib')} MiB")
 row(f"16 x {big_mib} MiB uploads on a fresh server: RSS idle before / peak / 5 s after", "growth (peak over before) <= 64 MiB", lambda b: f"{g(f'{b}.rss_before_mib')} / {g(f'{b}.rss_peak_mib')} / {g(f'{b}.rss_after_idle_mib')} MiB (VmHWM {g(f'{b}.hwm_mib')}), " + ("growth not measured" if f(f"{b}.rss_growth_mib") is None else f"growth {g(f'{b}.rss_growth_mib')} MiB ({met(f(f'{b}.rss_growth_mib') <= 64)})") + f", {num(f(f'{b}.big.mbps'))} MB/s {g(f'{b}.big.statuses')}")
-if parts != "all":
-    row = _row
-if scale_sizes:
+if runs("scaling") and scale_sizes:
+    # The random-package reads: per read, a row per catalog size (small
+    # first), each ratio against the /healthz run right before it on the
+    # same server; at the large size the targets, and the ratio compared
+    # with the small size's.
     small, large = scale_sizes[0], scale_sizes[-1]
-    def healthz_share(b, size, kind):
-        return share(f(f"{b}.scale.{size}.{kind}.rps"), f(f"{b}.scale.{size}.healthz.rps"))
-    row(f"seed {int(large):,} tools x 20 versions", "2,000,000 versions < 15 min", lambda b: "not measured" if f(f"{b}.scale.{large}.seed_seconds") is None else f"{num(f(f'{b}.scale.{large}.seed_versions'))} in {num(f(f'{b}.scale.{large}.seed_seconds'), 1)} s = {num(f(f'{b}.scale.{large}.seed_versions') / f(f'{b}.scale.{large}.seed_seconds'))}/s: 2,000,000 in " + at_most(2e6 / (f(f'{b}.scale.{large}.seed_versions') / f(f'{b}.scale.{large}.seed_seconds')) / 60, 15, f"{2e6 / (f(f'{b}.scale.{large}.seed_versions') / f(f'{b}.scale.{large}.seed_seconds')) / 60:.1f} min"))
+    compare = len(scale_sizes) > 1
+    def sk(b, size, name):
+        return f"{b}.scale.{size}.{name}"
+    def tools_label(size):
+        return f"{int(size):,} tools"
+    def read_share(b, size, kind):
+        return share(f(sk(b, size, f"{kind}.rps")), f(sk(b, size, f"{kind}.healthz.rps")))
     for size in scale_sizes:
-        label = f"{int(size):,} tools"
-        row(f"{label}: start-up to /readyz / idle RSS / RSS after the random reads", "<= 1 s; idle <= 64 MiB" if size == large else "", lambda b, size=size: (at_most(f(f"{b}.scale.{size}.startup_ms"), 1000, f"{g(f'{b}.scale.{size}.startup_ms')} ms") + "; " + at_most(f(f"{b}.scale.{size}.idle_rss_mib"), 64, f"{g(f'{b}.scale.{size}.idle_rss_mib')} MiB") if size == large else f"{g(f'{b}.scale.{size}.startup_ms')} ms; {g(f'{b}.scale.{size}.idle_rss_mib')} MiB") + f"; {g(f'{b}.scale.{size}.rss_after_mib')} MiB")
-        row(f"{label}: GET /healthz", "", lambda b, size=size: wrk_cell(b, f"scale.{size}.healthz"))
-        for kind, what in (("version", "version record"), ("package", "package record"), ("index", "index entry"), ("search", "search, random word + tool"), ("agent", "agent page")):
+        def seed_cell(b, size=size):
+            secs, versions = f(sk(b, size, "seed_wall_s")), f(sk(b, size, "seed_versions"))
+            if not secs or not versions:
+                return "not run"
+            rate = versions / secs
+            text = f"{num(versions)} versions, {g(sk(b, size, 'agents'))} agents: {num(secs, 1)} s = {num(rate)} versions/s"
+            if size == large:
+                text += "; 2,000,000 versions at that rate: " + at_most(2e6 / rate / 60, 15, f"{2e6 / rate / 60:.1f} min")
+            if f(sk(b, size, "db_mib")) is not None:
+                text += f"; database {g(sk(b, size, 'db_mib'))} MiB"
+            if f(sk(b, size, "vacuum_s")) is not None:
+                text += f"; then VACUUM ANALYZE {g(sk(b, size, 'vacuum_s'))} s (not counted)"
+            return text
+        row(f"seed_catalog seed, {tools_label(size)} x 20 versions (wall time)", "2,000,000 versions < 15 min (extrapolated)" if size == large else "", seed_cell, "scaling")
+    for size in scale_sizes:
+        def startup_cell(b, size=size):
+            first, again = f(sk(b, size, "first_startup_ms")), f(sk(b, size, "startup_ms"))
+            if first is None:
+                return "not run"
+            return (at_most(first, 1000, f"first start after the seed {g(sk(b, size, 'first_startup_ms'))} ms") + "; "
+                    + at_most(again, 1000, f"once the seeded log was sequenced ({g(sk(b, size, 'log_sequenced_s'))} s) {g(sk(b, size, 'startup_ms'))} ms"))
+        row(f"start-up to /readyz, {tools_label(size)}", "<= 1 s", startup_cell, "scaling")
+    for size in scale_sizes:
+        def rss_cell(b, size=size):
+            idle = f(sk(b, size, "idle_rss_mib"))
+            if idle is None:
+                return "not run"
+            return at_most(idle, 64, f"idle {g(sk(b, size, 'idle_rss_mib'))} MiB (2 s after ready)") + f"; after the random reads {g(sk(b, size, 'rss_after_mib'))} MiB"
+        row(f"RSS, {tools_label(size)}", "idle <= 64 MiB", rss_cell, "scaling")
+    kinds = (("resolve", "first-time resolve"), ("version", "version record"), ("package", "package record"),
+             ("index", "index entry"), ("search", "search"), ("agent", "agent page"))
+    for size in scale_sizes:
+        def healthz_cell(b, size=size):
+            runs_ = sorted(x for x in (f(sk(b, size, f"{k}.healthz.rps")) for k, _ in kinds) if x)
+            if not runs_:
+                return "not run"
+            p99s = sorted(x for x in (f(sk(b, size, f"{k}.healthz.p99")) for k, _ in kinds) if x is not None)
+            return f"{num(runs_[len(runs_) // 2])} req/s median of {len(runs_)} runs, one right before each read below ({num(runs_[0])} to {num(runs_[-1])}); p99 up to {num(p99s[-1] if p99s else None, 2)} ms"
+        row(f"GET /healthz beside the random reads, {tools_label(size)}", "", healthz_cell, "scaling")
+    for kind, what in kinds:
+        for size in scale_sizes:
             def cell(b, size=size, kind=kind):
-                text = wrk_cell(b, f"scale.{size}.{kind}", p99_goal=20 if kind == "search" and size == large else None)
-                r = healthz_share(b, size, kind)
+                healthz = f(sk(b, size, f"{kind}.healthz.rps"))
+                if kind == "resolve":
+                    rps = f(sk(b, size, "resolve.rps"))
+                    if rps is None:
+                        return "not run"
+                    text = f"{num(rps)} req/s, p50 {num(f(sk(b, size, 'resolve.p50')), 2)} ms, p99 {num(f(sk(b, size, 'resolve.p99')), 2)} ms {g(sk(b, size, 'resolve.statuses'))}"
+                else:
+                    if f(sk(b, size, f"{kind}.healthz.rps")) is None:
+                        return "not run"
+                    rps = f(sk(b, size, f"{kind}.rps"))
+                    text = wrk_cell(b, f"scale.{size}.{kind}", p99_goal=20 if kind == "search" and size == large else None)
+                r = share(rps, healthz)
                 if r is None:
                     return text
+                text += f"; /healthz right before {num(healthz)} req/s: "
                 if size != large:
-                    return text + f"; {r:.3f} of /healthz"
-                text += "; " + ratio(f(f"{b}.scale.{size}.{kind}.rps"), f(f"{b}.scale.{size}.healthz.rps"), 0.5, "of /healthz")
-                r_small = healthz_share(b, small, kind)
-                if r_small:
-                    text += f"; {r / r_small:.3f} of the {int(small):,}-tool ratio ({met(r / r_small >= 0.8)})"
+                    return text + f"{r:.3f} of it"
+                text += ratio(rps, healthz, 0.5, "of it")
+                if compare:
+                    r_small = read_share(b, small, kind)
+                    text += "; " + (f"the {int(small):,}-tool ratio not measured" if not r_small else
+                                    f"{r / r_small:.3f} of the {int(small):,}-tool ratio ({met(r / r_small >= 0.8)})")
                 return text
-            target = ">= 0.5 x /healthz; >= 0.8 x the small catalog's ratio" + ("; p99 <= 20 ms" if kind == "search" else "") if size == large else ""
-            row(f"{label}: random {what}", target, cell)
-        def resolve_cell(b, size=size):
-            rps = f(f"{b}.scale.{size}.resolve.rps")
-            if rps is None:
-                return "not measured"
-            r = share(rps, f(f"{b}.scale.{size}.healthz.rps"))
-            text = f"{num(rps)} req/s, p99 {num(f(f'{b}.scale.{size}.resolve.p99'), 2)} ms; {num(r, 3)} of /healthz"
+            target = ""
             if size == large:
-                small_r = healthz_share(b, small, "resolve")
-                if small_r and r:
-                    text += f"; {r / small_r:.3f} of the {int(small):,}-tool ratio ({met(r / small_r >= 0.8)})"
-            return text
-        row(f"{label}: POST resolve, every agent once (first-time)", ">= 0.8 x the small catalog's ratio" if size == large else "", resolve_cell)
+                target = ">= 0.5 x /healthz" + (f"; >= 0.8 x the {int(small):,}-tool ratio" if compare else "") + ("; p99 <= 20 ms" if kind == "search" else "")
+            label = {"resolve": f"first-time resolve, each agent's request once ({resolve_conc} in flight)",
+                     "search": "random search (?q=WORD+toolR)"}.get(kind, f"random {what}")
+            row(f"{label}, {tools_label(size)}", target, cell, "scaling")
 verdaccio = f"{num(v)} req/s, p50 {num(f('verdaccio.packument.p50'), 2)} ms, p99 {num(f('verdaccio.packument.p99'), 2)} ms"
-if parts == "all": lines.append(f"| Verdaccio 6.8 (Node {node}), same wrk settings, GET of a {g('verdaccio.versions')}-version packument ({g('verdaccio.packument_bytes')} bytes) | reference | " + " | ".join([verdaccio] + ["(the same run)"] * (len(columns) - 1)) + " |")
+if runs("verdaccio") and backends: lines.append(f"| Verdaccio 6.8 (Node {node}), same wrk settings, GET of a {g('verdaccio.versions')}-version packument ({g('verdaccio.packument_bytes')} bytes) | reference | " + " | ".join([verdaccio] + ["(the same run)"] * (len(columns) - 1)) + " |")
 if backends:
     lines.append("| targets met | | " + " | ".join(f"{targets_met[b][0]} of {targets_met[b][1]}" for b in backends) + " |")
 table = "\n".join(lines) + "\n"
