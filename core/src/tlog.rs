@@ -210,32 +210,6 @@ impl Tree {
         })
     }
 
-    /// Adds stored hashes read back from storage, growing the tree to
-    /// `size` entries; checked to be the right number.
-    pub fn extend_stored(&mut self, size: u64, hashes: Vec<[u8; 32]>) -> Result<(), TreeError> {
-        let want = tlog_tiles::stored_hash_count(size).saturating_sub(self.hashes.len() as u64);
-        if size < self.size || hashes.len() as u64 != want {
-            return Err(TreeError(format!(
-                "growing {} entries to {size} needs {want} stored hashes, not {}",
-                self.size,
-                hashes.len()
-            )));
-        }
-        self.hashes.extend(hashes.into_iter().map(Hash));
-        self.size = size;
-        Ok(())
-    }
-
-    /// Forgets every entry from `size` on: undoes appends whose storage
-    /// failed.
-    pub fn truncate(&mut self, size: u64) {
-        if size < self.size {
-            let keep = usize::try_from(tlog_tiles::stored_hash_count(size)).unwrap_or(usize::MAX);
-            self.hashes.truncate(keep);
-            self.size = size;
-        }
-    }
-
     /// Stored hashes held: where the next append's hashes go.
     pub fn stored_len(&self) -> u64 {
         self.hashes.len() as u64

@@ -322,28 +322,6 @@ fn witnesses_cosign_checkpoints_and_forged_cosignatures_fail() {
 }
 
 #[test]
-fn a_tree_grows_from_stored_hashes_and_undoes_appends() {
-    let mut tree = Tree::default();
-    for i in 0..10 {
-        tree.append(&entry(i)).unwrap();
-    }
-    let hashes: Vec<[u8; 32]> = tree.stored().collect();
-    let mut prefix = Tree::default();
-    for i in 0..4 {
-        prefix.append(&entry(i)).unwrap();
-    }
-    let at = prefix.stored_len() as usize;
-    prefix.extend_stored(10, hashes[at..].to_vec()).unwrap();
-    assert_eq!(prefix.root(), tree.root());
-    assert!(prefix.extend_stored(11, Vec::new()).is_err());
-    prefix.truncate(4);
-    assert_eq!(prefix.size(), 4);
-    assert_eq!(prefix.root(), mth(&(0..4).map(entry).collect::<Vec<_>>()));
-    prefix.append(&entry(4)).unwrap();
-    assert_eq!(prefix.root_at(5).unwrap(), tree.root_at(5).unwrap());
-}
-
-#[test]
 fn a_frontier_appends_and_roots_like_the_whole_tree_from_log_n_hashes() {
     let entries: Vec<Vec<u8>> = (0..300).map(entry).collect();
     let mut tree = Tree::default();
