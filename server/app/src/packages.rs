@@ -1,7 +1,7 @@
 //! Reading packages and versions, the index, yanking: the records every
 //! interface (HTTP API, catalog, agent protocols) shows.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use agentlang_core::{
     Kind, MemberPath, PackageName, Username, Version,
@@ -14,7 +14,7 @@ use agentlang_core::{
     trust::AgentTrust,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, value::RawValue};
 
 use crate::{
     FieldError, Registry, ServiceError,
@@ -26,7 +26,7 @@ use crate::{
     tokens::Authenticated,
 };
 use agentlang_core::digest::Sha256Digest;
-use store::{names::Scope, packages::YankChange, time::rfc3339};
+use store::{names::Scope, packages::YankChange, records::VersionDetail, time::rfc3339};
 
 pub use crate::downloads::{Download, DownloadCounter, DownloadTargets};
 pub use store::{
@@ -65,13 +65,13 @@ pub struct VersionView {
     pub size: i64,
     /// The container's manifest.json.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub manifest: Value,
+    pub manifest: Box<RawValue>,
     /// The parsed agent.yaml or tool.yaml.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub spec: Value,
+    pub spec: Box<RawValue>,
     /// The agent's agent.lock, parsed; agents only.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
-    pub lockfile: Option<Value>,
+    pub lockfile: Option<Box<RawValue>>,
     /// Tool name to requirement.
     pub dependencies: BTreeMap<String, String>,
     pub signer: Option<Signer>,
@@ -212,124 +212,89 @@ pub async fn find_version(
         })
 }
 
-/// Signers and publishers of a set of versions, read in two queries
-/// however many versions there are.
-#[derive(Default)]
-struct Lookups {
-    signers: HashMap<KeyId, Signer>,
-    publishers: HashMap<i64, Username>,
+/// A stored JSON document as it is sent: its text, checked, never parsed
+/// into a tree and written out again.
+fn stored_json(text: String, what: &str) -> Result<Box<RawValue>, ServiceError> {
+    RawValue::from_string(text)
+        .map_err(|e| ServiceError::internal(anyhow::anyhow!("a stored {what} is not JSON: {e}")))
 }
 
-impl Lookups {
-    async fn of(registry: &Registry, records: &[VersionRecord]) -> Result<Self, ServiceError> {
-        let mut key_ids: Vec<KeyId> = records
-            .iter()
-            .filter_map(|r| r.signer_key_id.clone())
-            .collect();
-        key_ids.sort();
-        key_ids.dedup();
-        let mut account_ids: Vec<i64> = records.iter().map(|r| r.published_by).collect();
-        account_ids.sort_unstable();
-        account_ids.dedup();
-        let signers = registry
-            .db
-            .signing_keys_by_ids(&key_ids)
-            .await?
-            .into_iter()
-            .map(|k| {
-                let signer = Signer {
-                    key_id: k.key_id.clone(),
-                    revoked_at: k.revoked_at.map(rfc3339),
-                };
-                (k.key_id, signer)
-            })
-            .collect();
-        let publishers = registry
-            .db
-            .usernames_by_ids(&account_ids)
-            .await?
-            .into_iter()
-            .collect();
-        Ok(Self {
-            signers,
-            publishers,
-        })
-    }
-
-    fn view(
-        &self,
-        kind: Kind,
-        package: &PackageRecord,
-        record: VersionRecord,
-        dependencies: BTreeMap<String, String>,
-    ) -> VersionView {
-        let signer = record
-            .signer_key_id
-            .as_ref()
-            .and_then(|id| self.signers.get(id).cloned());
-        VersionView {
-            kind,
-            name: package.name.clone(),
-            hash: record.sha256.to_prefixed(),
-            sha256: record.sha256,
-            version: record.version,
-            size: record.size,
-            manifest: record.manifest.0,
-            spec: record.spec.0,
-            lockfile: record.lockfile.map(|l| l.0),
-            dependencies,
-            signer,
-            yanked: record.yanked,
-            yank_reason: record.yank_reason,
-            status: None,
-            publisher: self.publishers.get(&record.published_by).cloned(),
-            published_at: rfc3339(record.published_at),
-            downloads: record.downloads,
-            trust: None,
-            prompt: record.prompt_mode,
-            prompt_key_id: record.prompt_key_id,
-            log: record.log_index.map(|index| LogRef { index }),
-            log_index: record.log_index,
-            evidence: Evidence::of(record.trusted, record.provenance_sha256.is_some()),
-        }
-    }
-}
-
-/// The record of one version of a known package.
-pub async fn version_view(
-    registry: &Registry,
-    package: &PackageRecord,
-    record: VersionRecord,
+/// The view of a version as read with its record (status and trust aside).
+fn detail_view(
+    kind: Kind,
+    name: &PackageName,
+    detail: VersionDetail,
 ) -> Result<VersionView, ServiceError> {
-    let dependencies = registry
-        .db
-        .list_dependencies(record.id)
-        .await?
-        .into_iter()
-        .filter(|d| d.kind == Kind::Tool)
-        .map(|d| (d.name.to_string(), d.requirement.to_string()))
-        .collect();
-    let lookups = Lookups::of(registry, std::slice::from_ref(&record)).await?;
-    let trust = ContainerExtras::stored_trust(record.extras.as_ref().map(|e| &e.0));
-    let status = crate::statuses::of_package(registry, package.id)
-        .await?
-        .version(record.id);
-    let mut view = lookups.view(package.kind, package, record, dependencies);
-    view.trust = trust;
-    view.status = status;
-    Ok(view)
+    let dependencies: BTreeMap<String, String> = serde_json::from_str(&detail.dependencies)
+        .map_err(|e| ServiceError::internal(anyhow::anyhow!("stored dependencies: {e}")))?;
+    Ok(VersionView {
+        kind,
+        name: name.clone(),
+        hash: detail.sha256.to_prefixed(),
+        sha256: detail.sha256,
+        version: detail.version,
+        size: detail.size,
+        manifest: stored_json(detail.manifest, "manifest")?,
+        spec: stored_json(detail.spec, "spec")?,
+        lockfile: detail
+            .lockfile
+            .map(|l| stored_json(l, "lockfile"))
+            .transpose()?,
+        dependencies,
+        signer: detail.signer_key_id.map(|key_id| Signer {
+            key_id,
+            revoked_at: detail.signer_revoked_at.map(rfc3339),
+        }),
+        yanked: detail.yanked,
+        yank_reason: detail.yank_reason,
+        status: None,
+        publisher: detail.publisher,
+        published_at: rfc3339(detail.published_at),
+        downloads: detail.downloads,
+        trust: None,
+        prompt: detail.prompt_mode,
+        prompt_key_id: detail.prompt_key_id,
+        log: detail.log_index.map(|index| LogRef { index }),
+        log_index: detail.log_index,
+        evidence: Evidence::of(detail.trusted, detail.provenance),
+    })
 }
 
-/// `GET /api/v1/{kind}/{name}/{version}`.
+/// `GET /api/v1/{kind}/{name}/{version}`: one statement, and a second
+/// only for a package with statuses (or to say what a 404 misses).
 pub async fn get_version(
     registry: &Registry,
     kind: Kind,
     name: &PackageName,
     version: &Version,
 ) -> Result<VersionView, ServiceError> {
-    let package = find_package(registry, kind, name).await?;
-    let record = find_version(registry, &package, version).await?;
-    version_view(registry, &package, record).await
+    let Some(found) = registry.db.version_detail(kind, name, version).await? else {
+        let package = find_package(registry, kind, name).await?;
+        return Err(ServiceError::NotFound(format!(
+            "{} {} {version}",
+            package.kind, package.name
+        )));
+    };
+    let status = if found.version.has_statuses {
+        crate::statuses::of_package(registry, found.package.id)
+            .await?
+            .version(found.version.id)
+    } else {
+        None
+    };
+    // The trust picture is an agent's, in its version's own record only.
+    let trust = match kind {
+        Kind::Agent => found
+            .version
+            .extras
+            .as_deref()
+            .and_then(ContainerExtras::stored_trust_text),
+        _ => None,
+    };
+    let mut view = detail_view(kind, &found.package.name, found.version)?;
+    view.trust = trust;
+    view.status = status;
+    Ok(view)
 }
 
 /// `GET /api/v1/{kind}/{name}/{version}` as sent, rendered once per
@@ -371,32 +336,20 @@ pub async fn get_package(
     name: &PackageName,
 ) -> Result<PackageView, ServiceError> {
     let package = find_package(registry, kind, name).await?;
-    let records = registry.db.list_versions(package.id).await?;
-    // One query for every version's dependency edges.
-    let mut edges: HashMap<i64, BTreeMap<String, String>> = registry
-        .db
-        .package_index(kind, name)
-        .await?
-        .map(|index| {
-            index
-                .versions
-                .into_iter()
-                .map(|v| (v.version_id, v.dependencies))
-                .collect()
-        })
-        .unwrap_or_default();
-    let lookups = Lookups::of(registry, &records).await?;
-    let statuses = crate::statuses::of_package(registry, package.id).await?;
-    let versions: Vec<VersionView> = records
+    let details = registry.db.version_details(package.id).await?;
+    let statuses = match details.first() {
+        Some(first) if !first.has_statuses => crate::statuses::PackageStatuses::default(),
+        _ => crate::statuses::of_package(registry, package.id).await?,
+    };
+    let versions = details
         .into_iter()
-        .map(|record| {
-            let deps = edges.remove(&record.id).unwrap_or_default();
-            let status = statuses.version(record.id);
-            let mut view = lookups.view(kind, &package, record, deps);
+        .map(|detail| {
+            let status = statuses.version(detail.id);
+            let mut view = detail_view(kind, &package.name, detail)?;
             view.status = status;
-            view
+            Ok(view)
         })
-        .collect();
+        .collect::<Result<Vec<VersionView>, ServiceError>>()?;
     Ok(PackageView {
         kind,
         status: statuses.package,
@@ -420,7 +373,11 @@ pub async fn get_index(
         .package_index(kind, name)
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("{kind} {name}")))?;
-    let statuses = crate::statuses::of_package(registry, index.package.id).await?;
+    let statuses = if index.has_statuses {
+        crate::statuses::of_package(registry, index.package.id).await?
+    } else {
+        crate::statuses::PackageStatuses::default()
+    };
     Ok(PackageIndexView {
         name: index.package.name,
         kind,
@@ -468,8 +425,7 @@ pub async fn set_yanked(
         reason,
     )
     .await?;
-    let record = find_version(registry, &package, version).await?;
-    let mut view = version_view(registry, &package, record).await?;
+    let mut view = get_version(registry, package.kind, &package.name, version).await?;
     view.log = Some(LogRef { index: log_index });
     Ok(view)
 }
@@ -727,13 +683,20 @@ impl ContainerExtras {
     /// Only the trust picture of stored extras, without reading the rest
     /// (a README may be large).
     pub fn stored_trust(stored: Option<&Value>) -> Option<AgentTrust> {
+        stored.and_then(Self::trust_of)
+    }
+
+    /// [`Self::stored_trust`] of the stored text.
+    pub fn stored_trust_text(stored: &str) -> Option<AgentTrust> {
+        Self::trust_of(&mut serde_json::Deserializer::from_str(stored))
+    }
+
+    fn trust_of<'de, D: serde::Deserializer<'de>>(stored: D) -> Option<AgentTrust> {
         #[derive(serde::Deserialize)]
         struct TrustOnly {
             trust: Option<AgentTrust>,
         }
-        stored
-            .and_then(|v| TrustOnly::deserialize(v).ok())
-            .and_then(|t| t.trust)
+        TrustOnly::deserialize(stored).ok().and_then(|t| t.trust)
     }
 
     /// As stored: JSON, or the empty extras for a version whose extras are

@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use crate::{
     FieldError, Registry, ServiceError, keys,
-    packages::{ContainerExtras, LogRef, Signer, VersionView, version_view},
+    packages::{ContainerExtras, LogRef, Signer, VersionView},
     protocols::{check_agent_protocols, require_publishable},
     quality::{QualitySource, model_facts},
     rate_limits::{Bucket, ClientAddr},
@@ -960,6 +960,11 @@ fn check_two_factor_token(
     Ok(())
 }
 
+/// A document just checked, as the record will send it.
+fn raw_json(value: &Value) -> Result<Box<serde_json::value::RawValue>, ServiceError> {
+    serde_json::value::to_raw_value(value).map_err(ServiceError::internal)
+}
+
 /// `Ok(Some)` when this exact version was published with these bytes,
 /// `Err(VersionExists)` when with other bytes, `Ok(None)` when never.
 async fn existing_version(
@@ -971,9 +976,9 @@ async fn existing_version(
     let version = container.manifest().version();
     match registry.db.find_version(package.id, version).await? {
         None => Ok(None),
-        Some(record) if record.sha256 == *sha256 && record.deleted_at.is_none() => {
-            Ok(Some(version_view(registry, package, record).await?))
-        }
+        Some(record) if record.sha256 == *sha256 && record.deleted_at.is_none() => Ok(Some(
+            crate::packages::get_version(registry, package.kind, &package.name, version).await?,
+        )),
         Some(_) => Err(ServiceError::VersionExists(format!(
             "{} {} {version} already exists (or existed): versions are never reused",
             package.kind, package.name
@@ -1199,9 +1204,9 @@ pub async fn publish(
         sha256: upload.sha256,
         hash: upload.sha256.to_prefixed(),
         size: i64::try_from(upload.size).unwrap_or(i64::MAX),
-        manifest: new.manifest,
-        spec: new.spec,
-        lockfile: new.lockfile,
+        manifest: raw_json(&new.manifest)?,
+        spec: raw_json(&new.spec)?,
+        lockfile: new.lockfile.as_ref().map(raw_json).transpose()?,
         dependencies: new
             .dependencies
             .iter()

@@ -27,7 +27,7 @@ use store::{
 
 use crate::{
     Registry, ServiceError,
-    packages::{VersionView, version_view},
+    packages::VersionView,
     publish::{Contents, check_contents, read_definition},
     tlog,
     tokens::Authenticated,
@@ -349,9 +349,7 @@ pub async fn approve(
     registry.tlog.appended();
     registry.metrics.publishes.inc();
     tracing::info!(%kind, %name, %version, %id, by = %auth.username, "staged version approved");
-    let package = crate::packages::find_package(registry, kind, name).await?;
-    let stored = crate::packages::find_version(registry, &package, version).await?;
-    version_view(registry, &package, stored).await
+    crate::packages::get_version(registry, kind, name, version).await
 }
 
 /// Rejects a pending staged version: a `reject` entry naming its stage

@@ -118,7 +118,8 @@ pub(crate) const SEARCH_COUNT: Texts = Texts {
 /// Packages of `kind` by normalized name, each one row with its live
 /// versions and their tool dependencies aggregated into a JSON array of
 /// `[id, version, sha256, yanked, {name: requirement}, published_at,
-/// log_index, quarantined, trusted, provenance]`; ends with `IN (`
+/// log_index, quarantined, trusted, provenance]`, and whether it has any
+/// status row; ends with `IN (`
 /// for `select_in!`. `kind` is one of the enum's fixed words, never input.
 pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
     let kind = kind.as_str();
@@ -138,7 +139,8 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                                 v.publisher_identity IS NOT NULL,
                                 v.provenance_sha256 IS NOT NULL))
                      FROM versions v
-                     WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
+                     WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions,
+                    EXISTS (SELECT 1 FROM statuses s WHERE s.package_id = p.id) AS has_statuses
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
         ),
         Dialect::Postgres => format!(
@@ -158,11 +160,106 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                                 v.publisher_identity IS NOT NULL,
                                 v.provenance_sha256 IS NOT NULL)), '[]'::json)::text
                      FROM versions v
-                     WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions
+                     WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions,
+                    EXISTS (SELECT 1 FROM statuses s WHERE s.package_id = p.id) AS has_statuses
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
         ),
     }
 }
+
+/// The columns of one live version `v` as its record shows it (`records::
+/// VersionDetail`), its signer's key `k` and publisher `a` joined, its tool
+/// dependencies aggregated into a JSON object by `$deps`, the dialect's
+/// aggregation, and its extras by `$extras`. A macro, so the statements
+/// built from it stay `&'static str`.
+macro_rules! version_detail_columns {
+    ($deps:expr, $extras:expr) => {
+        concat!(
+            "v.id AS version_id, v.version, v.sha256, v.size,
+             k.key_id AS signer_key_id, k.revoked_at AS signer_revoked_at,
+             CAST(v.manifest AS TEXT) AS manifest, CAST(v.spec AS TEXT) AS spec,
+             CAST(v.lockfile AS TEXT) AS lockfile, v.yanked, v.yank_reason,
+             a.username AS publisher, v.published_at, v.downloads, v.log_index,
+             v.prompt_mode, v.prompt_key_id, v.publisher_identity IS NOT NULL AS trusted,
+             v.provenance_sha256 IS NOT NULL AS provenance,
+             EXISTS (SELECT 1 FROM statuses s WHERE s.package_id = v.package_id)
+                 AS has_statuses, ",
+            $deps,
+            " AS dependencies, ",
+            $extras,
+            " AS extras"
+        )
+    };
+}
+
+/// SQLite's object of a version's tool dependencies (`{}` for none).
+macro_rules! sqlite_dependencies {
+    () => {
+        "(SELECT json_group_object(d.name, d.requirement) FROM dependencies d
+          WHERE d.version_id = v.id AND d.kind = 'tool')"
+    };
+}
+
+/// PostgreSQL's object of a version's tool dependencies (`{}` for none).
+macro_rules! postgres_dependencies {
+    () => {
+        "COALESCE((SELECT CAST(json_object_agg(d.name, d.requirement) AS TEXT)
+                   FROM dependencies d WHERE d.version_id = v.id AND d.kind = 'tool'), '{}')"
+    };
+}
+
+/// The joins of [`version_detail_columns`].
+macro_rules! version_detail_joins {
+    () => {
+        " LEFT JOIN signing_keys k ON k.key_id = v.signer_key_id
+          LEFT JOIN accounts a ON a.id = v.published_by "
+    };
+}
+
+/// One live version with its package, by kind `$1`, normalized name `$2`
+/// and precedence `$3`-`$6` (major, minor, patch, prerelease): a version
+/// record in one statement.
+pub(crate) const VERSION_DETAIL: Texts = Texts {
+    sqlite: concat!(
+        "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                p.created_at, p.updated_at, ",
+        version_detail_columns!(sqlite_dependencies!(), "v.extras"),
+        " FROM packages p
+          JOIN versions v ON v.package_id = p.id AND v.major = $3 AND v.minor = $4
+               AND v.patch = $5 AND v.prerelease = $6 AND v.deleted_at IS NULL",
+        version_detail_joins!(),
+        "WHERE p.kind = $1 AND p.normalized_name = $2"
+    ),
+    postgres: concat!(
+        "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                p.created_at, p.updated_at, ",
+        version_detail_columns!(postgres_dependencies!(), "CAST(v.extras AS TEXT)"),
+        " FROM packages p
+          JOIN versions v ON v.package_id = p.id AND v.major = $3 AND v.minor = $4
+               AND v.patch = $5 AND v.prerelease = $6 AND v.deleted_at IS NULL",
+        version_detail_joins!(),
+        "WHERE p.kind = $1 AND p.normalized_name = $2"
+    ),
+};
+
+/// Every live version of package `$1`, unordered, as [`VERSION_DETAIL`]
+/// reads one (extras aside: only a version's own record shows them).
+pub(crate) const PACKAGE_VERSION_DETAILS: Texts = Texts {
+    sqlite: concat!(
+        "SELECT ",
+        version_detail_columns!(sqlite_dependencies!(), "NULL"),
+        " FROM versions v",
+        version_detail_joins!(),
+        "WHERE v.package_id = $1 AND v.deleted_at IS NULL"
+    ),
+    postgres: concat!(
+        "SELECT ",
+        version_detail_columns!(postgres_dependencies!(), "CAST(NULL AS TEXT)"),
+        " FROM versions v",
+        version_detail_joins!(),
+        "WHERE v.package_id = $1 AND v.deleted_at IS NULL"
+    ),
+};
 
 // ------------------------------------------------------------ JSON iteration
 

@@ -43,6 +43,9 @@ pub struct IndexVersion {
 pub struct PackageIndex {
     pub package: PackageRecord,
     pub versions: Vec<IndexVersion>,
+    /// Whether the package or any of its versions has a status row
+    /// (docs/statuses.md): only then need they be read.
+    pub has_statuses: bool,
 }
 
 const READ_GENERATION: &str = "SELECT generation FROM registry_generation WHERE id = 1";
@@ -65,6 +68,7 @@ struct IndexRow {
     package: PackageRecord,
     /// A JSON array of [`ListedVersion`]s.
     versions: String,
+    has_statuses: bool,
 }
 
 /// One version in [`IndexRow::versions`], a JSON array in this field order
@@ -212,6 +216,7 @@ impl Db {
                 Ok(PackageIndex {
                     package: row.package,
                     versions,
+                    has_statuses: row.has_statuses,
                 })
             })
             .collect()

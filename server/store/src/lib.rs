@@ -35,6 +35,7 @@ pub mod packages;
 mod per_runtime;
 pub mod protocols;
 pub mod publishing_policy;
+pub mod records;
 pub mod search;
 pub mod secrets;
 pub mod skills;

@@ -248,7 +248,7 @@ impl From<sqlx::Error> for Attempt {
 
 /// The precedence columns of a version: build metadata is not part of them,
 /// so `1.0.0+a` and `1.0.0+b` are one version.
-fn precedence(version: &Version) -> (i64, i64, i64, String) {
+pub(crate) fn precedence(version: &Version) -> (i64, i64, i64, String) {
     let v = version.semver();
     // SemVer components above i64::MAX cannot be stored; clamp so ordering
     // holds for every realistic version and the UNIQUE check still applies.
