@@ -10,9 +10,10 @@ use app::search::{self, SearchPage, SearchQuery};
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchParams {
-    /// Words to find in names, titles, keywords and descriptions (each as a
-    /// prefix). Taken literally: no search operators. Empty lists every
-    /// package by name.
+    /// Words to find in names, titles, keywords and descriptions: each a
+    /// whole word, the last also as a prefix (a word still being typed).
+    /// Taken literally: no search operators. Empty lists every package by
+    /// name.
     pub q: Option<String>,
     /// `agent`, `tool` or `protocol`.
     pub kind: Option<String>,

@@ -380,10 +380,18 @@ impl Db {
     /// SQLite's `PRAGMA optimize`. For bulk loads (a restore, a seeded
     /// catalog) that outrun autovacuum: planned from the statistics of a
     /// table a hundredth its size, a batch publish's existence checks scan
-    /// `versions` whole.
+    /// `versions` whole. On SQLite it also merges the search index's
+    /// segments into one, as FTS5's `optimize` does: a bulk load leaves
+    /// many, and every search reads each (at 100,000 packages, searches ran
+    /// at two thirds the rate before the merge).
     pub async fn refresh_statistics(&self) -> sqlx::Result<()> {
         match self {
-            Db::Sqlite(pool) => sqlx::query("PRAGMA optimize").execute(pool).await.map(drop),
+            Db::Sqlite(pool) => {
+                sqlx::query("INSERT INTO packages_fts (packages_fts) VALUES ('optimize')")
+                    .execute(pool)
+                    .await?;
+                sqlx::query("PRAGMA optimize").execute(pool).await.map(drop)
+            }
             Db::Postgres(pools) => sqlx::query("ANALYZE")
                 .execute(pools.current())
                 .await

@@ -26,13 +26,27 @@ impl Db {
 
 // ------------------------------------------------------------ full-text search
 
-/// SQLite: FTS5 syntax, every term as a prefix in the text columns (not
-/// `kind`), and with `kind` the package's kind. `"term"*`: a quoted string
-/// is never an FTS5 operator.
-pub(crate) fn fts5_query(terms: &[String], kind: Option<Kind>) -> String {
-    let words = terms
+/// How a query's terms match: each a whole word, and the last also as a
+/// prefix, since it may be a word still being typed (Algolia's
+/// `prefixLast`). A prefix costs in proportion to the catalog: FTS5 merges
+/// the postings of every word it begins into one list before it can rank,
+/// where a whole word's postings are read only as far as the other terms
+/// need; a prefix on every term made each search's cost grow with the
+/// catalog.
+fn whole_then_prefix(terms: &[String]) -> impl Iterator<Item = (&str, bool)> {
+    let last = terms.len().saturating_sub(1);
+    terms
         .iter()
-        .map(|t| format!("\"{t}\"*"))
+        .enumerate()
+        .map(move |(i, t)| (t.as_str(), i == last))
+}
+
+/// SQLite: FTS5 syntax, the terms as [`whole_then_prefix`] says, in the
+/// text columns (not `kind`), and with `kind` the package's kind.
+/// `"term"`: a quoted string is never an FTS5 operator.
+pub(crate) fn fts5_query(terms: &[String], kind: Option<Kind>) -> String {
+    let words = whole_then_prefix(terms)
+        .map(|(t, prefix)| format!("\"{t}\"{}", if prefix { "*" } else { "" }))
         .collect::<Vec<_>>()
         .join(" ");
     let mut query = format!("{{name description keywords}} : ({words})");
@@ -42,11 +56,11 @@ pub(crate) fn fts5_query(terms: &[String], kind: Option<Kind>) -> String {
     query
 }
 
-/// PostgreSQL: tsquery syntax, every term as a prefix, all required.
+/// PostgreSQL: tsquery syntax, the terms as [`whole_then_prefix`] says,
+/// all required.
 pub(crate) fn tsquery(terms: &[String]) -> String {
-    terms
-        .iter()
-        .map(|t| format!("{t}:*"))
+    whole_then_prefix(terms)
+        .map(|(t, prefix)| format!("{t}{}", if prefix { ":*" } else { "" }))
         .collect::<Vec<_>>()
         .join(" & ")
 }
@@ -311,12 +325,13 @@ mod tests {
         let terms = vec!["web".to_owned(), "search".to_owned()];
         assert_eq!(
             fts5_query(&terms, None),
-            r#"{name description keywords} : ("web"* "search"*)"#
+            r#"{name description keywords} : ("web" "search"*)"#
         );
         assert_eq!(
             fts5_query(&terms, Some(Kind::Tool)),
-            r#"{name description keywords} : ("web"* "search"*) AND kind : "tool""#
+            r#"{name description keywords} : ("web" "search"*) AND kind : "tool""#
         );
-        assert_eq!(tsquery(&terms), "web:* & search:*");
+        assert_eq!(tsquery(&terms), "web & search:*");
+        assert_eq!(tsquery(&["web".to_owned()]), "web:*");
     }
 }

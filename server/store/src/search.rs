@@ -1,7 +1,8 @@
 //! Full-text search over packages: SQLite's FTS5 table `packages_fts`, or
 //! PostgreSQL's generated `search_document` tsvector with its GIN index.
 //! Both index the name (weighted most), keywords and description without
-//! stemming, and match every query term as a prefix.
+//! stemming, and match every query term as a whole word, the last also as
+//! a prefix (`dialect::fts5_query`).
 
 use agentlang_core::Kind;
 
@@ -37,9 +38,18 @@ pub fn query_terms(query: &str) -> Vec<String> {
 /// Matches counted for a search's `total` at most: the pages reach this far.
 pub const MAX_COUNTED: i64 = 1000;
 
+/// How many match in all, when a page says it without a count: one that
+/// is not full, and not empty past the first (where the matches may have
+/// ended on an earlier page). Most searches of a large catalog are
+/// answered in a page, so most run one statement, not two.
+fn page_tells_total(page: &[i64], limit: i64, offset: i64) -> Option<i64> {
+    let len = i64::try_from(page.len()).ok()?;
+    (len < limit && (len > 0 || offset == 0)).then(|| (offset + len).min(MAX_COUNTED))
+}
+
 impl Db {
     /// Ids of the packages with a live version matching every term of
-    /// `query` (as prefixes), best first, at most `limit`: search ranks ids
+    /// `query` (whole, the last also as a prefix), best first, at most `limit`: search ranks ids
     /// and reads whole records only for what it shows.
     pub async fn search_live_package_ids(
         &self,
@@ -67,8 +77,8 @@ impl Db {
         })
     }
 
-    /// One page of the packages matching every term of `query` (as
-    /// prefixes), best first (ties by id, so pages never overlap), with how
+    /// One page of the packages matching every term of `query` (whole, the
+    /// last also as a prefix), best first (ties by id, so pages never overlap), with how
     /// many match in all, counted up to [`MAX_COUNTED`]. Ranked from the
     /// index alone (SQLite's FTS5 table holds the kind; PostgreSQL's GIN
     /// index finds the rows whose stored `tsvector` is ranked): no join and
@@ -95,11 +105,16 @@ impl Db {
                     .bind(offset)
                     .fetch_all(pool)
                     .await?;
-                let total = sqlx::query_scalar::<_, i64>(SEARCH_COUNT.sqlite)
-                    .bind(&fts_query)
-                    .bind(MAX_COUNTED)
-                    .fetch_one(pool)
-                    .await?;
+                let total = match page_tells_total(&page, limit, offset) {
+                    Some(total) => total,
+                    None => {
+                        sqlx::query_scalar::<_, i64>(SEARCH_COUNT.sqlite)
+                            .bind(&fts_query)
+                            .bind(MAX_COUNTED)
+                            .fetch_one(pool)
+                            .await?
+                    }
+                };
                 Ok((page, total))
             }
             Db::Postgres(pools) => {
@@ -113,12 +128,17 @@ impl Db {
                     .bind(offset)
                     .fetch_all(pool)
                     .await?;
-                let total = sqlx::query_scalar::<_, i64>(SEARCH_COUNT.postgres)
-                    .bind(&ts_query)
-                    .bind(kind)
-                    .bind(MAX_COUNTED)
-                    .fetch_one(pool)
-                    .await?;
+                let total = match page_tells_total(&page, limit, offset) {
+                    Some(total) => total,
+                    None => {
+                        sqlx::query_scalar::<_, i64>(SEARCH_COUNT.postgres)
+                            .bind(&ts_query)
+                            .bind(kind)
+                            .bind(MAX_COUNTED)
+                            .fetch_one(pool)
+                            .await?
+                    }
+                };
                 Ok((page, total))
             }
         }
@@ -151,6 +171,18 @@ impl Db {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_short_of_its_limit_is_the_last() {
+        assert_eq!(page_tells_total(&[1, 2], 20, 0), Some(2));
+        assert_eq!(page_tells_total(&[], 20, 0), Some(0));
+        assert_eq!(page_tells_total(&[7], 20, 40), Some(41));
+        // Full, or empty past the first page: only a count can tell.
+        assert_eq!(page_tells_total(&[1, 2], 2, 0), None);
+        assert_eq!(page_tells_total(&[], 20, 40), None);
+        // A page asked for none (`limit` 0) tells nothing.
+        assert_eq!(page_tells_total(&[], 0, 0), None);
+    }
 
     #[test]
     fn only_words_reach_the_search_syntax() {

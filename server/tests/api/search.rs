@@ -73,6 +73,14 @@ async fn search_ranks_filters_and_paginates(backend: Backend) {
         .unwrap();
     assert_eq!(fetch["version"], "1.0.0");
     assert_eq!(fetch["title"], Value::Null);
+    // A full page cannot tell the total: it is counted.
+    assert_eq!(search(&app, "q=web&per_page=1").await["total"], 2);
+
+    // Each term a whole word, the last also as a prefix (a word still
+    // being typed): "we" begins "web" only as the last term.
+    assert_eq!(search(&app, "q=we").await["total"], 2);
+    assert_eq!(names(&search(&app, "q=web+sea").await), ["web_search"]);
+    assert_eq!(search(&app, "q=we+search").await["total"], 0);
 
     // Filters.
     assert_eq!(search(&app, "q=web&kind=agent").await["total"], 0);
