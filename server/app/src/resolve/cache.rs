@@ -147,6 +147,8 @@ fn index_body_size(normalized: &str, body: &[u8], etag: &str) -> usize {
 struct ToolCache {
     generation: i64,
     entries: HashMap<String, Entries>,
+    /// What `entries` holds, by [`tool_bytes`].
+    bytes: usize,
 }
 
 impl Default for ToolCache {
@@ -154,6 +156,7 @@ impl Default for ToolCache {
         Self {
             generation: UNREAD,
             entries: HashMap::new(),
+            bytes: 0,
         }
     }
 }
@@ -163,13 +166,58 @@ impl ToolCache {
     /// lock is released.
     fn take_changed(&mut self, changes: &Changes) -> HashMap<String, Entries> {
         if changes.is_everything() {
+            self.bytes = 0;
             return std::mem::take(&mut self.entries);
         }
-        changes
+        let taken: HashMap<String, Entries> = changes
             .packages_of(Kind::Tool)
             .filter_map(|name| self.entries.remove_entry(name))
-            .collect()
+            .collect();
+        for (name, entries) in &taken {
+            self.bytes = self.bytes.saturating_sub(tool_bytes(name, entries));
+        }
+        taken
     }
+
+    /// Adds a package's entries; past [`MAX_CACHED_TOOL_BYTES`] the map is
+    /// emptied first (a catalog larger than that reads more from the
+    /// database, and holds no more memory).
+    fn put(&mut self, normalized: String, entries: Entries) {
+        let bytes = tool_bytes(&normalized, &entries);
+        if let Some(old) = self.entries.remove(&normalized) {
+            self.bytes = self.bytes.saturating_sub(tool_bytes(&normalized, &old));
+        }
+        if self.bytes + bytes > MAX_CACHED_TOOL_BYTES {
+            self.entries.clear();
+            self.bytes = 0;
+        }
+        self.bytes += bytes;
+        self.entries.insert(normalized, entries);
+    }
+}
+
+/// About what a package's cached entries take in memory: each version's
+/// entry and text, and each dependency's name and requirement. An
+/// estimate from sizes, not the allocator's count, but proportional to it.
+fn tool_bytes(normalized: &str, entries: &Entries) -> usize {
+    const MAP_SLOT: usize = 64;
+    const REQUIREMENT: usize = 96;
+    let versions = entries.as_deref().map_or(0, |versions| {
+        versions
+            .iter()
+            .map(|v| {
+                let semver = v.version.semver();
+                std::mem::size_of::<VersionEntry>()
+                    + semver.pre.len()
+                    + semver.build.len()
+                    + v.dependencies
+                        .keys()
+                        .map(|name| MAP_SLOT + REQUIREMENT + name.as_str().len())
+                        .sum::<usize>()
+            })
+            .sum()
+    });
+    MAP_SLOT + normalized.len() + versions
 }
 
 /// An exact resolve request over HTTP: the answer is a function of this, the
@@ -210,9 +258,11 @@ pub struct IndexCache {
 /// (`deploy/bench/RESULTS.md`, Decisions).
 const SOLVERS_PER_CORE: usize = 2;
 
-/// Cached packages stop growing here; past it the map is cleared (a
-/// registry with more tools than this simply reads more from the database).
-const MAX_CACHED_PACKAGES: usize = 50_000;
+/// Bytes of cached index entries ([`tool_bytes`]); past it the map is
+/// cleared. Bounded in bytes, not packages: at 100,000 tools of 20
+/// versions, 50,000 cached packages took most of 800 MiB after 1,000
+/// first-time resolves (`deploy/bench/RESULTS.md`, Decisions).
+const MAX_CACHED_TOOL_BYTES: usize = 64 * 1024 * 1024;
 
 /// Cached resolutions per generation; past it the map is cleared. A
 /// resolution of a typical agent holds tens of tools: a few MiB in all.
@@ -455,10 +505,7 @@ impl IndexCache {
         // Data read at a newer generation is never labelled with an older
         // one here: only the current generation's map takes entries.
         if tools.generation == generation {
-            if tools.entries.len() >= MAX_CACHED_PACKAGES {
-                tools.entries.clear();
-            }
-            tools.entries.insert(normalized, entries);
+            tools.put(normalized, entries);
         }
     }
 
