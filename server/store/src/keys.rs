@@ -76,19 +76,6 @@ impl Db {
     }
 }
 
-impl Db {
-    /// The given keys that exist, unordered.
-    pub async fn signing_keys_by_ids(
-        &self,
-        key_ids: &[KeyId],
-    ) -> Result<Vec<SigningKeyRecord>, sqlx::Error> {
-        const SELECT: &str = "SELECT key_id, account_id, public_key_pem, created_at, revoked_at
-             FROM signing_keys WHERE key_id IN (";
-        let key_ids: Vec<&str> = key_ids.iter().map(KeyId::as_str).collect();
-        super::select_in!(self, SigningKeyRecord, SELECT, SELECT, key_ids)
-    }
-}
-
 /// A key with its owner's username, as the public key page shows it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SigningKeyWithOwner {
