@@ -184,7 +184,8 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
 /// The columns of one live version `v` as its record shows it (`records::
 /// VersionDetail`), its signer's key `k` and publisher `a` joined, its tool
 /// dependencies aggregated into a JSON object by `$deps`, the dialect's
-/// aggregation, and its extras by `$extras`. A macro, so the statements
+/// aggregation, and its extras by `$extras` (the same text in both). A
+/// macro, so the statements
 /// built from it stay `&'static str`.
 macro_rules! version_detail_columns {
     ($deps:expr, $extras:expr) => {
@@ -232,47 +233,46 @@ macro_rules! version_detail_joins {
 
 /// One live version with its package, by kind `$1`, normalized name `$2`
 /// and precedence `$3`-`$6` (major, minor, patch, prerelease): a version
-/// record in one statement.
+/// record in one statement, `$deps` the dialect's dependency object.
+macro_rules! version_detail {
+    ($deps:expr) => {
+        concat!(
+            "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+                    p.created_at, p.updated_at, ",
+            version_detail_columns!($deps, "CAST(v.extras AS TEXT)"),
+            " FROM packages p
+              JOIN versions v ON v.package_id = p.id AND v.major = $3 AND v.minor = $4
+                   AND v.patch = $5 AND v.prerelease = $6 AND v.deleted_at IS NULL",
+            version_detail_joins!(),
+            "WHERE p.kind = $1 AND p.normalized_name = $2"
+        )
+    };
+}
+
+/// See [`version_detail`].
 pub(crate) const VERSION_DETAIL: Texts = Texts {
-    sqlite: concat!(
-        "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
-                p.created_at, p.updated_at, ",
-        version_detail_columns!(sqlite_dependencies!(), "v.extras"),
-        " FROM packages p
-          JOIN versions v ON v.package_id = p.id AND v.major = $3 AND v.minor = $4
-               AND v.patch = $5 AND v.prerelease = $6 AND v.deleted_at IS NULL",
-        version_detail_joins!(),
-        "WHERE p.kind = $1 AND p.normalized_name = $2"
-    ),
-    postgres: concat!(
-        "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
-                p.created_at, p.updated_at, ",
-        version_detail_columns!(postgres_dependencies!(), "CAST(v.extras AS TEXT)"),
-        " FROM packages p
-          JOIN versions v ON v.package_id = p.id AND v.major = $3 AND v.minor = $4
-               AND v.patch = $5 AND v.prerelease = $6 AND v.deleted_at IS NULL",
-        version_detail_joins!(),
-        "WHERE p.kind = $1 AND p.normalized_name = $2"
-    ),
+    sqlite: version_detail!(sqlite_dependencies!()),
+    postgres: version_detail!(postgres_dependencies!()),
 };
 
 /// Every live version of package `$1`, unordered, as [`VERSION_DETAIL`]
 /// reads one (extras aside: only a version's own record shows them).
+macro_rules! package_version_details {
+    ($deps:expr) => {
+        concat!(
+            "SELECT ",
+            version_detail_columns!($deps, "CAST(NULL AS TEXT)"),
+            " FROM versions v",
+            version_detail_joins!(),
+            "WHERE v.package_id = $1 AND v.deleted_at IS NULL"
+        )
+    };
+}
+
+/// See [`package_version_details`].
 pub(crate) const PACKAGE_VERSION_DETAILS: Texts = Texts {
-    sqlite: concat!(
-        "SELECT ",
-        version_detail_columns!(sqlite_dependencies!(), "NULL"),
-        " FROM versions v",
-        version_detail_joins!(),
-        "WHERE v.package_id = $1 AND v.deleted_at IS NULL"
-    ),
-    postgres: concat!(
-        "SELECT ",
-        version_detail_columns!(postgres_dependencies!(), "CAST(NULL AS TEXT)"),
-        " FROM versions v",
-        version_detail_joins!(),
-        "WHERE v.package_id = $1 AND v.deleted_at IS NULL"
-    ),
+    sqlite: package_version_details!(sqlite_dependencies!()),
+    postgres: package_version_details!(postgres_dependencies!()),
 };
 
 // ------------------------------------------------------------ JSON iteration
