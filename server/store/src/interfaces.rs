@@ -53,10 +53,11 @@ impl Db {
 }
 
 /// [`Db::providing_versions`]. SQLite 3.51 without statistics walks every
-/// version of every tool through `versions_live_package` and reads each
+/// version of every tool through its index of live versions and reads each
 /// spec's JSON (2 s at 2,000,000 versions, and every first resolve of a
 /// generation waits for it) rather than the partial index that holds only
-/// the providing versions (7 ms); its text names that index.
+/// the providing versions (7 ms); its text names that index. PostgreSQL
+/// finds it from the expression's statistics (migration 0045).
 macro_rules! providing_versions {
     ($versions:literal) => {
         concat!(
