@@ -66,7 +66,7 @@ pub(crate) fn tsquery(terms: &[String]) -> String {
 }
 
 /// A package with a live (not deleted) version; uses the partial index
-/// `versions_live_package` (on PostgreSQL `versions_index_entries`). A
+/// `versions_index_entries`. A
 /// macro, so queries stay `&'static str`.
 macro_rules! has_live_version {
     () => {
@@ -132,9 +132,12 @@ pub(crate) const SEARCH_COUNT: Texts = Texts {
 /// Packages of `kind` by normalized name, each one row with its live
 /// versions and their tool dependencies aggregated into a JSON array of
 /// `[id, version, sha256, yanked, {name: requirement}, published_at,
-/// log_index, quarantined, trusted, provenance]`, and whether it has any
-/// status row; ends with `IN (`
-/// for `select_in!`. `kind` is one of the enum's fixed words, never input.
+/// log_index, trusted, provenance]`, the JSON array of the version ids
+/// quarantined (0: the whole package), and whether it has any status row;
+/// ends with `IN (` for `select_in!`. Every column comes from the indexes
+/// `versions_index_entries`, `dependencies_of_version` and the statuses'
+/// (migration 0044): a read of a package nothing else has touched reads
+/// no table row. `kind` is one of the enum's fixed words, never input.
 pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
     let kind = kind.as_str();
     match dialect {
@@ -146,14 +149,12 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                                       FROM dependencies d
                                       WHERE d.version_id = v.id AND d.kind = 'tool')),
                                 v.published_at, v.log_index,
-                                EXISTS (SELECT 1 FROM statuses s
-                                        WHERE s.package_id = v.package_id
-                                          AND s.status = 'quarantined'
-                                          AND s.version_id IN (0, v.id)),
                                 v.publisher_identity IS NOT NULL,
                                 v.provenance_sha256 IS NOT NULL))
                      FROM versions v
                      WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions,
+                    (SELECT json_group_array(s.version_id) FROM statuses s
+                     WHERE s.package_id = p.id AND s.status = 'quarantined') AS quarantined,
                     EXISTS (SELECT 1 FROM statuses s WHERE s.package_id = p.id) AS has_statuses
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
         ),
@@ -167,14 +168,12 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                                           WHERE d.version_id = v.id AND d.kind = 'tool'),
                                          '{{}}'::json),
                                 v.published_at, v.log_index,
-                                EXISTS (SELECT 1 FROM statuses s
-                                        WHERE s.package_id = v.package_id
-                                          AND s.status = 'quarantined'
-                                          AND s.version_id IN (0, v.id)),
                                 v.publisher_identity IS NOT NULL,
                                 v.provenance_sha256 IS NOT NULL)), '[]'::json)::text
                      FROM versions v
                      WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions,
+                    (SELECT COALESCE(json_agg(s.version_id), '[]'::json)::text FROM statuses s
+                     WHERE s.package_id = p.id AND s.status = 'quarantined') AS quarantined,
                     EXISTS (SELECT 1 FROM statuses s WHERE s.package_id = p.id) AS has_statuses
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
         ),

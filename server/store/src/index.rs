@@ -68,6 +68,9 @@ struct IndexRow {
     package: PackageRecord,
     /// A JSON array of [`ListedVersion`]s.
     versions: String,
+    /// A JSON array of the ids of the quarantined versions, 0 for the
+    /// whole package: one read per package, not one per version.
+    quarantined: String,
     has_statuses: bool,
 }
 
@@ -84,26 +87,35 @@ struct ListedVersion {
     dependencies: BTreeMap<String, String>,
     published_at: i64,
     log_index: Option<i64>,
-    quarantined: Flag,
     trusted: Flag,
     provenance: Flag,
 }
 
 /// A boolean as either database writes it into JSON: SQLite as 0 or 1.
+/// Read by a visitor that takes both: an untagged enum would build an
+/// error for every `0` it first tried as a boolean, four per version of
+/// every index read.
 struct Flag(bool);
 
 impl<'de> serde::Deserialize<'de> for Flag {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(untagged)]
-        enum Either {
-            Bool(bool),
-            Int(i64),
+        struct BoolOrInt;
+        impl serde::de::Visitor<'_> for BoolOrInt {
+            type Value = Flag;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a boolean, or 0 or 1")
+            }
+            fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Flag, E> {
+                Ok(Flag(b))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Flag, E> {
+                Ok(Flag(n != 0))
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Flag, E> {
+                Ok(Flag(n != 0))
+            }
         }
-        Ok(Flag(match Either::deserialize(deserializer)? {
-            Either::Bool(b) => b,
-            Either::Int(n) => n != 0,
-        }))
+        deserializer.deserialize_any(BoolOrInt)
     }
 }
 
@@ -190,12 +202,13 @@ impl Db {
             .await?;
         rows.into_iter()
             .map(|row| {
+                let decode = |e: serde_json::Error| {
+                    sqlx::Error::Decode(format!("the index of {}: {e}", row.package.name).into())
+                };
                 let listed: Vec<ListedVersion> =
-                    serde_json::from_str(&row.versions).map_err(|e| {
-                        sqlx::Error::Decode(
-                            format!("the index of {}: {e}", row.package.name).into(),
-                        )
-                    })?;
+                    serde_json::from_str(&row.versions).map_err(decode)?;
+                let quarantined: Vec<i64> =
+                    serde_json::from_str(&row.quarantined).map_err(decode)?;
                 let mut versions: Vec<IndexVersion> = listed
                     .into_iter()
                     .map(|v| IndexVersion {
@@ -206,7 +219,7 @@ impl Db {
                         dependencies: v.dependencies,
                         published_at: v.published_at,
                         log_index: v.log_index,
-                        quarantined: v.quarantined.0,
+                        quarantined: quarantined.iter().any(|&id| id == 0 || id == v.id),
                         trusted: v.trusted.0,
                         provenance: v.provenance.0,
                     })
@@ -396,5 +409,56 @@ impl Db {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Dialect, Flag, Kind, package_index_rows};
+    use crate::{DatabaseUrl, Db};
+
+    /// Every column of an index entry is in `versions_index_entries` and
+    /// `dependencies_of_version` (migration 0044): a random read of a large
+    /// catalog touches a few index pages per package, not a table row per
+    /// version. A column added to the entry and not to the index fails
+    /// here.
+    #[tokio::test]
+    async fn an_index_entry_reads_indexes_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = DatabaseUrl::SqlitePath(dir.path().join("plan.db"));
+        let db = Db::connect(&url, std::time::Duration::from_secs(10), 1)
+            .await
+            .unwrap();
+        let Db::Sqlite(pool) = &db else {
+            unreachable!("a SQLite database")
+        };
+        let statement = format!(
+            "EXPLAIN QUERY PLAN {}$1)",
+            package_index_rows(Dialect::Sqlite, Kind::Tool)
+        );
+        // Rows of (id, parent, unused, detail).
+        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(statement))
+            .bind("weather")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+        let plan: Vec<String> = plan.into_iter().map(|row| row.3).collect();
+        let plan = plan.join("\n");
+        for index in ["versions_index_entries", "dependencies_of_version"] {
+            assert!(
+                plan.contains(&format!("USING COVERING INDEX {index}")),
+                "{index} does not cover the entry:\n{plan}"
+            );
+        }
+        assert!(!plan.contains("SCAN"), "{plan}");
+        db.close().await;
+    }
+
+    #[test]
+    fn a_flag_reads_either_databases_boolean() {
+        let flags: Vec<Flag> = serde_json::from_str("[true, false, 1, 0]").unwrap();
+        let read: Vec<bool> = flags.into_iter().map(|f| f.0).collect();
+        assert_eq!(read, [true, false, true, false]);
+        assert!(serde_json::from_str::<Flag>("\"1\"").is_err());
     }
 }
