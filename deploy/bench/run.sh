@@ -868,6 +868,19 @@ bench_scaling() {
     done
     metric["$key.rss_after_mib"]="$(($(rss_kib "$server_pid") / 1024))"
     metric["$key.anon_after_mib"]="$(($(anon_kib "$server_pid") / 1024))"
+    # At the larger sizes, the same reads confined to the smallest size's
+    # number of tools: as the small catalog's reads are, every package is
+    # cached after its first read. Beside the small catalog's figures
+    # they tell what a larger catalog costs from what a cache miss costs.
+    if [ "$size" != "$smallest" ]; then
+      for kind in version package index search; do
+        [ "${metric[$key.$kind.status]}" = 200 ] || continue
+        lua="$work/random-$kind-$size-hot.lua"
+        random_lua "$lua" "$kind" "$smallest" "$n_agents"
+        wrk_run "$key.$kind.hot.healthz" "$url/healthz"
+        wrk_run "$key.$kind.hot" "$url/" "$lua"
+      done
+    fi
     stop_server
     drop_database
     rm -rf "$data/registry"
@@ -1161,6 +1174,19 @@ if runs("scaling") and scale_sizes:
             label = {"resolve": f"first-time resolve, each agent's request once ({resolve_conc} in flight)",
                      "search": "random search (?q=WORD+toolR)"}.get(kind, f"random {what}")
             row(f"{label}, {tools_label(size)}", target, cell, "scaling")
+    for kind, what in kinds:
+        if kind in ("resolve", "agent") or not compare:
+            continue
+        def hot_cell(b, kind=kind):
+            rps, healthz = f(sk(b, large, f"{kind}.hot.rps")), f(sk(b, large, f"{kind}.hot.healthz.rps"))
+            r, r_small = share(rps, healthz), read_share(b, small, kind)
+            if r is None:
+                return "not run"
+            text = wrk_cell(b, f"scale.{large}.{kind}.hot") + f"; /healthz right before {num(healthz)} req/s: {r:.3f} of it"
+            if r_small:
+                text += f"; {r / r_small:.3f} of the {int(small):,}-tool catalog's ratio"
+            return text
+        row(f"reference: random {what} among tools 0 to {int(small) - 1:,} of the {tools_label(large)} (each cached after its first read, as in the {int(small):,}-tool catalog)", "", hot_cell, "scaling")
 verdaccio = f"{num(v)} req/s, p50 {num(f('verdaccio.packument.p50'), 2)} ms, p99 {num(f('verdaccio.packument.p99'), 2)} ms"
 if runs("verdaccio") and backends: lines.append(f"| Verdaccio 6.8 (Node {node}), same wrk settings, GET of a {g('verdaccio.versions')}-version packument ({g('verdaccio.packument_bytes')} bytes) | reference | " + " | ".join([verdaccio] + ["(the same run)"] * (len(columns) - 1)) + " |")
 if backends:
