@@ -65,9 +65,10 @@ struct CacheState {
     rendered_second: i64,
     rendered_bytes: usize,
     /// Index documents (`GET /api/v1/index/..`) with their ETag, by kind and
-    /// normalized name.
-    index_bodies: HashMap<(Kind, String), (bytes::Bytes, String)>,
-    index_bytes: usize,
+    /// normalized name, at most [`MAX_INDEX_BYTES`]; the least used go
+    /// first. (A map that stopped admitting once full kept the first
+    /// packages read after a generation and never the hot ones after.)
+    index_bodies: IndexBodies,
     /// The catalog's category filter: every category a live version names.
     categories: Option<Vec<String>>,
     /// Every live tool version that provides an interface: read by the
@@ -85,8 +86,7 @@ impl Default for CacheState {
             rendered: HashMap::new(),
             rendered_second: 0,
             rendered_bytes: 0,
-            index_bodies: HashMap::new(),
-            index_bytes: 0,
+            index_bodies: index_bodies(),
             categories: None,
             providing: None,
         }
@@ -114,13 +114,10 @@ impl CacheState {
             self.models = None;
             self.resolutions.clear();
             self.index_bodies.clear();
-            self.index_bytes = 0;
             return;
         }
         for (kind, name) in changes.packages() {
-            if let Some((body, etag)) = self.index_bodies.remove(&(kind, name.to_owned())) {
-                self.index_bytes -= index_body_size(name, &body, &etag);
-            }
+            self.index_bodies.remove(&(kind, name.to_owned()));
         }
         if changes.any_package(Kind::Tool) {
             self.resolutions.retain(|_, resolved| {
@@ -132,8 +129,26 @@ impl CacheState {
     }
 }
 
-fn index_body_size(normalized: &str, body: &[u8], etag: &str) -> usize {
-    body.len() + etag.len() + normalized.len()
+type IndexBodies =
+    quick_cache::unsync::Cache<(Kind, String), (bytes::Bytes, String), IndexBodyWeight>;
+
+fn index_bodies() -> IndexBodies {
+    // The estimate sizes the table up front: about 2 KiB a document.
+    IndexBodies::with_weighter(
+        MAX_INDEX_BYTES / 2048,
+        MAX_INDEX_BYTES as u64,
+        IndexBodyWeight,
+    )
+}
+
+/// An index document's bytes, with its ETag and name.
+#[derive(Debug, Clone, Copy)]
+struct IndexBodyWeight;
+
+impl quick_cache::Weighter<(Kind, String), (bytes::Bytes, String)> for IndexBodyWeight {
+    fn weight(&self, key: &(Kind, String), (body, etag): &(bytes::Bytes, String)) -> u64 {
+        (body.len() + etag.len() + key.1.len()) as u64
+    }
 }
 
 /// Index entries at one generation: normalized tool name to its versions;
@@ -271,7 +286,7 @@ const MAX_CACHED_RESOLUTIONS: usize = 4_096;
 /// Bytes of rendered answers kept for one second; past it none are added.
 const MAX_RENDERED_BYTES: usize = 8 * 1024 * 1024;
 
-/// Bytes of index documents kept per generation; past it none are added.
+/// Bytes of index documents kept; past it the least used go first.
 const MAX_INDEX_BYTES: usize = 32 * 1024 * 1024;
 
 /// Strict: every generation read a caller uses started after it arrived
@@ -433,9 +448,7 @@ impl IndexCache {
         etag: String,
     ) {
         let mut state = self.lock();
-        let size = index_body_size(&normalized, &body, &etag);
-        if state.generation == generation && state.index_bytes + size <= MAX_INDEX_BYTES {
-            state.index_bytes += size;
+        if state.generation == generation {
             state.index_bodies.insert((kind, normalized), (body, etag));
         }
     }
@@ -719,6 +732,25 @@ mod tests {
             pins: BTreeMap::new(),
             exclude_newer: None,
         }
+    }
+
+    /// A full cache still takes the package read now: the hot packages of
+    /// a large catalog are cached however many others were read first.
+    #[test]
+    fn index_documents_past_the_bound_replace_the_least_used() {
+        let cache = IndexCache::default();
+        let at = cache.lock().generation;
+        let mib = bytes::Bytes::from(vec![b'x'; 1 << 20]);
+        let documents = MAX_INDEX_BYTES / (1 << 20) + 8;
+        for i in 0..documents {
+            let name = format!("tool{i}");
+            cache.put_index_body(at, Kind::Tool, name.clone(), mib.clone(), name);
+        }
+        let last = format!("tool{}", documents - 1);
+        assert!(cache.index_body(at, Kind::Tool, &last).is_some());
+        let state = cache.lock();
+        assert!(state.index_bodies.weight() <= MAX_INDEX_BYTES as u64);
+        assert!(state.index_bodies.len() < documents);
     }
 
     #[tokio::test]
