@@ -309,9 +309,7 @@ impl Db {
         &self,
         package_ids: &[i64],
     ) -> Result<Vec<VersionHead>, sqlx::Error> {
-        const SELECT: &str = "SELECT package_id, id, version, yanked, downloads, published_at
-             FROM versions WHERE deleted_at IS NULL AND package_id IN (";
-        select_in!(self, VersionHead, SELECT, SELECT, package_ids)
+        select_in!(self, VersionHead, VERSION_HEADS, VERSION_HEADS, package_ids)
     }
 
     /// Title and category of the given versions: reading specs is the
@@ -326,6 +324,11 @@ impl Db {
         select_in!(self, VersionFacts, SELECT, SELECT, version_ids)
     }
 }
+
+/// Every live version of the packages listed after it (`IN (`), unordered:
+/// on SQLite from `versions_index_entries` alone (migration 0046).
+const VERSION_HEADS: &str = "SELECT package_id, id, version, yanked, downloads, published_at
+     FROM versions WHERE deleted_at IS NULL AND package_id IN (";
 
 impl Db {
     /// Whether any version (deleted ones included) or pending staged
@@ -414,7 +417,7 @@ impl Db {
 
 #[cfg(test)]
 mod tests {
-    use super::{Dialect, Flag, Kind, package_index_rows};
+    use super::{Dialect, Flag, Kind, VERSION_HEADS, package_index_rows};
     use crate::{DatabaseUrl, Db};
 
     /// Every column of an index entry is in `versions_index_entries` and
@@ -451,6 +454,36 @@ mod tests {
             );
         }
         assert!(!plan.contains("SCAN"), "{plan}");
+        db.close().await;
+    }
+
+    /// A search result's version heads come from `versions_index_entries`
+    /// alone (migration 0046): a page of results reads a few index pages
+    /// per package, not 20 table rows. Fails when the heads read a column
+    /// the index does not hold.
+    #[tokio::test]
+    async fn search_heads_read_indexes_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = DatabaseUrl::SqlitePath(dir.path().join("plan.db"));
+        let db = Db::connect(&url, std::time::Duration::from_secs(10), 1)
+            .await
+            .unwrap();
+        let Db::Sqlite(pool) = &db else {
+            unreachable!("a SQLite database")
+        };
+        let statement = format!("EXPLAIN QUERY PLAN {VERSION_HEADS}$1, $2)");
+        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(statement))
+            .bind(1_i64)
+            .bind(2_i64)
+            .fetch_all(pool)
+            .await
+            .unwrap();
+        let plan: Vec<String> = plan.into_iter().map(|row| row.3).collect();
+        let plan = plan.join("\n");
+        assert!(
+            plan.contains("USING COVERING INDEX versions_index_entries"),
+            "versions_index_entries does not cover the heads:\n{plan}"
+        );
         db.close().await;
     }
 
