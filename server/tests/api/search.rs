@@ -1,14 +1,17 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use agentlang_core::Kind;
+
 use crate::{
     publish::{agent, agent_yaml, published, publisher, tool},
-    support::{Backend, TestApp, backend_tests, problem},
+    support::{Backend, TestApp, backend_tests, problem, seed::seed_version},
 };
 
 backend_tests!(
     search_ranks_filters_and_paginates,
     search_input_is_taken_literally,
+    the_name_weighs_most_among_few_matches_or_many,
 );
 
 async fn search(app: &TestApp, query: &str) -> Value {
@@ -162,4 +165,52 @@ async fn search_input_is_taken_literally(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(names(&res.json::<Value>().await.unwrap()), ["web_fetch"]);
+}
+
+/// SQLite ranks up to 100 matches by each row's own occurrences and more
+/// by `bm25` (`dialect::sqlite_rank`), PostgreSQL by `ts_rank`: on either
+/// side of that count the name weighs most, and equal ranks keep the order
+/// of creation.
+async fn the_name_weighs_most_among_few_matches_or_many(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    app.account_with_token("alice", &[]).await;
+    // Every seeded package's description is "seeded".
+    for n in 0..101 {
+        seed_version(&app, Kind::Tool, &format!("filler{n}"), "1.0.0", "alice")
+            .await
+            .unwrap();
+    }
+    seed_version(&app, Kind::Tool, "seeded_tool", "1.0.0", "alice")
+        .await
+        .unwrap();
+    seed_version(&app, Kind::Tool, "tool_seeded", "1.0.0", "alice")
+        .await
+        .unwrap();
+
+    let many = search(&app, "q=seeded&per_page=3").await;
+    assert_eq!(many["total"], 103);
+    assert_eq!(names(&many), ["seeded_tool", "tool_seeded", "filler0"]);
+
+    let few = search(&app, "q=seeded+tool").await;
+    assert_eq!(few["total"], 2);
+    assert_eq!(names(&few), ["seeded_tool", "tool_seeded"]);
+    // filler1, filler10 to filler19 and filler100: one rank, created in
+    // that order.
+    let fillers = search(&app, "q=seeded+filler1").await;
+    assert_eq!(fillers["total"], 12);
+    let mut created: Vec<String> = std::iter::once(1)
+        .chain(10..20)
+        .chain([100])
+        .map(|n| format!("filler{n}"))
+        .collect();
+    assert_eq!(names(&fillers), created);
+    // With a name among them, it comes first.
+    seed_version(&app, Kind::Tool, "filler1_seeded", "1.0.0", "alice")
+        .await
+        .unwrap();
+    let fillers = search(&app, "q=seeded+filler1").await;
+    created.insert(0, "filler1_seeded".to_owned());
+    assert_eq!(names(&fillers), created);
 }
