@@ -25,6 +25,22 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
+/// [`with_pool!`] for the public reads whose PostgreSQL plans do not
+/// depend on their parameters: on PostgreSQL, the pool whose connections
+/// plan each prepared statement once ([`PgPools::planned`]).
+macro_rules! with_planned_pool {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::db::Db::Sqlite($pool) => $body,
+            $crate::db::Db::Postgres(pools) => {
+                let $pool = pools.planned();
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_planned_pool;
+
 /// How much of a SQLite file is read through a memory map: all of it.
 /// SQLite holds it to its compile-time maximum, which `.cargo/config.toml`
 /// sets to this (`SQLITE_MAX_MMAP_SIZE`; 2 GiB in a default build, past
@@ -41,7 +57,14 @@ pub(crate) const ID_CHUNK: usize = 500;
 /// planned once per connection, not once per list length (planning cost
 /// more than running a batch of the index's rows).
 macro_rules! select_in {
-    ($db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {{
+    ($db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {
+        $crate::db::select_in!(@on current, $db, $row, $sqlite, $postgres, $ids)
+    };
+    // On PostgreSQL's planned-once pool ([`with_planned_pool!`]).
+    (planned $db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {
+        $crate::db::select_in!(@on planned, $db, $row, $sqlite, $postgres, $ids)
+    };
+    (@on $which:ident, $db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {{
         let mut out: Vec<$row> = Vec::new();
         for chunk in $ids.chunks($crate::db::ID_CHUNK) {
             match $db {
@@ -55,7 +78,7 @@ macro_rules! select_in {
                     out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
                 }
                 $crate::db::Db::Postgres(pools) => {
-                    let pool = pools.current();
+                    let pool = pools.$which();
                     let mut query =
                         sqlx::QueryBuilder::<sqlx::Postgres>::new($crate::db::any_of($postgres));
                     query.push_bind(chunk);
@@ -174,6 +197,18 @@ pub enum Db {
 /// (`index::GenerationConnection`). One pool of 16 was shared before.
 const PG_CONNECTIONS: u32 = 32;
 
+/// The same for the planned-once pools ([`PgPools::planned`]), which only
+/// the public reads use.
+const PG_PLANNED_CONNECTIONS: u32 = 16;
+
+/// What a planned-once connection sets. PostgreSQL's default (`auto`)
+/// plans a prepared statement anew on every run while a plan for its
+/// values looks cheaper than the generic one, which for a search's
+/// `tsquery` or a list of ids is always: on a 2,000,000-version catalog
+/// that planning cost PostgreSQL more than running the statements did
+/// (`deploy/bench/RESULTS.md`, Decisions).
+const PLANNED_ONCE: (&str, &str) = ("plan_cache_mode", "force_generic_plan");
+
 /// Database connections, open and idle, and the most the pools may open.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolStats {
@@ -189,6 +224,8 @@ pub struct PgPools {
     options: PgPoolOptions,
     connect: PgConnectOptions,
     pools: PerRuntime<PgPool>,
+    planned_options: PgPoolOptions,
+    planned: PerRuntime<PgPool>,
 }
 
 impl PgPools {
@@ -197,6 +234,25 @@ impl PgPools {
     pub fn current(&self) -> &PgPool {
         self.pools
             .get_or_init(|| self.options.clone().connect_lazy_with(self.connect.clone()))
+    }
+
+    /// The runtime's pool whose connections plan each prepared statement
+    /// once, on its first run ([`PLANNED_ONCE`]), for the public reads
+    /// (`with_planned_pool!`): lookups by key, id lists and full-text
+    /// matches, whose best plan is the same whatever their values. Every
+    /// other statement keeps PostgreSQL's choice, since a generic plan can
+    /// be far worse for skewed values (one account's rows of a large
+    /// table, say).
+    pub fn planned(&self) -> &PgPool {
+        self.planned.get_or_init(|| {
+            self.planned_options
+                .clone()
+                .connect_lazy_with(self.connect.clone().options([PLANNED_ONCE]))
+        })
+    }
+
+    fn all(&self) -> impl Iterator<Item = &PgPool> {
+        self.pools.all().chain(self.planned.all())
     }
 }
 
@@ -279,20 +335,25 @@ impl Db {
 
     async fn open_postgres(url: &str, timeout: Duration, runtimes: usize) -> Result<Self, DbError> {
         let connect = PgConnectOptions::from_str(url).map_err(DbError::Connect)?;
-        let per_runtime = u32::try_from(runtimes.max(1))
-            .map_or(0, |runtimes| PG_CONNECTIONS / runtimes)
-            .max(2);
+        let per_runtime = |connections: u32| {
+            u32::try_from(runtimes.max(1))
+                .map_or(0, |runtimes| connections / runtimes)
+                .max(2)
+        };
         let options = PgPoolOptions::new()
             // Not a ping before every query (a round trip each): a broken
             // connection fails its query, which answers 503, and the pool
             // drops it and connects anew.
             .test_before_acquire(false)
-            .max_connections(per_runtime)
             .acquire_timeout(timeout);
         let pools = PgPools {
-            options,
+            planned_options: options
+                .clone()
+                .max_connections(per_runtime(PG_PLANNED_CONNECTIONS)),
+            options: options.max_connections(per_runtime(PG_CONNECTIONS)),
             connect,
             pools: PerRuntime::new(),
+            planned: PerRuntime::new(),
         };
         // One connection now, so a wrong URL fails at start-up, and with
         // its own cause (refused, unknown host, authentication): a pool
@@ -353,7 +414,7 @@ impl Db {
                 pool.num_idle(),
                 pool.options().get_max_connections(),
             ),
-            Db::Postgres(pools) => pools.pools.all().fold(PoolStats::default(), |sum, pool| {
+            Db::Postgres(pools) => pools.all().fold(PoolStats::default(), |sum, pool| {
                 let one = of(
                     pool.size(),
                     pool.num_idle(),
@@ -403,7 +464,7 @@ impl Db {
         match self {
             Db::Sqlite(pool) => pool.close().await,
             Db::Postgres(pools) => {
-                for pool in pools.pools.all() {
+                for pool in pools.all() {
                     pool.close().await;
                 }
             }

@@ -241,7 +241,7 @@ impl Db {
         postgres: &str,
         normalized: &[String],
     ) -> Result<Vec<IndexRow>, sqlx::Error> {
-        select_in!(self, IndexRow, sqlite, postgres, normalized)
+        select_in!(planned self, IndexRow, sqlite, postgres, normalized)
     }
 
     /// `(id, username)` of the given accounts, unordered.
@@ -301,7 +301,7 @@ impl Db {
         const SELECT: &str = "SELECT id, kind, name, normalized_name, description, keywords,
                     created_at, updated_at
              FROM packages WHERE id IN (";
-        select_in!(self, PackageRecord, SELECT, SELECT, ids)
+        select_in!(planned self, PackageRecord, SELECT, SELECT, ids)
     }
 
     /// Every live version of the given packages, unordered.
@@ -309,7 +309,7 @@ impl Db {
         &self,
         package_ids: &[i64],
     ) -> Result<Vec<VersionHead>, sqlx::Error> {
-        select_in!(self, VersionHead, VERSION_HEADS, VERSION_HEADS, package_ids)
+        select_in!(planned self, VersionHead, VERSION_HEADS, VERSION_HEADS, package_ids)
     }
 
     /// Title and category of the given versions: reading specs is the
@@ -321,7 +321,7 @@ impl Db {
         const SELECT: &str = "SELECT id, max_risk, spec->>'title' AS title,
                     spec->>'category' AS category
              FROM versions WHERE id IN (";
-        select_in!(self, VersionFacts, SELECT, SELECT, version_ids)
+        select_in!(planned self, VersionFacts, SELECT, SELECT, version_ids)
     }
 }
 

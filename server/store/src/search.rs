@@ -118,7 +118,7 @@ impl Db {
                 Ok((page, total))
             }
             Db::Postgres(pools) => {
-                let pool = pools.current();
+                let pool = pools.planned();
                 let kind = kind.map(Kind::as_str);
                 let ts_query = tsquery(&terms);
                 let page = sqlx::query_scalar::<_, i64>(SEARCH_PAGE.postgres)

@@ -8,12 +8,12 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::Path,
-    str::FromStr,
     time::Duration,
 };
 
+mod common;
+
 use agentlang_registry_store::{DatabaseUrl, Db};
-use sqlx::{Connection, Executor};
 
 /// Table to its columns.
 type Schema = BTreeMap<String, BTreeSet<String>>;
@@ -79,43 +79,9 @@ async fn postgres_schema(db: &Db) -> Schema {
     schema
 }
 
-/// A fresh database on the test server, dropped by the caller.
-async fn fresh_postgres_database(admin_url: &str, name: &str) -> String {
-    let mut admin = sqlx::PgConnection::connect(admin_url)
-        .await
-        .expect("connect to the test PostgreSQL");
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .await
-        .expect("create a database");
-    let options = sqlx::postgres::PgConnectOptions::from_str(admin_url).unwrap();
-    let host = options.get_host();
-    let port = options.get_port();
-    let user = options.get_username();
-    format!("postgres://{user}@{host}:{port}/{name}")
-}
-
-async fn drop_postgres_database(admin_url: &str, name: &str) {
-    if let Ok(mut admin) = sqlx::PgConnection::connect(admin_url).await {
-        let _ = admin
-            .execute(sqlx::AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-            )))
-            .await;
-    }
-}
-
 #[tokio::test]
 async fn both_dialects_migrate_to_the_same_tables_and_columns() {
-    let Some(admin_url) = std::env::var("AGENTLANG_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-    else {
-        assert!(
-            std::env::var("CI").is_err(),
-            "AGENTLANG_TEST_POSTGRES_URL is required under CI"
-        );
-        eprintln!("skipped: AGENTLANG_TEST_POSTGRES_URL is not set");
+    let Some(admin_url) = common::postgres_admin_url() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -127,7 +93,7 @@ async fn both_dialects_migrate_to_the_same_tables_and_columns() {
     .await
     .unwrap();
     let name = format!("schema_{}", uuid::Uuid::new_v4().simple());
-    let url = fresh_postgres_database(&admin_url, &name).await;
+    let url = common::fresh_postgres_database(&admin_url, &name).await;
     let postgres = Db::connect(&DatabaseUrl::Postgres(url), TIMEOUT, 1).await;
     let (sqlite_schema, postgres_schema) = match &postgres {
         Ok(postgres) => (
@@ -135,14 +101,14 @@ async fn both_dialects_migrate_to_the_same_tables_and_columns() {
             postgres_schema(postgres).await,
         ),
         Err(e) => {
-            drop_postgres_database(&admin_url, &name).await;
+            common::drop_postgres_database(&admin_url, &name).await;
             panic!("migrating PostgreSQL failed: {e}");
         }
     };
     if let Ok(postgres) = postgres {
         postgres.close().await;
     }
-    drop_postgres_database(&admin_url, &name).await;
+    common::drop_postgres_database(&admin_url, &name).await;
 
     let mut differences = Vec::new();
     let tables: BTreeSet<&String> = sqlite_schema.keys().chain(postgres_schema.keys()).collect();
