@@ -326,7 +326,8 @@ impl Db {
 }
 
 /// Every live version of the packages listed after it (`IN (`), unordered:
-/// on SQLite from `versions_index_entries` alone (migration 0046).
+/// from `versions_index_entries` alone (migration 0046 on SQLite, 0047 on
+/// PostgreSQL).
 const VERSION_HEADS: &str = "SELECT package_id, id, version, yanked, downloads, published_at
      FROM versions WHERE deleted_at IS NULL AND package_id IN (";
 
