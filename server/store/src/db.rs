@@ -53,9 +53,10 @@ pub(crate) const ID_CHUNK: usize = 500;
 /// `SELECT ... WHERE <column> IN (ids)`, chunked, in either dialect: one
 /// query per 500 ids, whatever the number of rows it stands for. Each SQL
 /// text ends with `IN (`. PostgreSQL gets `= ANY($1)` with the ids as one
-/// array instead: one statement text whatever their number, so it is
-/// planned once per connection, not once per list length (planning cost
-/// more than running a batch of the index's rows).
+/// array instead: one statement text whatever their number, not one per
+/// list length (planning cost more than running a batch of the index's
+/// rows). `planned` runs it on the pool that plans it once per connection
+/// ([`PgPools::planned`]); elsewhere PostgreSQL may plan it at every run.
 macro_rules! select_in {
     ($db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {
         $crate::db::select_in!(@on current, $db, $row, $sqlite, $postgres, $ids)
