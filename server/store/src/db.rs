@@ -12,34 +12,27 @@ use sqlx::{
 use crate::per_runtime::PerRuntime;
 
 /// Runs `$body` with `$pool` bound to the live pool, whichever backend it is.
+/// `planned` is for the public reads whose PostgreSQL plans do not depend
+/// on their parameters: there, the pool whose connections plan each
+/// prepared statement once ([`PgPools::planned`]).
 macro_rules! with_pool {
     ($db:expr, $pool:ident => $body:expr) => {
+        $crate::db::with_pool!(@on current, $db, $pool => $body)
+    };
+    (planned $db:expr, $pool:ident => $body:expr) => {
+        $crate::db::with_pool!(@on planned, $db, $pool => $body)
+    };
+    (@on $which:ident, $db:expr, $pool:ident => $body:expr) => {
         match $db {
             $crate::db::Db::Sqlite($pool) => $body,
             $crate::db::Db::Postgres(pools) => {
-                let $pool = pools.current();
+                let $pool = pools.$which();
                 $body
             }
         }
     };
 }
 pub(crate) use with_pool;
-
-/// [`with_pool!`] for the public reads whose PostgreSQL plans do not
-/// depend on their parameters: on PostgreSQL, the pool whose connections
-/// plan each prepared statement once ([`PgPools::planned`]).
-macro_rules! with_planned_pool {
-    ($db:expr, $pool:ident => $body:expr) => {
-        match $db {
-            $crate::db::Db::Sqlite($pool) => $body,
-            $crate::db::Db::Postgres(pools) => {
-                let $pool = pools.planned();
-                $body
-            }
-        }
-    };
-}
-pub(crate) use with_planned_pool;
 
 /// How much of a SQLite file is read through a memory map: all of it.
 /// SQLite holds it to its compile-time maximum, which `.cargo/config.toml`
@@ -61,7 +54,7 @@ macro_rules! select_in {
     ($db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {
         $crate::db::select_in!(@on current, $db, $row, $sqlite, $postgres, $ids)
     };
-    // On PostgreSQL's planned-once pool ([`with_planned_pool!`]).
+    // On PostgreSQL's planned-once pool, as `with_pool!`'s `planned`.
     (planned $db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {
         $crate::db::select_in!(@on planned, $db, $row, $sqlite, $postgres, $ids)
     };
@@ -241,7 +234,7 @@ impl PgPools {
 
     /// The runtime's pool whose connections plan each prepared statement
     /// once, on its first run ([`PLANNED_ONCE`]), for the public reads
-    /// (`with_planned_pool!`): lookups by key, id lists and full-text
+    /// (`with_pool!`'s `planned`): lookups by key, id lists and full-text
     /// matches, whose best plan is the same whatever their values. Every
     /// other statement keeps PostgreSQL's choice, since a generic plan can
     /// be far worse for skewed values (one account's rows of a large

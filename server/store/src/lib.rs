@@ -51,7 +51,7 @@ pub mod trusted_publishing;
 pub mod staging;
 
 pub use blobs::{Blobs, S3Settings, StorageUrl};
-pub(crate) use db::{BeginWrite, ID_CHUNK, WriteTx, select_in, with_planned_pool, with_pool};
+pub(crate) use db::{BeginWrite, ID_CHUNK, WriteTx, select_in, with_pool};
 pub use db::{
     DatabaseUrl, Db, DbError, PgPools, PoolStats, is_unique_violation, is_unreachable,
     last_local_write, note_local_write,

@@ -6,9 +6,7 @@ use agentlang_core::{crypt::PromptKeyId, grants::PromptMode, signing::KeyId};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use super::{
-    BeginWrite, Db, is_unique_violation, now, tlog::AppendLog, with_planned_pool, with_pool,
-};
+use super::{BeginWrite, Db, is_unique_violation, now, tlog::AppendLog, with_pool};
 use agentlang_core::digest::Sha256Digest;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -706,7 +704,7 @@ impl Db {
         kind: Kind,
         name: &PackageName,
     ) -> Result<Option<PackageRecord>, sqlx::Error> {
-        with_planned_pool!(self, pool => {
+        with_pool!(planned self, pool => {
             sqlx::query_as::<_, PackageRecord>(
                 "SELECT id, kind, name, normalized_name, description, keywords, created_at,
                         updated_at

@@ -11,7 +11,7 @@ use super::{
     Db,
     dialect::{PACKAGE_VERSION_DETAILS, VERSION_DETAIL},
     packages::{PackageRecord, precedence},
-    with_planned_pool,
+    with_pool,
 };
 use agentlang_core::digest::Sha256Digest;
 
@@ -78,7 +78,7 @@ impl Db {
     ) -> Result<Option<PackageVersionDetail>, sqlx::Error> {
         let (major, minor, patch, pre) = precedence(version);
         let sql = VERSION_DETAIL.of(self.dialect());
-        with_planned_pool!(self, pool => {
+        with_pool!(planned self, pool => {
             sqlx::query_as::<_, PackageVersionDetail>(sql)
                 .bind(kind.as_str())
                 .bind(name.normalized())
@@ -97,7 +97,7 @@ impl Db {
         package_id: i64,
     ) -> Result<Vec<VersionDetail>, sqlx::Error> {
         let sql = PACKAGE_VERSION_DETAILS.of(self.dialect());
-        let mut versions: Vec<VersionDetail> = with_planned_pool!(self, pool => {
+        let mut versions: Vec<VersionDetail> = with_pool!(planned self, pool => {
             sqlx::query_as::<_, VersionDetail>(sql)
                 .bind(package_id)
                 .fetch_all(pool)
