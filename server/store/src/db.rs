@@ -199,10 +199,10 @@ const PG_PLANNED_CONNECTIONS: u32 = 32;
 
 /// What a planned-once connection sets. PostgreSQL's default (`auto`)
 /// plans a prepared statement anew on every run while a plan for its
-/// values looks cheaper than the generic one, which for a search's
-/// `tsquery` or a list of ids is always: on a 2,000,000-version catalog
-/// that planning cost PostgreSQL more than running the statements did
-/// (`deploy/bench/RESULTS.md`, Decisions).
+/// values looks cheaper than the generic one, as it kept doing for a
+/// search's `tsquery`, an index entry and the id lists: on a
+/// 2,000,000-version catalog that planning cost PostgreSQL about as much
+/// as running the statements (`deploy/bench/RESULTS.md`, Decisions).
 const PLANNED_ONCE: (&str, &str) = ("plan_cache_mode", "force_generic_plan");
 
 /// Database connections, open and idle, and the most the pools may open.
