@@ -197,13 +197,15 @@ const PG_CONNECTIONS: u32 = 32;
 /// rate).
 const PG_PLANNED_CONNECTIONS: u32 = 32;
 
-/// What a planned-once connection sets. PostgreSQL's default (`auto`)
-/// plans a prepared statement anew on every run while a plan for its
-/// values looks cheaper than the generic one, as it kept doing for a
+/// What a planned-once connection runs first. PostgreSQL's default
+/// (`auto`) plans a prepared statement anew on every run while a plan for
+/// its values looks cheaper than the generic one, as it kept doing for a
 /// search's `tsquery`, an index entry and the id lists: on a
 /// 2,000,000-version catalog that planning cost PostgreSQL about as much
-/// as running the statements (`deploy/bench/RESULTS.md`, Decisions).
-const PLANNED_ONCE: (&str, &str) = ("plan_cache_mode", "force_generic_plan");
+/// as running the statements (`deploy/bench/RESULTS.md`, Decisions). A
+/// statement, not a startup `options` parameter, which PgBouncer refuses
+/// unless told to ignore it.
+const PLANNED_ONCE: &str = "SET plan_cache_mode = force_generic_plan";
 
 /// Database connections, open and idle, and the most the pools may open.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -243,7 +245,14 @@ impl PgPools {
         self.planned.get_or_init(|| {
             self.planned_options
                 .clone()
-                .connect_lazy_with(self.connect.clone().options([PLANNED_ONCE]))
+                .after_connect(|connection, _| {
+                    Box::pin(async move {
+                        sqlx::Executor::execute(connection, PLANNED_ONCE)
+                            .await
+                            .map(drop)
+                    })
+                })
+                .connect_lazy_with(self.connect.clone())
         })
     }
 
