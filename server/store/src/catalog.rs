@@ -305,7 +305,7 @@ impl Db {
         let mut out = Vec::new();
         for chunk in ids.chunks(super::ID_CHUNK) {
             match self {
-                Db::Sqlite(pool) => {
+                Db::Sqlite { pool, .. } => {
                     let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new(&sql);
                     let mut list = query.separated(", ");
                     for id in chunk {

@@ -14,7 +14,9 @@ use crate::per_runtime::PerRuntime;
 /// Runs `$body` with `$pool` bound to the live pool, whichever backend it is.
 /// `planned` is for the public reads whose PostgreSQL plans do not depend
 /// on their parameters: there, the pool whose connections plan each
-/// prepared statement once ([`PgPools::planned`]).
+/// prepared statement once ([`PgPools::planned`]); on either backend,
+/// `$pool` is then a connection kept between those reads ([`Kept`]), a
+/// `&mut` to reborrow (`&mut *pool`) for a second statement.
 macro_rules! with_pool {
     ($db:expr, $pool:ident => $body:expr) => {
         $crate::db::with_pool!(@on current, $db, $pool => $body)
@@ -24,13 +26,42 @@ macro_rules! with_pool {
     };
     (@on $which:ident, $db:expr, $pool:ident => $body:expr) => {
         match $db {
-            $crate::db::Db::Sqlite($pool) => $body,
+            $crate::db::Db::Sqlite { pool, kept } => {
+                $crate::db::with_pool!(@sqlite $which, pool, kept, $pool => $body)
+            }
             $crate::db::Db::Postgres(pools) => {
-                let $pool = pools.$which();
-                $body
+                $crate::db::with_pool!(@postgres $which, pools, $pool => $body)
             }
         }
     };
+    // One backend's executor for `$body`: the pool itself, or for the
+    // public reads a connection kept between them ([`Kept`]).
+    (@sqlite current, $pool:ident, $kept:ident, $executor:ident => $body:expr) => {{
+        let _ = $kept;
+        let $executor = $pool;
+        $body
+    }};
+    (@sqlite planned, $pool:ident, $kept:ident, $executor:ident => $body:expr) => {
+        $crate::db::with_pool!(@kept $kept, $pool, $executor => $body)
+    };
+    (@postgres current, $pools:ident, $executor:ident => $body:expr) => {{
+        let $executor = $pools.current();
+        $body
+    }};
+    (@postgres planned, $pools:ident, $executor:ident => $body:expr) => {{
+        let (pool, kept) = $pools.planned_kept();
+        $crate::db::with_pool!(@kept kept, pool, $executor => $body)
+    }};
+    (@kept $kept:expr, $pool:expr, $executor:ident => $body:expr) => {{
+        let kept = $kept;
+        let mut connection = kept.take($pool).await?;
+        let $executor = &mut *connection;
+        let result = $body;
+        if result.is_ok() {
+            kept.keep(connection);
+        }
+        result
+    }};
 }
 pub(crate) use with_pool;
 
@@ -48,8 +79,8 @@ pub(crate) const ID_CHUNK: usize = 500;
 /// text ends with `IN (`. PostgreSQL gets `= ANY($1)` with the ids as one
 /// array instead: one statement text whatever their number, not one per
 /// list length (planning cost more than running a batch of the index's
-/// rows). `planned` runs it on the pool that plans it once per connection
-/// ([`PgPools::planned`]); elsewhere PostgreSQL may plan it at every run.
+/// rows). `planned` runs it as `with_pool!`'s `planned` does: on a kept
+/// connection, which on PostgreSQL plans it once.
 macro_rules! select_in {
     ($db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {
         $crate::db::select_in!(@on current, $db, $row, $sqlite, $postgres, $ids)
@@ -61,25 +92,30 @@ macro_rules! select_in {
     (@on $which:ident, $db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {{
         let mut out: Vec<$row> = Vec::new();
         for chunk in $ids.chunks($crate::db::ID_CHUNK) {
-            match $db {
-                $crate::db::Db::Sqlite(pool) => {
-                    let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new($sqlite);
-                    let mut ids = query.separated(", ");
-                    for id in chunk {
-                        ids.push_bind(id);
-                    }
-                    query.push(")");
-                    out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
+            let rows: Result<Vec<$row>, sqlx::Error> = match $db {
+                $crate::db::Db::Sqlite { pool, kept } => {
+                    $crate::db::with_pool!(@sqlite $which, pool, kept, executor => {
+                        let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new($sqlite);
+                        let mut ids = query.separated(", ");
+                        for id in chunk {
+                            ids.push_bind(id);
+                        }
+                        query.push(")");
+                        query.build_query_as::<$row>().fetch_all(executor).await
+                    })
                 }
                 $crate::db::Db::Postgres(pools) => {
-                    let pool = pools.$which();
-                    let mut query =
-                        sqlx::QueryBuilder::<sqlx::Postgres>::new($crate::db::any_of($postgres));
-                    query.push_bind(chunk);
-                    query.push(")");
-                    out.extend(query.build_query_as::<$row>().fetch_all(pool).await?);
+                    $crate::db::with_pool!(@postgres $which, pools, executor => {
+                        let mut query = sqlx::QueryBuilder::<sqlx::Postgres>::new(
+                            $crate::db::any_of($postgres),
+                        );
+                        query.push_bind(chunk);
+                        query.push(")");
+                        query.build_query_as::<$row>().fetch_all(executor).await
+                    })
                 }
-            }
+            };
+            out.extend(rows?);
         }
         Ok(out)
     }};
@@ -181,9 +217,16 @@ pub enum DbError {
 /// A pool over one of the two supported databases. Cheap to clone.
 #[derive(Debug, Clone)]
 pub enum Db {
-    Sqlite(SqlitePool),
+    Sqlite {
+        pool: SqlitePool,
+        /// The public reads' connections ([`Kept`]).
+        kept: Arc<Kept<sqlx::Sqlite>>,
+    },
     Postgres(Arc<PgPools>),
 }
+
+/// SQLite's connections, each a thread of its own.
+const SQLITE_CONNECTIONS: u32 = 8;
 
 /// The pooled PostgreSQL connections one replica may open in all, split
 /// evenly between the runtimes that query (`Db::connect`'s `runtimes`), at
@@ -207,6 +250,122 @@ const PG_PLANNED_CONNECTIONS: u32 = 32;
 /// unless told to ignore it.
 const PLANNED_ONCE: &str = "SET plan_cache_mode = force_generic_plan";
 
+/// Connections of one pool that the public reads keep checked out between
+/// them, so a read costs its statement's round trip alone. Given back,
+/// sqlx's pool pings a connection before it is idle again (the task
+/// `PoolConnection`'s drop spawns): a second round trip to PostgreSQL, a
+/// second hand-off to a SQLite connection's thread, for every read. A read
+/// that fails, or is dropped unfinished, gives its connection back to the
+/// pool as before, whose ping then finds out whether it is still usable.
+///
+/// Reads take turns in arrival order (a fair semaphore, one permit per
+/// connection kept): a read that found a kept connection free never
+/// overtakes one already waiting.
+#[derive(Debug)]
+pub struct Kept<DB: sqlx::Database> {
+    /// Each with when it was taken from the pool.
+    connections: std::sync::Mutex<Vec<(std::time::Instant, sqlx::pool::PoolConnection<DB>)>>,
+    turns: tokio::sync::Semaphore,
+}
+
+/// How long a connection is kept before the pool sees it again: its idle
+/// and lifetime limits then apply as they would.
+const KEPT_FOR: Duration = Duration::from_secs(60);
+
+impl<DB: sqlx::Database> Kept<DB> {
+    /// At most `most` connections, in use or kept.
+    pub(crate) fn new(most: usize) -> Self {
+        Self {
+            connections: std::sync::Mutex::new(Vec::new()),
+            turns: tokio::sync::Semaphore::new(most),
+        }
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Vec<(std::time::Instant, sqlx::pool::PoolConnection<DB>)>> {
+        self.connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A kept connection, or one from `pool`, once it is this read's turn:
+    /// within the pool's acquire timeout, as `pool.acquire()` would.
+    pub(crate) async fn take<'a>(
+        &'a self,
+        pool: &sqlx::Pool<DB>,
+    ) -> sqlx::Result<KeptConnection<'a, DB>> {
+        let timeout = pool.options().get_acquire_timeout();
+        let turn = tokio::time::timeout(timeout, self.turns.acquire())
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)?
+            .map_err(|_| sqlx::Error::PoolClosed)?;
+        let kept = self.lock().pop();
+        let (since, connection) = match kept {
+            Some(kept) => kept,
+            None => (std::time::Instant::now(), pool.acquire().await?),
+        };
+        Ok(KeptConnection {
+            since,
+            connection,
+            _turn: turn,
+        })
+    }
+
+    /// Keeps `connection` for the next read, unless it has been kept long
+    /// enough or the pool is closing: then it goes back to the pool.
+    pub(crate) fn keep(&self, connection: KeptConnection<'_, DB>) {
+        let KeptConnection {
+            since,
+            connection,
+            _turn,
+        } = connection;
+        if since.elapsed() < KEPT_FOR && !self.turns.is_closed() {
+            // Before the turn is passed on, so the next read finds it.
+            self.lock().push((since, connection));
+        }
+    }
+
+    /// How many are kept now.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Gives every kept connection back to its pool, and every one in use
+    /// when its read is done: before the pool closes, which waits for all
+    /// of them.
+    pub(crate) fn release(&self) {
+        self.turns.close();
+        self.give_back();
+    }
+
+    /// Gives the connections kept now back to their pool.
+    pub fn give_back(&self) {
+        let kept = std::mem::take(&mut *self.lock());
+        drop(kept);
+    }
+}
+
+/// A connection taken through [`Kept`], with its read's turn.
+pub(crate) struct KeptConnection<'a, DB: sqlx::Database> {
+    since: std::time::Instant,
+    connection: sqlx::pool::PoolConnection<DB>,
+    _turn: tokio::sync::SemaphorePermit<'a>,
+}
+
+impl<DB: sqlx::Database> std::ops::Deref for KeptConnection<'_, DB> {
+    type Target = DB::Connection;
+    fn deref(&self) -> &Self::Target {
+        &self.connection
+    }
+}
+
+impl<DB: sqlx::Database> std::ops::DerefMut for KeptConnection<'_, DB> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.connection
+    }
+}
+
 /// Database connections, open and idle, and the most the pools may open.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolStats {
@@ -223,7 +382,7 @@ pub struct PgPools {
     connect: PgConnectOptions,
     pools: PerRuntime<PgPool>,
     planned_options: PgPoolOptions,
-    planned: PerRuntime<PgPool>,
+    planned: PerRuntime<(PgPool, Kept<sqlx::Postgres>)>,
 }
 
 impl PgPools {
@@ -242,9 +401,22 @@ impl PgPools {
     /// be far worse for skewed values (one account's rows of a large
     /// table, say).
     pub fn planned(&self) -> &PgPool {
+        &self.planned_kept().0
+    }
+
+    /// The connections the public reads keep from this runtime's
+    /// [`Self::planned`] pool.
+    pub fn kept(&self) -> &Kept<sqlx::Postgres> {
+        &self.planned_kept().1
+    }
+
+    /// [`Self::planned`] with the connections the reads keep from it
+    /// ([`Kept`]): all of them may be, as nothing else uses it.
+    pub(crate) fn planned_kept(&self) -> &(PgPool, Kept<sqlx::Postgres>) {
         self.planned.get_or_init(|| {
-            self.planned_options
-                .clone()
+            let options = self.planned_options.clone();
+            let most = options.get_max_connections() as usize;
+            let pool = options
                 .after_connect(|connection, _| {
                     Box::pin(async move {
                         sqlx::Executor::execute(connection, PLANNED_ONCE)
@@ -252,12 +424,15 @@ impl PgPools {
                             .map(drop)
                     })
                 })
-                .connect_lazy_with(self.connect.clone())
+                .connect_lazy_with(self.connect.clone());
+            (pool, Kept::new(most))
         })
     }
 
     fn all(&self) -> impl Iterator<Item = &PgPool> {
-        self.pools.all().chain(self.planned.all())
+        self.pools
+            .all()
+            .chain(self.planned.all().map(|(pool, _)| pool))
     }
 }
 
@@ -330,12 +505,17 @@ impl Db {
         let pool = SqlitePoolOptions::new()
             // A SQLite connection is a file handle: nothing to test.
             .test_before_acquire(false)
-            .max_connections(8)
+            .max_connections(SQLITE_CONNECTIONS)
             .acquire_timeout(timeout)
             .connect_with(options)
             .await
             .map_err(DbError::Connect)?;
-        Ok(Db::Sqlite(pool))
+        Ok(Db::Sqlite {
+            pool,
+            // At most half the pool, so writes and the other reads always
+            // find connections.
+            kept: Arc::new(Kept::new(SQLITE_CONNECTIONS as usize / 2)),
+        })
     }
 
     async fn open_postgres(url: &str, timeout: Duration, runtimes: usize) -> Result<Self, DbError> {
@@ -385,7 +565,7 @@ impl Db {
     /// Applies the pending migrations of this backend's dialect.
     pub async fn migrate(&self) -> Result<(), DbError> {
         match self {
-            Db::Sqlite(pool) => {
+            Db::Sqlite { pool, .. } => {
                 renumber_sqlite_migrations(pool)
                     .await
                     .map_err(DbError::Connect)?;
@@ -408,36 +588,34 @@ impl Db {
     /// The connections the pools hold now, summed over PostgreSQL's
     /// per-runtime pools: for `/metrics`.
     pub fn pool_stats(&self) -> PoolStats {
-        let of = |size: u32, idle: usize, max: u32| PoolStats {
-            open: u64::from(size),
-            idle: idle as u64,
-            max: u64::from(max),
-        };
+        // A kept connection waits for the next read: idle, though the pool
+        // counts it in use.
+        fn of<DB: sqlx::Database>(pool: &sqlx::Pool<DB>, kept: usize) -> PoolStats {
+            PoolStats {
+                open: u64::from(pool.size()),
+                idle: (pool.num_idle() + kept) as u64,
+                max: u64::from(pool.options().get_max_connections()),
+            }
+        }
         match self {
-            Db::Sqlite(pool) => of(
-                pool.size(),
-                pool.num_idle(),
-                pool.options().get_max_connections(),
-            ),
-            Db::Postgres(pools) => pools.all().fold(PoolStats::default(), |sum, pool| {
-                let one = of(
-                    pool.size(),
-                    pool.num_idle(),
-                    pool.options().get_max_connections(),
-                );
-                PoolStats {
+            Db::Sqlite { pool, kept } => of(pool, kept.len()),
+            Db::Postgres(pools) => pools
+                .pools
+                .all()
+                .map(|pool| of(pool, 0))
+                .chain(pools.planned.all().map(|(pool, kept)| of(pool, kept.len())))
+                .fold(PoolStats::default(), |sum, one| PoolStats {
                     open: sum.open + one.open,
                     idle: sum.idle + one.idle,
                     max: sum.max + one.max,
-                }
-            }),
+                }),
         }
     }
 
     /// `"sqlite"` or `"postgres"`, for logs.
     pub fn backend(&self) -> &'static str {
         match self {
-            Db::Sqlite(_) => "sqlite",
+            Db::Sqlite { .. } => "sqlite",
             Db::Postgres(_) => "postgres",
         }
     }
@@ -452,7 +630,7 @@ impl Db {
     /// at two thirds the rate before the merge).
     pub async fn refresh_statistics(&self) -> sqlx::Result<()> {
         match self {
-            Db::Sqlite(pool) => {
+            Db::Sqlite { pool, .. } => {
                 sqlx::query("INSERT INTO packages_fts (packages_fts) VALUES ('optimize')")
                     .execute(pool)
                     .await?;
@@ -467,8 +645,14 @@ impl Db {
 
     pub async fn close(&self) {
         match self {
-            Db::Sqlite(pool) => pool.close().await,
+            Db::Sqlite { pool, kept } => {
+                kept.release();
+                pool.close().await;
+            }
             Db::Postgres(pools) => {
+                for (_, kept) in pools.planned.all() {
+                    kept.release();
+                }
                 for pool in pools.all() {
                     pool.close().await;
                 }
@@ -604,4 +788,76 @@ pub fn is_unreachable(err: &sqlx::Error) -> bool {
             | sqlx::Error::Tls(_)
             | sqlx::Error::WorkerCrashed
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use agentlang_core::{Kind, PackageName};
+
+    use super::{DatabaseUrl, Db};
+
+    async fn sqlite() -> (tempfile::TempDir, Db) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = DatabaseUrl::SqlitePath(dir.path().join("kept.db"));
+        let db = Db::connect(&url, Duration::from_millis(300), 1)
+            .await
+            .unwrap();
+        (dir, db)
+    }
+
+    /// A public read keeps its connection checked out for the next one,
+    /// rather than giving it back to the pool (which pings it first): after
+    /// three reads one connection is kept, and the pool has opened no more
+    /// than before them.
+    #[tokio::test]
+    async fn a_public_read_keeps_its_connection_for_the_next() {
+        let (_dir, db) = sqlite().await;
+        let Db::Sqlite { pool, kept } = &db else {
+            unreachable!("a SQLite database")
+        };
+        let name = PackageName::new("weather").unwrap();
+        db.find_package(Kind::Tool, &name).await.unwrap();
+        let open = pool.size();
+        for _ in 0..3 {
+            assert!(db.find_package(Kind::Tool, &name).await.unwrap().is_none());
+        }
+        assert_eq!(kept.len(), 1);
+        assert_eq!(pool.size(), open);
+        assert_eq!(pool.num_idle(), open as usize - 1);
+        closes(&db).await;
+    }
+
+    /// Closing gives the kept connections back first: the pool's close
+    /// waits for every connection, so it would never end otherwise.
+    async fn closes(db: &Db) {
+        tokio::time::timeout(Duration::from_secs(5), db.close())
+            .await
+            .expect("the pool closes with connections kept");
+    }
+
+    /// A read waits its turn for at most the pool's acquire timeout, then
+    /// fails as a pool timeout (answered 503), not forever.
+    #[tokio::test]
+    async fn a_read_waits_for_a_kept_connection_no_longer_than_the_pool_timeout() {
+        let (_dir, db) = sqlite().await;
+        let Db::Sqlite { pool, kept } = &db else {
+            unreachable!("a SQLite database")
+        };
+        let mut held = Vec::new();
+        for _ in 0..super::SQLITE_CONNECTIONS / 2 {
+            held.push(kept.take(pool).await.unwrap());
+        }
+        let name = PackageName::new("weather").unwrap();
+        let waited = std::time::Instant::now();
+        let error = db.find_package(Kind::Tool, &name).await.unwrap_err();
+        assert!(matches!(error, sqlx::Error::PoolTimedOut), "{error}");
+        assert!(waited.elapsed() >= Duration::from_millis(300));
+        // A turn given back is the waiting read's.
+        drop(held.pop());
+        assert!(db.find_package(Kind::Tool, &name).await.unwrap().is_none());
+        drop(held);
+        closes(&db).await;
+    }
 }

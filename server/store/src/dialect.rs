@@ -18,7 +18,7 @@ pub(crate) enum Dialect {
 impl Db {
     pub(crate) fn dialect(&self) -> Dialect {
         match self {
-            Db::Sqlite(_) => Dialect::Sqlite,
+            Db::Sqlite { .. } => Dialect::Sqlite,
             Db::Postgres(_) => Dialect::Postgres,
         }
     }

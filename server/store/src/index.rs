@@ -144,7 +144,7 @@ impl Db {
         let conn = match slot.take() {
             Some(conn) => conn,
             None => match self {
-                Db::Sqlite(pool) => OwnConnection::Sqlite(pool.acquire().await?.detach()),
+                Db::Sqlite { pool, .. } => OwnConnection::Sqlite(pool.acquire().await?.detach()),
                 Db::Postgres(pools) => {
                     OwnConnection::Postgres(pools.current().acquire().await?.detach())
                 }
@@ -374,7 +374,7 @@ impl Db {
         let mut out = Vec::new();
         for chunk in normalized_names.chunks(super::ID_CHUNK) {
             match self {
-                Db::Sqlite(pool) => {
+                Db::Sqlite { pool, .. } => {
                     let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
                         "SELECT p.normalized_name, v.version,
                                 json_extract(v.spec, '$.permissions') AS permissions",
@@ -429,7 +429,7 @@ mod tests {
         let db = Db::connect(&url, std::time::Duration::from_secs(10), 1)
             .await
             .unwrap();
-        let Db::Sqlite(pool) = &db else {
+        let Db::Sqlite { pool, .. } = &db else {
             unreachable!("a SQLite database")
         };
         let explain = format!("EXPLAIN QUERY PLAN {statement}");

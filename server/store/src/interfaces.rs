@@ -38,7 +38,7 @@ impl Db {
     /// pick, not even a lock's, may land on one (docs/statuses.md).
     pub async fn providing_versions(&self) -> Result<Vec<ProvidingVersion>, sqlx::Error> {
         match self {
-            Db::Sqlite(pool) => {
+            Db::Sqlite { pool, .. } => {
                 sqlx::query_as::<_, ProvidingVersion>(PROVIDING_VERSIONS.sqlite)
                     .fetch_all(pool)
                     .await

@@ -53,7 +53,7 @@ pub mod staging;
 pub use blobs::{Blobs, S3Settings, StorageUrl};
 pub(crate) use db::{BeginWrite, ID_CHUNK, WriteTx, select_in, with_pool};
 pub use db::{
-    DatabaseUrl, Db, DbError, PgPools, PoolStats, is_unique_violation, is_unreachable,
+    DatabaseUrl, Db, DbError, Kept, PgPools, PoolStats, is_unique_violation, is_unreachable,
     last_local_write, note_local_write,
 };
 /// What every query answers on failure.

@@ -97,13 +97,13 @@ impl Db {
             return Ok((Vec::new(), 0));
         }
         match self {
-            Db::Sqlite(pool) => {
+            Db::Sqlite { pool, kept } => with_pool!(@sqlite planned, pool, kept, connection => {
                 let fts_query = fts5_query(&terms, kind);
                 let page = sqlx::query_scalar::<_, i64>(SEARCH_PAGE.sqlite)
                     .bind(&fts_query)
                     .bind(limit)
                     .bind(offset)
-                    .fetch_all(pool)
+                    .fetch_all(&mut *connection)
                     .await?;
                 let total = match page_tells_total(&page, limit, offset) {
                     Some(total) => total,
@@ -111,14 +111,13 @@ impl Db {
                         sqlx::query_scalar::<_, i64>(SEARCH_COUNT.sqlite)
                             .bind(&fts_query)
                             .bind(MAX_COUNTED)
-                            .fetch_one(pool)
+                            .fetch_one(&mut *connection)
                             .await?
                     }
                 };
                 Ok((page, total))
-            }
-            Db::Postgres(pools) => {
-                let pool = pools.planned();
+            }),
+            Db::Postgres(pools) => with_pool!(@postgres planned, pools, connection => {
                 let kind = kind.map(Kind::as_str);
                 let ts_query = tsquery(&terms);
                 let page = sqlx::query_scalar::<_, i64>(SEARCH_PAGE.postgres)
@@ -126,7 +125,7 @@ impl Db {
                     .bind(kind)
                     .bind(limit)
                     .bind(offset)
-                    .fetch_all(pool)
+                    .fetch_all(&mut *connection)
                     .await?;
                 let total = match page_tells_total(&page, limit, offset) {
                     Some(total) => total,
@@ -135,12 +134,12 @@ impl Db {
                             .bind(&ts_query)
                             .bind(kind)
                             .bind(MAX_COUNTED)
-                            .fetch_one(pool)
+                            .fetch_one(&mut *connection)
                             .await?
                     }
                 };
                 Ok((page, total))
-            }
+            }),
         }
     }
 

@@ -232,7 +232,7 @@ impl Db {
     /// sequencer (another replica's) to finish.
     pub async fn begin_sequencing(&self) -> sqlx::Result<SequencerTx> {
         Ok(SequencerTx(match self {
-            Db::Sqlite(pool) => Tx::Sqlite(pool.begin_write().await?),
+            Db::Sqlite { pool, .. } => Tx::Sqlite(pool.begin_write().await?),
             Db::Postgres(pools) => {
                 let pool = pools.current();
                 let mut tx = pool.begin().await?;

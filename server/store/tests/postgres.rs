@@ -11,7 +11,7 @@ mod common;
 use std::{collections::BTreeMap, time::Duration};
 
 use agentlang_core::{Kind, PackageName, Version};
-use agentlang_registry_store::{DatabaseUrl, Db};
+use agentlang_registry_store::{DatabaseUrl, Db, PgPools};
 use sqlx::{Connection, Executor};
 
 /// A migrated database of its own, with its URL; dropped by `finish`.
@@ -54,10 +54,21 @@ async fn read_once(db: &Db) {
     db.version_facts(&[1, 2]).await.unwrap();
 }
 
-/// Each statement prepared on the pool's connections, with its generic
-/// and custom plans summed over them: the pool hands a read whichever
-/// connection is idle.
-async fn prepared_statements(pool: &sqlx::PgPool) -> BTreeMap<String, (i64, i64)> {
+/// Each statement prepared on the planned pool's connections, with its
+/// generic and custom plans summed over them: the pool hands a read
+/// whichever connection is idle. The reads' kept connections are given
+/// back first, so that every connection is counted.
+async fn prepared_statements(pools: &PgPools) -> BTreeMap<String, (i64, i64)> {
+    pools.kept().give_back();
+    let pool = pools.planned();
+    // Given back, a connection is idle once the pool has pinged it.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while pool.num_idle() < pool.size() as usize {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the kept connections are idle again");
     let mut connections = Vec::new();
     for _ in 0..pool.size() {
         connections.push(pool.acquire().await.unwrap());
@@ -92,7 +103,7 @@ async fn public_reads_are_planned_once_per_connection() {
     let Db::Postgres(pools) = &db else {
         unreachable!("a PostgreSQL database")
     };
-    let plans = prepared_statements(pools.planned()).await;
+    let plans = prepared_statements(pools).await;
     finish(db, &admin_url, &name).await;
 
     // The search page (its count is not needed: no match), the package,
@@ -141,7 +152,7 @@ async fn search_heads_read_the_index_alone() {
         unreachable!("a PostgreSQL database")
     };
     // The statement as the store sent it.
-    let prepared = prepared_statements(pools.planned()).await;
+    let prepared = prepared_statements(pools).await;
     let heads = prepared
         .keys()
         .find(|statement| statement.contains("FROM versions"))

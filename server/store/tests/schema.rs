@@ -34,7 +34,7 @@ const SQLITE_ONLY_TABLES: &[&str] = &[
 const POSTGRES_ONLY_COLUMNS: &[(&str, &str)] = &[("packages", "search_document")];
 
 async fn sqlite_schema(db: &Db) -> Schema {
-    let Db::Sqlite(pool) = db else {
+    let Db::Sqlite { pool, .. } = db else {
         unreachable!("a SQLite database")
     };
     let tables: Vec<String> = sqlx::query_scalar(
@@ -171,7 +171,7 @@ async fn a_database_migrated_before_a_renumbering_keeps_its_history() {
     let dir = tempfile::tempdir().unwrap();
     let url = DatabaseUrl::SqlitePath(dir.path().join("old.db"));
     let db = Db::connect(&url, TIMEOUT, 1).await.unwrap();
-    let Db::Sqlite(pool) = &db else {
+    let Db::Sqlite { pool, .. } = &db else {
         unreachable!("a SQLite database")
     };
     // As a database migrated before 0024 was renumbered 0028 records it.
@@ -183,7 +183,7 @@ async fn a_database_migrated_before_a_renumbering_keeps_its_history() {
     let db = Db::connect(&url, TIMEOUT, 1)
         .await
         .expect("the renumbered migration is recognised, not re-run or missing");
-    let Db::Sqlite(pool) = &db else {
+    let Db::Sqlite { pool, .. } = &db else {
         unreachable!("a SQLite database")
     };
     let versions: Vec<i64> =

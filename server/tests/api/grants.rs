@@ -193,7 +193,7 @@ async fn fetched_key(
 
 async fn execute(db: &Db, sql: &'static str) {
     match db {
-        Db::Sqlite(pool) => sqlx::query(sql).execute(pool).await.map(drop),
+        Db::Sqlite { pool, .. } => sqlx::query(sql).execute(pool).await.map(drop),
         Db::Postgres(pools) => sqlx::query(sql).execute(pools.current()).await.map(drop),
     }
     .unwrap();

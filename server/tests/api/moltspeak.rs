@@ -499,7 +499,7 @@ async fn unregistered_keys_get_e_auth_failed(backend: Backend) {
         .key_id();
     let revoke = "UPDATE signing_keys SET revoked_at = 1 WHERE key_id = $1";
     match &app.store().db {
-        Db::Sqlite(pool) => sqlx::query(revoke)
+        Db::Sqlite { pool, .. } => sqlx::query(revoke)
             .bind(key_id.as_str())
             .execute(pool)
             .await

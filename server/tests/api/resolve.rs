@@ -293,7 +293,7 @@ async fn backdate_all_but_newest_fetch(app: &TestApp) {
     let ten_days_ago = store::now() - 10 * 86_400;
     let update = "UPDATE versions SET published_at = $1 WHERE version <> '1.1.0'";
     match &app.store().db {
-        Db::Sqlite(pool) => sqlx::query(update)
+        Db::Sqlite { pool, .. } => sqlx::query(update)
             .bind(ten_days_ago)
             .execute(pool)
             .await

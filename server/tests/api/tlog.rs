@@ -456,7 +456,7 @@ async fn rewrite(db: &Db, table: &str, idx: u64, bytes: Vec<u8>) {
     };
     let idx = i64::try_from(idx).unwrap();
     match db {
-        Db::Sqlite(pool) => sqlx::query(sql)
+        Db::Sqlite { pool, .. } => sqlx::query(sql)
             .bind(bytes)
             .bind(idx)
             .execute(pool)
@@ -709,7 +709,7 @@ async fn an_entry_too_long_to_frame_is_served_as_a_placeholder(backend: Backend)
     let insert = "INSERT INTO log_entries (idx, entry, created_at)
                   SELECT COALESCE(MAX(idx) + 1, 0), $1, 0 FROM log_entries";
     match &app.store().db {
-        Db::Sqlite(pool) => sqlx::query(insert)
+        Db::Sqlite { pool, .. } => sqlx::query(insert)
             .bind(poison.as_bytes().to_vec())
             .execute(pool)
             .await
@@ -777,7 +777,7 @@ async fn a_version_todays_bounds_refuse_is_retired_at_start(backend: Backend) {
     let long = format!("1.0.0+{}", "b".repeat(70_000));
     let update = "UPDATE versions SET version = $1 WHERE version = '1.0.0'";
     match &app.store().db {
-        Db::Sqlite(pool) => sqlx::query(update)
+        Db::Sqlite { pool, .. } => sqlx::query(update)
             .bind(&long)
             .execute(pool)
             .await

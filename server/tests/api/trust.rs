@@ -169,7 +169,7 @@ async fn forget_extras(app: &TestApp) {
     const SQL: &str = "UPDATE versions SET extras = NULL, max_risk = NULL
          WHERE package_id IN (SELECT id FROM packages WHERE kind = 'agent')";
     match &app.store().db {
-        Db::Sqlite(pool) => sqlx::query(SQL).execute(pool).await.map(drop),
+        Db::Sqlite { pool, .. } => sqlx::query(SQL).execute(pool).await.map(drop),
         Db::Postgres(pools) => sqlx::query(SQL).execute(pools.current()).await.map(drop),
     }
     .unwrap();

@@ -697,7 +697,7 @@ mod tests {
     use store::DatabaseUrl;
 
     async fn bump(db: &Db) {
-        let Db::Sqlite(pool) = db else {
+        let Db::Sqlite { pool, .. } = db else {
             unreachable!("the test opens SQLite")
         };
         sqlx::query("UPDATE registry_generation SET generation = generation + 1 WHERE id = 1")
@@ -710,7 +710,7 @@ mod tests {
     /// journal's rows (none: a bump the journal does not account for).
     async fn change(db: &Db, rows: &[(&str, &str)]) {
         bump(db).await;
-        let Db::Sqlite(pool) = db else {
+        let Db::Sqlite { pool, .. } = db else {
             unreachable!("the test opens SQLite")
         };
         for (scope, name) in rows {
