@@ -295,15 +295,22 @@ impl<DB: sqlx::Database> Kept<DB> {
         &'a self,
         pool: &sqlx::Pool<DB>,
     ) -> sqlx::Result<KeptConnection<'a, DB>> {
-        let timeout = pool.options().get_acquire_timeout();
-        let turn = tokio::time::timeout(timeout, self.turns.acquire())
+        // One deadline for the turn and, when none is kept, the pool's
+        // connection.
+        let deadline = tokio::time::Instant::now() + pool.options().get_acquire_timeout();
+        let turn = tokio::time::timeout_at(deadline, self.turns.acquire())
             .await
             .map_err(|_| sqlx::Error::PoolTimedOut)?
             .map_err(|_| sqlx::Error::PoolClosed)?;
         let kept = self.lock().pop();
         let (since, connection) = match kept {
             Some(kept) => kept,
-            None => (std::time::Instant::now(), pool.acquire().await?),
+            None => (
+                std::time::Instant::now(),
+                tokio::time::timeout_at(deadline, pool.acquire())
+                    .await
+                    .map_err(|_| sqlx::Error::PoolTimedOut)??,
+            ),
         };
         Ok(KeptConnection {
             since,
