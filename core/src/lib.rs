@@ -36,7 +36,7 @@ pub mod rules;
 pub mod schema_compat;
 pub mod signing;
 pub mod skill;
-#[cfg(feature = "sqlx")]
+#[cfg(any(feature = "sqlx", feature = "rusqlite"))]
 mod sql;
 pub mod tlog;
 pub mod tool;

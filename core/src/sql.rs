@@ -1,9 +1,10 @@
-//! Database columns of the newtypes (feature `sqlx`): each is stored as its
-//! text and read back through its validating constructor, so a row holding
-//! anything else is an error where it is read, never a value that slipped
-//! past validation. Generic over the database: this crate names no driver
-//! and opens nothing.
+//! Database columns of the newtypes (features `sqlx` and `rusqlite`): each
+//! is stored as its text and read back through its validating constructor,
+//! so a row holding anything else is an error where it is read, never a
+//! value that slipped past validation. Only the drivers' traits: this crate
+//! opens nothing.
 
+#[cfg(feature = "sqlx")]
 use sqlx::{Database, Decode, Encode, Type, encode::IsNull, error::BoxDynError};
 
 use crate::{
@@ -19,6 +20,26 @@ use crate::{
 /// `parse` builds it from the column's `&str`, `text` gives its spelling.
 macro_rules! text_column {
     ($ty:ty, parse: $parse:expr, text: $text:expr) => {
+        #[cfg(feature = "rusqlite")]
+        impl rusqlite::types::FromSql for $ty {
+            fn column_result(
+                value: rusqlite::types::ValueRef<'_>,
+            ) -> rusqlite::types::FromSqlResult<Self> {
+                let text = value.as_str()?;
+                let parse: fn(&str) -> Result<$ty, String> = $parse;
+                parse(text).map_err(|message| {
+                    rusqlite::types::FromSqlError::Other(
+                        format!(
+                            "{text:?} read from the database is not a valid {}: {message}",
+                            stringify!($ty)
+                        )
+                        .into(),
+                    )
+                })
+            }
+        }
+
+        #[cfg(feature = "sqlx")]
         impl<DB: Database> Type<DB> for $ty
         where
             str: Type<DB>,
@@ -32,6 +53,7 @@ macro_rules! text_column {
             }
         }
 
+        #[cfg(feature = "sqlx")]
         impl<'r, DB: Database> Decode<'r, DB> for $ty
         where
             &'r str: Decode<'r, DB>,
@@ -49,6 +71,7 @@ macro_rules! text_column {
             }
         }
 
+        #[cfg(feature = "sqlx")]
         impl<'q, DB: Database> Encode<'q, DB> for $ty
         where
             String: Encode<'q, DB>,

@@ -9,7 +9,7 @@ use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
 
-use crate::per_runtime::PerRuntime;
+use crate::{inline::Inline, per_runtime::PerRuntime};
 
 /// Runs `$body` with `$pool` bound to the live pool, whichever backend it is.
 /// `planned` is for the public reads whose PostgreSQL plans do not depend
@@ -26,7 +26,7 @@ macro_rules! with_pool {
     };
     (@on $which:ident, $db:expr, $pool:ident => $body:expr) => {
         match $db {
-            $crate::db::Db::Sqlite { pool, kept } => {
+            $crate::db::Db::Sqlite { pool, kept, .. } => {
                 $crate::db::with_pool!(@sqlite $which, pool, kept, $pool => $body)
             }
             $crate::db::Db::Postgres(pools) => {
@@ -93,16 +93,19 @@ macro_rules! select_in {
         let mut out: Vec<$row> = Vec::new();
         for chunk in $ids.chunks($crate::db::ID_CHUNK) {
             let rows: Result<Vec<$row>, sqlx::Error> = match $db {
-                $crate::db::Db::Sqlite { pool, kept } => {
-                    $crate::db::with_pool!(@sqlite $which, pool, kept, executor => {
-                        let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new($sqlite);
-                        let mut ids = query.separated(", ");
-                        for id in chunk {
-                            ids.push_bind(id);
-                        }
-                        query.push(")");
-                        query.build_query_as::<$row>().fetch_all(executor).await
-                    })
+                $crate::db::Db::Sqlite { pool, kept, inline } => {
+                    match $crate::db::select_in!(@inline $which, inline, $row, $sqlite, chunk) {
+                        Some(rows) => rows,
+                        None => $crate::db::with_pool!(@sqlite $which, pool, kept, executor => {
+                            let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new($sqlite);
+                            let mut ids = query.separated(", ");
+                            for id in chunk {
+                                ids.push_bind(id);
+                            }
+                            query.push(")");
+                            query.build_query_as::<$row>().fetch_all(executor).await
+                        }),
+                    }
                 }
                 $crate::db::Db::Postgres(pools) => {
                     $crate::db::with_pool!(@postgres $which, pools, executor => {
@@ -119,6 +122,19 @@ macro_rules! select_in {
         }
         Ok(out)
     }};
+    // The public reads' short lists on SQLite's calling thread ([`Inline`]).
+    (@inline current, $inline:ident, $row:ty, $sqlite:expr, $chunk:ident) => {{
+        let _ = $inline;
+        None::<Result<Vec<$row>, sqlx::Error>>
+    }};
+    (@inline planned, $inline:ident, $row:ty, $sqlite:expr, $chunk:ident) => {
+        match $inline {
+            Some(inline) if $chunk.len() <= $crate::inline::INLINE_IDS => {
+                inline.read(|connection| $crate::inline::select_in::<$row, _>(connection, $sqlite, $chunk))
+            }
+            _ => None,
+        }
+    };
 }
 
 /// `... IN (` as `... = ANY(`, for [`select_in!`] on PostgreSQL.
@@ -221,6 +237,9 @@ pub enum Db {
         pool: SqlitePool,
         /// The public reads' connections ([`Kept`]).
         kept: Arc<Kept<sqlx::Sqlite>>,
+        /// The public reads on the calling thread, for a database in a
+        /// file ([`Inline`]); they go to `kept` when it cannot take them.
+        inline: Option<Arc<Inline>>,
     },
     Postgres(Arc<PgPools>),
 }
@@ -501,7 +520,10 @@ impl Db {
         // The file holds password hashes and sessions: 0600 from its first
         // byte (SQLite gives its -wal and -shm files the same mode).
         let file = options.get_filename().to_string_lossy();
-        if file != ":memory:" && !file.starts_with("file:") {
+        let in_a_file = file != ":memory:" && !file.starts_with("file:");
+        // Read-only connections of its own need the file's name.
+        let inline_path = in_a_file.then(|| options.get_filename().to_owned());
+        if in_a_file {
             crate::files::touch_private_file(options.get_filename()).map_err(|source| {
                 DbError::CreateDir {
                     path: options.get_filename().display().to_string(),
@@ -522,6 +544,7 @@ impl Db {
             // At most half the pool, so writes and the other reads always
             // find connections.
             kept: Arc::new(Kept::new(SQLITE_CONNECTIONS as usize / 2)),
+            inline: inline_path.map(|path| Arc::new(Inline::new(path, SQLITE_MMAP_BYTES))),
         })
     }
 
@@ -587,6 +610,22 @@ impl Db {
         Ok(())
     }
 
+    /// Runs a public read on SQLite's calling thread ([`Inline`]): `None`
+    /// on PostgreSQL, for a database not in a file, or when the read must
+    /// go through the pool after all.
+    pub(crate) fn inline<T>(
+        &self,
+        read: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
+    ) -> Option<Result<T, sqlx::Error>> {
+        match self {
+            Db::Sqlite {
+                inline: Some(inline),
+                ..
+            } => inline.read(read),
+            _ => None,
+        }
+    }
+
     /// For readiness: one round trip.
     pub async fn ping(&self) -> Result<(), sqlx::Error> {
         with_pool!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(drop))
@@ -605,7 +644,7 @@ impl Db {
             }
         }
         match self {
-            Db::Sqlite { pool, kept } => of(pool, kept.len()),
+            Db::Sqlite { pool, kept, .. } => of(pool, kept.len()),
             Db::Postgres(pools) => pools
                 .pools
                 .all()
@@ -652,7 +691,10 @@ impl Db {
 
     pub async fn close(&self) {
         match self {
-            Db::Sqlite { pool, kept } => {
+            Db::Sqlite { pool, kept, inline } => {
+                if let Some(inline) = inline {
+                    inline.close();
+                }
                 kept.release();
                 pool.close().await;
             }
@@ -821,9 +863,10 @@ mod tests {
     #[tokio::test]
     async fn a_public_read_keeps_its_connection_for_the_next() {
         let (_dir, db) = sqlite().await;
-        let Db::Sqlite { pool, kept } = &db else {
+        let Db::Sqlite { pool, kept, .. } = &db else {
             unreachable!("a SQLite database")
         };
+        without_inline_reads(&db);
         let name = PackageName::new("weather").unwrap();
         db.find_package(Kind::Tool, &name).await.unwrap();
         let open = pool.size();
@@ -833,6 +876,70 @@ mod tests {
         assert_eq!(kept.len(), 1);
         assert_eq!(pool.size(), open);
         assert_eq!(pool.num_idle(), open as usize - 1);
+        closes(&db).await;
+    }
+
+    /// The public reads go to the kept connections, as they do when the
+    /// calling thread's connection cannot take them.
+    fn without_inline_reads(db: &Db) {
+        if let Db::Sqlite {
+            inline: Some(inline),
+            ..
+        } = db
+        {
+            inline.close();
+        }
+    }
+
+    /// On SQLite a public read runs on the calling thread, on a read-only
+    /// connection of its own: no pool connection is taken or kept, and the
+    /// reads of one runtime share one connection.
+    #[tokio::test]
+    async fn a_public_read_runs_on_the_calling_thread() {
+        let (_dir, db) = sqlite().await;
+        let Db::Sqlite {
+            pool,
+            kept,
+            inline: Some(inline),
+        } = &db
+        else {
+            unreachable!("a SQLite database in a file")
+        };
+        let idle = pool.num_idle();
+        let name = PackageName::new("weather").unwrap();
+        for _ in 0..3 {
+            assert!(db.find_package(Kind::Tool, &name).await.unwrap().is_none());
+        }
+        assert!(db.packages_by_ids(&[1, 2, 3]).await.unwrap().is_empty());
+        assert_eq!(inline.open_readers(), 1);
+        assert_eq!(kept.len(), 0);
+        assert_eq!(pool.num_idle(), idle);
+        // A list longer than the inline reads take goes to the pool.
+        let ids: Vec<i64> = (0..=i64::try_from(crate::inline::INLINE_IDS).unwrap()).collect();
+        assert!(db.packages_by_ids(&ids).await.unwrap().is_empty());
+        assert_eq!(kept.len(), 1);
+        closes(&db).await;
+        assert_eq!(inline.open_readers(), 0);
+    }
+
+    /// A read that runs past its budget is interrupted and left to the
+    /// pool; the connection serves the next read.
+    #[tokio::test]
+    async fn a_read_past_its_budget_gives_way_to_the_pool() {
+        let (_dir, db) = sqlite().await;
+        let long =
+            "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 10000000)
+                    SELECT count(*) FROM n";
+        let counted = db.inline(|connection| {
+            crate::inline::query(connection, long, &[], |row| row.get::<_, i64>(0))
+        });
+        assert!(counted.is_none(), "{counted:?}");
+        let short = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 100)
+                     SELECT count(*) FROM n";
+        let counted = db.inline(|connection| {
+            crate::inline::query(connection, short, &[], |row| row.get::<_, i64>(0))
+        });
+        assert_eq!(counted.unwrap().unwrap(), vec![100]);
         closes(&db).await;
     }
 
@@ -849,9 +956,10 @@ mod tests {
     #[tokio::test]
     async fn a_read_waits_for_a_kept_connection_no_longer_than_the_pool_timeout() {
         let (_dir, db) = sqlite().await;
-        let Db::Sqlite { pool, kept } = &db else {
+        let Db::Sqlite { pool, kept, .. } = &db else {
             unreachable!("a SQLite database")
         };
+        without_inline_reads(&db);
         let mut held = Vec::new();
         for _ in 0..super::SQLITE_CONNECTIONS / 2 {
             held.push(kept.take(pool).await.unwrap());

@@ -10,6 +10,7 @@ use agentlang_core::{Kind, PackageName, Username, Version, digest::Sha256Digest}
 use super::{
     Db,
     dialect::{Dialect, package_index_rows},
+    inline::InlineRow,
     packages::PackageRecord,
     per_runtime::PerRuntime,
     select_in, with_pool,
@@ -72,6 +73,28 @@ struct IndexRow {
     /// whole package: one read per package, not one per version.
     quarantined: String,
     has_statuses: bool,
+}
+
+impl InlineRow for IndexRow {
+    const WIDTH: usize = PackageRecord::WIDTH + 3;
+
+    fn columns() -> Vec<&'static str> {
+        [
+            PackageRecord::columns(),
+            vec!["versions", "quarantined", "has_statuses"],
+        ]
+        .concat()
+    }
+
+    fn from_inline(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Self> {
+        let after = at + PackageRecord::WIDTH;
+        Ok(Self {
+            package: PackageRecord::from_inline(row, at)?,
+            versions: row.get(after)?,
+            quarantined: row.get(after + 1)?,
+            has_statuses: row.get(after + 2)?,
+        })
+    }
 }
 
 /// One version in [`IndexRow::versions`], a JSON array in this field order
@@ -263,6 +286,32 @@ pub struct VersionHead {
     pub published_at: i64,
 }
 
+impl InlineRow for VersionHead {
+    const WIDTH: usize = 6;
+
+    fn columns() -> Vec<&'static str> {
+        vec![
+            "package_id",
+            "id",
+            "version",
+            "yanked",
+            "downloads",
+            "published_at",
+        ]
+    }
+
+    fn from_inline(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Self> {
+        Ok(Self {
+            package_id: row.get(at)?,
+            id: row.get(at + 1)?,
+            version: row.get(at + 2)?,
+            yanked: row.get(at + 3)?,
+            downloads: row.get(at + 4)?,
+            published_at: row.get(at + 5)?,
+        })
+    }
+}
+
 /// agent.yaml's `title` and `category` of one version; tools have neither.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct VersionFacts {
@@ -271,6 +320,23 @@ pub struct VersionFacts {
     pub category: Option<String>,
     /// The highest risk of an agent version's effective capabilities.
     pub max_risk: Option<String>,
+}
+
+impl InlineRow for VersionFacts {
+    const WIDTH: usize = 4;
+
+    fn columns() -> Vec<&'static str> {
+        vec!["id", "max_risk", "title", "category"]
+    }
+
+    fn from_inline(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(at)?,
+            max_risk: row.get(at + 1)?,
+            title: row.get(at + 2)?,
+            category: row.get(at + 3)?,
+        })
+    }
 }
 
 /// One version's stored definition (tool.yaml or agent.yaml as JSON).

@@ -25,6 +25,7 @@ mod dialect;
 pub mod files;
 pub mod grants;
 pub mod index;
+mod inline;
 pub mod interfaces;
 pub mod keys;
 pub mod mcp;
@@ -56,6 +57,7 @@ pub use db::{
     DatabaseUrl, Db, DbError, Kept, PgPools, PoolStats, is_unique_violation, is_unreachable,
     last_local_write, note_local_write,
 };
+pub use inline::Inline;
 /// What every query answers on failure.
 pub use sqlx::Error;
 /// A JSON column's value.

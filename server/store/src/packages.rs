@@ -6,7 +6,9 @@ use agentlang_core::{crypt::PromptKeyId, grants::PromptMode, signing::KeyId};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use super::{BeginWrite, Db, is_unique_violation, now, tlog::AppendLog, with_pool};
+use super::{
+    BeginWrite, Db, inline::InlineRow, is_unique_violation, now, tlog::AppendLog, with_pool,
+};
 use agentlang_core::digest::Sha256Digest;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -20,6 +22,36 @@ pub struct PackageRecord {
     pub keywords: String,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+impl InlineRow for PackageRecord {
+    const WIDTH: usize = 8;
+
+    fn columns() -> Vec<&'static str> {
+        vec![
+            "id",
+            "kind",
+            "name",
+            "normalized_name",
+            "description",
+            "keywords",
+            "created_at",
+            "updated_at",
+        ]
+    }
+
+    fn from_inline(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(at)?,
+            kind: row.get(at + 1)?,
+            name: row.get(at + 2)?,
+            normalized_name: row.get(at + 3)?,
+            description: row.get(at + 4)?,
+            keywords: row.get(at + 5)?,
+            created_at: row.get(at + 6)?,
+            updated_at: row.get(at + 7)?,
+        })
+    }
 }
 
 /// What a publish's transaction reads before it writes: whether the
@@ -704,12 +736,18 @@ impl Db {
         kind: Kind,
         name: &PackageName,
     ) -> Result<Option<PackageRecord>, sqlx::Error> {
+        const SELECT: &str = "SELECT id, kind, name, normalized_name, description, keywords,
+                    created_at, updated_at
+             FROM packages WHERE kind = $1 AND normalized_name = $2";
+        let inline = self.inline(|connection| {
+            let params: [&dyn rusqlite::ToSql; 2] = [&kind.as_str(), &name.normalized()];
+            crate::inline::query_rows(connection, SELECT, &params)
+        });
+        if let Some(found) = inline {
+            return found.map(|rows| rows.into_iter().next());
+        }
         with_pool!(planned self, pool => {
-            sqlx::query_as::<_, PackageRecord>(
-                "SELECT id, kind, name, normalized_name, description, keywords, created_at,
-                        updated_at
-                 FROM packages WHERE kind = $1 AND normalized_name = $2",
-            )
+            sqlx::query_as::<_, PackageRecord>(SELECT)
                 .bind(kind.as_str())
                 .bind(name.normalized())
                 .fetch_optional(pool)

@@ -10,6 +10,7 @@ use agentlang_core::{
 use super::{
     Db,
     dialect::{PACKAGE_VERSION_DETAILS, VERSION_DETAIL},
+    inline::{self, InlineRow},
     packages::{PackageRecord, precedence},
     with_pool,
 };
@@ -58,6 +59,64 @@ pub struct VersionDetail {
     pub extras: Option<String>,
 }
 
+impl InlineRow for VersionDetail {
+    const WIDTH: usize = 22;
+
+    fn columns() -> Vec<&'static str> {
+        vec![
+            "version_id",
+            "version",
+            "sha256",
+            "size",
+            "signer_key_id",
+            "signer_revoked_at",
+            "manifest",
+            "spec",
+            "lockfile",
+            "yanked",
+            "yank_reason",
+            "publisher",
+            "published_at",
+            "downloads",
+            "log_index",
+            "prompt_mode",
+            "prompt_key_id",
+            "trusted",
+            "provenance",
+            "has_statuses",
+            "dependencies",
+            "extras",
+        ]
+    }
+
+    fn from_inline(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(at)?,
+            version: row.get(at + 1)?,
+            sha256: row.get(at + 2)?,
+            size: row.get(at + 3)?,
+            signer_key_id: row.get(at + 4)?,
+            signer_revoked_at: row.get(at + 5)?,
+            manifest: row.get(at + 6)?,
+            spec: row.get(at + 7)?,
+            lockfile: row.get(at + 8)?,
+            yanked: row.get(at + 9)?,
+            yank_reason: row.get(at + 10)?,
+            publisher: row.get(at + 11)?,
+            published_at: row.get(at + 12)?,
+            downloads: row.get(at + 13)?,
+            log_index: row.get(at + 14)?,
+            prompt_mode: row.get(at + 15)?,
+            prompt_key_id: row.get(at + 16)?,
+            trusted: row.get(at + 17)?,
+            provenance: row.get(at + 18)?,
+            has_statuses: row.get(at + 19)?,
+            dependencies: row.get(at + 20)?,
+            extras: row.get(at + 21)?,
+        })
+    }
+}
+
 /// A live version with its package.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct PackageVersionDetail {
@@ -65,6 +124,21 @@ pub struct PackageVersionDetail {
     pub package: PackageRecord,
     #[sqlx(flatten)]
     pub version: VersionDetail,
+}
+
+impl InlineRow for PackageVersionDetail {
+    const WIDTH: usize = PackageRecord::WIDTH + VersionDetail::WIDTH;
+
+    fn columns() -> Vec<&'static str> {
+        [PackageRecord::columns(), VersionDetail::columns()].concat()
+    }
+
+    fn from_inline(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Self> {
+        Ok(Self {
+            package: PackageRecord::from_inline(row, at)?,
+            version: VersionDetail::from_inline(row, at + PackageRecord::WIDTH)?,
+        })
+    }
 }
 
 impl Db {
@@ -78,6 +152,20 @@ impl Db {
     ) -> Result<Option<PackageVersionDetail>, sqlx::Error> {
         let (major, minor, patch, pre) = precedence(version);
         let sql = VERSION_DETAIL.of(self.dialect());
+        let inline = self.inline(|connection| {
+            let params: [&dyn rusqlite::ToSql; 6] = [
+                &kind.as_str(),
+                &name.normalized(),
+                &major,
+                &minor,
+                &patch,
+                &pre,
+            ];
+            inline::query_rows::<PackageVersionDetail>(connection, sql, &params)
+        });
+        if let Some(found) = inline {
+            return found.map(|rows| rows.into_iter().next());
+        }
         with_pool!(planned self, pool => {
             sqlx::query_as::<_, PackageVersionDetail>(sql)
                 .bind(kind.as_str())
@@ -97,12 +185,18 @@ impl Db {
         package_id: i64,
     ) -> Result<Vec<VersionDetail>, sqlx::Error> {
         let sql = PACKAGE_VERSION_DETAILS.of(self.dialect());
-        let mut versions: Vec<VersionDetail> = with_pool!(planned self, pool => {
-            sqlx::query_as::<_, VersionDetail>(sql)
-                .bind(package_id)
-                .fetch_all(pool)
-                .await
-        })?;
+        let inline = self.inline(|connection| {
+            inline::query_rows::<VersionDetail>(connection, sql, &[&package_id])
+        });
+        let mut versions: Vec<VersionDetail> = match inline {
+            Some(found) => found?,
+            None => with_pool!(planned self, pool => {
+                sqlx::query_as::<_, VersionDetail>(sql)
+                    .bind(package_id)
+                    .fetch_all(pool)
+                    .await
+            })?,
+        };
         // SQL cannot order prerelease identifiers (`rc.10` after `rc.9`).
         versions.sort_by(|a, b| b.version.cmp(&a.version));
         Ok(versions)

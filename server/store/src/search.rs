@@ -11,7 +11,7 @@ use crate::{
     dialect::{
         Dialect, SEARCH_COUNT, SEARCH_LIVE_IDS, SEARCH_PAGE, fts5_query, has_live_version, tsquery,
     },
-    with_pool,
+    inline, with_pool,
 };
 
 /// Longest query text considered; the rest is ignored.
@@ -97,26 +97,45 @@ impl Db {
             return Ok((Vec::new(), 0));
         }
         match self {
-            Db::Sqlite { pool, kept } => with_pool!(@sqlite planned, pool, kept, connection => {
+            Db::Sqlite { pool, kept, .. } => {
                 let fts_query = fts5_query(&terms, kind);
-                let page = sqlx::query_scalar::<_, i64>(SEARCH_PAGE.sqlite)
-                    .bind(&fts_query)
-                    .bind(limit)
-                    .bind(offset)
-                    .fetch_all(&mut *connection)
-                    .await?;
-                let total = match page_tells_total(&page, limit, offset) {
-                    Some(total) => total,
-                    None => {
-                        sqlx::query_scalar::<_, i64>(SEARCH_COUNT.sqlite)
-                            .bind(&fts_query)
-                            .bind(MAX_COUNTED)
-                            .fetch_one(&mut *connection)
-                            .await?
-                    }
-                };
-                Ok((page, total))
-            }),
+                let inline = self.inline(|connection| {
+                    let scalars = |sql, params: &[&dyn rusqlite::ToSql]| {
+                        inline::query(connection, sql, params, |row| row.get::<_, i64>(0))
+                    };
+                    let page = scalars(SEARCH_PAGE.sqlite, &[&fts_query, &limit, &offset])?;
+                    let total = match page_tells_total(&page, limit, offset) {
+                        Some(total) => total,
+                        None => scalars(SEARCH_COUNT.sqlite, &[&fts_query, &MAX_COUNTED])?
+                            .first()
+                            .copied()
+                            .unwrap_or(0),
+                    };
+                    Ok((page, total))
+                });
+                if let Some(found) = inline {
+                    return found;
+                }
+                with_pool!(@sqlite planned, pool, kept, connection => {
+                    let page = sqlx::query_scalar::<_, i64>(SEARCH_PAGE.sqlite)
+                        .bind(&fts_query)
+                        .bind(limit)
+                        .bind(offset)
+                        .fetch_all(&mut *connection)
+                        .await?;
+                    let total = match page_tells_total(&page, limit, offset) {
+                        Some(total) => total,
+                        None => {
+                            sqlx::query_scalar::<_, i64>(SEARCH_COUNT.sqlite)
+                                .bind(&fts_query)
+                                .bind(MAX_COUNTED)
+                                .fetch_one(&mut *connection)
+                                .await?
+                        }
+                    };
+                    Ok((page, total))
+                })
+            }
             Db::Postgres(pools) => with_pool!(@postgres planned, pools, connection => {
                 let kind = kind.map(Kind::as_str);
                 let ts_query = tsquery(&terms);
