@@ -9,8 +9,7 @@
 //! runs the public point reads on it, with no hand-off.
 //!
 //! What keeps it safe on an async worker:
-//! - **A budget.** A read may run at most [`BUDGET_STEPS`] of SQLite's
-//!   virtual-machine steps (about a millisecond); past it SQLite
+//! - **A budget.** A read may run for at most [`BUDGET`]; past it SQLite
 //!   interrupts it and the caller reads through sqlx's pool instead, off
 //!   this thread. A package with thousands of versions costs its first
 //!   millisecond here, never more.
@@ -27,21 +26,24 @@ use std::{
     path::PathBuf,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, AtomicU32, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
+    time::{Duration, Instant},
 };
 
 use rusqlite::{Connection, OpenFlags, ToSql};
 
 use crate::per_runtime::PerRuntime;
 
-/// SQLite checks the budget every this many virtual-machine steps.
+/// SQLite checks the budget every this many virtual-machine steps (each
+/// 25-200 ns here, as the pages it reads are in memory or not).
 const STEPS_PER_CHECK: i32 = 1_000;
 
-/// A read's budget, in virtual-machine steps: about a millisecond here. A
-/// tool's version record takes about 200, its package record (20
-/// versions) about 4,000.
-const BUDGET_STEPS: u32 = 200_000;
+/// How long a read may hold its thread. Time, not steps: a step's cost
+/// varies eightfold. A version record at 100,000 tools takes about 1,050
+/// steps, a package record or index entry of 20 versions 850-1,800, each
+/// well under a tenth of this.
+const BUDGET: Duration = Duration::from_millis(1);
 
 /// Prepared statements kept per connection: the public reads' texts,
 /// counting each length of an `IN` list.
@@ -75,15 +77,16 @@ pub struct Inline {
 
 enum Slot {
     Unopened,
-    Open(Reader),
+    Open(Box<Reader>),
     /// Opening failed; this runtime reads through the pool.
     Failed,
 }
 
 struct Reader {
     connection: Connection,
-    /// Checks left in the current read's budget.
-    checks_left: Arc<AtomicU32>,
+    /// When the current read must end, in nanoseconds after `opened`.
+    deadline: Arc<AtomicU64>,
+    opened: Instant,
 }
 
 impl Inline {
@@ -111,7 +114,7 @@ impl Inline {
         let mut slot = slot.try_lock().ok()?;
         if matches!(*slot, Slot::Unopened) {
             *slot = match self.open() {
-                Ok(reader) => Slot::Open(reader),
+                Ok(reader) => Slot::Open(Box::new(reader)),
                 Err(e) => {
                     tracing::warn!(
                         error = %e,
@@ -125,8 +128,8 @@ impl Inline {
         let Slot::Open(reader) = &*slot else {
             return None;
         };
-        reader.checks_left.store(
-            BUDGET_STEPS / STEPS_PER_CHECK.unsigned_abs(),
+        reader.deadline.store(
+            nanos_since(reader.opened) + nanos(BUDGET),
             Ordering::Relaxed,
         );
         match read(&reader.connection) {
@@ -148,20 +151,18 @@ impl Inline {
         )?;
         connection.busy_timeout(std::time::Duration::ZERO)?;
         connection.set_prepared_statement_cache_capacity(STATEMENTS);
-        let checks_left = Arc::new(AtomicU32::new(0));
-        let budget = Arc::clone(&checks_left);
+        let opened = Instant::now();
+        let deadline = Arc::new(AtomicU64::new(0));
+        let ends = Arc::clone(&deadline);
         connection.progress_handler(
             STEPS_PER_CHECK,
-            Some(move || {
-                // `true` interrupts: the budget is spent.
-                budget
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                    .is_err()
-            }),
+            // `true` interrupts: the budget is spent.
+            Some(move || nanos_since(opened) > ends.load(Ordering::Relaxed)),
         )?;
         Ok(Reader {
             connection,
-            checks_left,
+            deadline,
+            opened,
         })
     }
 
@@ -192,6 +193,14 @@ impl std::fmt::Debug for Inline {
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn nanos_since(start: Instant) -> u64 {
+    nanos(start.elapsed())
 }
 
 /// Whether the read should be made through the pool instead.
