@@ -181,9 +181,11 @@ pub(crate) const SEARCH_COUNT: Texts = Texts {
 /// log_index, trusted, provenance]`, the JSON array of the version ids
 /// quarantined (0: the whole package), and whether it has any status row;
 /// ends with `IN (` for `select_in!`. Every column comes from the indexes
-/// `versions_index_entries`, `dependencies_of_version` and the statuses'
-/// (migration 0044): a read of a package nothing else has touched reads
-/// no table row. `kind` is one of the enum's fixed words, never input.
+/// `versions_index_entries` (migration 0049: with each version's tool
+/// dependencies, written at publish) and the statuses': a read of a
+/// package nothing else has touched reads no table row and makes no
+/// descent per version. `kind` is one of the enum's fixed words, never
+/// input.
 pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
     let kind = kind.as_str();
     match dialect {
@@ -191,9 +193,7 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
             "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
                     p.created_at, p.updated_at,
                     (SELECT json_group_array(json_array(v.id, v.version, v.sha256, v.yanked,
-                                json((SELECT json_group_object(d.name, d.requirement)
-                                      FROM dependencies d
-                                      WHERE d.version_id = v.id AND d.kind = 'tool')),
+                                json(v.tool_dependencies),
                                 v.published_at, v.log_index,
                                 v.publisher_identity IS NOT NULL,
                                 v.provenance_sha256 IS NOT NULL))
@@ -209,10 +209,7 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                     p.created_at, p.updated_at,
                     (SELECT COALESCE(json_agg(json_build_array(v.id, v.version, v.sha256,
                                 v.yanked,
-                                COALESCE((SELECT json_object_agg(d.name, d.requirement)
-                                          FROM dependencies d
-                                          WHERE d.version_id = v.id AND d.kind = 'tool'),
-                                         '{{}}'::json),
+                                CAST(v.tool_dependencies AS json),
                                 v.published_at, v.log_index,
                                 v.publisher_identity IS NOT NULL,
                                 v.provenance_sha256 IS NOT NULL)), '[]'::json)::text
@@ -228,12 +225,11 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
 
 /// The columns of one live version `v` as its record shows it (`records::
 /// VersionDetail`), its signer's key `k` and publisher `a` joined, its tool
-/// dependencies aggregated into a JSON object by `$deps`, the dialect's
-/// aggregation, and its extras by `$extras` (the same text in both). A
-/// macro, so the statements
-/// built from it stay `&'static str`.
+/// dependencies as the publish stored them (migration 0049), and its
+/// extras by `$extras`. A macro, so the statements built from it stay
+/// `&'static str`; both dialects read the same text.
 macro_rules! version_detail_columns {
-    ($deps:expr, $extras:expr) => {
+    ($extras:expr) => {
         concat!(
             "v.id AS version_id, v.version, v.sha256, v.size,
              k.key_id AS signer_key_id, k.revoked_at AS signer_revoked_at,
@@ -243,28 +239,11 @@ macro_rules! version_detail_columns {
              v.prompt_mode, v.prompt_key_id, v.publisher_identity IS NOT NULL AS trusted,
              v.provenance_sha256 IS NOT NULL AS provenance,
              EXISTS (SELECT 1 FROM statuses s WHERE s.package_id = v.package_id)
-                 AS has_statuses, ",
-            $deps,
-            " AS dependencies, ",
+                 AS has_statuses,
+             v.tool_dependencies AS dependencies, ",
             $extras,
             " AS extras"
         )
-    };
-}
-
-/// SQLite's object of a version's tool dependencies (`{}` for none).
-macro_rules! sqlite_dependencies {
-    () => {
-        "(SELECT json_group_object(d.name, d.requirement) FROM dependencies d
-          WHERE d.version_id = v.id AND d.kind = 'tool')"
-    };
-}
-
-/// PostgreSQL's object of a version's tool dependencies (`{}` for none).
-macro_rules! postgres_dependencies {
-    () => {
-        "COALESCE((SELECT CAST(json_object_agg(d.name, d.requirement) AS TEXT)
-                   FROM dependencies d WHERE d.version_id = v.id AND d.kind = 'tool'), '{}')"
     };
 }
 
@@ -278,47 +257,27 @@ macro_rules! version_detail_joins {
 
 /// One live version with its package, by kind `$1`, normalized name `$2`
 /// and precedence `$3`-`$6` (major, minor, patch, prerelease): a version
-/// record in one statement, `$deps` the dialect's dependency object.
-macro_rules! version_detail {
-    ($deps:expr) => {
-        concat!(
-            "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
-                    p.created_at, p.updated_at, ",
-            version_detail_columns!($deps, "CAST(v.extras AS TEXT)"),
-            " FROM packages p
-              JOIN versions v ON v.package_id = p.id AND v.major = $3 AND v.minor = $4
-                   AND v.patch = $5 AND v.prerelease = $6 AND v.deleted_at IS NULL",
-            version_detail_joins!(),
-            "WHERE p.kind = $1 AND p.normalized_name = $2"
-        )
-    };
-}
-
-/// See [`version_detail`].
-pub(crate) const VERSION_DETAIL: Texts = Texts {
-    sqlite: version_detail!(sqlite_dependencies!()),
-    postgres: version_detail!(postgres_dependencies!()),
-};
+/// record in one statement.
+pub(crate) const VERSION_DETAIL: &str = concat!(
+    "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+            p.created_at, p.updated_at, ",
+    version_detail_columns!("CAST(v.extras AS TEXT)"),
+    " FROM packages p
+      JOIN versions v ON v.package_id = p.id AND v.major = $3 AND v.minor = $4
+           AND v.patch = $5 AND v.prerelease = $6 AND v.deleted_at IS NULL",
+    version_detail_joins!(),
+    "WHERE p.kind = $1 AND p.normalized_name = $2"
+);
 
 /// Every live version of package `$1`, unordered, as [`VERSION_DETAIL`]
 /// reads one (extras aside: only a version's own record shows them).
-macro_rules! package_version_details {
-    ($deps:expr) => {
-        concat!(
-            "SELECT ",
-            version_detail_columns!($deps, "CAST(NULL AS TEXT)"),
-            " FROM versions v",
-            version_detail_joins!(),
-            "WHERE v.package_id = $1 AND v.deleted_at IS NULL"
-        )
-    };
-}
-
-/// See [`package_version_details`].
-pub(crate) const PACKAGE_VERSION_DETAILS: Texts = Texts {
-    sqlite: package_version_details!(sqlite_dependencies!()),
-    postgres: package_version_details!(postgres_dependencies!()),
-};
+pub(crate) const PACKAGE_VERSION_DETAILS: &str = concat!(
+    "SELECT ",
+    version_detail_columns!("CAST(NULL AS TEXT)"),
+    " FROM versions v",
+    version_detail_joins!(),
+    "WHERE v.package_id = $1 AND v.deleted_at IS NULL"
+);
 
 // ------------------------------------------------------------ JSON iteration
 

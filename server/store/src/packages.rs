@@ -262,6 +262,23 @@ pub enum PublishError {
     StagedDecided,
 }
 
+/// A version's tool dependencies as its index entry and record show them,
+/// `{name as written: requirement}`: stored beside the version (migration
+/// 0049), so that reading them is no descent into `dependencies`.
+fn tool_dependencies(edges: &[DependencyEdge]) -> String {
+    let object: serde_json::Map<String, Value> = edges
+        .iter()
+        .filter(|edge| edge.kind == Kind::Tool)
+        .map(|edge| {
+            (
+                edge.name.as_str().to_owned(),
+                edge.requirement.to_string().into(),
+            )
+        })
+        .collect();
+    Value::Object(object).to_string()
+}
+
 /// How one attempt at a publish transaction failed: it must be rolled back.
 #[derive(Debug)]
 enum Attempt {
@@ -557,7 +574,8 @@ macro_rules! publish_round {
                                            sha256, size, signer_key_id, manifest, spec, lockfile,
                                            published_by, published_at, quality_report, extras,
                                            max_risk, log_index, prompt_mode, prompt_key_id,
-                                           publisher_identity, provenance_sha256) ",
+                                           publisher_identity, provenance_sha256,
+                                           tool_dependencies) ",
                 );
                 let mut log_index = first_log_index;
                 versions.push_values(
@@ -586,7 +604,8 @@ macro_rules! publish_round {
                             .push_bind(new.prompt_mode)
                             .push_bind(new.prompt_key_id.clone())
                             .push_bind(new.publisher_identity.clone())
-                            .push_bind(new.provenance.as_ref().map(|p| p.sha256));
+                            .push_bind(new.provenance.as_ref().map(|p| p.sha256))
+                            .push_bind(tool_dependencies(&new.dependencies));
                         log_index += 1;
                     },
                 );

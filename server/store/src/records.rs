@@ -151,7 +151,7 @@ impl Db {
         version: &Version,
     ) -> Result<Option<PackageVersionDetail>, sqlx::Error> {
         let (major, minor, patch, pre) = precedence(version);
-        let sql = VERSION_DETAIL.of(self.dialect());
+        let sql = VERSION_DETAIL;
         let inline = self.inline(|connection| {
             let params: [&dyn rusqlite::ToSql; 6] = [
                 &kind.as_str(),
@@ -184,7 +184,7 @@ impl Db {
         &self,
         package_id: i64,
     ) -> Result<Vec<VersionDetail>, sqlx::Error> {
-        let sql = PACKAGE_VERSION_DETAILS.of(self.dialect());
+        let sql = PACKAGE_VERSION_DETAILS;
         let inline = self.inline(|connection| {
             inline::query_rows::<VersionDetail>(connection, sql, &[&package_id])
         });

@@ -1,7 +1,7 @@
 //! What the PostgreSQL side promises for reads of a large catalog, which
 //! only its own planner and storage can show: the public reads are planned
-//! once per connection, a search's version heads come from an index
-//! alone, and a package's row is updated in place.
+//! once per connection, a search's version heads and an index entry's
+//! versions come from an index alone, and a package's row is updated in place.
 //!
 //! Needs `AGENTLANG_TEST_POSTGRES_URL`; without it the test prints a skip
 //! line and passes, except under `CI=true`.
@@ -163,6 +163,37 @@ async fn search_heads_read_the_index_alone() {
         plan.contains("Index Only Scan using versions_index_entries"),
         "versions_index_entries does not cover the heads:\n{plan}"
     );
+}
+
+/// An index entry's versions, with their tool dependencies (migration
+/// 0049), come from `versions_index_entries` alone: no heap row and no
+/// `dependencies` scan per version. Fails when the entry reads a column
+/// the index does not hold.
+#[tokio::test]
+async fn an_index_entry_reads_the_index_alone() {
+    let Some(admin_url) = common::postgres_admin_url() else {
+        return;
+    };
+    let (db, url, name) = fresh(&admin_url, "entries").await;
+    let package = PackageName::new("weather-tool").unwrap();
+    for _ in 0..RUNS {
+        db.package_index(Kind::Tool, &package).await.unwrap();
+    }
+    let Db::Postgres(pools) = &db else {
+        unreachable!("a PostgreSQL database")
+    };
+    let prepared = prepared_statements(pools).await;
+    let entry = prepared
+        .keys()
+        .find(|statement| statement.contains("tool_dependencies"))
+        .expect("the entry was read");
+    let plan = index_plan(&url, entry).await;
+    finish(db, &admin_url, &name).await;
+    assert!(
+        plan.contains("Index Only Scan using versions_index_entries"),
+        "versions_index_entries does not cover the entry:\n{plan}"
+    );
+    assert!(!plan.contains("dependencies"), "{plan}");
 }
 
 #[tokio::test]

@@ -193,3 +193,87 @@ async fn a_database_migrated_before_a_renumbering_keeps_its_history() {
             .unwrap();
     assert_eq!(versions, [28]);
 }
+
+/// Migration 0049 stores each version's tool dependencies beside it: a
+/// database published to before it must read the same dependencies after,
+/// from the new column, in its index entries and version records; agent
+/// dependencies stay out of the tool object.
+#[tokio::test]
+async fn versions_published_before_0049_keep_their_tool_dependencies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("before.db");
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let mut before = sqlx::migrate!("migrations/sqlite");
+    before.migrations = before
+        .migrations
+        .iter()
+        .filter(|migration| migration.version < 49)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    before.run(&pool).await.unwrap();
+    let digest = "ab".repeat(32);
+    for statement in [
+        "INSERT INTO accounts (id, username, normalized_username, password_hash, created_at)
+         VALUES (1, 'alice', 'alice', 'x', 0)",
+        "INSERT INTO packages (id, kind, name, normalized_name, created_at, updated_at)
+         VALUES (1, 'tool', 'Weather-Tool', 'weather_tool', 0, 0)",
+        "INSERT INTO versions (id, package_id, version, major, minor, patch, sha256, size,
+                               manifest, spec, published_by, published_at)
+         VALUES (1, 1, '1.0.0', 1, 0, 0, $1, 1, '{}', '{}', 1, 0),
+                (2, 1, '2.0.0', 2, 0, 0, $1, 1, '{}', '{}', 1, 0)",
+        "INSERT INTO dependencies (version_id, kind, name, normalized_name, requirement)
+         VALUES (2, 'tool', 'Geo-Coder', 'geo_coder', '^1.2'),
+                (2, 'tool', 'units', 'units', '>=0.3, <2'),
+                (2, 'agent', 'helper', 'helper', '^1')",
+    ] {
+        let query = sqlx::query(statement);
+        let query = if statement.contains("$1") {
+            query.bind(&digest)
+        } else {
+            query
+        };
+        query.execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+
+    let db = Db::connect(&DatabaseUrl::SqlitePath(path), TIMEOUT, 1)
+        .await
+        .unwrap();
+    let name = agentlang_core::PackageName::new("weather-tool").unwrap();
+    let entry = db
+        .package_index(agentlang_core::Kind::Tool, &name)
+        .await
+        .unwrap()
+        .expect("the package is indexed");
+    let mut dependencies: Vec<(String, BTreeMap<String, String>)> = entry
+        .versions
+        .iter()
+        .map(|v| (v.version.to_string(), v.dependencies.clone()))
+        .collect();
+    dependencies.sort();
+    let written = BTreeMap::from([
+        ("Geo-Coder".to_owned(), "^1.2".to_owned()),
+        ("units".to_owned(), ">=0.3, <2".to_owned()),
+    ]);
+    assert_eq!(
+        dependencies,
+        [
+            ("1.0.0".to_owned(), BTreeMap::new()),
+            ("2.0.0".to_owned(), written.clone())
+        ]
+    );
+    let version = agentlang_core::Version::parse("2.0.0").unwrap();
+    let record = db
+        .version_detail(agentlang_core::Kind::Tool, &name, &version)
+        .await
+        .unwrap()
+        .expect("the version is found");
+    let recorded: BTreeMap<String, String> =
+        serde_json::from_str(&record.version.dependencies).unwrap();
+    assert_eq!(recorded, written);
+    db.close().await;
+}
