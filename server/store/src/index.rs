@@ -10,7 +10,7 @@ use agentlang_core::{Kind, PackageName, Username, Version, digest::Sha256Digest}
 use super::{
     Db,
     dialect::{Dialect, package_index_rows},
-    inline::InlineRow,
+    inline::{self, InlineRow},
     packages::PackageRecord,
     per_runtime::PerRuntime,
     select_in, with_pool,
@@ -146,10 +146,25 @@ impl Db {
     /// The generation counter (migration 0002): bumped in the same
     /// transaction as every publish, yank, unyank, deletion and model write.
     pub async fn registry_generation(&self) -> Result<i64, sqlx::Error> {
+        if let Some(read) = self.inline_generation() {
+            return read;
+        }
         with_pool!(self, pool => {
             sqlx::query_scalar::<_, i64>(READ_GENERATION)
                 .fetch_one(pool)
                 .await
+        })
+    }
+
+    /// The generation read on the calling thread (SQLite in a file), as
+    /// the public reads are (`inline`): `None` when it must go to a
+    /// connection.
+    fn inline_generation(&self) -> Option<Result<i64, sqlx::Error>> {
+        self.inline(|connection| {
+            let read = inline::query(connection, READ_GENERATION, &[], |row| row.get(0))?;
+            read.into_iter()
+                .next()
+                .ok_or(rusqlite::Error::QueryReturnedNoRows)
         })
     }
 
@@ -163,6 +178,9 @@ impl Db {
         &self,
         own: &GenerationConnection,
     ) -> Result<i64, sqlx::Error> {
+        if let Some(read) = self.inline_generation() {
+            return read;
+        }
         let mut slot = own.0.get_or_init(Default::default).lock().await;
         let conn = match slot.take() {
             Some(conn) => conn,
@@ -538,6 +556,36 @@ mod tests {
             plan.contains("USING COVERING INDEX versions_index_entries"),
             "versions_index_entries does not cover the heads:\n{plan}"
         );
+    }
+
+    /// On SQLite in a file the generation is read on the calling thread,
+    /// as the public reads are: the connection of its own is never opened.
+    /// It sees a change committed through the pool at once.
+    #[tokio::test]
+    async fn the_generation_is_read_on_the_calling_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = DatabaseUrl::SqlitePath(dir.path().join("generation.db"));
+        let db = Db::connect(&url, std::time::Duration::from_secs(10), 1)
+            .await
+            .unwrap();
+        let own = super::GenerationConnection::default();
+        let before = db.registry_generation_on(&own).await.unwrap();
+        let Db::Sqlite { pool, .. } = &db else {
+            unreachable!("a SQLite database")
+        };
+        sqlx::query("UPDATE registry_generation SET generation = generation + 1 WHERE id = 1")
+            .execute(pool)
+            .await
+            .unwrap();
+        assert_eq!(db.registry_generation_on(&own).await.unwrap(), before + 1);
+        assert_eq!(db.registry_generation().await.unwrap(), before + 1);
+        let slots: Vec<bool> = own
+            .0
+            .all()
+            .map(|slot| slot.try_lock().unwrap().is_some())
+            .collect();
+        assert_eq!(slots, Vec::<bool>::new(), "a connection was opened for it");
+        db.close().await;
     }
 
     #[test]
