@@ -138,6 +138,20 @@ async fn index_plan(url: &str, statement: &str) -> String {
     lines.join("\n")
 }
 
+/// The [`index_plan`] of the statement the store prepared whose text
+/// holds `marker`: the statement as the store sent it.
+async fn prepared_plan(db: &Db, url: &str, marker: &str) -> String {
+    let Db::Postgres(pools) = db else {
+        unreachable!("a PostgreSQL database")
+    };
+    let prepared = prepared_statements(pools).await;
+    let statement = prepared
+        .keys()
+        .find(|statement| statement.contains(marker))
+        .unwrap_or_else(|| panic!("no statement with {marker} was read: {prepared:#?}"));
+    index_plan(url, statement).await
+}
+
 #[tokio::test]
 async fn search_heads_read_the_index_alone() {
     let Some(admin_url) = common::postgres_admin_url() else {
@@ -148,16 +162,7 @@ async fn search_heads_read_the_index_alone() {
     for _ in 0..RUNS {
         db.version_heads(&[1, 2]).await.unwrap();
     }
-    let Db::Postgres(pools) = &db else {
-        unreachable!("a PostgreSQL database")
-    };
-    // The statement as the store sent it.
-    let prepared = prepared_statements(pools).await;
-    let heads = prepared
-        .keys()
-        .find(|statement| statement.contains("FROM versions"))
-        .expect("the heads were read");
-    let plan = index_plan(&url, heads).await;
+    let plan = prepared_plan(&db, &url, "FROM versions").await;
     finish(db, &admin_url, &name).await;
     assert!(
         plan.contains("Index Only Scan using versions_index_entries"),
@@ -179,15 +184,7 @@ async fn an_index_entry_reads_the_index_alone() {
     for _ in 0..RUNS {
         db.package_index(Kind::Tool, &package).await.unwrap();
     }
-    let Db::Postgres(pools) = &db else {
-        unreachable!("a PostgreSQL database")
-    };
-    let prepared = prepared_statements(pools).await;
-    let entry = prepared
-        .keys()
-        .find(|statement| statement.contains("tool_dependencies"))
-        .expect("the entry was read");
-    let plan = index_plan(&url, entry).await;
+    let plan = prepared_plan(&db, &url, "tool_dependencies").await;
     finish(db, &admin_url, &name).await;
     assert!(
         plan.contains("Index Only Scan using versions_index_entries"),
