@@ -59,7 +59,7 @@ impl Sha256Digest {
     pub fn hex(&self) -> Hex {
         let mut out = [0u8; 64];
         // Cannot fail: the buffer is exactly twice the digest's length.
-        let _ = hex::encode_to_slice(self.0, &mut out);
+        let _ = base16ct::lower::encode(&self.0, &mut out);
         Hex(out)
     }
 
@@ -73,15 +73,14 @@ impl Sha256Digest {
     }
 }
 
+/// One pass over the text: `base16ct`'s lower decoder refuses uppercase
+/// digits itself, so nothing checks the text first.
 fn decode_lowercase(text: &str) -> Option<Sha256Digest> {
-    if !text
-        .bytes()
-        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
+    if text.len() != 64 {
         return None;
     }
     let mut bytes = [0u8; 32];
-    hex::decode_to_slice(text, &mut bytes).ok()?;
+    base16ct::lower::decode(text, &mut bytes).ok()?;
     Some(Sha256Digest(bytes))
 }
 
@@ -224,6 +223,15 @@ mod tests {
             "../../etc/passwd".to_owned(),
             format!("{hex}00"),
             format!("{}z", &hex[..63]),
+            hex[..62].to_owned(),
+            // One uppercase digit, and a two-byte character in 64 bytes.
+            format!("{}A{}", &hex[..10], &hex[11..]),
+            format!("{}\u{e9}", &hex[..62]),
+            // The bytes either side of each range of digits.
+            format!("/{}", &hex[1..]),
+            format!(":{}", &hex[1..]),
+            format!("`{}", &hex[1..]),
+            format!("g{}", &hex[1..]),
         ] {
             assert_eq!(
                 Sha256Digest::parse_hex(&bad),
