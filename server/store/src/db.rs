@@ -83,18 +83,24 @@ pub(crate) const ID_CHUNK: usize = 500;
 /// connection, which on PostgreSQL plans it once.
 macro_rules! select_in {
     ($db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {
-        $crate::db::select_in!(@on current, $db, $row, $sqlite, $postgres, $ids)
+        $crate::db::select_in!(@on current away, $db, $row, $sqlite, $postgres, $ids)
     };
-    // On PostgreSQL's planned-once pool, as `with_pool!`'s `planned`.
+    // On PostgreSQL's planned-once pool, as `with_pool!`'s `planned`, and
+    // short lists on SQLite's calling thread.
     (planned $db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {
-        $crate::db::select_in!(@on planned, $db, $row, $sqlite, $postgres, $ids)
+        $crate::db::select_in!(@on planned here, $db, $row, $sqlite, $postgres, $ids)
     };
-    (@on $which:ident, $db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {{
+    // As `planned`, but never on the calling thread: for a read whose
+    // calling-thread form is another statement.
+    (pooled $db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {
+        $crate::db::select_in!(@on planned away, $db, $row, $sqlite, $postgres, $ids)
+    };
+    (@on $which:ident $place:ident, $db:expr, $row:ty, $sqlite:expr, $postgres:expr, $ids:expr) => {{
         let mut out: Vec<$row> = Vec::new();
         for chunk in $ids.chunks($crate::db::ID_CHUNK) {
             let rows: Result<Vec<$row>, sqlx::Error> = match $db {
                 $crate::db::Db::Sqlite { pool, kept, inline } => {
-                    match $crate::db::select_in!(@inline $which, inline, $row, $sqlite, chunk) {
+                    match $crate::db::select_in!(@inline $place, inline, $row, $sqlite, chunk) {
                         Some(rows) => rows,
                         None => $crate::db::with_pool!(@sqlite $which, pool, kept, executor => {
                             let mut query = sqlx::QueryBuilder::<sqlx::Sqlite>::new($sqlite);
@@ -123,11 +129,11 @@ macro_rules! select_in {
         Ok(out)
     }};
     // The public reads' short lists on SQLite's calling thread ([`Inline`]).
-    (@inline current, $inline:ident, $row:ty, $sqlite:expr, $chunk:ident) => {{
+    (@inline away, $inline:ident, $row:ty, $sqlite:expr, $chunk:ident) => {{
         let _ = $inline;
         None::<Result<Vec<$row>, sqlx::Error>>
     }};
-    (@inline planned, $inline:ident, $row:ty, $sqlite:expr, $chunk:ident) => {
+    (@inline here, $inline:ident, $row:ty, $sqlite:expr, $chunk:ident) => {
         match $inline {
             Some(inline) if $chunk.len() <= $crate::inline::INLINE_IDS => {
                 inline.read(|connection| $crate::inline::select_in::<$row, _>(connection, $sqlite, $chunk))
@@ -940,6 +946,47 @@ mod tests {
             crate::inline::query(connection, short, &[], |row| row.get::<_, i64>(0))
         });
         assert_eq!(counted.unwrap().unwrap(), vec![100]);
+        closes(&db).await;
+    }
+
+    /// A read's snapshot ends whatever the read returns: an open read
+    /// transaction would hold back every WAL checkpoint. A read that left
+    /// one open all the same costs its runtime the connection; the next
+    /// read opens another.
+    #[tokio::test]
+    async fn no_read_on_the_calling_thread_leaves_a_transaction_open() {
+        let (_dir, db) = sqlite().await;
+        let Db::Sqlite {
+            inline: Some(inline),
+            ..
+        } = &db
+        else {
+            unreachable!("a SQLite database in a file")
+        };
+        let count = |connection: &rusqlite::Connection| {
+            crate::inline::snapshot(connection, || {
+                crate::inline::query(connection, "SELECT count(*) FROM packages", &[], |row| {
+                    row.get::<_, i64>(0)
+                })
+            })
+        };
+        let failed = db.inline(|connection| {
+            crate::inline::snapshot(connection, || {
+                crate::inline::query(connection, "SELECT nothing FROM packages", &[], |row| {
+                    row.get::<_, i64>(0)
+                })
+            })
+        });
+        assert!(matches!(failed, Some(Err(_))), "{failed:?}");
+        // Rolled back, so the connection was kept.
+        assert_eq!(inline.open_readers(), 1);
+        assert_eq!(db.inline(count).unwrap().unwrap(), vec![0]);
+        let left_open =
+            db.inline(|connection| crate::inline::query(connection, "BEGIN", &[], |_| Ok(())));
+        assert!(left_open.is_none(), "{left_open:?}");
+        assert_eq!(inline.open_readers(), 0);
+        assert_eq!(db.inline(count).unwrap().unwrap(), vec![0]);
+        assert_eq!(inline.open_readers(), 1);
         closes(&db).await;
     }
 

@@ -175,14 +175,28 @@ pub(crate) const SEARCH_COUNT: Texts = Texts {
 
 // ------------------------------------------------------------ JSON aggregation
 
+/// An index read's package columns, as `PackageRecord` reads them.
+const INDEX_PACKAGE: &str = "p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
+     p.created_at, p.updated_at";
+
+/// An index read's statuses of package `p` on SQLite: the JSON array of the
+/// version ids quarantined (0: the whole package), and whether it has any
+/// status row.
+const SQLITE_INDEX_STATUSES: &str = "(SELECT json_group_array(s.version_id) FROM statuses s
+      WHERE s.package_id = p.id AND s.status = 'quarantined') AS quarantined,
+     EXISTS (SELECT 1 FROM statuses s WHERE s.package_id = p.id) AS has_statuses";
+
 /// Packages of `kind` by normalized name, each one row with its live
 /// versions and their tool dependencies aggregated into a JSON array of
 /// `[id, version, sha256, yanked, {name: requirement}, published_at,
 /// log_index, trusted, provenance]`, the JSON array of the version ids
 /// quarantined (0: the whole package), and whether it has any status row;
-/// ends with `IN (` for `select_in!`. Every column comes from the indexes
-/// `versions_index_entries` (migration 0049: with each version's tool
-/// dependencies, written at publish) and the statuses': a read of a
+/// ends with `IN (` for `select_in!`. One statement, so a read through a
+/// connection's thread is one hand-off whatever the number of versions;
+/// on SQLite's calling thread [`package_index_heads`] and
+/// [`INDEX_VERSIONS`] read the same as rows. Every column comes from the
+/// indexes `versions_index_entries` (migration 0049: with each version's
+/// tool dependencies, written at publish) and the statuses': a read of a
 /// package nothing else has touched reads no table row and makes no
 /// descent per version. `kind` is one of the enum's fixed words, never
 /// input.
@@ -190,8 +204,7 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
     let kind = kind.as_str();
     match dialect {
         Dialect::Sqlite => format!(
-            "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
-                    p.created_at, p.updated_at,
+            "SELECT {INDEX_PACKAGE},
                     (SELECT json_group_array(json_array(v.id, v.version, v.sha256, v.yanked,
                                 json(v.tool_dependencies),
                                 v.published_at, v.log_index,
@@ -199,14 +212,11 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
                                 v.provenance_sha256 IS NOT NULL))
                      FROM versions v
                      WHERE v.package_id = p.id AND v.deleted_at IS NULL) AS versions,
-                    (SELECT json_group_array(s.version_id) FROM statuses s
-                     WHERE s.package_id = p.id AND s.status = 'quarantined') AS quarantined,
-                    EXISTS (SELECT 1 FROM statuses s WHERE s.package_id = p.id) AS has_statuses
+                    {SQLITE_INDEX_STATUSES}
              FROM packages p WHERE p.kind = '{kind}' AND p.normalized_name IN ("
         ),
         Dialect::Postgres => format!(
-            "SELECT p.id, p.kind, p.name, p.normalized_name, p.description, p.keywords,
-                    p.created_at, p.updated_at,
+            "SELECT {INDEX_PACKAGE},
                     (SELECT COALESCE(json_agg(json_build_array(v.id, v.version, v.sha256,
                                 v.yanked,
                                 CAST(v.tool_dependencies AS json),
@@ -222,6 +232,27 @@ pub(crate) fn package_index_rows(dialect: Dialect, kind: Kind) -> String {
         ),
     }
 }
+
+/// [`package_index_rows`] on SQLite without the versions: what the calling
+/// thread reads first, before [`INDEX_VERSIONS`].
+pub(crate) fn package_index_heads(kind: Kind) -> String {
+    format!(
+        "SELECT {INDEX_PACKAGE}, {SQLITE_INDEX_STATUSES}
+         FROM packages p WHERE p.kind = '{}' AND p.normalized_name IN (",
+        kind.as_str()
+    )
+}
+
+/// The live versions of the packages listed after it (`IN (`), unordered,
+/// a row each with the columns of [`package_index_rows`]' array: read on
+/// SQLite's calling thread, where a row costs no hand-off and building
+/// and parsing JSON would be most of the work. From
+/// `versions_index_entries` alone.
+pub(crate) const INDEX_VERSIONS: &str = "SELECT package_id, id, version, sha256, yanked,
+            tool_dependencies, published_at, log_index,
+            publisher_identity IS NOT NULL AS trusted,
+            provenance_sha256 IS NOT NULL AS provenance
+     FROM versions WHERE deleted_at IS NULL AND package_id IN (";
 
 /// The columns of one live version `v` as its record shows it (`records::
 /// VersionDetail`), its signer's key `k` and publisher `a` joined, its tool

@@ -3,13 +3,13 @@
 //! dependency edges, in one query (a row per package);
 //! and the registry-wide generation that tells caches whether they are stale.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use agentlang_core::{Kind, PackageName, Username, Version, digest::Sha256Digest};
 
 use super::{
     Db,
-    dialect::{Dialect, package_index_rows},
+    dialect::{Dialect, INDEX_VERSIONS, package_index_heads, package_index_rows},
     inline::{self, InlineRow},
     packages::PackageRecord,
     per_runtime::PerRuntime,
@@ -62,26 +62,24 @@ enum OwnConnection {
     Postgres(sqlx::PgConnection),
 }
 
-/// A package with its live versions as the database aggregated them.
+/// A package as an index read finds it, its versions aside.
 #[derive(sqlx::FromRow)]
-struct IndexRow {
+struct IndexHead {
     #[sqlx(flatten)]
     package: PackageRecord,
-    /// A JSON array of [`ListedVersion`]s.
-    versions: String,
     /// A JSON array of the ids of the quarantined versions, 0 for the
     /// whole package: one read per package, not one per version.
     quarantined: String,
     has_statuses: bool,
 }
 
-impl InlineRow for IndexRow {
-    const WIDTH: usize = PackageRecord::WIDTH + 3;
+impl InlineRow for IndexHead {
+    const WIDTH: usize = PackageRecord::WIDTH + 2;
 
     fn columns() -> Vec<&'static str> {
         [
             PackageRecord::columns(),
-            vec!["versions", "quarantined", "has_statuses"],
+            vec!["quarantined", "has_statuses"],
         ]
         .concat()
     }
@@ -90,11 +88,124 @@ impl InlineRow for IndexRow {
         let after = at + PackageRecord::WIDTH;
         Ok(Self {
             package: PackageRecord::from_inline(row, at)?,
-            versions: row.get(after)?,
-            quarantined: row.get(after + 1)?,
-            has_statuses: row.get(after + 2)?,
+            quarantined: row.get(after)?,
+            has_statuses: row.get(after + 1)?,
         })
     }
+}
+
+impl IndexHead {
+    /// The package's index, `listed` its live versions in any order.
+    fn index(self, listed: Vec<ListedVersion>) -> Result<PackageIndex, sqlx::Error> {
+        let quarantined: Vec<i64> = serde_json::from_str(&self.quarantined).map_err(|e| {
+            sqlx::Error::Decode(format!("the index of {}: {e}", self.package.name).into())
+        })?;
+        let mut versions: Vec<IndexVersion> = listed
+            .into_iter()
+            .map(|v| IndexVersion {
+                version_id: v.id,
+                version: v.version,
+                sha256: v.sha256,
+                yanked: v.yanked.0,
+                dependencies: v.dependencies,
+                published_at: v.published_at,
+                log_index: v.log_index,
+                quarantined: quarantined.iter().any(|&id| id == 0 || id == v.id),
+                trusted: v.trusted.0,
+                provenance: v.provenance.0,
+            })
+            .collect();
+        // SQL cannot order prerelease identifiers; semver can.
+        versions.sort_by(|a, b| a.version.cmp(&b.version));
+        Ok(PackageIndex {
+            package: self.package,
+            versions,
+            has_statuses: self.has_statuses,
+        })
+    }
+}
+
+/// A package with its live versions as the database aggregated them.
+#[derive(sqlx::FromRow)]
+struct IndexRow {
+    #[sqlx(flatten)]
+    head: IndexHead,
+    /// A JSON array of [`ListedVersion`]s.
+    versions: String,
+}
+
+/// A row of [`INDEX_VERSIONS`]: one live version of package `package_id`.
+struct IndexVersionRow {
+    package_id: i64,
+    version: ListedVersion,
+}
+
+impl InlineRow for IndexVersionRow {
+    const WIDTH: usize = 10;
+
+    fn columns() -> Vec<&'static str> {
+        vec![
+            "package_id",
+            "id",
+            "version",
+            "sha256",
+            "yanked",
+            "tool_dependencies",
+            "published_at",
+            "log_index",
+            "trusted",
+            "provenance",
+        ]
+    }
+
+    fn from_inline(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Self> {
+        let dependencies: &str = row.get_ref(at + 5)?.as_str()?;
+        let dependencies = serde_json::from_str(dependencies).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(
+                at + 5,
+                rusqlite::types::Type::Text,
+                Box::new(e),
+            )
+        })?;
+        Ok(Self {
+            package_id: row.get(at)?,
+            version: ListedVersion {
+                id: row.get(at + 1)?,
+                version: row.get(at + 2)?,
+                sha256: row.get(at + 3)?,
+                yanked: Flag(row.get(at + 4)?),
+                dependencies,
+                published_at: row.get(at + 6)?,
+                log_index: row.get(at + 7)?,
+                trusted: Flag(row.get(at + 8)?),
+                provenance: Flag(row.get(at + 9)?),
+            },
+        })
+    }
+}
+
+/// [`Db::package_indexes`] on SQLite's calling thread, in one read
+/// transaction: the packages, then their versions as rows.
+fn inline_indexes(
+    connection: &rusqlite::Connection,
+    kind: Kind,
+    normalized: &[String],
+) -> rusqlite::Result<Vec<(IndexHead, Vec<ListedVersion>)>> {
+    inline::snapshot(connection, || {
+        let heads: Vec<IndexHead> =
+            inline::select_in(connection, &package_index_heads(kind), normalized)?;
+        let ids: Vec<i64> = heads.iter().map(|head| head.package.id).collect();
+        let mut listed: Vec<Vec<ListedVersion>> = heads.iter().map(|_| Vec::new()).collect();
+        if !ids.is_empty() {
+            let at: HashMap<i64, usize> = ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+            for row in inline::select_in::<IndexVersionRow, _>(connection, INDEX_VERSIONS, &ids)? {
+                if let Some(&i) = at.get(&row.package_id) {
+                    listed[i].push(row.version);
+                }
+            }
+        }
+        Ok(heads.into_iter().zip(listed).collect())
+    })
 }
 
 /// One version in [`IndexRow::versions`], a JSON array in this field order
@@ -226,16 +337,27 @@ impl Db {
 
     /// The indexes of the packages of `kind` among `names` (any spelling;
     /// those that do not exist are left out), in one query per 500 names:
-    /// a resolution reads one level of its dependency graph at a time. Each
-    /// package is one row, its live versions and their tool dependencies
-    /// aggregated into JSON by the database: as a row per version and edge,
-    /// a cold resolve's reads spent most of their time handing rows over.
+    /// a resolution reads one level of its dependency graph at a time.
+    /// Through a connection each package is one row, its live versions and
+    /// their tool dependencies aggregated into JSON by the database: as a
+    /// row per version and edge, a cold resolve's reads spent most of their
+    /// time handing rows over. On SQLite's calling thread, where a row
+    /// costs no hand-off, versions are read as rows.
     pub async fn package_indexes(
         &self,
         kind: Kind,
         names: &[PackageName],
     ) -> Result<Vec<PackageIndex>, sqlx::Error> {
         let normalized: Vec<String> = names.iter().map(PackageName::normalized).collect();
+        if normalized.len() <= inline::INLINE_IDS
+            && let Some(read) =
+                self.inline(|connection| inline_indexes(connection, kind, &normalized))
+        {
+            return read?
+                .into_iter()
+                .map(|(head, listed)| head.index(listed))
+                .collect();
+        }
         let sqlite = package_index_rows(Dialect::Sqlite, kind);
         let postgres = package_index_rows(Dialect::Postgres, kind);
         let rows = self
@@ -243,46 +365,26 @@ impl Db {
             .await?;
         rows.into_iter()
             .map(|row| {
-                let decode = |e: serde_json::Error| {
-                    sqlx::Error::Decode(format!("the index of {}: {e}", row.package.name).into())
-                };
                 let listed: Vec<ListedVersion> =
-                    serde_json::from_str(&row.versions).map_err(decode)?;
-                let quarantined: Vec<i64> =
-                    serde_json::from_str(&row.quarantined).map_err(decode)?;
-                let mut versions: Vec<IndexVersion> = listed
-                    .into_iter()
-                    .map(|v| IndexVersion {
-                        version_id: v.id,
-                        version: v.version,
-                        sha256: v.sha256,
-                        yanked: v.yanked.0,
-                        dependencies: v.dependencies,
-                        published_at: v.published_at,
-                        log_index: v.log_index,
-                        quarantined: quarantined.iter().any(|&id| id == 0 || id == v.id),
-                        trusted: v.trusted.0,
-                        provenance: v.provenance.0,
-                    })
-                    .collect();
-                // SQL cannot order prerelease identifiers; semver can.
-                versions.sort_by(|a, b| a.version.cmp(&b.version));
-                Ok(PackageIndex {
-                    package: row.package,
-                    versions,
-                    has_statuses: row.has_statuses,
-                })
+                    serde_json::from_str(&row.versions).map_err(|e| {
+                        sqlx::Error::Decode(
+                            format!("the index of {}: {e}", row.head.package.name).into(),
+                        )
+                    })?;
+                row.head.index(listed)
             })
             .collect()
     }
 
+    /// Never on SQLite's calling thread: there [`inline_indexes`] reads
+    /// the same as rows.
     async fn select_index_rows(
         &self,
         sqlite: &str,
         postgres: &str,
         normalized: &[String],
     ) -> Result<Vec<IndexRow>, sqlx::Error> {
-        select_in!(planned self, IndexRow, sqlite, postgres, normalized)
+        select_in!(pooled self, IndexRow, sqlite, postgres, normalized)
     }
 
     /// `(id, username)` of the given accounts, unordered.
@@ -502,8 +604,11 @@ impl Db {
 
 #[cfg(test)]
 mod tests {
-    use super::{Dialect, Flag, Kind, VERSION_HEADS, package_index_rows};
+    use super::{
+        Dialect, Flag, INDEX_VERSIONS, Kind, VERSION_HEADS, package_index_heads, package_index_rows,
+    };
     use crate::{DatabaseUrl, Db};
+    use agentlang_core::PackageName;
 
     /// SQLite's plan of `statement` (EXPLAIN QUERY PLAN's details, a line
     /// each) on a freshly migrated database.
@@ -531,18 +636,147 @@ mod tests {
     /// `versions_index_entries`, their tool dependencies too (migration
     /// 0049): a random read of a large catalog touches a few index pages
     /// per package, not a table row or a `dependencies` descent per
-    /// version. A column added to the entry and not to the index fails
-    /// here.
+    /// version. Both forms of the read: one statement through a
+    /// connection, and the versions as rows on the calling thread. A
+    /// column added to the entry and not to the index fails here.
     #[tokio::test]
     async fn an_index_entry_reads_indexes_alone() {
         let entry = package_index_rows(Dialect::Sqlite, Kind::Tool);
-        let plan = sqlite_plan(&format!("{entry}'weather')")).await;
+        let heads = package_index_heads(Kind::Tool);
+        for statement in [
+            format!("{entry}'weather')"),
+            format!("{INDEX_VERSIONS}1, 2)"),
+        ] {
+            let plan = sqlite_plan(&statement).await;
+            assert!(
+                plan.contains("USING COVERING INDEX versions_index_entries"),
+                "versions_index_entries does not cover the entry:\n{plan}"
+            );
+            assert!(!plan.contains("dependencies"), "{plan}");
+            assert!(!plan.contains("SCAN"), "{plan}");
+        }
+        let plan = sqlite_plan(&format!("{heads}'weather')")).await;
         assert!(
-            plan.contains("USING COVERING INDEX versions_index_entries"),
-            "versions_index_entries does not cover the entry:\n{plan}"
+            !plan.contains("SCAN") && !plan.contains("versions"),
+            "{plan}"
         );
-        assert!(!plan.contains("dependencies"), "{plan}");
-        assert!(!plan.contains("SCAN"), "{plan}");
+    }
+
+    /// The calling thread's index read (the versions as rows) and the
+    /// pool's (one statement, the versions as JSON) give the same indexes:
+    /// versions in SemVer order, a deleted one left out, flags, tool
+    /// dependencies, quarantine of a version and of a whole package. 65
+    /// names are past the calling thread's longest list, so that read goes
+    /// to the pool.
+    #[tokio::test]
+    async fn an_index_read_on_the_calling_thread_equals_the_pools() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = DatabaseUrl::SqlitePath(dir.path().join("index.db"));
+        let db = Db::connect(&url, std::time::Duration::from_secs(10), 1)
+            .await
+            .unwrap();
+        let Db::Sqlite { pool, .. } = &db else {
+            unreachable!("a SQLite database")
+        };
+        let digest = "ab".repeat(32);
+        for statement in [
+            "INSERT INTO accounts (id, username, normalized_username, password_hash, created_at)
+             VALUES (1, 'alice', 'alice', 'x', 0)",
+            "INSERT INTO packages (id, kind, name, normalized_name, description, created_at,
+                                   updated_at)
+             VALUES (1, 'tool', 'Weather-Tool', 'weather_tool', 'Forecasts', 5, 6),
+                    (2, 'tool', 'units', 'units', '', 7, 8),
+                    (3, 'agent', 'weather-tool', 'weather_tool', '', 9, 9)",
+            "INSERT INTO versions (id, package_id, version, major, minor, patch, prerelease,
+                                   sha256, size, manifest, spec, published_by, published_at,
+                                   yanked, log_index, publisher_identity, provenance_sha256,
+                                   tool_dependencies, deleted_at)
+             VALUES (1, 1, '1.10.0', 1, 10, 0, '', $1, 1, '{}', '{}', 1, 100, 0, 4, NULL, NULL,
+                     '{}', NULL),
+                    (2, 1, '1.2.0', 1, 2, 0, '', $1, 1, '{}', '{}', 1, 101, 1, NULL, 'ci', $1,
+                     '{\"Geo-Coder\":\"^1.2\",\"units\":\">=0.3, <2\"}', NULL),
+                    (3, 1, '2.0.0-rc.10', 2, 0, 0, 'rc.10', $1, 1, '{}', '{}', 1, 102, 0, 6,
+                     NULL, $1, '{}', NULL),
+                    (4, 1, '2.0.0-rc.9', 2, 0, 0, 'rc.9', $1, 1, '{}', '{}', 1, 103, 0, 7,
+                     NULL, NULL, '{}', NULL),
+                    (5, 1, '3.0.0', 3, 0, 0, '', $1, 1, '{}', '{}', 1, 104, 0, 8, NULL, NULL,
+                     '{}', 200),
+                    (6, 2, '0.3.0', 0, 3, 0, '', $1, 1, '{}', '{}', 1, 105, 0, 9, NULL, NULL,
+                     '{}', NULL),
+                    (7, 3, '1.0.0', 1, 0, 0, '', $1, 1, '{}', '{}', 1, 106, 0, 10, NULL, NULL,
+                     '{}', NULL)",
+            "INSERT INTO statuses (package_id, version_id, status, log_index, changed_at)
+             VALUES (1, 4, 'quarantined', 11, 0), (1, 1, 'deprecated', 12, 0),
+                    (2, 0, 'quarantined', 13, 0)",
+        ] {
+            let query = sqlx::query(sqlx::AssertSqlSafe(statement));
+            let query = if statement.contains("$1") {
+                query.bind(&digest)
+            } else {
+                query
+            };
+            query.execute(pool).await.unwrap();
+        }
+        let name = |n: &str| PackageName::new(n).unwrap();
+        let asked = [name("weather-tool"), name("Units"), name("absent")];
+        let mut past_the_list = asked.to_vec();
+        past_the_list.extend((0..62).map(|i| name(&format!("absent-{i}"))));
+        assert_eq!(past_the_list.len(), crate::inline::INLINE_IDS + 1);
+
+        let here = db.package_indexes(Kind::Tool, &asked).await.unwrap();
+        let Db::Sqlite {
+            inline: Some(inline),
+            ..
+        } = &db
+        else {
+            unreachable!("a SQLite database in a file")
+        };
+        assert_eq!(inline.open_readers(), 1, "not read on the calling thread");
+        let pooled = db
+            .package_indexes(Kind::Tool, &past_the_list)
+            .await
+            .unwrap();
+        let seen = |indexes: &[super::PackageIndex]| {
+            let mut seen: Vec<String> = indexes.iter().map(|i| format!("{i:?}")).collect();
+            seen.sort();
+            seen
+        };
+        assert_eq!(seen(&here), seen(&pooled));
+        let weather = here
+            .iter()
+            .find(|index| index.package.id == 1)
+            .expect("the tool is indexed");
+        let versions: Vec<(String, bool, bool, bool, bool, usize)> = weather
+            .versions
+            .iter()
+            .map(|v| {
+                (
+                    v.version.to_string(),
+                    v.yanked,
+                    v.quarantined,
+                    v.trusted,
+                    v.provenance,
+                    v.dependencies.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            versions,
+            [
+                ("1.2.0".to_owned(), true, false, true, true, 2),
+                ("1.10.0".to_owned(), false, false, false, false, 0),
+                ("2.0.0-rc.9".to_owned(), false, true, false, false, 0),
+                ("2.0.0-rc.10".to_owned(), false, false, false, true, 0),
+            ]
+        );
+        assert!(weather.has_statuses);
+        let units = here
+            .iter()
+            .find(|index| index.package.id == 2)
+            .expect("units is indexed");
+        assert!(units.versions.iter().all(|v| v.quarantined));
+        assert_eq!(here.len(), 2, "the agent of the same name is not a tool");
+        db.close().await;
     }
 
     /// A search result's version heads come from `versions_index_entries`

@@ -132,7 +132,18 @@ impl Inline {
             nanos_since(reader.opened) + nanos(BUDGET),
             Ordering::Relaxed,
         );
-        match read(&reader.connection) {
+        let result = read(&reader.connection);
+        if !reader.connection.is_autocommit() {
+            // A read left a transaction open (its end failed): the
+            // connection would hold back every WAL checkpoint. Closed;
+            // the next read opens another.
+            tracing::warn!(
+                "an inline SQLite read left a transaction open; its connection is closed"
+            );
+            *slot = Slot::Unopened;
+            return None;
+        }
+        match result {
             Ok(value) => Some(Ok(value)),
             Err(e) if gives_way(&e) => None,
             Err(e) => Some(Err(into_sqlx(e))),
@@ -220,6 +231,24 @@ fn into_sqlx(e: rusqlite::Error) -> sqlx::Error {
         rusqlite::Error::InvalidColumnName(name) => sqlx::Error::ColumnNotFound(name),
         e => sqlx::Error::AnyDriverError(Box::new(e)),
     }
+}
+
+/// Runs `read`'s statements in one read transaction, so they see one
+/// state of the database, and ends it whatever `read` returns: an open
+/// transaction would hold back the WAL's checkpoints.
+pub(crate) fn snapshot<T>(
+    connection: &Connection,
+    read: impl FnOnce() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    connection.prepare_cached("BEGIN")?.raw_execute()?;
+    let result = read();
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    let ended = connection
+        .prepare_cached(end)
+        .and_then(|mut statement| statement.raw_execute());
+    let value = result?;
+    ended?;
+    Ok(value)
 }
 
 /// Runs `sql` with `params` bound to `$1`, `$2`, ... (or, in a text without
