@@ -1,7 +1,8 @@
 //! What resolution and the index endpoint read: every live version of a
 //! package (or of a batch of packages) with its hash, yanked flag and
-//! dependency edges, in one query (a row per package);
-//! and the registry-wide generation that tells caches whether they are stale.
+//! dependency edges, in one query (a row per package; on SQLite's calling
+//! thread, two in one read transaction, the versions a row each); and the
+//! registry-wide generation that tells caches whether they are stale.
 
 use std::collections::{BTreeMap, HashMap};
 
