@@ -611,14 +611,21 @@ mod tests {
     use crate::{DatabaseUrl, Db};
     use agentlang_core::PackageName;
 
-    /// SQLite's plan of `statement` (EXPLAIN QUERY PLAN's details, a line
-    /// each) on a freshly migrated database.
-    async fn sqlite_plan(statement: &str) -> String {
+    /// A freshly migrated SQLite database in a file, so its public reads
+    /// run on the calling thread.
+    async fn file_db() -> (tempfile::TempDir, Db) {
         let dir = tempfile::tempdir().unwrap();
-        let url = DatabaseUrl::SqlitePath(dir.path().join("plan.db"));
+        let url = DatabaseUrl::SqlitePath(dir.path().join("registry.db"));
         let db = Db::connect(&url, std::time::Duration::from_secs(10), 1)
             .await
             .unwrap();
+        (dir, db)
+    }
+
+    /// SQLite's plan of `statement` (EXPLAIN QUERY PLAN's details, a line
+    /// each) on a freshly migrated database.
+    async fn sqlite_plan(statement: &str) -> String {
+        let (_dir, db) = file_db().await;
         let Db::Sqlite { pool, .. } = &db else {
             unreachable!("a SQLite database")
         };
@@ -671,11 +678,7 @@ mod tests {
     /// to the pool.
     #[tokio::test]
     async fn an_index_read_on_the_calling_thread_equals_the_pools() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = DatabaseUrl::SqlitePath(dir.path().join("index.db"));
-        let db = Db::connect(&url, std::time::Duration::from_secs(10), 1)
-            .await
-            .unwrap();
+        let (_dir, db) = file_db().await;
         let Db::Sqlite { pool, .. } = &db else {
             unreachable!("a SQLite database")
         };
@@ -798,11 +801,7 @@ mod tests {
     /// It sees a change committed through the pool at once.
     #[tokio::test]
     async fn the_generation_is_read_on_the_calling_thread() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = DatabaseUrl::SqlitePath(dir.path().join("generation.db"));
-        let db = Db::connect(&url, std::time::Duration::from_secs(10), 1)
-            .await
-            .unwrap();
+        let (_dir, db) = file_db().await;
         let own = super::GenerationConnection::default();
         let before = db.registry_generation_on(&own).await.unwrap();
         let Db::Sqlite { pool, .. } = &db else {

@@ -235,7 +235,9 @@ fn into_sqlx(e: rusqlite::Error) -> sqlx::Error {
 
 /// Runs `read`'s statements in one read transaction, so they see one
 /// state of the database, and ends it whatever `read` returns: an open
-/// transaction would hold back the WAL's checkpoints.
+/// transaction would hold back the WAL's checkpoints. Not rusqlite's
+/// `Transaction`: it prepares `BEGIN` and `COMMIT` anew each time, and
+/// this runs on every index read; these are cached.
 pub(crate) fn snapshot<T>(
     connection: &Connection,
     read: impl FnOnce() -> rusqlite::Result<T>,
