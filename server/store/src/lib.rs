@@ -25,6 +25,7 @@ mod dialect;
 pub mod files;
 pub mod grants;
 pub mod index;
+pub mod index_documents;
 mod inline;
 pub mod interfaces;
 pub mod keys;
