@@ -24,6 +24,7 @@ pub mod error;
 pub mod grants;
 pub mod health;
 pub mod identity;
+pub mod index_documents;
 pub mod interfaces;
 pub mod kept_keys;
 pub mod keys;

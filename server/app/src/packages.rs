@@ -802,9 +802,9 @@ pub async fn backfill_extras(registry: std::sync::Arc<Registry>) {
     }
 }
 
-/// `GET /api/v1/index/{kind}/{name}` as sent. The document changes only
-/// with the registry generation (a publish, yank or deletion), so it is
-/// rendered once per generation.
+/// `GET /api/v1/index/{kind}/{name}` as sent: kept in memory per
+/// generation, else the stored document (`crate::index_documents`), else
+/// rendered (a package changed since its last rendering was stored).
 pub async fn index_answer(
     registry: &Registry,
     kind: Kind,
@@ -815,6 +815,21 @@ pub async fn index_answer(
     let normalized = name.normalized();
     if let Some((body, etag)) = cache.index_body(generation, kind, &normalized) {
         return Ok(Rendered { body, etag });
+    }
+    // Stored at least as new as `generation` (`crate::index_documents`).
+    if let Some(document) = registry.db.index_document(kind, &normalized).await? {
+        let rendered = Rendered {
+            body: bytes::Bytes::from(document.body),
+            etag: document.etag,
+        };
+        cache.put_index_body(
+            generation,
+            kind,
+            normalized,
+            rendered.body.clone(),
+            rendered.etag.clone(),
+        );
+        return Ok(rendered);
     }
     let index = get_index(registry, kind, name).await?;
     let rendered = Rendered::json(&index)?;

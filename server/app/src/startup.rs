@@ -171,8 +171,8 @@ impl Registry {
 
     /// Starts the periodic jobs on the current (actix or tokio local)
     /// runtime: the blob sweep, the download-count flush, the backfill of
-    /// versions stored before their facts were, the log's sequencer and its
-    /// start-up audit. Abort the handles to stop them.
+    /// versions stored before their facts were, the stored index entries,
+    /// the log's sequencer and its start-up audit. Abort the handles to stop them.
     pub fn start_background(self: &Arc<Self>) -> Vec<tokio::task::JoinHandle<()>> {
         let interval = self.settings.sweep_interval;
         let sweeper = (!interval.is_zero())
@@ -182,6 +182,9 @@ impl Registry {
             .chain([
                 tokio::task::spawn_local(packages::flush_downloads_periodically(self.clone())),
                 tokio::task::spawn_local(packages::backfill_extras(self.clone())),
+                tokio::task::spawn_local(crate::index_documents::keep_index_documents(
+                    self.clone(),
+                )),
                 tokio::task::spawn_local(sequence(self.clone())),
                 tokio::task::spawn_local(audit(self.clone())),
             ])
