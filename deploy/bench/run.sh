@@ -340,44 +340,39 @@ wait_for_log() {
   return 1
 }
 
-# How many start-up audits of the log the servers of this data folder have
-# finished (the registry logs each at info, which the run's filter keeps).
-audits_logged() {
-  grep -c 'audited the transparency log' "$data/server.log" 2>/dev/null || true
+# What the servers of this data folder log at info when a background job
+# ends (the run's filter keeps it): the start-up audit of the log, and the
+# pass storing every package's index entry (`app::index_documents`).
+audit_line='audited the transparency log'
+pass_line='stored the index entries of every package without one'
+
+# How many lines matching PATTERN the servers of this data folder have logged.
+logged() {
+  grep -c "$1" "$data/server.log" 2>/dev/null || true
 }
 
-# How many start-up passes storing every package's index entry the servers
-# of this data folder have finished (`app::index_documents`, logged at info).
-passes_logged() {
-  grep -c 'stored the index entries of every package without one' "$data/server.log" 2>/dev/null || true
-}
-
-# wait_for_pass COUNT [SECONDS]: as wait_for_audit, for that pass.
-wait_for_pass() {
-  local before="$1" limit="${2:-60}"
+# wait_for_logged PATTERN COUNT SECONDS WHAT: until the server started last
+# has logged its PATTERN line (more than COUNT logged; at most SECONDS).
+wait_for_logged() {
+  local pattern="$1" before="$2" limit="$3" what="$4"
   for _ in $(seq 1 $((limit * 20))); do
-    [ "$(passes_logged)" -gt "$before" ] && return 0
+    [ "$(logged "$pattern")" -gt "$before" ] && return 0
     sleep 0.05
   done
-  log "no end of the start-up pass over the index entries after $limit s"
+  log "no end of $what after $limit s"
 }
+
+audits_logged() { logged "$audit_line"; }
+passes_logged() { logged "$pass_line"; }
+# wait_for_audit COUNT [SECONDS]: the start-up audit (at most 60 s unless told).
+wait_for_audit() { wait_for_logged "$audit_line" "$1" "${2:-60}" "the start-up audit of the log"; }
+# wait_for_pass COUNT [SECONDS]: the pass over the index entries.
+wait_for_pass() { wait_for_logged "$pass_line" "$1" "${2:-60}" "the start-up pass over the index entries"; }
 
 # The milliseconds and renderings of the last such pass, as "MS RENDERED".
 last_pass() {
-  grep 'stored the index entries of every package without one' "$data/server.log" | tail -1 |
+  grep "$pass_line" "$data/server.log" | tail -1 |
     sed -E 's/.*rendered=([0-9]+).*elapsed_ms=([0-9]+).*/\2 \1/'
-}
-
-# wait_for_audit COUNT [SECONDS]: until the server started last has
-# finished its start-up audit (more than COUNT logged; at most SECONDS, 60
-# unless told).
-wait_for_audit() {
-  local before="$1" limit="${2:-60}"
-  for _ in $(seq 1 $((limit * 20))); do
-    [ "$(audits_logged)" -gt "$before" ] && return 0
-    sleep 0.05
-  done
-  log "no end of the start-up audit of the log after $limit s"
 }
 
 # first_time_resolves NAME URL FILE: each request of FILE posted once; the

@@ -816,23 +816,15 @@ pub async fn index_answer(
     if let Some((body, etag)) = cache.index_body(generation, kind, &normalized) {
         return Ok(Rendered { body, etag });
     }
-    // Stored at least as new as `generation` (`crate::index_documents`).
-    if let Some(document) = registry.db.index_document(kind, &normalized).await? {
-        let rendered = Rendered {
+    // A stored document is at least as new as `generation`
+    // (`crate::index_documents`); none when the package changed since.
+    let rendered = match registry.db.index_document(kind, &normalized).await? {
+        Some(document) => Rendered {
             body: bytes::Bytes::from(document.body),
             etag: document.etag,
-        };
-        cache.put_index_body(
-            generation,
-            kind,
-            normalized,
-            rendered.body.clone(),
-            rendered.etag.clone(),
-        );
-        return Ok(rendered);
-    }
-    let index = get_index(registry, kind, name).await?;
-    let rendered = Rendered::json(&index)?;
+        },
+        None => Rendered::json(&get_index(registry, kind, name).await?)?,
+    };
     cache.put_index_body(
         generation,
         kind,
