@@ -346,9 +346,10 @@ wait_for_log() {
 audit_line='audited the transparency log'
 pass_line='stored the index entries of every package without one'
 
-# How many lines matching PATTERN the servers of this data folder have logged.
+# How many lines matching PATTERN the servers of this data folder have
+# logged: 0 before the first has started.
 logged() {
-  grep -c "$1" "$data/server.log" 2>/dev/null || true
+  cat "$data/server.log" 2>/dev/null | grep -c "$1" || true
 }
 
 # wait_for_logged PATTERN COUNT SECONDS WHAT: until the server started last

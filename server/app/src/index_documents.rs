@@ -26,21 +26,30 @@ const BATCH: i64 = 256;
 /// How often the generation is read for a move.
 const POLL: Duration = Duration::from_secs(1);
 
+/// After a failed pass or poll (the database unreachable, say): index
+/// reads render what is missing meanwhile.
+const RETRY: Duration = Duration::from_secs(30);
+
 /// Until the task is stopped: the start-up pass, then one pass per move.
 pub async fn keep_index_documents(registry: Arc<Registry>) {
-    let mut seen = match fill_undocumented(&registry).await {
-        Ok(seen) => seen,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot store index documents; index reads render each entry");
-            return;
+    let mut seen = loop {
+        match fill_undocumented(&registry).await {
+            Ok(seen) => break seen,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot store index documents; retrying in 30 s");
+                tokio::time::sleep(RETRY).await;
+            }
         }
     };
     loop {
         tokio::time::sleep(POLL).await;
         match follow_changes(&registry, seen).await {
             Ok(now) => seen = now,
-            // Retried at the next poll, from the same generation.
-            Err(e) => tracing::warn!(error = %e, "cannot store changed index documents"),
+            // Retried from the same generation: nothing it names is lost.
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot store changed index documents; retrying in 30 s");
+                tokio::time::sleep(RETRY).await;
+            }
         }
     }
 }
@@ -48,7 +57,7 @@ pub async fn keep_index_documents(registry: Arc<Registry>) {
 /// Renders and stores every package without a document; returns the
 /// generation read before the pass, which every document is at least as
 /// new as (or whose change the next move renders).
-pub async fn fill_undocumented(registry: &Registry) -> Result<i64, ServiceError> {
+async fn fill_undocumented(registry: &Registry) -> Result<i64, ServiceError> {
     let started = std::time::Instant::now();
     let before = registry.db.registry_generation().await?;
     let (mut after, mut rendered, mut stored) = (0, 0, 0);
