@@ -1158,7 +1158,7 @@ if runs("scaling") and scale_sizes:
             ms = f(sk(b, size, "documents_ms"))
             if ms is None:
                 return "not run"
-            return (f"{g(sk(b, size, 'documents_rendered'))} index entries rendered and stored in {ms / 1000:.1f} s"
+            return (f"{int(f(sk(b, size, 'documents_rendered'))):,} index entries rendered and stored in {ms / 1000:.1f} s"
                     " by the first start after the seed (in the background, while it answered)")
         row(f"index entries stored after the seed, {tools_label(size)}", "", documents_cell, "scaling")
     for size in scale_sizes:
