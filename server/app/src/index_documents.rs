@@ -18,7 +18,7 @@ use std::{sync::Arc, time::Duration};
 use agentlang_core::{Kind, PackageName};
 use store::{changes::Change, index_documents::NewIndexDocument};
 
-use crate::{ServiceError, cache::Rendered, packages, registry::Registry};
+use crate::{ServiceError, cache::etag_of, packages, registry::Registry};
 
 /// Packages rendered per stored batch: one write transaction each.
 const BATCH: i64 = 256;
@@ -130,13 +130,13 @@ async fn render(
         if index.versions.iter().any(|v| v.log_index.is_none()) {
             continue;
         }
-        let rendered = Rendered::json(&index)?;
-        let body = String::from_utf8(rendered.body.to_vec()).map_err(ServiceError::internal)?;
+        // The bytes `Rendered::json` would send, kept as text.
+        let body = serde_json::to_string(&index).map_err(ServiceError::internal)?;
         documents.push(NewIndexDocument {
             kind: *kind,
             normalized_name: name.normalized(),
+            etag: etag_of(body.as_bytes()),
             body,
-            etag: rendered.etag,
         });
         // A batch is a few hundred renderings: let requests on this
         // runtime in between them.

@@ -61,21 +61,22 @@ pub struct UndocumentedPackage {
 const READ_DOCUMENT: &str = "SELECT body, etag FROM index_documents
      WHERE kind = $1 AND normalized_name = $2";
 
-/// Inserts a rendering made at generation `$3` only while the journal holds
-/// every later generation (none pruned, at most [`MAX_SPAN`] of them, as
-/// `changes_between` requires) and none of their rows changed the package
-/// or everything. Run under the write lock, so no change commits between
-/// the check and the insert; a change after it deletes the row.
+/// Whether the journal holds every generation after `$1` (none pruned, at
+/// most [`MAX_SPAN`] of them, as `changes_between` requires): only then can
+/// [`STORE_DOCUMENT`] tell that a package did not change since.
+const JOURNAL_HOLDS_SINCE: &str = "SELECT g.generation >= $1 AND g.generation - $1 <= $2
+            AND (SELECT COUNT(DISTINCT c.generation) FROM registry_changes c
+                 WHERE c.generation > $1) = g.generation - $1
+     FROM registry_generation g WHERE g.id = 1";
+
+/// Inserts a rendering made at generation `$3` unless a journal row after
+/// it changed the package or everything. Run under the write lock, after
+/// [`JOURNAL_HOLDS_SINCE`], so no change commits between the check and the
+/// insert; a change after it deletes the row.
 const STORE_DOCUMENT: &str =
     "INSERT INTO index_documents (kind, normalized_name, generation, etag, body)
      SELECT $1, $2, $3, $4, $5
-     FROM registry_generation g
-     WHERE g.id = 1
-       AND g.generation >= $3
-       AND g.generation - $3 <= $6
-       AND (SELECT COUNT(DISTINCT c.generation) FROM registry_changes c
-            WHERE c.generation > $3) = g.generation - $3
-       AND NOT EXISTS (
+     WHERE NOT EXISTS (
            SELECT 1 FROM registry_changes c
            WHERE c.generation > $3
              AND ((c.scope = 'package' AND c.kind = $1 AND c.normalized_name = $2)
@@ -83,20 +84,32 @@ const STORE_DOCUMENT: &str =
                   OR (c.scope = 'package' AND (c.kind IS NULL OR c.normalized_name IS NULL))))
      ON CONFLICT (kind, normalized_name) DO NOTHING";
 
-/// One [`STORE_DOCUMENT`] on a transaction of either backend: rows stored.
-macro_rules! store_document {
-    ($executor:expr, $rendered_at:expr, $document:expr) => {
-        sqlx::query(STORE_DOCUMENT)
-            .bind($document.kind.as_str())
-            .bind($document.normalized_name.as_str())
+/// The check and the inserts on a write transaction of either backend,
+/// then its commit: rows stored.
+macro_rules! store_documents {
+    ($tx:ident, $rendered_at:expr, $documents:expr) => {{
+        let whole: bool = sqlx::query_scalar(JOURNAL_HOLDS_SINCE)
             .bind($rendered_at)
-            .bind($document.etag.as_str())
-            .bind($document.body.as_str())
             .bind(MAX_SPAN)
-            .execute($executor)
-            .await?
-            .rows_affected()
-    };
+            .fetch_one(&mut *$tx)
+            .await?;
+        let mut stored = 0;
+        if whole {
+            for document in $documents {
+                stored += sqlx::query(STORE_DOCUMENT)
+                    .bind(document.kind.as_str())
+                    .bind(document.normalized_name.as_str())
+                    .bind($rendered_at)
+                    .bind(document.etag.as_str())
+                    .bind(document.body.as_str())
+                    .execute(&mut *$tx)
+                    .await?
+                    .rows_affected();
+            }
+        }
+        $tx.commit().await?;
+        stored
+    }};
 }
 
 impl Db {
@@ -150,7 +163,8 @@ impl Db {
 
     /// Stores renderings made at generation `rendered_at`, in one write
     /// transaction: each only if its package has not changed since (see
-    /// [`STORE_DOCUMENT`]). Returns how many were stored.
+    /// [`JOURNAL_HOLDS_SINCE`], [`STORE_DOCUMENT`]). Returns how many were
+    /// stored.
     pub async fn store_index_documents(
         &self,
         rendered_at: i64,
@@ -165,43 +179,26 @@ impl Db {
         documents.sort_by(|a, b| {
             (a.kind.as_str(), &a.normalized_name).cmp(&(b.kind.as_str(), &b.normalized_name))
         });
-        let mut stored = 0;
-        match self {
+        let stored = match self {
+            // `BEGIN IMMEDIATE`: the check and the inserts under the write
+            // lock.
             Db::Sqlite { pool, .. } => {
-                // `BEGIN IMMEDIATE`: the check and the inserts under the
-                // write lock.
                 let mut tx = pool.begin_write().await?;
-                for document in documents {
-                    stored += store_document!(&mut *tx, rendered_at, document);
-                }
-                tx.commit().await?;
+                store_documents!(tx, rendered_at, documents)
             }
             Db::Postgres(pools) => {
                 let mut tx = pools.current().begin_write().await?;
                 // A writer bumps the generation at its commit (deferred,
                 // 0026): waiting on the row lets it commit first, so the
-                // inserts' statements see its journal rows; a writer after
+                // next statements see its journal rows; a writer after
                 // waits for this commit, and its trigger deletes what is
                 // stored here.
                 sqlx::query("SELECT generation FROM registry_generation WHERE id = 1 FOR SHARE")
                     .execute(&mut *tx)
                     .await?;
-                for document in documents {
-                    stored += store_document!(&mut *tx, rendered_at, document);
-                }
-                tx.commit().await?;
+                store_documents!(tx, rendered_at, documents)
             }
-        }
+        };
         Ok(stored)
-    }
-
-    /// How many documents are stored: for the start-up pass's log line and
-    /// `/metrics`.
-    pub async fn index_documents_stored(&self) -> Result<i64, sqlx::Error> {
-        with_pool!(self, pool => {
-            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM index_documents")
-                .fetch_one(pool)
-                .await
-        })
     }
 }

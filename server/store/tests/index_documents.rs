@@ -179,7 +179,8 @@ async fn documents_follow_changes(db: &Db) {
          SELECT generation, 'everything' FROM registry_generation WHERE id = 1",
     )
     .await;
-    assert_eq!(db.index_documents_stored().await.unwrap(), 0);
+    assert_eq!(stored(db, "alpha").await, None);
+    assert_eq!(stored(db, "beta").await, None);
     assert_eq!(db.undocumented_packages(0, 10).await.unwrap().len(), 3);
 }
 
