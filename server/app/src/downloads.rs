@@ -4,7 +4,7 @@
 use std::{collections::HashMap, sync::Mutex};
 
 use agentlang_core::{Kind, Version, digest::Sha256Digest};
-use store::Db;
+use store::{Db, stored_answers::PackageRef};
 
 use crate::cache::{GenerationCache, Weight};
 
@@ -70,21 +70,24 @@ impl DownloadCounter {
         *pending.entry(version_id).or_default() += 1;
     }
 
-    /// Writes every pending count and says how many versions had some. On
-    /// failure the counts are kept for the next flush.
-    pub async fn flush(&self, db: &Db) -> Result<usize, store::Error> {
+    /// Writes every pending count; returns the packages it counted
+    /// downloads of (their stored records are gone, to be rendered
+    /// again). On failure the counts are kept for the next flush.
+    pub async fn flush(&self, db: &Db) -> Result<Vec<PackageRef>, store::Error> {
         let counts: Vec<(i64, i64)> = self.pending().drain().collect();
         if counts.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         let day = time::OffsetDateTime::now_utc().date().to_string();
-        if let Err(e) = db.record_downloads(&counts, &day).await {
-            let mut pending = self.pending();
-            for (version_id, count) in counts {
-                *pending.entry(version_id).or_default() += count;
+        match db.record_downloads(&counts, &day).await {
+            Ok(packages) => Ok(packages),
+            Err(e) => {
+                let mut pending = self.pending();
+                for (version_id, count) in counts {
+                    *pending.entry(version_id).or_default() += count;
+                }
+                Err(e)
             }
-            return Err(e);
         }
-        Ok(counts.len())
     }
 }

@@ -22,11 +22,15 @@ use crate::{
     cache::{self, Rendered, RenderedKey},
     rate_limits::{Bucket, account_budget},
     statuses::StatusView,
+    stored_answers::stored_or_rendered,
     tlog,
     tokens::Authenticated,
 };
 use agentlang_core::digest::Sha256Digest;
-use store::{names::Scope, packages::YankChange, records::VersionDetail, time::rfc3339};
+use store::{
+    names::Scope, packages::YankChange, records::VersionDetail, stored_answers::Answer,
+    time::rfc3339,
+};
 
 pub use crate::downloads::{Download, DownloadCounter, DownloadTargets};
 pub use store::{
@@ -313,8 +317,10 @@ pub async fn version_record(
         .await
 }
 
-/// `GET /api/v1/{kind}/{name}` as sent, rendered once per generation (and
-/// download-count interval).
+/// `GET /api/v1/{kind}/{name}` as sent: kept in memory per generation (and
+/// download-count interval), else the stored record
+/// (`crate::stored_answers`), else rendered (the package changed, or was
+/// downloaded, since its last rendering was stored).
 pub async fn package_record(
     registry: &Registry,
     kind: Kind,
@@ -322,8 +328,10 @@ pub async fn package_record(
 ) -> Result<Rendered, ServiceError> {
     let key = RenderedKey::PackageRecord(kind, name.normalized());
     registry
-        .rendered(key, || async {
-            Rendered::json(&get_package(registry, kind, name).await?)
+        .rendered(key, || {
+            stored_or_rendered(registry, kind, name, Answer::Package, || async {
+                Rendered::json(&get_package(registry, kind, name).await?)
+            })
         })
         .await
 }
@@ -573,10 +581,16 @@ async fn read_download(
 
 /// Writes the downloads this replica counted; when there were some, its
 /// rendered records and pages are rendered again, so they show the new
-/// counts at once (other replicas' within [`cache::RENDERED_MAX_AGE`]).
+/// counts at once (other replicas' within [`cache::RENDERED_MAX_AGE`]),
+/// and so are the stored records the flush deleted.
 pub async fn flush_downloads(registry: &Registry) -> Result<(), store::Error> {
-    if registry.downloads.flush(&registry.db).await? > 0 {
+    let counted = registry.downloads.flush(&registry.db).await?;
+    if !counted.is_empty() {
         registry.rendered.clear();
+        // Until they are, a read renders a missing record.
+        if let Err(e) = crate::stored_answers::store_answers_of(registry, &counted).await {
+            tracing::warn!(error = %e, "cannot store the records of downloaded packages");
+        }
     }
     Ok(())
 }
@@ -803,8 +817,8 @@ pub async fn backfill_extras(registry: std::sync::Arc<Registry>) {
 }
 
 /// `GET /api/v1/index/{kind}/{name}` as sent: kept in memory per
-/// generation, else the stored document (`crate::index_documents`), else
-/// rendered (a package changed since its last rendering was stored).
+/// generation, else the stored entry (`crate::stored_answers`), else
+/// rendered (the package changed since its last rendering was stored).
 pub async fn index_answer(
     registry: &Registry,
     kind: Kind,
@@ -816,15 +830,10 @@ pub async fn index_answer(
     if let Some((body, etag)) = cache.index_body(generation, kind, &normalized) {
         return Ok(Rendered { body, etag });
     }
-    // A stored document is at least as new as `generation`
-    // (`crate::index_documents`); none when the package changed since.
-    let rendered = match registry.db.index_document(kind, &normalized).await? {
-        Some(document) => Rendered {
-            body: bytes::Bytes::from(document.body),
-            etag: document.etag,
-        },
-        None => Rendered::json(&get_index(registry, kind, name).await?)?,
-    };
+    let rendered = stored_or_rendered(registry, kind, name, Answer::Index, || async {
+        Rendered::json(&get_index(registry, kind, name).await?)
+    })
+    .await?;
     cache.put_index_body(
         generation,
         kind,

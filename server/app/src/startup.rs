@@ -171,7 +171,7 @@ impl Registry {
 
     /// Starts the periodic jobs on the current (actix or tokio local)
     /// runtime: the blob sweep, the download-count flush, the backfill of
-    /// versions stored before their facts were, the stored index entries,
+    /// versions stored before their facts were, the stored answers,
     /// the log's sequencer and its start-up audit. Abort the handles to stop them.
     pub fn start_background(self: &Arc<Self>) -> Vec<tokio::task::JoinHandle<()>> {
         let interval = self.settings.sweep_interval;
@@ -182,9 +182,7 @@ impl Registry {
             .chain([
                 tokio::task::spawn_local(packages::flush_downloads_periodically(self.clone())),
                 tokio::task::spawn_local(packages::backfill_extras(self.clone())),
-                tokio::task::spawn_local(crate::index_documents::keep_index_documents(
-                    self.clone(),
-                )),
+                tokio::task::spawn_local(crate::stored_answers::keep_stored_answers(self.clone())),
                 tokio::task::spawn_local(sequence(self.clone())),
                 tokio::task::spawn_local(audit(self.clone())),
             ])

@@ -7,7 +7,12 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use super::{
-    BeginWrite, Db, inline::InlineRow, is_unique_violation, now, tlog::AppendLog, with_pool,
+    BeginWrite, Db,
+    inline::InlineRow,
+    is_unique_violation, now,
+    stored_answers::{DOWNLOADS_LOCK, PackageRef},
+    tlog::AppendLog,
+    with_pool,
 };
 use agentlang_core::digest::Sha256Digest;
 
@@ -1092,23 +1097,38 @@ impl Db {
 
     /// Adds counted downloads, `(version id, count)`, to each version's
     /// total and to its bucket for `day` (`YYYY-MM-DD`, UTC), all in one
-    /// transaction: the in-process counter's periodic flush.
+    /// transaction: the in-process counter's periodic flush. Returns the
+    /// packages whose stored records it deleted (migration 0051), to be
+    /// rendered again.
     pub async fn record_downloads(
         &self,
         counts: &[(i64, i64)],
         day: &str,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<Vec<PackageRef>, sqlx::Error> {
         if counts.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
+        let postgres = matches!(self, Db::Postgres(_));
         with_pool!(self, pool => {
             let mut tx = pool.begin_write().await?;
-            for &(version_id, count) in counts {
-                sqlx::query("UPDATE versions SET downloads = downloads + $1 WHERE id = $2")
-                    .bind(count)
-                    .bind(version_id)
+            if postgres {
+                // Ordered with a store of answers (`stored_answers`).
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(DOWNLOADS_LOCK)
                     .execute(&mut *tx)
                     .await?;
+            }
+            let mut package_ids = std::collections::BTreeSet::new();
+            for &(version_id, count) in counts {
+                let package_id: Option<i64> = sqlx::query_scalar(
+                    "UPDATE versions SET downloads = downloads + $1 WHERE id = $2
+                     RETURNING package_id",
+                )
+                .bind(count)
+                .bind(version_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                package_ids.extend(package_id);
                 sqlx::query(
                     "INSERT INTO download_counts (version_id, day, count) VALUES ($1, $2, $3)
                      ON CONFLICT (version_id, day) DO UPDATE SET count = download_counts.count + $3",
@@ -1119,7 +1139,19 @@ impl Db {
                 .execute(&mut *tx)
                 .await?;
             }
-            tx.commit().await
+            let mut packages = Vec::with_capacity(package_ids.len());
+            for id in package_ids {
+                packages.extend(
+                    sqlx::query_as::<_, PackageRef>(
+                        "SELECT id, kind, name FROM packages WHERE id = $1",
+                    )
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await?,
+                );
+            }
+            tx.commit().await?;
+            Ok(packages)
         })
     }
 

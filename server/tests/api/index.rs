@@ -3,6 +3,7 @@ use std::time::Duration;
 use agentlang_core::Kind;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use store::stored_answers::Answer;
 
 use crate::{
     publish::{published, publisher, tool},
@@ -11,7 +12,8 @@ use crate::{
 
 backend_tests!(
     the_index_lists_versions_and_revalidates,
-    a_stored_index_entry_is_served_until_its_package_changes,
+    stored_answers_are_served_until_their_package_changes,
+    a_download_flush_stores_the_record_again,
 );
 
 async fn the_index_lists_versions_and_revalidates(backend: Backend) {
@@ -95,24 +97,42 @@ async fn the_index_lists_versions_and_revalidates(backend: Backend) {
     .await;
 }
 
-/// The document stored for tool `name`, waiting for the registry's task to
-/// render it (`app::index_documents`).
-async fn stored_document(app: &TestApp, name: &str) -> store::index_documents::IndexDocument {
+/// The `answer` stored for tool `name`, waiting for the registry's task to
+/// render it (`app::stored_answers`).
+async fn stored_answer(
+    app: &TestApp,
+    name: &str,
+    answer: Answer,
+) -> store::stored_answers::StoredAnswer {
     let db = &app.store().db;
     for _ in 0..200 {
-        if let Some(document) = db.index_document(Kind::Tool, name).await.unwrap() {
-            return document;
+        if let Some(stored) = db.stored_answer(Kind::Tool, name, answer).await.unwrap() {
+            return stored;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("no index document was stored for {name} within 10 s");
+    panic!("no {answer:?} answer was stored for {name} within 10 s");
 }
 
-/// A first read of a package's index is its stored document (here
-/// replaced by a marker, to tell it from a rendering); a change of the
-/// package deletes the document in its transaction, so the next read shows
-/// the change, and the task stores the new entry, byte for byte as served.
-async fn a_stored_index_entry_is_served_until_its_package_changes(backend: Backend) {
+/// Runs `sql` with `bind` on the app's database.
+async fn execute(app: &TestApp, sql: &'static str, bind: &str) {
+    match &app.store().db {
+        store::Db::Sqlite { pool, .. } => sqlx::query(sql).bind(bind).execute(pool).await.map(drop),
+        store::Db::Postgres(pools) => sqlx::query(sql)
+            .bind(bind)
+            .execute(pools.current())
+            .await
+            .map(drop),
+    }
+    .unwrap();
+}
+
+/// A first read of a package's index entry and record is its stored
+/// answer (here replaced by a marker, to tell it from a rendering); a
+/// change of the package deletes both in its transaction, so the next
+/// reads show the change, and the task stores the new answers, byte for
+/// byte as served.
+async fn stored_answers_are_served_until_their_package_changes(backend: Backend) {
     let Some(app) = TestApp::builder(backend).build().await else {
         return;
     };
@@ -123,31 +143,31 @@ async fn a_stored_index_entry_is_served_until_its_package_changes(backend: Backe
         tool(&alice.key, "web_fetch", "1.0.3", &[]),
     )
     .await;
-    let first = stored_document(&app, "web_fetch").await;
-    let entry: Value = serde_json::from_str(&first.body).unwrap();
-    assert_eq!(entry["versions"][0]["version"], "1.0.3");
-    assert_eq!(entry["versions"][0]["yanked"], false);
+    let answers = [
+        (Answer::Index, "/api/v1/index/tools/web_fetch"),
+        (Answer::Package, "/api/v1/tools/web_fetch"),
+    ];
+    for (answer, _) in answers {
+        let first = stored_answer(&app, "web_fetch", answer).await;
+        let shown: Value = serde_json::from_str(&first.body).unwrap();
+        assert_eq!(shown["versions"][0]["version"], "1.0.3", "{answer:?}");
+        assert_eq!(shown["versions"][0]["yanked"], false, "{answer:?}");
+    }
 
     let marker = r#"{"name":"web_fetch","kind":"tool","versions":[],"marker":true}"#;
-    let replace = "UPDATE index_documents SET body = $1, etag = '\"marker\"'
-                   WHERE normalized_name = 'web_fetch'";
-    match &app.store().db {
-        store::Db::Sqlite { pool, .. } => sqlx::query(replace)
-            .bind(marker)
-            .execute(pool)
-            .await
-            .map(drop),
-        store::Db::Postgres(pools) => sqlx::query(replace)
-            .bind(marker)
-            .execute(pools.current())
-            .await
-            .map(drop),
+    execute(
+        &app,
+        "UPDATE stored_answers SET body = $1, etag = '\"marker\"'
+         WHERE normalized_name = 'web_fetch'",
+        marker,
+    )
+    .await;
+    for (answer, path) in answers {
+        let res = app.get(&path.replace("web_fetch", "Web-Fetch")).await;
+        assert_eq!(res.status(), StatusCode::OK, "{answer:?}");
+        assert_eq!(res.headers()["etag"], "\"marker\"", "{answer:?}");
+        assert_eq!(res.text().await.unwrap(), marker, "{answer:?}");
     }
-    .unwrap();
-    let res = app.get("/api/v1/index/tools/Web-Fetch").await;
-    assert_eq!(res.status(), StatusCode::OK);
-    assert_eq!(res.headers()["etag"], "\"marker\"");
-    assert_eq!(res.text().await.unwrap(), marker);
 
     app.request(Method::POST, "/api/v1/tools/web_fetch/1.0.3/yank")
         .bearer_auth(&alice.token)
@@ -155,13 +175,56 @@ async fn a_stored_index_entry_is_served_until_its_package_changes(backend: Backe
         .send()
         .await
         .unwrap();
-    let res = app.get("/api/v1/index/tools/web_fetch").await;
-    assert_eq!(res.status(), StatusCode::OK);
-    let etag = res.headers()["etag"].to_str().unwrap().to_owned();
-    let served = res.text().await.unwrap();
-    let entry: Value = serde_json::from_str(&served).unwrap();
-    assert_eq!(entry["versions"][0]["yanked"], true, "{served}");
+    for (answer, path) in answers {
+        let res = app.get(path).await;
+        assert_eq!(res.status(), StatusCode::OK, "{answer:?}");
+        let etag = res.headers()["etag"].to_str().unwrap().to_owned();
+        let served = res.text().await.unwrap();
+        let shown: Value = serde_json::from_str(&served).unwrap();
+        assert_eq!(shown["versions"][0]["yanked"], true, "{served}");
 
-    let second = stored_document(&app, "web_fetch").await;
-    assert_eq!((second.body, second.etag), (served, etag));
+        let second = stored_answer(&app, "web_fetch", answer).await;
+        assert_eq!((second.body, second.etag), (served, etag), "{answer:?}");
+    }
+}
+
+/// A download flush deletes the package's stored record, which shows the
+/// counts, and stores it again with the new ones; the index entry, which
+/// shows none, stays as it was stored.
+async fn a_download_flush_stores_the_record_again(backend: Backend) {
+    let Some(app) = TestApp::builder(backend).build().await else {
+        return;
+    };
+    let alice = publisher(&app, "alice").await;
+    published(
+        &app,
+        &alice.token,
+        tool(&alice.key, "web_fetch", "1.0.3", &[]),
+    )
+    .await;
+    let index = stored_answer(&app, "web_fetch", Answer::Index).await;
+    let before = stored_answer(&app, "web_fetch", Answer::Package).await;
+    let shown: Value = serde_json::from_str(&before.body).unwrap();
+    assert_eq!(shown["downloads"], 0);
+
+    let res = app.get("/api/v1/tools/web_fetch/1.0.3/download").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    res.bytes().await.unwrap();
+    app::packages::flush_downloads(app.state()).await.unwrap();
+
+    let after = app
+        .store()
+        .db
+        .stored_answer(Kind::Tool, "web_fetch", Answer::Package)
+        .await
+        .unwrap()
+        .expect("the flush stored the record again");
+    let shown: Value = serde_json::from_str(&after.body).unwrap();
+    assert_eq!(shown["downloads"], 1, "{}", after.body);
+    assert_eq!(shown["versions"][0]["downloads"], 1, "{}", after.body);
+    assert_ne!(after.etag, before.etag);
+    let res = app.get("/api/v1/tools/web_fetch").await;
+    assert_eq!(res.headers()["etag"].to_str().unwrap(), after.etag);
+    assert_eq!(res.text().await.unwrap(), after.body);
+    assert_eq!(stored_answer(&app, "web_fetch", Answer::Index).await, index);
 }
