@@ -342,9 +342,9 @@ wait_for_log() {
 
 # What the servers of this data folder log at info when a background job
 # ends (the run's filter keeps it): the start-up audit of the log, and the
-# pass storing every package's index entry (`app::index_documents`).
+# pass storing every package's index entry and record (`app::stored_answers`).
 audit_line='audited the transparency log'
-pass_line='stored the index entries of every package without one'
+pass_line='stored the answers of every package without them'
 
 # How many lines matching PATTERN the servers of this data folder have
 # logged: 0 before the first has started.
@@ -367,8 +367,8 @@ audits_logged() { logged "$audit_line"; }
 passes_logged() { logged "$pass_line"; }
 # wait_for_audit COUNT [SECONDS]: the start-up audit (at most 60 s unless told).
 wait_for_audit() { wait_for_logged "$audit_line" "$1" "${2:-60}" "the start-up audit of the log"; }
-# wait_for_pass COUNT [SECONDS]: the pass over the index entries.
-wait_for_pass() { wait_for_logged "$pass_line" "$1" "${2:-60}" "the start-up pass over the index entries"; }
+# wait_for_pass COUNT [SECONDS]: the pass over the stored answers.
+wait_for_pass() { wait_for_logged "$pass_line" "$1" "${2:-60}" "the start-up pass over the stored answers"; }
 
 # The milliseconds and renderings of the last such pass, as "MS RENDERED".
 last_pass() {
@@ -856,7 +856,7 @@ bench_scaling() {
     t0="$(date +%s%N)"
     wait_for_log "$url" "$(jq -r .log_entries <<<"$seed_json")" 1800 || true
     metric["$key.log_sequenced_s"]="$(python3 -c "print(round(($(date +%s%N) - $t0) / 1e9, 1))")"
-    # The seed stores no index entries: this first start renders them all,
+    # The seed stores no answers: this first start renders them all,
     # as a registry does once after the migration that added them.
     wait_for_pass "$passes" 1800
     read -r ms rendered <<<"$(last_pass)"
@@ -920,8 +920,8 @@ bench_scaling() {
 export AGENTLANG_REGISTRY_JWT_SECRET="072062adf5db2e4772b96b2d8ebaaed3193e61e5abc23c58f8ece8fcad4ff991"
 export AGENTLANG_REGISTRY_RATE_LIMITS=off
 # Warnings only, and the end of each start-up audit of the log and of each
-# pass over the index entries (see wait_for_audit, wait_for_pass).
-export AGENTLANG_REGISTRY_LOG=warn,agentlang_registry_app::tlog=info,agentlang_registry_app::index_documents=info
+# pass over the stored answers (see wait_for_audit, wait_for_pass).
+export AGENTLANG_REGISTRY_LOG=warn,agentlang_registry_app::tlog=info,agentlang_registry_app::stored_answers=info
 export AGENTLANG_REGISTRY_MAX_UPLOAD_BYTES=$((64 * mib))
 # One account publishes 16 at a time (the default allows 4 per account).
 export AGENTLANG_REGISTRY_MAX_CONCURRENT_UPLOADS_PER_ACCOUNT=16
@@ -1158,9 +1158,9 @@ if runs("scaling") and scale_sizes:
             ms = f(sk(b, size, "documents_ms"))
             if ms is None:
                 return "not run"
-            return (f"{int(f(sk(b, size, 'documents_rendered'))):,} index entries rendered and stored in {ms / 1000:.1f} s"
+            return (f"{int(f(sk(b, size, 'documents_rendered'))):,} index entries and package records rendered and stored in {ms / 1000:.1f} s"
                     " by the first start after the seed (in the background, while it answered)")
-        row(f"index entries stored after the seed, {tools_label(size)}", "", documents_cell, "scaling")
+        row(f"answers stored after the seed, {tools_label(size)}", "", documents_cell, "scaling")
     for size in scale_sizes:
         def rss_cell(b, size=size):
             idle = f(sk(b, size, "idle_anon_mib"))
