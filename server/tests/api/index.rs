@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use store::stored_answers::Answer;
 
 use crate::{
-    publish::{published, publisher, tool},
+    publish::{Publisher, published, publisher, tool},
     support::{Backend, TestApp, backend_tests, problem},
 };
 
@@ -127,15 +127,9 @@ async fn execute(app: &TestApp, sql: &'static str, bind: &str) {
     .unwrap();
 }
 
-/// A first read of a package's index entry and record is its stored
-/// answer (here replaced by a marker, to tell it from a rendering); a
-/// change of the package deletes both in its transaction, so the next
-/// reads show the change, and the task stores the new answers, byte for
-/// byte as served.
-async fn stored_answers_are_served_until_their_package_changes(backend: Backend) {
-    let Some(app) = TestApp::builder(backend).build().await else {
-        return;
-    };
+/// An app where alice published tool web_fetch 1.0.3.
+async fn with_web_fetch(backend: Backend) -> Option<(TestApp, Publisher)> {
+    let app = TestApp::builder(backend).build().await?;
     let alice = publisher(&app, "alice").await;
     published(
         &app,
@@ -143,6 +137,18 @@ async fn stored_answers_are_served_until_their_package_changes(backend: Backend)
         tool(&alice.key, "web_fetch", "1.0.3", &[]),
     )
     .await;
+    Some((app, alice))
+}
+
+/// A first read of a package's index entry and record is its stored
+/// answer (here replaced by a marker, to tell it from a rendering); a
+/// change of the package deletes both in its transaction, so the next
+/// reads show the change, and the task stores the new answers, byte for
+/// byte as served.
+async fn stored_answers_are_served_until_their_package_changes(backend: Backend) {
+    let Some((app, alice)) = with_web_fetch(backend).await else {
+        return;
+    };
     let answers = [
         (Answer::Index, "/api/v1/index/tools/web_fetch"),
         (Answer::Package, "/api/v1/tools/web_fetch"),
@@ -192,16 +198,9 @@ async fn stored_answers_are_served_until_their_package_changes(backend: Backend)
 /// counts, and stores it again with the new ones; the index entry, which
 /// shows none, stays as it was stored.
 async fn a_download_flush_stores_the_record_again(backend: Backend) {
-    let Some(app) = TestApp::builder(backend).build().await else {
+    let Some((app, _)) = with_web_fetch(backend).await else {
         return;
     };
-    let alice = publisher(&app, "alice").await;
-    published(
-        &app,
-        &alice.token,
-        tool(&alice.key, "web_fetch", "1.0.3", &[]),
-    )
-    .await;
     let index = stored_answer(&app, "web_fetch", Answer::Index).await;
     let before = stored_answer(&app, "web_fetch", Answer::Package).await;
     let shown: Value = serde_json::from_str(&before.body).unwrap();
