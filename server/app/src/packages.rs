@@ -22,7 +22,6 @@ use crate::{
     cache::{self, Rendered, RenderedKey},
     rate_limits::{Bucket, account_budget},
     statuses::StatusView,
-    stored_answers::stored_or_rendered,
     tlog,
     tokens::Authenticated,
 };
@@ -582,15 +581,17 @@ async fn read_download(
 /// Writes the downloads this replica counted; when there were some, its
 /// rendered records and pages are rendered again, so they show the new
 /// counts at once (other replicas' within [`cache::RENDERED_MAX_AGE`]),
-/// and so are the stored records the flush deleted.
+/// and the stored records the flush deleted are due to be rendered again
+/// (`crate::stored_answers`, within a second).
 pub async fn flush_downloads(registry: &Registry) -> Result<(), store::Error> {
     let counted = registry.downloads.flush(&registry.db).await?;
     if !counted.is_empty() {
         registry.rendered.clear();
-        // Until they are, a read renders a missing record.
-        if let Err(e) = crate::stored_answers::store_answers_of(registry, &counted).await {
-            tracing::warn!(error = %e, "cannot store the records of downloaded packages");
-        }
+        registry
+            .records_due
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(counted);
     }
     Ok(())
 }
@@ -813,6 +814,33 @@ pub async fn backfill_extras(registry: std::sync::Arc<Registry>) {
                 return;
             }
         }
+    }
+}
+
+/// The stored `answer` of a package (`crate::stored_answers`), else
+/// `render`'s, for a read that missed the in-memory cache. A stored answer is at least as new as the
+/// generation read before it; there is none when the package changed
+/// since its last rendering was stored.
+async fn stored_or_rendered<F>(
+    registry: &Registry,
+    kind: Kind,
+    name: &PackageName,
+    answer: Answer,
+    render: impl FnOnce() -> F,
+) -> Result<Rendered, ServiceError>
+where
+    F: Future<Output = Result<Rendered, ServiceError>>,
+{
+    match registry
+        .db
+        .stored_answer(kind, &name.normalized(), answer)
+        .await?
+    {
+        Some(stored) => Ok(Rendered {
+            body: bytes::Bytes::from(stored.body),
+            etag: stored.etag,
+        }),
+        None => render().await,
     }
 }
 

@@ -70,6 +70,9 @@ pub struct Registry {
     pub(crate) publishing_keys: PublishingKeys,
     /// Download counts not yet written to the database.
     pub(crate) downloads: DownloadCounter,
+    /// Packages whose stored records a download flush deleted, for
+    /// `crate::stored_answers` to render again.
+    pub(crate) records_due: std::sync::Mutex<Vec<store::stored_answers::PackageRef>>,
     /// The transparency log: its key, and the tree and checkpoint this
     /// replica serves.
     pub(crate) tlog: Arc<TransparencyLog>,

@@ -2,15 +2,14 @@
 //! (`store::stored_answers`, migrations 0050 and 0051), so that the first
 //! read of any package in a large catalog is one row instead of several
 //! statements, a rendering and a SHA-256 ([`packages::index_answer`],
-//! [`packages::package_record`]).
+//! [`packages::package_record`] read them).
 //!
 //! The store deletes a package's answers in the transaction of each change
 //! they show; this task renders them again. At start it renders every
 //! package without both answers, in id order, a batch at a time; then,
 //! each time the generation moves, the packages the journal says changed
-//! (all of them again when it says everything did). A download flush
-//! deletes the records of the packages it counted, and renders them again
-//! itself ([`store_answers_of`]). A rendering is stored only if what it
+//! (all of them again when it says everything did), and the records a
+//! download flush deleted (`Registry::records_due`). A rendering is stored only if what it
 //! shows did not change after it was read, so a rendering that lost that
 //! race is dropped and the change's own move renders the package again.
 //! Each replica runs it; the store keeps the first of equal renderings.
@@ -18,22 +17,17 @@
 use std::{sync::Arc, time::Duration};
 
 use agentlang_core::{Kind, PackageName};
-use bytes::Bytes;
 use serde::Serialize;
 use store::{
     changes::Change,
     stored_answers::{Answer, NewStoredAnswer, PackageRef},
 };
 
-use crate::{
-    ServiceError,
-    cache::{Rendered, etag_of},
-    packages,
-    registry::Registry,
-};
+use crate::{ServiceError, cache::etag_of, packages, registry::Registry};
 
 /// Packages rendered per stored batch: one write transaction each.
 const BATCH: i64 = 256;
+const BATCH_LEN: usize = BATCH as usize;
 
 /// How often the generation is read for a move.
 const POLL: Duration = Duration::from_secs(1);
@@ -44,33 +38,6 @@ const RETRY: Duration = Duration::from_secs(30);
 
 /// Both answers: what a change of the package shows in.
 const BOTH: &[Answer] = &[Answer::Index, Answer::Package];
-
-/// The stored `answer` of a package, else `render`'s, for a read that
-/// missed the in-memory cache. A stored answer is at least as new as the
-/// generation read before it; there is none when the package changed
-/// since its last rendering was stored.
-pub async fn stored_or_rendered<F>(
-    registry: &Registry,
-    kind: Kind,
-    name: &PackageName,
-    answer: Answer,
-    render: impl FnOnce() -> F,
-) -> Result<Rendered, ServiceError>
-where
-    F: Future<Output = Result<Rendered, ServiceError>>,
-{
-    match registry
-        .db
-        .stored_answer(kind, &name.normalized(), answer)
-        .await?
-    {
-        Some(stored) => Ok(Rendered {
-            body: Bytes::from(stored.body),
-            etag: stored.etag,
-        }),
-        None => render().await,
-    }
-}
 
 /// Until the task is stopped: the start-up pass, then one pass per move.
 pub async fn keep_stored_answers(registry: Arc<Registry>) {
@@ -122,9 +89,10 @@ async fn fill_unanswered(registry: &Registry) -> Result<i64, ServiceError> {
     Ok(before)
 }
 
-/// Renders again the packages changed after `seen`; returns the generation
-/// they were rendered at.
+/// Renders again the packages changed after `seen`, and the records due
+/// after a download flush; returns the generation they were rendered at.
 async fn follow_changes(registry: &Registry, seen: i64) -> Result<i64, ServiceError> {
+    store_records_due(registry).await?;
     let now = registry.db.registry_generation().await?;
     if now <= seen {
         return Ok(seen);
@@ -142,25 +110,33 @@ async fn follow_changes(registry: &Registry, seen: i64) -> Result<i64, ServiceEr
             _ => None,
         })
         .collect();
-    for chunk in names.chunks(usize::try_from(BATCH).unwrap_or(usize::MAX)) {
+    for chunk in names.chunks(BATCH_LEN) {
         render_and_store(registry, chunk, BOTH).await?;
     }
     Ok(now)
 }
 
-/// Renders and stores the records of `packages` (a download flush deleted
-/// them): how many were stored.
-pub async fn store_answers_of(
-    registry: &Registry,
-    packages: &[PackageRef],
-) -> Result<u64, ServiceError> {
-    let mut stored = 0;
-    for chunk in names_of(packages).chunks(usize::try_from(BATCH).unwrap_or(usize::MAX)) {
-        stored += render_and_store(registry, chunk, &[Answer::Package])
-            .await?
-            .1;
+/// Renders and stores the records a download flush deleted; on a failure
+/// they stay due.
+async fn store_records_due(registry: &Registry) -> Result<(), ServiceError> {
+    let due = std::mem::take(&mut *records_due(registry));
+    let mut names = names_of(&due);
+    names.sort();
+    names.dedup();
+    for chunk in names.chunks(BATCH_LEN) {
+        if let Err(e) = render_and_store(registry, chunk, &[Answer::Package]).await {
+            records_due(registry).extend(due);
+            return Err(e);
+        }
     }
-    Ok(stored)
+    Ok(())
+}
+
+fn records_due(registry: &Registry) -> std::sync::MutexGuard<'_, Vec<PackageRef>> {
+    registry
+        .records_due
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn names_of(packages: &[PackageRef]) -> Vec<(Kind, PackageName)> {
