@@ -587,11 +587,7 @@ pub async fn flush_downloads(registry: &Registry) -> Result<(), store::Error> {
     let counted = registry.downloads.flush(&registry.db).await?;
     if !counted.is_empty() {
         registry.rendered.clear();
-        registry
-            .records_due
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend(counted);
+        registry.add_records_due(counted);
     }
     Ok(())
 }

@@ -3,9 +3,13 @@
 //! that know nothing of it (so no rule's file and this one import each
 //! other); `startup` brings one up from [`Settings`].
 
-use std::{future::Future, sync::Arc};
+use std::{
+    collections::BTreeMap,
+    future::Future,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+};
 
-use store::{Blobs, Db};
+use store::{Blobs, Db, stored_answers::PackageRef};
 
 use crate::{
     ServiceError,
@@ -70,9 +74,9 @@ pub struct Registry {
     pub(crate) publishing_keys: PublishingKeys,
     /// Download counts not yet written to the database.
     pub(crate) downloads: DownloadCounter,
-    /// Packages whose stored records a download flush deleted, for
-    /// `crate::stored_answers` to render again.
-    pub(crate) records_due: std::sync::Mutex<Vec<store::stored_answers::PackageRef>>,
+    /// Packages whose stored records a download flush deleted, by id, for
+    /// `crate::stored_answers` to render again (see [`Registry::add_records_due`]).
+    pub(crate) due_records: Mutex<BTreeMap<i64, PackageRef>>,
     /// The transparency log: its key, and the tree and checkpoint this
     /// replica serves.
     pub(crate) tlog: Arc<TransparencyLog>,
@@ -80,7 +84,31 @@ pub struct Registry {
     pub(crate) oidc: Arc<crate::oidc::OidcKeys>,
 }
 
+/// Most packages kept due for their records at once: past it, a flush's
+/// are left to the reads that miss them, which render them, so a keeper
+/// that keeps failing does not grow the map with every flush.
+const MAX_RECORDS_DUE: usize = 4096;
+
 impl Registry {
+    /// The packages due for their records (`crate::stored_answers`).
+    pub(crate) fn records_due(&self) -> MutexGuard<'_, BTreeMap<i64, PackageRef>> {
+        self.due_records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds `packages` to those due for their records, up to
+    /// [`MAX_RECORDS_DUE`].
+    pub(crate) fn add_records_due(&self, packages: impl IntoIterator<Item = PackageRef>) {
+        let mut due = self.records_due();
+        for package in packages {
+            if due.len() >= MAX_RECORDS_DUE && !due.contains_key(&package.id) {
+                break;
+            }
+            due.insert(package.id, package);
+        }
+    }
+
     /// The settings the registry was opened with.
     pub fn settings(&self) -> &Settings {
         &self.settings

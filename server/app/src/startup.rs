@@ -133,7 +133,7 @@ impl Registry {
                 settings.limits.body_budget_bytes,
             )),
             downloads: DownloadCounter::default(),
-            records_due: std::sync::Mutex::default(),
+            due_records: std::sync::Mutex::default(),
             publish_queue: PublishQueue::start(db.clone())
                 .context("cannot start the publish queue's thread")?,
             publishing_keys: PublishingKeys::default(),

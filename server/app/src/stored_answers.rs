@@ -7,11 +7,12 @@
 //! The store deletes a package's answers in the transaction of each change
 //! they show; this task renders them again. At start it renders every
 //! package without both answers, in id order, a batch at a time; then,
-//! each time the generation moves, the packages the journal says changed
-//! (all of them again when it says everything did), and the records a
-//! download flush deleted (`Registry::records_due`). A rendering is stored only if what it
-//! shows did not change after it was read, so a rendering that lost that
-//! race is dropped and the change's own move renders the package again.
+//! once a second, the records a download flush deleted
+//! (`Registry::records_due`, at most 4,096 packages) and, when the
+//! generation moved, the packages the journal says changed (all of them
+//! again when it says everything did). A rendering is stored only if what
+//! it shows did not change after it was read, so a rendering that lost
+//! that race is dropped and the change's own move renders it again.
 //! Each replica runs it; the store keeps the first of equal renderings.
 
 use std::{sync::Arc, time::Duration};
@@ -119,24 +120,15 @@ async fn follow_changes(registry: &Registry, seen: i64) -> Result<i64, ServiceEr
 /// Renders and stores the records a download flush deleted; on a failure
 /// they stay due.
 async fn store_records_due(registry: &Registry) -> Result<(), ServiceError> {
-    let due = std::mem::take(&mut *records_due(registry));
-    let mut names = names_of(&due);
-    names.sort();
-    names.dedup();
-    for chunk in names.chunks(BATCH_LEN) {
-        if let Err(e) = render_and_store(registry, chunk, &[Answer::Package]).await {
-            records_due(registry).extend(due);
+    let due = std::mem::take(&mut *registry.records_due());
+    let packages: Vec<PackageRef> = due.into_values().collect();
+    for chunk in packages.chunks(BATCH_LEN) {
+        if let Err(e) = render_and_store(registry, &names_of(chunk), &[Answer::Package]).await {
+            registry.add_records_due(packages);
             return Err(e);
         }
     }
     Ok(())
-}
-
-fn records_due(registry: &Registry) -> std::sync::MutexGuard<'_, Vec<PackageRef>> {
-    registry
-        .records_due
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn names_of(packages: &[PackageRef]) -> Vec<(Kind, PackageName)> {
